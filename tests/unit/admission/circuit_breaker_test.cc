@@ -1,0 +1,156 @@
+#include "sluice/admission/circuit_breaker.h"
+
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+namespace sluice::admission {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class CircuitBreakerTest : public ::testing::Test {
+ protected:
+  CircuitBreakerOptions Options() {
+    CircuitBreakerOptions options;
+    options.refusals_to_open = 3;
+    options.open_for = seconds(5);
+    options.on_transition = [this](BreakerState from, BreakerState to) {
+      seen_.emplace_back(from, to);
+    };
+    return options;
+  }
+  void Refuse(CircuitBreaker& breaker, int n) {
+    for (int i = 0; i < n; ++i) {
+      CircuitBreaker::Admission admission = breaker.TryPass();
+      ASSERT_TRUE(admission.allowed());
+      admission.pass->Refused();
+    }
+  }
+
+  ManualClock clock_;
+  std::vector<std::pair<BreakerState, BreakerState>> seen_;
+};
+
+TEST_F(CircuitBreakerTest, OpensAfterConsecutiveRefusals) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 2);
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+  Refuse(breaker, 1);
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+  const CircuitBreaker::Admission refused = breaker.TryPass();
+  EXPECT_FALSE(refused.allowed());
+  EXPECT_EQ(refused.retry_after, seconds(5));
+}
+
+TEST_F(CircuitBreakerTest, ASuccessResetsTheRefusalCount) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 2);
+  breaker.TryPass().pass->Succeeded();
+  Refuse(breaker, 2);
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+}
+
+TEST_F(CircuitBreakerTest, TimeoutsNeverOpenIt) {
+  CircuitBreaker breaker(Options(), clock_);
+  for (int i = 0; i < 1000; ++i) breaker.TryPass().pass->TimedOut();
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+  // Nor do they reset a run of refusals: slowness says nothing either way.
+  Refuse(breaker, 2);
+  breaker.TryPass().pass->TimedOut();
+  Refuse(breaker, 1);
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+}
+
+TEST_F(CircuitBreakerTest, AfterOpenForLetsExactlyOneProbeThrough) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 3);
+  clock_.Advance(seconds(5) - milliseconds(1));
+  EXPECT_EQ(breaker.TryPass().retry_after, milliseconds(1));
+  clock_.Advance(milliseconds(1));
+  CircuitBreaker::Admission probe = breaker.TryPass();
+  ASSERT_TRUE(probe.allowed());
+  EXPECT_TRUE(probe.pass->is_probe());
+  EXPECT_EQ(breaker.state(), BreakerState::kHalfOpen);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(breaker.TryPass().allowed());
+}
+
+TEST_F(CircuitBreakerTest, ProbeSuccessCloses) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 3);
+  clock_.Advance(seconds(5));
+  breaker.TryPass().pass->Succeeded();
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+  EXPECT_TRUE(breaker.TryPass().allowed());
+  // A fresh run of refusals is needed to open again.
+  Refuse(breaker, 2);
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+}
+
+TEST_F(CircuitBreakerTest, ProbeRefusalReopensForAnotherFullPeriod) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 3);
+  clock_.Advance(seconds(7));
+  breaker.TryPass().pass->Refused();
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+  EXPECT_EQ(breaker.TryPass().retry_after, seconds(5));
+}
+
+TEST_F(CircuitBreakerTest, ProbeTimeoutOrForgottenProbeFreesThePlaceForAnother) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 3);
+  clock_.Advance(seconds(5));
+  breaker.TryPass().pass->TimedOut();
+  EXPECT_EQ(breaker.state(), BreakerState::kHalfOpen);
+  {
+    CircuitBreaker::Admission probe = breaker.TryPass();
+    ASSERT_TRUE(probe.allowed());
+  }  // dropped unreported
+  EXPECT_TRUE(breaker.TryPass().allowed());
+}
+
+TEST_F(CircuitBreakerTest, LateResultsFromBeforeOpeningDoNotDecide) {
+  CircuitBreaker breaker(Options(), clock_);
+  CircuitBreaker::Admission early = breaker.TryPass();
+  Refuse(breaker, 3);
+  clock_.Advance(seconds(5));
+  CircuitBreaker::Admission probe = breaker.TryPass();
+  early.pass->Succeeded();  // not the probe: ignored
+  EXPECT_EQ(breaker.state(), BreakerState::kHalfOpen);
+  probe.pass->Refused();
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+}
+
+TEST_F(CircuitBreakerTest, CountsAndReportsEveryTransition) {
+  CircuitBreaker breaker(Options(), clock_);
+  Refuse(breaker, 3);
+  clock_.Advance(seconds(5));
+  breaker.TryPass().pass->Succeeded();
+  EXPECT_EQ(breaker.transitions(), 3u);
+  const std::vector<std::pair<BreakerState, BreakerState>> expected{
+      {BreakerState::kClosed, BreakerState::kOpen},
+      {BreakerState::kOpen, BreakerState::kHalfOpen},
+      {BreakerState::kHalfOpen, BreakerState::kClosed}};
+  EXPECT_EQ(seen_, expected);
+  EXPECT_STREQ(BreakerStateName(BreakerState::kHalfOpen), "half_open");
+}
+
+TEST_F(CircuitBreakerTest, MovedPassReportsOnce) {
+  CircuitBreaker breaker(Options(), clock_);
+  for (int i = 0; i < 3; ++i) {
+    CircuitBreaker::Admission admission = breaker.TryPass();
+    CircuitBreaker::Pass moved = std::move(*admission.pass);
+    admission.pass.reset();  // the moved-from pass reports nothing
+    moved.Refused();
+    moved.Refused();  // second report ignored
+    if (i < 2) {
+      EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+    }
+  }
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+}
+
+}  // namespace
+}  // namespace sluice::admission
