@@ -1,0 +1,102 @@
+// Prometheus metrics: counters, gauges and histograms declared once and rendered in the text
+// exposition format. Hot paths keep the reference a Get* call returns; the lookup itself takes a
+// mutex and is meant for start-up or for low-cardinality labels.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+/// A monotonically increasing count. Thread-safe.
+class Counter {
+ public:
+  void Inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+/// A value that goes up and down. Thread-safe.
+class Gauge {
+ public:
+  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void Add(double d) {
+    double old = value_.load(std::memory_order_relaxed);
+    while (!value_.compare_exchange_weak(old, old + d, std::memory_order_relaxed)) {
+    }
+  }
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
+};
+
+/// Counts observations into fixed buckets (seconds). Thread-safe.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void Observe(double seconds);
+  const std::vector<double>& upper_bounds() const { return bounds_; }
+  /// Cumulative counts per bucket, then +Inf; with the sum and count.
+  struct Snapshot {
+    std::vector<uint64_t> cumulative;
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  Snapshot Take() const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_.size() + 1
+  std::atomic<uint64_t> sum_micros_{0};
+};
+
+/// Latency buckets from 100 us to 10 s, for request and dependency histograms.
+std::vector<double> LatencyBuckets();
+
+/// All metrics of the process. Thread-safe.
+class MetricsRegistry {
+ public:
+  Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels = {});
+  Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {});
+  Histogram& GetHistogram(const std::string& name, const std::string& help,
+                          const Labels& labels = {},
+                          std::vector<double> buckets = LatencyBuckets());
+  /// A gauge read at render time, for values owned elsewhere (pool occupancy, queue age).
+  void AddGaugeCallback(const std::string& name, const std::string& help, const Labels& labels,
+                        std::function<double()> read);
+
+  /// The text exposition format, version 0.0.4.
+  std::string Render() const;
+
+ private:
+  enum class Kind { kCounter, kGauge, kHistogram };
+  struct Series {
+    std::unique_ptr<Counter> counter;
+    std::unique_ptr<Gauge> gauge;
+    std::unique_ptr<Histogram> histogram;
+    std::function<double()> callback;
+  };
+  struct Family {
+    Kind kind;
+    std::string help;
+    std::map<std::string, Series> series;  // by rendered label set
+  };
+  Family& FamilyFor(const std::string& name, const std::string& help, Kind kind);
+
+  mutable std::mutex mu_;
+  std::map<std::string, Family> families_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,52 @@
+// HttpServer: the Beast/Asio front of sluice. It parses requests, asks the service layer, and maps
+// results to statuses; Beast itself stays inside src/http.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "sluice/common/metrics.h"
+#include "sluice/service/paste_service.h"
+
+namespace sluice::http {
+
+struct ServerOptions {
+  /// Address to listen on, "host:port"; port 0 picks a free one. Default: 127.0.0.1:8080.
+  std::string listen = "127.0.0.1:8080";
+  /// Base of the links handed out ("https://paste.example"); empty: http://<listen address>.
+  std::string public_url;
+  /// How long a connection may sit between requests or take to send its headers. Default: 30 s.
+  std::chrono::seconds idle_timeout{30};
+  /// How long a request body may take to arrive once admitted. Default: 30 s.
+  std::chrono::seconds body_timeout{30};
+  /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
+  std::chrono::seconds drain_timeout{10};
+};
+
+/// Accepts connections and serves the API on the given io_context. Thread-safe: the io_context may
+/// run on many threads; each connection is a strand.
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, ServerOptions options, service::PasteService& service,
+             MetricsRegistry& metrics);
+  ~HttpServer();
+
+  /// Binds and starts accepting. Throws std::runtime_error if the address cannot be bound.
+  void Start();
+  /// The bound port (useful with port 0).
+  uint16_t port() const;
+  /// The base of the links handed out (public_url, or http://<bound address>).
+  std::string base_url() const;
+  /// Stops accepting, lets in-flight requests finish (up to drain_timeout), then calls `done`.
+  void Drain(std::function<void()> done);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace sluice::http

@@ -1,0 +1,27 @@
+// Minting paste ids and delete tokens. Both come from the kernel's CSPRNG (getrandom(2)): an id is
+// 12 base62 characters (about 71.5 bits), so ids cannot be guessed or walked; a delete token is 128
+// bits and only its SHA-256 is stored.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sluice/store/paste.h"
+
+namespace sluice::service {
+
+/// A fresh random paste id. Aborts the process if the kernel CSPRNG fails (it does not, after
+/// boot).
+store::PasteId MintPasteId();
+
+/// A fresh 128-bit delete token, as 22 base64url characters.
+std::string MintDeleteToken();
+
+/// SHA-256 of the token, the only form in which it is stored.
+store::TokenHash HashDeleteToken(std::string_view token);
+
+/// Compares two hashes in constant time, so response timing says nothing about how close a guess
+/// was.
+bool SameTokenHash(const store::TokenHash& a, const store::TokenHash& b);
+
+}  // namespace sluice::service

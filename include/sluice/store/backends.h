@@ -1,0 +1,34 @@
+// Factories for the concrete stores. Only src/app (and tests) call these; everything else sees the
+// interfaces.
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+#include <filesystem>
+#include <memory>
+
+#include "sluice/store/blob_store.h"
+#include "sluice/store/meta_store.h"
+
+namespace sluice::store {
+
+/// Thread pools for blocking backends. They stand in for connection pools, split by purpose so a
+/// cleanup backlog cannot starve reads (spec 001). Both must outlive the stores.
+struct BlockingPools {
+  boost::asio::thread_pool* read = nullptr;
+  boost::asio::thread_pool* cleanup = nullptr;
+};
+
+/// SQLite in WAL mode at `db_path`, migrated on open. Writes are group-committed: one transaction
+/// and one WAL fsync per batch. Throws std::runtime_error if the database cannot be opened.
+std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_path,
+                                               BlockingPools pools);
+
+/// One file per body under `root`, written atomically (temp file, flush, rename, flush) with one
+/// filesystem flush per batch. Throws std::runtime_error if `root` cannot be created.
+std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools);
+
+/// In-memory stores for tests and experiments; thread-safe; nothing survives the process.
+std::unique_ptr<MetaStore> MakeMemoryMetaStore();
+std::unique_ptr<BlobStore> MakeMemoryBlobStore();
+
+}  // namespace sluice::store

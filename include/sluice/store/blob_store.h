@@ -1,0 +1,40 @@
+// BlobStore: where paste bodies live ("the bucket").
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/admission/deadline.h"
+#include "sluice/common/result.h"
+#include "sluice/store/paste.h"
+
+namespace sluice::store {
+
+/// Stores paste bodies, one object per paste. Implementations are thread-safe.
+class BlobStore {
+ public:
+  virtual ~BlobStore() = default;
+
+  /// Stores `body` durably under `id`; on success the bytes survive a crash. `body` must stay alive
+  /// until the call completes. Returns Unavailable on a storage failure and DeadlineExceeded past
+  /// `deadline`. Never retried by the caller after a failure: the bytes may have landed, and the
+  /// orphan reaper owns them then.
+  virtual boost::asio::awaitable<Status> Put(PasteId id, std::string_view body,
+                                             admission::Deadline deadline) = 0;
+
+  /// Returns the whole body, NotFound if absent, Unavailable on a storage failure.
+  virtual boost::asio::awaitable<Result<std::string>> Get(PasteId id,
+                                                          admission::Deadline deadline) = 0;
+
+  /// Removes the body. Absent is success, so a repeated delete is harmless.
+  virtual boost::asio::awaitable<Status> Delete(PasteId id, admission::Deadline deadline) = 0;
+
+  /// Lists up to `limit` stored bodies with ids greater than `after` (empty: from the start), in id
+  /// order, for the orphan reaper's resumable scan.
+  virtual boost::asio::awaitable<Result<std::vector<BlobInfo>>> List(
+      std::string after, size_t limit, admission::Deadline deadline) = 0;
+};
+
+}  // namespace sluice::store

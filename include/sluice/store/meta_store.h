@@ -1,0 +1,64 @@
+// MetaStore: the metadata rows of pastes and the outbox of work owed after a commit ("the
+// primary").
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "sluice/admission/deadline.h"
+#include "sluice/common/result.h"
+#include "sluice/store/paste.h"
+
+namespace sluice::store {
+
+/// Stores paste metadata and the outbox. Implementations are thread-safe. Every write is durable
+/// when its call returns success.
+class MetaStore {
+ public:
+  virtual ~MetaStore() = default;
+
+  /// Inserts a new row. Returns Internal if the id exists (a minting collision), Unavailable on a
+  /// storage failure. Not retried by the caller: a timed-out insert may have committed.
+  virtual boost::asio::awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) = 0;
+
+  /// Returns the row, tombstones and expired rows included (the caller decides what they mean);
+  /// NotFound if there is no row.
+  virtual boost::asio::awaitable<Result<PasteMeta>> Get(PasteId id,
+                                                        admission::Deadline deadline) = 0;
+
+  /// Marks the row deleted and enqueues removal of its body, in one transaction. Succeeds if the
+  /// row is already a tombstone; NotFound if there is no row.
+  virtual boost::asio::awaitable<Status> MarkDeleted(PasteId id, int64_t now,
+                                                     admission::Deadline deadline) = 0;
+
+  /// Returns up to `limit` outbox entries due at `now`, oldest first.
+  virtual boost::asio::awaitable<Result<std::vector<OutboxEntry>>> DueOutbox(
+      int64_t now, size_t limit, admission::Deadline deadline) = 0;
+
+  /// Removes a finished outbox entry.
+  virtual boost::asio::awaitable<Status> FinishOutbox(int64_t seq,
+                                                      admission::Deadline deadline) = 0;
+
+  /// Records a failed attempt and when to try again.
+  virtual boost::asio::awaitable<Status> RetryOutboxLater(int64_t seq, int64_t next_attempt_at,
+                                                          admission::Deadline deadline) = 0;
+
+  /// Age in seconds of the oldest pending outbox entry at `now`, 0 when empty.
+  virtual boost::asio::awaitable<Result<int64_t>> OldestOutboxAge(int64_t now,
+                                                                  admission::Deadline deadline) = 0;
+
+  /// Returns up to `limit` ids whose expiry is at or before `now`, tombstones included.
+  virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Expired(
+      int64_t now, size_t limit, admission::Deadline deadline) = 0;
+
+  /// Removes rows (and their outbox entries) for good, after their bodies are gone.
+  virtual boost::asio::awaitable<Status> Purge(std::vector<PasteId> ids,
+                                               admission::Deadline deadline) = 0;
+
+  /// Returns which of `ids` have a row in any state, for the orphan reaper.
+  virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Existing(
+      std::vector<PasteId> ids, admission::Deadline deadline) = 0;
+};
+
+}  // namespace sluice::store

@@ -1,0 +1,61 @@
+// The vocabulary shared by the stores and the service: paste ids and metadata rows.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sluice::store {
+
+/// A validated paste id: exactly 12 characters of [0-9A-Za-z]. Only Parse and the minting code make
+/// one, so an id that reaches a file name or an object key has always been checked.
+class PasteId {
+ public:
+  static constexpr size_t kLength = 12;
+
+  /// Returns nothing unless `text` is exactly 12 base62 characters.
+  static std::optional<PasteId> Parse(std::string_view text);
+
+  std::string_view view() const { return std::string_view(chars_.data(), kLength); }
+  std::string str() const { return std::string(view()); }
+
+  friend bool operator==(const PasteId&, const PasteId&) = default;
+  friend auto operator<=>(const PasteId&, const PasteId&) = default;
+
+ private:
+  PasteId() = default;
+  std::array<char, kLength> chars_{};
+};
+
+/// SHA-256 of a delete token. The token itself is never stored.
+using TokenHash = std::array<unsigned char, 32>;
+
+/// One metadata row. Times are Unix seconds.
+struct PasteMeta {
+  PasteId id;
+  int64_t created_at = 0;
+  int64_t expires_at = 0;
+  uint64_t size_bytes = 0;
+  TokenHash token_hash{};
+  /// A tombstone: deleted by its owner; the body may still be on its way out.
+  bool deleted = false;
+};
+
+/// What the background worker owes the outside world after a commit (at least once).
+struct OutboxEntry {
+  int64_t seq = 0;
+  PasteId id;
+  enum class Kind { kDeleteBody } kind = Kind::kDeleteBody;
+  int attempts = 0;
+  int64_t next_attempt_at = 0;
+};
+
+/// A stored body as listed for the orphan reaper.
+struct BlobInfo {
+  PasteId id;
+  int64_t modified_at = 0;
+};
+
+}  // namespace sluice::store

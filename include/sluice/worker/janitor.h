@@ -1,0 +1,74 @@
+// Janitor: the background work that keeps storage from growing with dead pastes. Three loops, each
+// in small batches with a sleep between, so a backlog cannot starve creates or reads:
+//  - outbox: removes the bodies of deleted pastes, at least once, with exponential backoff +
+//  jitter;
+//  - expiry sweeper: removes expired rows and their bodies whether or not anyone reads them;
+//  - orphan reaper: removes bodies with no row older than an age floor (a create whose insert
+//    failed, or a crash between PUT and insert).
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "sluice/common/clock.h"
+#include "sluice/common/metrics.h"
+#include "sluice/service/paste_cache.h"
+#include "sluice/store/blob_store.h"
+#include "sluice/store/meta_store.h"
+
+namespace sluice::worker {
+
+struct JanitorOptions {
+  /// Pause between outbox polls when it is empty. Default: 1 s.
+  std::chrono::milliseconds outbox_interval{1000};
+  /// Pause between expiry sweeps when nothing is due. Default: 10 s.
+  std::chrono::milliseconds sweep_interval{10000};
+  /// Pause between reaper pages. Default: 60 s.
+  std::chrono::milliseconds reap_interval{60000};
+  /// Rows or objects per batch. Default: 200.
+  size_t batch_size = 200;
+  /// A body with no row is an orphan only when older than this. Default: 1 h (far above the 2 s
+  /// create budget, so a create between its PUT and its insert is never reaped).
+  std::chrono::seconds orphan_age_floor{3600};
+  /// Longest backoff between outbox attempts. Default: 5 min.
+  std::chrono::seconds max_backoff{300};
+};
+
+/// Runs the three loops as coroutines on one executor. Thread-safe to Stop from any thread.
+class Janitor {
+ public:
+  Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
+          const Clock& clock, MetricsRegistry& metrics, JanitorOptions options);
+
+  /// Starts the loops; they run until Stop().
+  void Start(boost::asio::any_io_executor executor);
+  void Stop() { stopping_ = true; }
+
+  /// One pass of each loop, for tests: returns how many items each handled.
+  boost::asio::awaitable<size_t> DrainOutboxOnce();
+  boost::asio::awaitable<size_t> SweepExpiredOnce();
+  boost::asio::awaitable<size_t> ReapOrphansOnce();
+
+ private:
+  boost::asio::awaitable<void> Loop(std::chrono::milliseconds interval,
+                                    boost::asio::awaitable<size_t> (Janitor::*pass)());
+
+  store::MetaStore& meta_;
+  store::BlobStore& blobs_;
+  service::PasteCache& cache_;
+  const Clock& clock_;
+  const JanitorOptions options_;
+  std::atomic<bool> stopping_{false};
+  std::string reap_cursor_;
+  Counter& bodies_deleted_;
+  Counter& outbox_retries_;
+  Counter& expired_purged_;
+  Counter& orphans_reaped_;
+  Gauge& outbox_age_;
+};
+
+}  // namespace sluice::worker

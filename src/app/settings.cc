@@ -1,0 +1,167 @@
+#include "settings.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <stdexcept>
+
+namespace sluice::app {
+
+namespace {
+
+constexpr SettingSpec kServeSettings[] = {
+    {"listen", "127.0.0.1:8080", "Address and port to serve on (port 0 picks a free one)"},
+    {"data_dir", "./sluice-data", "Folder for the embedded store: meta.db (SQLite) and blobs/"},
+    {"public_url", "",
+     "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)"},
+    {"threads", "0", "Event-loop threads (0: one per core)"},
+    {"default_ttl", "1w", "Expiry when a creator names none: 10m, 1h, 1d, 1w or 30d"},
+    {"max_ttl", "30d", "Longest expiry this server grants: 10m, 1h, 1d, 1w or 30d"},
+    {"max_paste_bytes", "1000000", "Largest paste accepted, in bytes"},
+    {"cache_bytes", "67108864", "Memory for recently read or created pastes, in bytes (0: off)"},
+    {"read_threads", "16", "Threads for blocking reads of the embedded store"},
+    {"cleanup_threads", "2", "Threads for deletes, sweeps and the reaper"},
+    {"idle_timeout", "30s", "Longest wait for a request's headers on an open connection"},
+    {"body_timeout", "30s",
+     "Longest wait for an admitted request body, and for writing a response"},
+    {"drain_timeout", "10s", "On SIGTERM, how long in-flight requests may take to finish"},
+    {"create_budget", "2s", "Whole time budget of one create"},
+    {"put_timeout", "1s", "Timeout of the body write inside a create"},
+    {"insert_timeout", "50ms", "Timeout of the metadata insert inside a create"},
+    {"read_budget", "300ms", "Whole time budget of one origin read"},
+    {"sweep_interval", "10s", "Pause between expiry sweeps when nothing is due"},
+    {"orphan_age_floor", "1h", "Bodies with no row are reaped only when older than this"},
+    {"log_level", "info", "trace, debug, info, warn, error"},
+};
+
+std::string Dashed(std::string_view key) {
+  std::string s(key);
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
+std::string EnvName(std::string_view key) {
+  std::string s = "SLUICE_";
+  for (char c : key) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const SettingSpec* FindSpec(std::string_view key) {
+  for (const SettingSpec& spec : kServeSettings) {
+    if (key == spec.key) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+  double number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (ec != std::errc() || number < 0) return std::nullopt;
+  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
+  double ms_per_unit;
+  if (unit == "ms")
+    ms_per_unit = 1;
+  else if (unit == "s" || unit.empty())
+    ms_per_unit = 1000;
+  else if (unit == "m")
+    ms_per_unit = 60'000;
+  else if (unit == "h")
+    ms_per_unit = 3'600'000;
+  else if (unit == "d")
+    ms_per_unit = 86'400'000;
+  else
+    return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(number * ms_per_unit));
+}
+
+std::string Settings::String(std::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) throw std::logic_error(fmt::format("setting {} is not declared", key));
+  return it->second.first;
+}
+
+int64_t Settings::Integer(std::string_view key) const {
+  const std::string text = String(key);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+    throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative integer", key, text));
+  }
+  return value;
+}
+
+std::chrono::milliseconds Settings::Duration(std::string_view key) const {
+  const std::string text = String(key);
+  auto d = ParseDuration(text);
+  if (!d)
+    throw std::invalid_argument(
+        fmt::format("{}: '{}' is not a duration like 250ms, 5s, 1h", key, text));
+  return *d;
+}
+
+std::string Settings::Describe() const {
+  std::string out;
+  for (const auto& [key, value] : values_) {
+    if (value.second != "default")
+      out += fmt::format(" {}={} ({})", key, value.first, value.second);
+  }
+  return out.empty() ? " all defaults" : out;
+}
+
+SettingsLoader::SettingsLoader(CLI::App& command) {
+  config_option_ =
+      command.add_option("--config", config_path_, "TOML file with any of the keys below")
+          ->envname("SLUICE_CONFIG");
+  for (const SettingSpec& spec : kServeSettings) {
+    auto slot = std::make_unique<std::string>();
+    CLI::Option* opt = command.add_option("--" + Dashed(spec.key), *slot, spec.help)
+                           ->envname(EnvName(spec.key))
+                           ->default_str(spec.default_value)
+                           ->group("Settings (flag, SLUICE_* variable or TOML key)");
+    options_[spec.key] = opt;
+    flag_values_[spec.key] = std::move(slot);
+  }
+}
+
+Settings SettingsLoader::Resolve() const {
+  Settings settings;
+  toml::table file;
+  if (!config_path_.empty()) {
+    try {
+      file = toml::parse_file(config_path_);
+    } catch (const toml::parse_error& e) {
+      throw std::runtime_error(fmt::format("config file {}: {}", config_path_, e.description()));
+    }
+    for (const auto& [key, node] : file) {
+      if (!FindSpec(key.str())) {
+        throw std::runtime_error(
+            fmt::format("config file {}: unknown key '{}'", config_path_, key.str()));
+      }
+    }
+  }
+  for (const SettingSpec& spec : kServeSettings) {
+    std::pair<std::string, std::string> resolved{spec.default_value, "default"};
+    if (options_.at(spec.key)->count() > 0) {
+      resolved = {*flag_values_.at(spec.key), "flag/env"};
+    } else if (const toml::node* node = file.get(spec.key)) {
+      if (auto s = node->value<std::string>())
+        resolved = {*s, "config file"};
+      else if (auto i = node->value<int64_t>())
+        resolved = {std::to_string(*i), "config file"};
+      else if (auto b = node->value<bool>())
+        resolved = {*b ? "true" : "false", "config file"};
+      else
+        throw std::runtime_error(fmt::format("config file {}: '{}' must be a string or a number",
+                                             config_path_, spec.key));
+    }
+    settings.values_[spec.key] = std::move(resolved);
+  }
+  return settings;
+}
+
+}  // namespace sluice::app

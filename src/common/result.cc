@@ -1,0 +1,27 @@
+#include "sluice/common/result.h"
+
+namespace sluice {
+
+const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kLengthRequired:
+      return "length_required";
+    case ErrorCode::kTooLarge:
+      return "too_large";
+    case ErrorCode::kResourceExhausted:
+      return "rate_limited";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kDeadlineExceeded:
+      return "deadline_exceeded";
+    case ErrorCode::kInternal:
+      return "internal";
+  }
+  return "internal";
+}
+
+}  // namespace sluice

@@ -1,0 +1,611 @@
+// The HTTP session and routes. One coroutine per connection on its own strand, an expiry set before
+// every read and write (Beast's advice), and the order of checks for a create: headers, then
+// (later) admission, then the body, never past its declared length.
+#include "sluice/http/server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "multipart.h"
+#include "pages.h"
+#include "sluice/service/text.h"
+
+namespace sluice::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using asio::awaitable;
+using tcp = asio::ip::tcp;
+using Response = bhttp::response<bhttp::string_body>;
+using Parser = bhttp::request_parser<bhttp::string_body>;
+
+namespace {
+
+// Bounds on what a client can make us hold before a route has decided anything.
+constexpr size_t kHeaderLimit = 16 * 1024;
+// The read buffer's ceiling is also the most of a rejected body that can arrive with its headers.
+constexpr size_t kReadBufferLimit = 16 * 1024;
+// Requests other than creates have no business sending more than this.
+constexpr uint64_t kSmallBodyLimit = 16 * 1024;
+// Multipart framing (boundaries, part headers) allowed on top of the paste size limit.
+constexpr uint64_t kMultipartAllowance = 16 * 1024;
+
+enum class RouteName {
+  kIndex,
+  kCreateForm,
+  kCreateApi,
+  kRaw,
+  kView,
+  kDelete,
+  kHealthz,
+  kMetrics,
+  kOther
+};
+constexpr std::array<const char*, 9> kRouteLabels = {
+    "index", "create_form", "create_api", "raw", "view", "delete", "healthz", "metrics", "other"};
+
+struct RouteMatch {
+  RouteName name = RouteName::kOther;
+  std::string_view id;
+  bool method_allowed = true;
+  const char* allow = "";
+};
+
+bool IsReadMethod(bhttp::verb m) { return m == bhttp::verb::get || m == bhttp::verb::head; }
+
+RouteMatch Match(bhttp::verb method, std::string_view path) {
+  auto make = [&](RouteName name, bool allowed, const char* allow, std::string_view id = {}) {
+    return RouteMatch{name, id, allowed, allow};
+  };
+  if (path == "/") {
+    if (method == bhttp::verb::post) return make(RouteName::kCreateForm, true, "GET, HEAD, POST");
+    return make(RouteName::kIndex, IsReadMethod(method), "GET, HEAD, POST");
+  }
+  if (path == "/healthz") return make(RouteName::kHealthz, IsReadMethod(method), "GET, HEAD");
+  if (path == "/metrics") return make(RouteName::kMetrics, IsReadMethod(method), "GET, HEAD");
+  constexpr std::string_view kApi = "/api/v1/pastes";
+  if (path == kApi) return make(RouteName::kCreateApi, method == bhttp::verb::post, "POST");
+  if (path.starts_with(kApi) && path[kApi.size()] == '/') {
+    const std::string_view id = path.substr(kApi.size() + 1);
+    if (id.find('/') == std::string_view::npos) {
+      return make(RouteName::kDelete, method == bhttp::verb::delete_, "DELETE", id);
+    }
+    return make(RouteName::kOther, true, "");
+  }
+  constexpr std::string_view kRaw = "/raw/";
+  if (path.starts_with(kRaw) && path.find('/', kRaw.size()) == std::string_view::npos) {
+    return make(RouteName::kRaw, IsReadMethod(method), "GET, HEAD", path.substr(kRaw.size()));
+  }
+  if (path.size() > 1 && path.find('/', 1) == std::string_view::npos) {
+    return make(RouteName::kView, IsReadMethod(method), "GET, HEAD", path.substr(1));
+  }
+  return make(RouteName::kOther, true, "");
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() + 0 && HexValue(s[i + 1]) >= 0 &&
+               HexValue(s[i + 2]) >= 0) {
+      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> QueryParam(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (PercentDecode(pair.substr(0, eq)) == name) {
+      return eq == std::string_view::npos ? std::string() : PercentDecode(pair.substr(eq + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+bhttp::status StatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return bhttp::status::bad_request;
+    case ErrorCode::kNotFound:
+      return bhttp::status::not_found;
+    case ErrorCode::kLengthRequired:
+      return bhttp::status::length_required;
+    case ErrorCode::kTooLarge:
+      return bhttp::status::payload_too_large;
+    case ErrorCode::kResourceExhausted:
+      return bhttp::status::too_many_requests;
+    case ErrorCode::kUnavailable:
+      return bhttp::status::service_unavailable;
+    case ErrorCode::kDeadlineExceeded:
+      return bhttp::status::service_unavailable;
+    case ErrorCode::kInternal:
+      return bhttp::status::internal_server_error;
+  }
+  return bhttp::status::internal_server_error;
+}
+
+Response MakeResponse(bhttp::status status, std::string body, std::string_view content_type) {
+  Response res{status, 11};
+  res.set(bhttp::field::server, "sluice");
+  res.set(bhttp::field::content_type, beast::string_view(content_type.data(), content_type.size()));
+  res.body() = std::move(body);
+  return res;
+}
+
+Response ErrorResponse(const Error& e) {
+  nlohmann::json j = {{"error", e.message},
+                      {"reason", e.reason.empty() ? ErrorCodeName(e.code) : e.reason}};
+  if (e.retry_after_seconds) j["retry_after"] = *e.retry_after_seconds;
+  Response res = MakeResponse(StatusFor(e.code), j.dump() + "\n", "application/json");
+  res.set(bhttp::field::cache_control, "no-store");
+  if (e.retry_after_seconds)
+    res.set(bhttp::field::retry_after, std::to_string(*e.retry_after_seconds));
+  return res;
+}
+
+Response ErrorResponse(ErrorCode code, std::string message, std::string reason) {
+  return ErrorResponse(MakeError(code, std::move(message), std::move(reason)));
+}
+
+// Per-route metrics, resolved once so the hot path is a few atomic operations.
+struct RouteStats {
+  Histogram* latency = nullptr;
+  std::array<std::atomic<Counter*>, 600> by_status{};
+};
+
+}  // namespace
+
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
+  Impl(asio::io_context& io_in, ServerOptions options_in, service::PasteService& service_in,
+       MetricsRegistry& metrics_in)
+      : io(io_in),
+        options(std::move(options_in)),
+        service(service_in),
+        metrics(metrics_in),
+        acceptor(io_in),
+        in_flight_gauge(metrics_in.GetGauge("sluice_http_in_flight", "Requests being served now")) {
+    for (size_t i = 0; i < kRouteLabels.size(); ++i) {
+      route_stats[i].latency = &metrics.GetHistogram("sluice_http_request_duration_seconds",
+                                                     "Time from full headers to response written",
+                                                     {{"route", kRouteLabels[i]}});
+    }
+  }
+
+  asio::io_context& io;
+  const ServerOptions options;
+  service::PasteService& service;
+  MetricsRegistry& metrics;
+  tcp::acceptor acceptor;
+  std::string base_url;
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<bool> draining{false};
+  Gauge& in_flight_gauge;
+  std::array<RouteStats, kRouteLabels.size()> route_stats;
+
+  void CountResponse(RouteName route, unsigned status, double seconds) {
+    RouteStats& stats = route_stats[static_cast<size_t>(route)];
+    stats.latency->Observe(seconds);
+    if (status >= stats.by_status.size()) return;
+    Counter* counter = stats.by_status[status].load(std::memory_order_acquire);
+    if (!counter) {
+      counter = &metrics.GetCounter("sluice_http_requests_total", "Responses by route and status",
+                                    {{"route", kRouteLabels[static_cast<size_t>(route)]},
+                                     {"status", std::to_string(status)}});
+      stats.by_status[status].store(counter, std::memory_order_release);
+    }
+    counter->Inc();
+  }
+
+  void Start() {
+    const auto colon = options.listen.rfind(':');
+    if (colon == std::string::npos) throw std::runtime_error("listen address must be host:port");
+    std::string host = options.listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(host, ec);
+    if (ec) throw std::runtime_error("listen address '" + host + "' is not an IP address");
+    const tcp::endpoint endpoint(
+        address, static_cast<uint16_t>(std::stoi(options.listen.substr(colon + 1))));
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(asio::socket_base::reuse_address(true));
+    acceptor.bind(endpoint, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + options.listen + ": " + ec.message());
+    acceptor.listen(asio::socket_base::max_listen_connections);
+    const auto bound = acceptor.local_endpoint();
+    base_url = options.public_url;
+    if (base_url.empty()) {
+      const std::string shown = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
+                                                        : bound.address().to_string();
+      base_url = fmt::format("http://{}:{}", shown, bound.port());
+    }
+    while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
+    asio::co_spawn(acceptor.get_executor(), AcceptLoop(shared_from_this()), asio::detached);
+  }
+
+  static awaitable<void> AcceptLoop(std::shared_ptr<Impl> self) {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await self->acceptor.async_accept(
+          asio::make_strand(self->io), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+      if (ec) {
+        spdlog::warn("accept: {}", ec.message());  // e.g. out of file descriptors: keep serving
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      auto executor = socket.get_executor();
+      asio::co_spawn(executor, Session(self, std::move(socket)), asio::detached);
+    }
+  }
+
+  struct Outcome {
+    Response response;
+    RouteName route = RouteName::kOther;
+    bool close = false;  // the body was not read, or the protocol demands it
+  };
+
+  static awaitable<void> Session(std::shared_ptr<Impl> self, tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer(kReadBufferLimit);
+    for (;;) {
+      Parser parser;
+      parser.header_limit(kHeaderLimit);
+      // Routes decide body limits from the headers; Beast's own check would answer before them.
+      parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+      boost::system::error_code ec;
+      stream.expires_after(self->options.idle_timeout);
+      co_await bhttp::async_read_header(stream, buffer, parser,
+                                        asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (ec.category() == bhttp::make_error_code(bhttp::error::end_of_stream).category() &&
+            ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+          // The bytes were not HTTP: say so and close, as the protocol requires.
+          Outcome bad{ErrorResponse(ErrorCode::kInvalidArgument,
+                                    "malformed request: " + ec.message(), "bad_request"),
+                      RouteName::kOther, true};
+          if (ec == bhttp::error::header_limit) {
+            bad.response.result(bhttp::status::request_header_fields_too_large);
+          }
+          co_await self->Write(stream, bad, false);
+        }
+        break;
+      }
+      const auto started = std::chrono::steady_clock::now();
+      self->in_flight.fetch_add(1, std::memory_order_relaxed);
+      self->in_flight_gauge.Add(1);
+      const bool head = parser.get().method() == bhttp::verb::head;
+      const bool wants_keep_alive = parser.get().keep_alive();
+      Outcome outcome = co_await self->Handle(stream, buffer, parser);
+      const bool close = outcome.close || !wants_keep_alive || self->draining.load();
+      const bool written = co_await self->Write(stream, outcome, head, close);
+      self->CountResponse(
+          outcome.route, outcome.response.result_int(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      self->in_flight.fetch_sub(1, std::memory_order_relaxed);
+      self->in_flight_gauge.Add(-1);
+      if (close || !written) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  awaitable<bool> Write(beast::tcp_stream& stream, Outcome& outcome, bool head, bool close = true) {
+    Response& res = outcome.response;
+    res.keep_alive(!close);
+    res.prepare_payload();
+    boost::system::error_code ec;
+    stream.expires_after(options.body_timeout);
+    if (head) {
+      const auto length = res.body().size();
+      bhttp::response<bhttp::empty_body> headers_only(std::move(res.base()));
+      headers_only.content_length(length);
+      co_await bhttp::async_write(stream, headers_only,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+    } else {
+      co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return !ec;
+  }
+
+  awaitable<Outcome> Handle(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser) {
+    auto& req = parser.get();
+    const std::string_view target(req.target().data(), req.target().size());
+    const size_t qmark = target.find('?');
+    const std::string_view path = target.substr(0, qmark);
+    const std::string_view query = qmark == std::string_view::npos ? "" : target.substr(qmark + 1);
+    const RouteMatch route = Match(req.method(), path);
+
+    if (!route.method_allowed) {
+      Outcome out{ErrorResponse(ErrorCode::kInvalidArgument, "method not allowed here",
+                                "method_not_allowed"),
+                  route.name, !parser.is_done()};
+      out.response.result(bhttp::status::method_not_allowed);
+      out.response.set(bhttp::field::allow, route.allow);
+      co_return out;
+    }
+    if (route.name == RouteName::kCreateApi || route.name == RouteName::kCreateForm) {
+      co_return co_await HandleCreate(stream, buffer, parser, route.name, query);
+    }
+    // Anything else may carry at most a small body, read (and ignored) to keep the connection
+    // usable.
+    if (!parser.is_done()) {
+      const auto declared = parser.content_length();
+      if (!declared || *declared > kSmallBodyLimit) {
+        co_return Outcome{ErrorResponse(ErrorCode::kTooLarge, "this request may not carry a body",
+                                        "body_not_allowed"),
+                          route.name, true};
+      }
+      parser.body_limit(kSmallBodyLimit);
+      boost::system::error_code ec;
+      stream.expires_after(options.body_timeout);
+      co_await bhttp::async_read(stream, buffer, parser,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        co_return Outcome{ErrorResponse(ErrorCode::kTooLarge, "this request may not carry a body",
+                                        "body_not_allowed"),
+                          route.name, true};
+      }
+    }
+    switch (route.name) {
+      case RouteName::kHealthz:
+        co_return Outcome{MakeResponse(bhttp::status::ok, "ok\n", "text/plain; charset=utf-8"),
+                          route.name};
+      case RouteName::kMetrics:
+        co_return Outcome{MakeResponse(bhttp::status::ok, metrics.Render(),
+                                       "text/plain; version=0.0.4; charset=utf-8"),
+                          route.name};
+      case RouteName::kIndex: {
+        Outcome out{MakeResponse(bhttp::status::ok, IndexPage(DefaultTtlName()),
+                                 "text/html; charset=utf-8"),
+                    route.name};
+        out.response.set("Content-Security-Policy", kPageCsp);
+        out.response.set("X-Content-Type-Options", "nosniff");
+        co_return out;
+      }
+      case RouteName::kRaw:
+      case RouteName::kView:
+        co_return co_await HandleRead(req, route);
+      case RouteName::kDelete:
+        co_return co_await HandleDelete(req, route);
+      default:
+        co_return Outcome{ErrorResponse(ErrorCode::kNotFound, "no such route", "no_route"),
+                          route.name};
+    }
+  }
+
+  std::string_view DefaultTtlName() const {
+    for (const auto& [name, seconds] : service::TtlAllowList()) {
+      if (seconds == service.options().default_ttl) return name;
+    }
+    return "1w";
+  }
+
+  std::string PasteUrl(std::string_view id) const { return fmt::format("{}/{}", base_url, id); }
+  std::string RawUrl(std::string_view id) const { return fmt::format("{}/raw/{}", base_url, id); }
+  std::string DeleteUrl(std::string_view id) const {
+    return fmt::format("{}/api/v1/pastes/{}", base_url, id);
+  }
+
+  awaitable<Outcome> HandleCreate(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                  Parser& parser, RouteName route, std::string_view query) {
+    auto& req = parser.get();
+    const std::string content_type(req[bhttp::field::content_type]);
+    const auto boundary = route == RouteName::kCreateForm ? MultipartBoundary(content_type)
+                                                          : std::optional<std::string>();
+    service::CreateHeaders headers;
+    if (auto length = parser.content_length()) headers.declared_length = *length;
+    headers.chunked = parser.chunked();
+    if (Status s = service.CheckCreateHeaders(headers, boundary ? kMultipartAllowance : 0);
+        !s.ok()) {
+      // Decided from the headers alone; the body is never read, so the connection cannot be reused.
+      co_return Outcome{ErrorResponse(s.error()), route, true};
+    }
+    boost::system::error_code ec;
+    if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
+      bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
+      stream.expires_after(options.body_timeout);
+      co_await bhttp::async_write(stream, go_on, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec)
+        co_return Outcome{ErrorResponse(ErrorCode::kInvalidArgument, "client went away", "aborted"),
+                          route, true};
+    }
+    parser.body_limit(*headers.declared_length);
+    stream.expires_after(options.body_timeout);
+    co_await bhttp::async_read(stream, buffer, parser,
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      Outcome out{
+          ErrorResponse(ErrorCode::kInvalidArgument,
+                        "the body did not arrive in full: " + ec.message(), "incomplete_body"),
+          route, true};
+      if (ec == beast::error::timeout) out.response.result(bhttp::status::request_timeout);
+      co_return out;
+    }
+    std::string body = std::move(req.body());
+    std::string ttl;
+    if (auto from_query = QueryParam(query, "ttl")) ttl = *from_query;
+    if (ttl.empty()) ttl = std::string(req["Sluice-TTL"]);
+    if (boundary) {
+      auto parts = ParseMultipart(body, *boundary);
+      if (!parts) {
+        co_return Outcome{
+            ErrorResponse(ErrorCode::kInvalidArgument, "malformed multipart body", "bad_multipart"),
+            route};
+      }
+      std::optional<std::string> content;
+      for (const FormPart& part : *parts) {
+        if ((part.name == "file" || part.name == "content") && !content)
+          content = std::string(part.content);
+        if (part.name == "ttl" && ttl.empty()) ttl = std::string(part.content);
+      }
+      if (!content) {
+        co_return Outcome{
+            ErrorResponse(ErrorCode::kInvalidArgument, "the form has no 'file' or 'content' field",
+                          "bad_multipart"),
+            route};
+      }
+      body = std::move(*content);
+    }
+    auto create = service.Create(std::move(body), ttl);  // not inside co_await: see RunBlocking
+    auto created = co_await std::move(create);
+    if (!created.ok()) co_return Outcome{ErrorResponse(created.error()), route};
+    const std::string id = created->id.str();
+    Outcome out;
+    out.route = route;
+    const bool browser = route == RouteName::kCreateForm &&
+                         req[bhttp::field::accept].find("text/html") != beast::string_view::npos;
+    if (route == RouteName::kCreateApi) {
+      nlohmann::json j = {{"id", id},
+                          {"url", PasteUrl(id)},
+                          {"raw_url", RawUrl(id)},
+                          {"delete_url", DeleteUrl(id)},
+                          {"expires_at", FormatUnixTime(created->expires_at)},
+                          {"delete_token", created->delete_token}};
+      out.response = MakeResponse(bhttp::status::created, j.dump() + "\n", "application/json");
+    } else if (browser) {
+      out.response = MakeResponse(bhttp::status::created,
+                                  CreatedPage(PasteUrl(id), RawUrl(id), DeleteUrl(id),
+                                              created->delete_token, created->expires_at),
+                                  "text/html; charset=utf-8");
+      out.response.set("Content-Security-Policy", kPageCsp);
+    } else {
+      out.response =
+          MakeResponse(bhttp::status::created, PasteUrl(id) + "\n", "text/plain; charset=utf-8");
+      out.response.set("X-Delete-Token", created->delete_token);
+    }
+    out.response.set(bhttp::field::location, PasteUrl(id));
+    out.response.set(bhttp::field::cache_control, "no-store");
+    co_return out;
+  }
+
+  awaitable<Outcome> HandleRead(const bhttp::request<bhttp::string_body>& req,
+                                const RouteMatch& route) {
+    auto paste = co_await service.Read(route.id);
+    if (!paste.ok()) co_return Outcome{ErrorResponse(paste.error()), route.name};
+    const std::string etag = fmt::format("\"{}\"", paste->meta.id.view());
+    const int64_t max_age =
+        std::max<int64_t>(0, paste->meta.expires_at - SystemClock::Instance().UnixSeconds());
+    const std::string cache_control = fmt::format("public, max-age={}", max_age);
+    const auto if_none_match = req[bhttp::field::if_none_match];
+    if (!if_none_match.empty() &&
+        (if_none_match == "*" || if_none_match.find(etag) != beast::string_view::npos)) {
+      Outcome out{MakeResponse(bhttp::status::not_modified, "", "text/plain; charset=utf-8"),
+                  route.name};
+      out.response.erase(bhttp::field::content_type);
+      out.response.set(bhttp::field::etag, etag);
+      out.response.set(bhttp::field::cache_control, cache_control);
+      co_return out;
+    }
+    Outcome out;
+    out.route = route.name;
+    const std::string id = paste->meta.id.str();
+    if (route.name == RouteName::kRaw) {
+      out.response = MakeResponse(bhttp::status::ok, *paste->body, "text/plain; charset=utf-8");
+      out.response.set("Content-Security-Policy", "default-src 'none'; sandbox");
+    } else {
+      out.response = MakeResponse(bhttp::status::ok,
+                                  PastePage(id, *paste->body, RawUrl(id), paste->meta.expires_at),
+                                  "text/html; charset=utf-8");
+      out.response.set("Content-Security-Policy", kPageCsp);
+    }
+    out.response.set("X-Content-Type-Options", "nosniff");
+    out.response.set(bhttp::field::etag, etag);
+    out.response.set(bhttp::field::cache_control, cache_control);
+    co_return out;
+  }
+
+  awaitable<Outcome> HandleDelete(const bhttp::request<bhttp::string_body>& req,
+                                  const RouteMatch& route) {
+    const auto auth = req[bhttp::field::authorization];
+    constexpr beast::string_view kBearer = "Bearer ";
+    if (auth.size() <= kBearer.size() || !beast::iequals(auth.substr(0, kBearer.size()), kBearer)) {
+      Outcome out{
+          ErrorResponse(ErrorCode::kInvalidArgument,
+                        "send the delete token as 'Authorization: Bearer TOKEN'", "token_required"),
+          route.name};
+      out.response.result(bhttp::status::unauthorized);
+      out.response.set(bhttp::field::www_authenticate, "Bearer");
+      co_return out;
+    }
+    const std::string token(auth.substr(kBearer.size()));
+    Status deleted = co_await service.Delete(route.id, token);
+    if (!deleted.ok()) co_return Outcome{ErrorResponse(deleted.error()), route.name};
+    Outcome out{Response{bhttp::status::no_content, 11}, route.name};
+    out.response.set(bhttp::field::server, "sluice");
+    out.response.set(bhttp::field::cache_control, "no-store");
+    co_return out;
+  }
+};
+
+HttpServer::HttpServer(asio::io_context& io, ServerOptions options, service::PasteService& service,
+                       MetricsRegistry& metrics)
+    : impl_(std::make_shared<Impl>(io, std::move(options), service, metrics)) {}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::Start() { impl_->Start(); }
+
+uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+std::string HttpServer::base_url() const { return impl_->base_url; }
+
+void HttpServer::Drain(std::function<void()> done) {
+  auto impl = impl_;
+  asio::post(impl->acceptor.get_executor(), [impl, done = std::move(done)]() mutable {
+    impl->draining = true;
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+    asio::co_spawn(
+        impl->io,
+        [impl, done = std::move(done)]() -> awaitable<void> {
+          asio::steady_timer timer(impl->io);
+          const auto give_up = std::chrono::steady_clock::now() + impl->options.drain_timeout;
+          while (impl->in_flight.load() > 0 && std::chrono::steady_clock::now() < give_up) {
+            timer.expires_after(std::chrono::milliseconds(20));
+            co_await timer.async_wait(asio::use_awaitable);
+          }
+          if (impl->in_flight.load() > 0) {
+            spdlog::warn("drain: giving up on {} requests after {} s", impl->in_flight.load(),
+                         impl->options.drain_timeout.count());
+          }
+          done();
+        },
+        asio::detached);
+  });
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,157 @@
+// In-memory MetaStore and BlobStore: the reference behaviour the contract suite checks the real
+// backends against, and the fast backend for service unit tests.
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "sluice/store/backends.h"
+
+namespace sluice::store {
+namespace {
+
+using boost::asio::awaitable;
+
+Error NotFound() { return MakeError(ErrorCode::kNotFound, "no such paste", "not_found"); }
+
+class MemoryMetaStore final : public MetaStore {
+ public:
+  awaitable<Status> Insert(PasteMeta meta, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    if (!rows_.emplace(meta.id, meta).second) {
+      co_return MakeError(ErrorCode::kInternal, "id exists", "id_collision");
+    }
+    co_return Ok();
+  }
+
+  awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto it = rows_.find(id);
+    if (it == rows_.end()) co_return NotFound();
+    co_return it->second;
+  }
+
+  awaitable<Status> MarkDeleted(PasteId id, int64_t now, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto it = rows_.find(id);
+    if (it == rows_.end()) co_return NotFound();
+    if (!it->second.deleted) {
+      it->second.deleted = true;
+      outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kDeleteBody, 0, now}, now});
+    }
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<OutboxEntry>>> DueOutbox(int64_t now, size_t limit,
+                                                        admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<OutboxEntry> due;
+    for (const auto& [entry, enqueued_at] : outbox_) {
+      if (entry.next_attempt_at <= now) due.push_back(entry);
+    }
+    std::stable_sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+      return a.next_attempt_at < b.next_attempt_at;
+    });
+    if (due.size() > limit) due.erase(due.begin() + static_cast<std::ptrdiff_t>(limit), due.end());
+    co_return due;
+  }
+
+  awaitable<Status> FinishOutbox(int64_t seq, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::erase_if(outbox_, [seq](const auto& e) { return e.first.seq == seq; });
+    co_return Ok();
+  }
+
+  awaitable<Status> RetryOutboxLater(int64_t seq, int64_t next_attempt_at,
+                                     admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    for (auto& [entry, enqueued_at] : outbox_) {
+      if (entry.seq == seq) {
+        ++entry.attempts;
+        entry.next_attempt_at = next_attempt_at;
+      }
+    }
+    co_return Ok();
+  }
+
+  awaitable<Result<int64_t>> OldestOutboxAge(int64_t now, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    int64_t oldest = now;
+    for (const auto& [entry, enqueued_at] : outbox_) oldest = std::min(oldest, enqueued_at);
+    co_return std::max<int64_t>(0, now - oldest);
+  }
+
+  awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit,
+                                                  admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<PasteId> out;
+    for (const auto& [id, row] : rows_) {
+      if (row.expires_at <= now && out.size() < limit) out.push_back(id);
+    }
+    co_return out;
+  }
+
+  awaitable<Status> Purge(std::vector<PasteId> ids, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    for (const PasteId& id : ids) {
+      rows_.erase(id);
+      std::erase_if(outbox_, [&](const auto& e) { return e.first.id == id; });
+    }
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids,
+                                                   admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::erase_if(ids, [&](const PasteId& id) { return !rows_.contains(id); });
+    co_return ids;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<PasteId, PasteMeta> rows_;
+  std::vector<std::pair<OutboxEntry, int64_t>> outbox_;
+  int64_t seq_ = 0;
+};
+
+class MemoryBlobStore final : public BlobStore {
+ public:
+  awaitable<Status> Put(PasteId id, std::string_view body, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    bodies_[id] = std::string(body);
+    co_return Ok();
+  }
+
+  awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto it = bodies_.find(id);
+    if (it == bodies_.end()) co_return NotFound();
+    co_return it->second;
+  }
+
+  awaitable<Status> Delete(PasteId id, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    bodies_.erase(id);
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
+                                                admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<BlobInfo> out;
+    for (const auto& [id, body] : bodies_) {
+      if (id.view() > after && out.size() < limit) out.push_back(BlobInfo{id, 0});
+    }
+    co_return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<PasteId, std::string> bodies_;
+};
+
+}  // namespace
+
+std::unique_ptr<MetaStore> MakeMemoryMetaStore() { return std::make_unique<MemoryMetaStore>(); }
+std::unique_ptr<BlobStore> MakeMemoryBlobStore() { return std::make_unique<MemoryBlobStore>(); }
+
+}  // namespace sluice::store

@@ -1,0 +1,147 @@
+#include "sluice/worker/janitor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <random>
+
+namespace sluice::worker {
+
+using admission::Deadline;
+using boost::asio::awaitable;
+namespace asio = boost::asio;
+
+namespace {
+// Background calls have no user waiting, but still must not hang forever.
+constexpr std::chrono::seconds kBackgroundCallTimeout{30};
+}  // namespace
+
+Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
+                 const Clock& clock, MetricsRegistry& metrics, JanitorOptions options)
+    : meta_(meta),
+      blobs_(blobs),
+      cache_(cache),
+      clock_(clock),
+      options_(options),
+      bodies_deleted_(
+          metrics.GetCounter("sluice_outbox_done_total",
+                             "Outbox entries completed (bodies of deleted pastes removed)")),
+      outbox_retries_(metrics.GetCounter("sluice_outbox_retries_total",
+                                         "Outbox attempts that failed and were rescheduled")),
+      expired_purged_(metrics.GetCounter("sluice_expired_purged_total",
+                                         "Expired pastes whose row and body were removed")),
+      orphans_reaped_(metrics.GetCounter("sluice_orphans_reaped_total",
+                                         "Bodies with no row removed by the reaper")),
+      outbox_age_(metrics.GetGauge("sluice_outbox_age_seconds",
+                                   "Age of the oldest pending outbox entry")) {}
+
+void Janitor::Start(asio::any_io_executor executor) {
+  asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::DrainOutboxOnce),
+                 asio::detached);
+  asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepExpiredOnce),
+                 asio::detached);
+  asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce), asio::detached);
+}
+
+awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
+                              awaitable<size_t> (Janitor::*pass)()) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!stopping_) {
+    const size_t handled = co_await (this->*pass)();
+    // A full batch means more is waiting: go again soon, but still yield so creates and reads
+    // keep their share of the store.
+    const auto pause = handled >= options_.batch_size ? std::chrono::milliseconds(50) : interval;
+    // Sleep in short steps so Stop() takes effect promptly.
+    for (auto slept = std::chrono::milliseconds(0); slept < pause && !stopping_;
+         slept += std::chrono::milliseconds(100)) {
+      timer.expires_after(std::min(std::chrono::milliseconds(100), pause));
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+  }
+}
+
+awaitable<size_t> Janitor::DrainOutboxOnce() {
+  const int64_t now = clock_.UnixSeconds();
+  const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  if (auto age = co_await meta_.OldestOutboxAge(now, deadline); age.ok()) {
+    outbox_age_.Set(static_cast<double>(*age));
+  }
+  auto due = co_await meta_.DueOutbox(now, options_.batch_size, deadline);
+  if (!due.ok()) {
+    spdlog::warn("outbox: {}", due.error().message);
+    co_return 0;
+  }
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  for (const store::OutboxEntry& entry : *due) {
+    Status removed = co_await blobs_.Delete(entry.id, deadline);
+    if (removed.ok()) {
+      if ((co_await meta_.FinishOutbox(entry.seq, deadline)).ok()) bodies_deleted_.Inc();
+      continue;
+    }
+    // Exponential backoff with full jitter: a store that comes back is not met by every entry at
+    // once.
+    const int64_t cap =
+        std::min<int64_t>(options_.max_backoff.count(), int64_t{1} << std::min(entry.attempts, 20));
+    const int64_t wait = 1 + std::uniform_int_distribution<int64_t>(0, cap)(rng);
+    outbox_retries_.Inc();
+    (void)co_await meta_.RetryOutboxLater(entry.seq, now + wait, deadline);
+  }
+  co_return due->size();
+}
+
+awaitable<size_t> Janitor::SweepExpiredOnce() {
+  const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  auto expired = co_await meta_.Expired(clock_.UnixSeconds(), options_.batch_size, deadline);
+  if (!expired.ok()) {
+    spdlog::warn("expiry sweep: {}", expired.error().message);
+    co_return 0;
+  }
+  std::vector<store::PasteId> gone;
+  for (const store::PasteId& id : *expired) {
+    // Body first, row second: a crash in between leaves a row the next sweep finishes, never an
+    // orphan body nobody would look for.
+    if ((co_await blobs_.Delete(id, deadline)).ok()) gone.push_back(id);
+  }
+  if (gone.empty()) co_return 0;
+  // The call is a statement of its own: g++ 12 double-frees non-trivial temporaries that sit
+  // inside a co_await expression.
+  auto purge = meta_.Purge(gone, deadline);
+  if (Status purged = co_await std::move(purge); !purged.ok()) {
+    spdlog::warn("expiry sweep: {}", purged.error().message);
+    co_return 0;
+  }
+  for (const store::PasteId& id : gone) cache_.Erase(id);
+  expired_purged_.Inc(gone.size());
+  co_return gone.size();
+}
+
+awaitable<size_t> Janitor::ReapOrphansOnce() {
+  const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  auto page = co_await blobs_.List(reap_cursor_, options_.batch_size, deadline);
+  if (!page.ok()) co_return 0;
+  reap_cursor_ =
+      page->size() < options_.batch_size || page->empty() ? std::string() : page->back().id.str();
+  const int64_t cutoff = clock_.UnixSeconds() - options_.orphan_age_floor.count();
+  std::vector<store::PasteId> old_enough;
+  for (const store::BlobInfo& info : *page) {
+    if (info.modified_at <= cutoff) old_enough.push_back(info.id);
+  }
+  if (old_enough.empty()) co_return page->size();
+  auto lookup = meta_.Existing(old_enough, deadline);
+  auto existing = co_await std::move(lookup);
+  if (!existing.ok()) co_return 0;
+  size_t reaped = 0;
+  for (const store::PasteId& id : old_enough) {
+    if (std::find(existing->begin(), existing->end(), id) != existing->end()) continue;
+    if ((co_await blobs_.Delete(id, deadline)).ok()) ++reaped;
+  }
+  if (reaped) spdlog::info("reaper: removed {} orphaned bodies", reaped);
+  orphans_reaped_.Inc(reaped);
+  co_return page->size();
+}
+
+}  // namespace sluice::worker
