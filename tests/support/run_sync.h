@@ -3,17 +3,22 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
-#include <future>
+#include <exception>
+#include <optional>
 
 namespace sluice::testing {
 
 template <typename T>
 T RunSync(boost::asio::awaitable<T> task) {
   boost::asio::io_context io;
-  auto future = boost::asio::co_spawn(io, std::move(task), boost::asio::use_future);
+  std::optional<T> result;
+  std::exception_ptr failure;
+  boost::asio::co_spawn(
+      io, [&]() -> boost::asio::awaitable<void> { result.emplace(co_await std::move(task)); },
+      [&](std::exception_ptr e) { failure = e; });
   io.run();
-  return future.get();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*result);
 }
 
 }  // namespace sluice::testing

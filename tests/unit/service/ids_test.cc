@@ -25,7 +25,8 @@ TEST(MintPasteId, UsesEveryCharacterWithRoughlyEqualFrequency) {
   // character would push some symbol far outside these generous bounds.
   std::map<char, int> counts;
   for (int i = 0; i < 10000; ++i) {
-    for (char c : MintPasteId().view()) ++counts[c];
+    const store::PasteId id = MintPasteId();
+    for (char c : id.view()) ++counts[c];
   }
   EXPECT_EQ(counts.size(), 62u);
   for (const auto& [c, n] : counts) {

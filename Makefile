@@ -1,0 +1,54 @@
+# The commands of the README. Each installs what it needs (Debian packages, as root) first.
+JOBS ?= 2
+DEV := build/dev
+
+.PHONY: all deps build run test test-dev test-asan test-tsan bench chaos format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+build: deps
+	cmake --preset dev >/dev/null
+	cmake --build $(DEV) -j$(JOBS) --target sluice
+	@echo "built $(DEV)/sluice"
+
+run: build
+	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
+
+# Everything, in order of speed: unit, integration and scenario tests on the dev build, then the unit
+# tests again under AddressSanitizer+UBSan, then the admission library under ThreadSanitizer.
+test:
+	@scripts/install-deps.sh test
+	$(MAKE) test-dev test-asan test-tsan
+
+test-dev:
+	cmake --preset dev >/dev/null
+	cmake --build $(DEV) -j$(JOBS)
+	ctest --test-dir $(DEV) --output-on-failure -j$(JOBS)
+
+test-asan:
+	cmake --preset asan >/dev/null
+	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests
+	ctest --test-dir build/asan -L unit --output-on-failure -j$(JOBS)
+
+test-tsan:
+	cmake --preset tsan >/dev/null
+	cmake --build build/tsan -j$(JOBS)
+	ctest --test-dir build/tsan -L admission --output-on-failure
+
+bench:
+	@scripts/install-deps.sh bench
+	bench/run_embedded_bench.sh
+
+# Long versions of the scenario tests (the short ones run in make test).
+chaos: build
+	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
+	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc')
+
+clean:
+	rm -rf build
