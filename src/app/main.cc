@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "settings.h"
+#include "sluice/admission/littles_law.h"
 #include "sluice/http/server.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/service/text.h"
@@ -127,6 +128,22 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "Serve the pastebin over HTTP");
   sluice::app::SettingsLoader loader(*serve);
 
+  CLI::App* plan = app.add_subcommand(
+      "plan", "What the in-flight caps let through at a dependency latency (Little's law)");
+  sluice::admission::PlanInput plan_input;
+  std::string plan_latency = "5s";
+  plan->add_option("--slots", plan_input.slots_per_process, "In-flight slots per process")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  plan->add_option("--processes", plan_input.processes, "App processes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  plan->add_option("--rate", plan_input.arrival_rate, "Peak arrivals per second, all processes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  plan->add_option("--latency", plan_latency, "Dependency latency per call, e.g. 5s or 250ms")
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -134,6 +151,20 @@ int main(int argc, char** argv) {
   }
   try {
     if (serve->parsed()) return sluice::app::Serve(loader.Resolve());
+    if (plan->parsed()) {
+      auto latency = sluice::admission::ParseDuration(plan_latency);
+      if (!latency.ok() || latency->count() <= 0) {
+        std::fprintf(stderr, "--latency: '%s' is not a positive duration like 5s or 250ms\n",
+                     plan_latency.c_str());
+        return 2;
+      }
+      plan_input.latency = *latency;
+      std::fputs(
+          sluice::admission::FormatPlan(plan_input, sluice::admission::PlanCapacity(plan_input))
+              .c_str(),
+          stdout);
+      return 0;
+    }
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 2;

@@ -8,6 +8,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "sluice/admission/littles_law.h"
+
 namespace sluice::app {
 
 namespace {
@@ -58,27 +60,6 @@ const SettingSpec* FindSpec(std::string_view key) {
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
-  double number = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (ec != std::errc() || number < 0) return std::nullopt;
-  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
-  double ms_per_unit;
-  if (unit == "ms")
-    ms_per_unit = 1;
-  else if (unit == "s" || unit.empty())
-    ms_per_unit = 1000;
-  else if (unit == "m")
-    ms_per_unit = 60'000;
-  else if (unit == "h")
-    ms_per_unit = 3'600'000;
-  else if (unit == "d")
-    ms_per_unit = 86'400'000;
-  else
-    return std::nullopt;
-  return std::chrono::milliseconds(static_cast<int64_t>(number * ms_per_unit));
-}
-
 std::string Settings::String(std::string_view key) const {
   auto it = values_.find(key);
   if (it == values_.end()) throw std::logic_error(fmt::format("setting {} is not declared", key));
@@ -97,11 +78,12 @@ int64_t Settings::Integer(std::string_view key) const {
 
 std::chrono::milliseconds Settings::Duration(std::string_view key) const {
   const std::string text = String(key);
-  auto d = ParseDuration(text);
-  if (!d)
+  auto d = admission::ParseDuration(text);
+  if (!d.ok()) {
     throw std::invalid_argument(
         fmt::format("{}: '{}' is not a duration like 250ms, 5s, 1h", key, text));
-  return *d;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
 }
 
 std::string Settings::Describe() const {

@@ -50,7 +50,4 @@ class SettingsLoader {
   CLI::Option* config_option_ = nullptr;
 };
 
-/// Parses "250ms", "5s", "10m", "1h", "1d" (and a bare number of seconds).
-std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
-
 }  // namespace sluice::app
