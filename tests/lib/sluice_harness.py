@@ -1,0 +1,457 @@
+"""Start the real sluice binary for integration tests, talk to it, stop it.
+
+Standard library only. A `SluiceServer` owns a temporary folder holding the data dir and the server
+log; it starts `sluice serve --listen 127.0.0.1:0`, learns the port from the `listening on` log line,
+and can stop (SIGTERM, exit status checked), kill -9 and restart on the same data dir. Tests derive
+from `SluiceTestCase`, whose servers are always stopped (even when the test fails) and whose logs are
+printed when a test fails or errors.
+
+Requests go through `http.client` with only the headers the test names (plus Host), so a test decides
+Content-Length, Transfer-Encoding and Expect exactly; `RawConnection` goes one level lower for requests
+that send headers without a body.
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_BIN = os.path.normpath(os.path.join(HERE, "..", "..", "build", "dev", "sluice"))
+START_TIMEOUT = 20.0
+STOP_TIMEOUT = 30.0
+LISTENING = re.compile(r"listening on (https?://\S+)")
+LISTENING_LOCAL = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+
+
+def sluice_bin():
+    """Path of the binary under test: $SLUICE_BIN, else build/dev/sluice of this checkout."""
+    path = os.environ.get("SLUICE_BIN") or DEFAULT_BIN
+    if not os.path.isfile(path):
+        raise unittest.SkipTest(f"sluice binary not found at {path} (set SLUICE_BIN)")
+    return path
+
+
+def clean_env(extra=None):
+    """The parent's environment without any SLUICE_* setting, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    env.update(extra or {})
+    return env
+
+
+def run_sluice(args, env=None, timeout=20):
+    """Runs the binary to completion (for --version, --help, bad configurations)."""
+    return subprocess.run([sluice_bin(), *args], capture_output=True, text=True,
+                          env=clean_env(env), timeout=timeout)
+
+
+class Response:
+    """A fully read HTTP response."""
+
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # http.client.HTTPMessage: case-insensitive get()
+        self.body = body
+
+    def header(self, name):
+        return self.headers.get(name)
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8")
+
+    def __repr__(self):
+        return f"<Response {self.status} {dict(self.headers)!r} {self.body[:300]!r}>"
+
+
+class SluiceServer:
+    """One sluice process (and its restarts) over one data dir."""
+
+    def __init__(self, args=(), env=None, data_dir=None, port=0, keep_root=False,
+                 data_dir_flag=True):
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.root = tempfile.mkdtemp(prefix="sluice-test-")
+        self.data_dir = data_dir or os.path.join(self.root, "data")
+        self.log_path = os.path.join(self.root, "server.log")
+        self.requested_port = port
+        self.data_dir_flag = data_dir_flag  # False: the test names the data dir another way
+        self.keep_root = keep_root or bool(os.environ.get("SLUICE_KEEP_TEST_DATA"))
+        self.proc = None
+        self.port = None
+        self.base_url = None  # as the server announced it (its public URL when one is set)
+        self.starts = 0
+        self.last_returncode = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def command(self):
+        cmd = [sluice_bin(), "serve", "--listen", f"127.0.0.1:{self.requested_port}"]
+        if self.data_dir_flag and "--data-dir" not in self.args:
+            cmd += ["--data-dir", self.data_dir]
+        return cmd + self.args
+
+    def start(self):
+        assert self.proc is None, "already running"
+        self.starts += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"===== start #{self.starts}: {' '.join(self.command())}\n".encode())
+            log.flush()
+            offset = log.tell()
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=clean_env(self.env),
+                                         start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            text = self._log_from(offset)
+            match = LISTENING.search(text)
+            if match:
+                self.base_url = match.group(1).rstrip(";,")
+                local = LISTENING_LOCAL.search(text)
+                if local:
+                    self.port = int(local.group(1))
+                elif self.requested_port:
+                    self.port = self.requested_port
+                else:
+                    self._abort(f"cannot tell the bound port from the listening line: {match.group(0)}")
+                return self
+            if self.proc.poll() is not None:
+                self._abort(f"sluice exited with status {self.proc.returncode} before listening")
+            if time.monotonic() > deadline:
+                self._abort(f"sluice did not log 'listening on' within {START_TIMEOUT} s")
+            time.sleep(0.02)
+
+    def _abort(self, message):
+        self.kill()
+        raise AssertionError(f"{message}\n--- server log ---\n{self.log()}")
+
+    def _log_from(self, offset):
+        with open(self.log_path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", "replace")
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, expect_code=0, timeout=STOP_TIMEOUT):
+        """SIGTERM, wait, and check the exit status (None: do not check). Returns the status."""
+        if self.proc is None:
+            return self.last_returncode
+        proc = self.proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"sluice did not exit within {timeout} s of SIGTERM\n"
+                                 f"--- server log ---\n{self.log()}")
+        self.proc = None
+        self.last_returncode = code
+        if expect_code is not None and code != expect_code:
+            raise AssertionError(f"sluice exited with status {code}, expected {expect_code}\n"
+                                 f"--- server log ---\n{self.log()}")
+        return code
+
+    def kill(self):
+        """kill -9, as a crash or power cut would."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.last_returncode = self.proc.wait()
+        self.proc = None
+
+    def restart(self, expect_code=0):
+        self.stop(expect_code=expect_code)
+        return self.start()
+
+    def cleanup(self):
+        """Kills a process still running and removes the temporary folder."""
+        self.kill()
+        if not self.keep_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+
+    # ---- HTTP ------------------------------------------------------------------------------
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def connection(self, timeout=10):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, content_length="auto", timeout=10,
+                conn=None):
+        """Sends exactly the headers given (plus Host) and reads the whole response.
+
+        content_length: "auto" sends Content-Length when there is a body; None never sends one;
+        an int or str is sent as is, whatever the body.
+        """
+        own = conn is None
+        conn = conn or self.connection(timeout)
+        try:
+            conn.putrequest(method, path, skip_accept_encoding=True)
+            names = {k.lower() for k in (headers or {})}
+            for k, v in (headers or {}).items():
+                conn.putheader(k, v)
+            if body is not None and isinstance(body, str):
+                body = body.encode("utf-8")
+            if "content-length" not in names:
+                if content_length == "auto":
+                    if body is not None:
+                        conn.putheader("Content-Length", str(len(body)))
+                elif content_length is not None:
+                    conn.putheader("Content-Length", str(content_length))
+            conn.endheaders(body)
+            res = conn.getresponse()
+            data = res.read()
+            return Response(res.status, res.reason, res.headers, data)
+        finally:
+            if own:
+                conn.close()
+
+    def get(self, path, headers=None, **kw):
+        return self.request("GET", path, headers=headers, **kw)
+
+    def head(self, path, headers=None, **kw):
+        return self.request("HEAD", path, headers=headers, **kw)
+
+    def create(self, body, ttl=None, headers=None, **kw):
+        """POST /api/v1/pastes; returns the Response."""
+        path = "/api/v1/pastes" + (f"?ttl={ttl}" if ttl else "")
+        return self.request("POST", path, body=body, headers=headers, **kw)
+
+    def create_ok(self, body, ttl=None, headers=None):
+        """POST /api/v1/pastes that must answer 201; returns the JSON document."""
+        res = self.create(body, ttl=ttl, headers=headers)
+        if res.status != 201:
+            raise AssertionError(f"create answered {res!r}")
+        return res.json()
+
+    def delete(self, paste_id, token=None, headers=None, **kw):
+        h = dict(headers or {})
+        if token is not None:
+            h["Authorization"] = f"Bearer {token}"
+        return self.request("DELETE", f"/api/v1/pastes/{paste_id}", headers=h, **kw)
+
+    def raw(self):
+        return RawConnection("127.0.0.1", self.port)
+
+    def metrics(self):
+        """Parses /metrics into {(name, frozenset(labels.items())): value}."""
+        res = self.get("/metrics")
+        if res.status != 200:
+            raise AssertionError(f"/metrics answered {res!r}")
+        return parse_metrics(res.text)
+
+    # ---- data dir --------------------------------------------------------------------------
+    @property
+    def db_path(self):
+        return os.path.join(self.data_dir, "meta.db")
+
+    @property
+    def blobs_dir(self):
+        return os.path.join(self.data_dir, "blobs")
+
+    def blob_path(self, paste_id):
+        return os.path.join(self.blobs_dir, paste_id[:2], paste_id)
+
+    def query(self, sql, params=()):
+        """Runs a read-only query on meta.db (safe while the server runs: WAL)."""
+        conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=10)
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    def execute(self, sql, params=()):
+        """Writes to meta.db; only while the server is stopped."""
+        assert not self.running(), "write meta.db only while the server is stopped"
+        conn = sqlite3.connect(self.db_path, timeout=10)
+        try:
+            cur = conn.execute(sql, params)
+            conn.commit()
+            return cur.rowcount
+        finally:
+            conn.close()
+
+    def blob_files(self, include_tmp=True):
+        """Every regular file under blobs/, as paths relative to it."""
+        out = []
+        for dirpath, _dirs, files in os.walk(self.blobs_dir):
+            rel = os.path.relpath(dirpath, self.blobs_dir)
+            if not include_tmp and rel.split(os.sep)[0] == ".tmp":
+                continue
+            out.extend(os.path.normpath(os.path.join(rel, f)) for f in files)
+        return sorted(out)
+
+
+def parse_metrics(text):
+    out = {}
+    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)$')
+    label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = line_re.match(line)
+        if not m:
+            raise AssertionError(f"unparsable metrics line: {line!r}")
+        labels = frozenset(label_re.findall(m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def metric(metrics, name, **labels):
+    """Value of one series, 0 when absent (a counter not yet incremented)."""
+    return metrics.get((name, frozenset(labels.items())), 0.0)
+
+
+class RawConnection:
+    """A socket for requests http.client cannot make: headers now, body later or never."""
+
+    def __init__(self, host, port, timeout=10):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buf = b""
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        self.sock.sendall(data)
+
+    def send_headers(self, method, path, headers):
+        lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        self.send("\r\n".join(lines) + "\r\n\r\n")
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed")
+        self.buf += chunk
+
+    def read_head(self):
+        """Reads one status line and header block; returns (status, {lower name: value})."""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        return status, headers
+
+    def read_response(self, head_request=False):
+        """Reads a whole response (Content-Length framed); returns a Response."""
+        status, headers = self.read_head()
+        length = 0 if head_request or status in (204, 304) or status < 200 else int(
+            headers.get("content-length", "0"))
+        while len(self.buf) < length:
+            self._fill()
+        body, self.buf = self.buf[:length], self.buf[length:]
+        msg = http.client.HTTPMessage()
+        for k, v in headers.items():
+            msg[k] = v
+        return Response(status, "", msg, body)
+
+    def closed_by_peer(self, timeout=10):
+        """True when the server closes the connection (EOF or reset) within `timeout`."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return True
+                self.buf += chunk
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+class SluiceTestCase(unittest.TestCase):
+    """Base class: servers made with `self.server()` are stopped after the test (exit status
+    checked) and their logs printed if the test failed."""
+
+    def setUp(self):
+        super().setUp()
+        self._servers = []
+
+    def server(self, args=(), env=None, start=True, **kw):
+        s = SluiceServer(args=args, env=env, **kw)
+        self._servers.append(s)
+        self.addCleanup(self._finish_server, s)
+        if start:
+            s.start()
+        return s
+
+    def _finish_server(self, s):
+        try:
+            if s.running():
+                s.stop(expect_code=0)
+        finally:
+            s.logs_at_end = s.log()
+            s.cleanup()
+
+    def run(self, result=None):
+        result = result if result is not None else self.defaultTestResult()
+        before = len(result.failures) + len(result.errors)
+        out = super().run(result)
+        if len(result.failures) + len(result.errors) > before:
+            for i, s in enumerate(getattr(self, "_servers", [])):
+                text = getattr(s, "logs_at_end", None) or s.log()
+                sys.stderr.write(f"\n----- {self.id()}: server {i} log -----\n{text}"
+                                 f"----- end of server {i} log -----\n")
+        return out
+
+    # ---- assertions --------------------------------------------------------------------------
+    def assertStatus(self, res, status):
+        self.assertEqual(res.status, status, f"unexpected response: {res!r}")
+
+    def assertJsonError(self, res, status, reason=None):
+        """An error answer: the status, a JSON body with 'error' and 'reason'."""
+        self.assertStatus(res, status)
+        ctype = res.header("Content-Type") or ""
+        self.assertTrue(ctype.startswith("application/json"), f"Content-Type {ctype!r}: {res!r}")
+        doc = res.json()
+        self.assertIsInstance(doc.get("error"), str, doc)
+        self.assertTrue(doc["error"], doc)
+        self.assertIsInstance(doc.get("reason"), str, doc)
+        if reason is not None:
+            self.assertEqual(doc["reason"], reason, doc)
+        return doc
+
+
+def wait_until(predicate, timeout=10.0, interval=0.05, message="condition"):
+    """Polls `predicate` until it is truthy; returns its value or fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message} not reached within {timeout} s")
+        time.sleep(interval)
