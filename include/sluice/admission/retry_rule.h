@@ -13,18 +13,21 @@ namespace sluice::admission {
 
 /// Everything the rule looks at, for one failed attempt.
 struct RetryContext {
-  /// Attempts already made, the failed one included (1 after the first failure).
+  /// Attempts already made, the failed one included (1 after the first failure). Default: 1.
   int attempts = 1;
-  /// Whether a second copy of the call is harmless. A create never is.
+  /// Whether a second copy of the call is harmless. A create never is. Default: false.
   bool idempotent = false;
   /// How the attempt failed. Only `never_sent` (with a code other than kDeadlineExceeded) retries.
+  /// Default: nullptr, which never retries.
   const Error* error = nullptr;
-  /// The request's deadline and the clock to read it with.
+  /// The request's deadline and the clock to read it with. Default: Never, and no clock (which
+  /// never retries).
   Deadline deadline = Deadline::Never();
   const Clock* clock = nullptr;
   /// What a second attempt needs: its own timeout plus the most jitter before it is sent.
+  /// Default: zero.
   Duration attempt_needs{};
-  /// Withdrawn from only when every other condition holds. nullptr means no budget applies.
+  /// Withdrawn from only when every other condition holds. Default: nullptr, no budget applies.
   RetryBudget* budget = nullptr;
 };
 
