@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the admission benchmarks alone (no Boost, no server) in Release and writes the figures
+# to bench/results/admission.txt. Usage: bench/run_admission_bench.sh [extra benchmark flags]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build/bench-adm
+jobs=${JOBS:-2}
+# sluice_common may need fmt (src/common/metrics.cc); link it if the library is installed.
+extra_libs=()
+if [ -e /usr/lib/x86_64-linux-gnu/libfmt.so ] || ldconfig -p 2>/dev/null | grep -q libfmt.so; then
+  extra_libs=(-DCMAKE_CXX_STANDARD_LIBRARIES=-lfmt)
+fi
+cmake -S . -B "$build" -DSLUICE_ONLY_ADMISSION=ON -DSLUICE_BUILD_BENCH=ON -DSLUICE_BUILD_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=Release "${extra_libs[@]}" >/dev/null
+cmake --build "$build" -j"$jobs" --target admission_bench
+mkdir -p bench/results
+out=bench/results/admission.txt
+cmd=("$build/admission_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@")
+{
+  echo "# sluice admission benchmarks"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+  echo "cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p')"
+  echo "nproc: $(nproc)"
+  echo "compiler: $(${CXX:-g++} --version | head -1)"
+  echo "command: ${cmd[*]}"
+  echo
+  "${cmd[@]}" 2>&1
+} | tee "$out"
