@@ -317,6 +317,19 @@ class RejectTest(ApiTestCase):
                 self.assertJsonError(res, 413)
                 self.assertTrue(closed, "the connection must be closed: its body was not read")
 
+    def test_multipart_file_over_limit_is_413(self):
+        body = multipart([("file", "x" * (MAX_BYTES + 1), "big.txt")])
+        res = self.s.request("POST", "/", body=body, headers=form_headers())
+        self.assertJsonError(res, 413)
+
+    def test_multipart_file_of_invalid_utf8_is_400(self):
+        body = multipart([("file", b"\xff\xfe binary", "blob.bin")])
+        self.assertJsonError(self.s.request("POST", "/", body=body, headers=form_headers()), 400)
+
+    def test_multipart_empty_content_is_400(self):
+        body = multipart([("content", "", None)])
+        self.assertJsonError(self.s.request("POST", "/", body=body, headers=form_headers()), 400)
+
     def test_content_length_far_over_limit_is_413(self):
         res, _ = self.header_only_request("/api/v1/pastes", {"Content-Length": str(10**15)})
         self.assertJsonError(res, 413)
@@ -537,6 +550,11 @@ class ReadTest(ApiTestCase):
         res = self.s.get("/healthz")
         self.assertStatus(res, 200)
         self.assertEqual(res.body.strip(), b"ok")
+
+    def test_head_healthz_is_200_without_body(self):
+        res = self.s.head("/healthz")
+        self.assertStatus(res, 200)
+        self.assertEqual(res.body, b"")
 
     def test_index_page_is_html_form(self):
         res = self.s.get("/")

@@ -11,6 +11,8 @@ Content-Length, Transfer-Encoding and Expect exactly; `RawConnection` goes one l
 that send headers without a body.
 """
 
+import atexit
+import ctypes
 import http.client
 import json
 import os
@@ -31,6 +33,23 @@ START_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
 LISTENING = re.compile(r"listening on (https?://\S+)")
 LISTENING_LOCAL = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+
+
+_live = set()  # servers not yet stopped: killed at exit whatever happened
+
+
+@atexit.register
+def _kill_leftovers():
+    for s in list(_live):
+        s.kill()
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL it if the test process dies (even by kill -9)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the atexit hook still covers normal exits
+        pass
 
 
 def sluice_bin():
@@ -112,7 +131,8 @@ class SluiceServer:
             offset = log.tell()
             self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=clean_env(self.env),
-                                         start_new_session=True)
+                                         preexec_fn=_die_with_parent)
+            _live.add(self)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             text = self._log_from(offset)
@@ -159,6 +179,7 @@ class SluiceServer:
             raise AssertionError(f"sluice did not exit within {timeout} s of SIGTERM\n"
                                  f"--- server log ---\n{self.log()}")
         self.proc = None
+        _live.discard(self)
         self.last_returncode = code
         if expect_code is not None and code != expect_code:
             raise AssertionError(f"sluice exited with status {code}, expected {expect_code}\n"
@@ -173,6 +194,7 @@ class SluiceServer:
             self.proc.kill()
         self.last_returncode = self.proc.wait()
         self.proc = None
+        _live.discard(self)
 
     def restart(self, expect_code=0):
         self.stop(expect_code=expect_code)
