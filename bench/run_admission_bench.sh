@@ -5,13 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/bench-adm
 jobs=${JOBS:-2}
-# sluice_common may need fmt (src/common/metrics.cc); link it if the library is installed.
-extra_libs=()
-if [ -e /usr/lib/x86_64-linux-gnu/libfmt.so ] || ldconfig -p 2>/dev/null | grep -q libfmt.so; then
-  extra_libs=(-DCMAKE_CXX_STANDARD_LIBRARIES=-lfmt)
-fi
 cmake -S . -B "$build" -DSLUICE_ONLY_ADMISSION=ON -DSLUICE_BUILD_BENCH=ON -DSLUICE_BUILD_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=Release "${extra_libs[@]}" >/dev/null
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$jobs" --target admission_bench
 mkdir -p bench/results
 out=bench/results/admission.txt
@@ -24,6 +19,9 @@ cmd=("$build/admission_bench" --benchmark_repetitions=3 --benchmark_report_aggre
   echo "nproc: $(nproc)"
   echo "compiler: $(${CXX:-g++} --version | head -1)"
   echo "command: ${cmd[*]}"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews real time)"
+  echo "reading: ns per operation. With threads:2 both threads share one object and 'Time' is"
+  echo "wall time per operation summed over the threads (perfect scaling would halve it)."
   echo
   "${cmd[@]}" 2>&1
 } | tee "$out"
