@@ -631,26 +631,33 @@ class DeleteTest(ApiTestCase):
 
 # ------------------------------------------------------------------------------------------------
 class MetricsTest(ApiTestCase):
+    # A response is counted just after it is written, so the client can ask /metrics a moment
+    # before the count moves: wait for it, then check it moved by exactly the requests made.
+
+    def counted(self, series, expected):
+        wait_until(lambda: metric(self.s.metrics(), **series) >= expected, timeout=10,
+                   message=f"{series} to reach {expected}")
+        time.sleep(0.2)  # room for any extra count to show up
+        return metric(self.s.metrics(), **series)
 
     def test_metrics_counts_a_request(self):
         series = dict(name="sluice_http_requests_total", route="healthz", status="200")
         before = metric(self.s.metrics(), **series)
         self.assertStatus(self.s.get("/healthz"), 200)
         self.assertStatus(self.s.get("/healthz"), 200)
-        after = metric(self.s.metrics(), **series)
-        self.assertEqual(after - before, 2)
+        self.assertEqual(self.counted(series, before + 2), before + 2)
 
     def test_metrics_counts_a_404_on_raw(self):
         series = dict(name="sluice_http_requests_total", route="raw", status="404")
         before = metric(self.s.metrics(), **series)
         self.assertStatus(self.s.get("/raw/AAAAAAAAAAAA"), 404)
-        self.assertEqual(metric(self.s.metrics(), **series) - before, 1)
+        self.assertEqual(self.counted(series, before + 1), before + 1)
 
     def test_metrics_counts_a_create(self):
         series = dict(name="sluice_http_requests_total", route="create_api", status="201")
         before = metric(self.s.metrics(), **series)
         self.s.create_ok("counted")
-        self.assertEqual(metric(self.s.metrics(), **series) - before, 1)
+        self.assertEqual(self.counted(series, before + 1), before + 1)
 
     def test_metrics_exposes_the_documented_series(self):
         self.s.get("/healthz")
@@ -664,9 +671,9 @@ class MetricsTest(ApiTestCase):
                      "sluice_outbox_age_seconds", "sluice_expired_purged_total",
                      "sluice_orphans_reaped_total"):
             self.assertIn(name, names)
-        m = self.s.metrics()
-        self.assertGreaterEqual(metric(m, "sluice_http_request_duration_seconds_bucket",
-                                       route="healthz", le="+Inf"), 1)
+        wait_until(lambda: metric(self.s.metrics(), "sluice_http_request_duration_seconds_bucket",
+                                  route="healthz", le="+Inf") >= 1,
+                   timeout=10, message="the healthz request in the latency histogram")
 
     def test_metrics_in_flight_counts_the_metrics_request_itself(self):
         self.assertEqual(metric(self.s.metrics(), "sluice_http_in_flight"), 1)
