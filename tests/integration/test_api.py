@@ -8,6 +8,7 @@ import html
 import os
 import re
 import signal
+import socket
 import time
 import unittest
 
@@ -270,6 +271,21 @@ class CreateTest(ApiTestCase):
         doc = self.s.create_ok(body)
         self.assertReadsBack(doc["id"], body)
 
+    def test_pipelined_requests_are_answered_in_order(self):
+        doc = self.s.create_ok("pipelined")
+        c = self.s.raw()
+        try:
+            c.send(f"GET /raw/{doc['id']} HTTP/1.1\r\nHost: x\r\n\r\n"
+                   f"POST /api/v1/pastes HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nsecond"
+                   "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            first, second, third = c.read_response(), c.read_response(), c.read_response()
+        finally:
+            c.close()
+        self.assertEqual((first.status, first.body), (200, b"pipelined"))
+        self.assertStatus(second, 201)
+        self.assertEqual((third.status, third.body), (200, b"ok\n"))
+        self.assertReadsBack(second.json()["id"], "second")
+
     def test_keep_alive_serves_several_requests_on_one_connection(self):
         conn = self.s.connection()
         try:
@@ -390,6 +406,34 @@ class RejectTest(ApiTestCase):
         s.stop()  # and nothing lands late either
         self.assertEqual(s.query("SELECT COUNT(*) FROM pastes")[0][0], rows_before)
         self.assertEqual(s.blob_files(), files_before)
+
+    def raw_exchange(self, data):
+        c = self.s.raw()
+        try:
+            c.send(data)
+            return c.read_response(), c.closed_by_peer(timeout=10)
+        finally:
+            c.close()
+
+    def test_content_length_with_transfer_encoding_is_400_and_closes(self):
+        res, closed = self.raw_exchange(
+            b"POST /api/v1/pastes HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+        self.assertJsonError(res, 400)
+        self.assertTrue(closed)
+        self.assertEqual(self.s.query("SELECT COUNT(*) FROM pastes"), [(0,)])
+
+    def test_conflicting_content_lengths_are_400_and_close(self):
+        res, closed = self.raw_exchange(
+            b"POST /api/v1/pastes HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+            b"Content-Length: 5\r\n\r\nabcde")
+        self.assertJsonError(res, 400)
+        self.assertTrue(closed)
+
+    def test_bytes_that_are_not_http_are_400_and_close(self):
+        res, closed = self.raw_exchange(b"HELLO THERE\r\n\r\n")
+        self.assertJsonError(res, 400)
+        self.assertTrue(closed)
 
     def test_error_answers_are_not_cacheable(self):
         res = self.s.create(b"")
@@ -575,6 +619,13 @@ class DeleteTest(ApiTestCase):
         self.assertJsonError(self.s.get(f"/raw/{doc['id']}"), 404)
         self.assertJsonError(self.s.get(f"/{doc['id']}"), 404)
         self.assertStatus(self.s.head(f"/raw/{doc['id']}"), 404)
+
+    def test_revalidating_a_deleted_paste_is_404_not_304(self):
+        doc = self.s.create_ok("revalidate me")
+        etag = self.s.get(f"/raw/{doc['id']}").header("ETag")
+        self.assertStatus(self.s.delete(doc["id"], doc["delete_token"]), 204)
+        self.assertJsonError(self.s.get(f"/raw/{doc['id']}", headers={"If-None-Match": etag}),
+                             404)
 
     def test_delete_again_with_the_right_token_is_204(self):
         doc = self.s.create_ok("delete me twice")
@@ -848,14 +899,14 @@ class ConfigTest(SluiceTestCase):
                 self.assertTrue(m.group(2).startswith("="), f"--{m.group(1)} shows no default")
 
     def test_config_file_max_paste_bytes(self):
-        root = self.server(start=False)
-        path = os.path.join(root.root, "sluice.toml")
+        s = self.server(start=False)
+        path = os.path.join(s.root, "sluice.toml")
         with open(path, "w") as f:
             f.write("max_paste_bytes = 100\n")
-        root.args = ["--config", path]
-        root.start()
-        self.assertJsonError(root.create("x" * 101), 413)
-        self.assertStatus(root.create("x" * 100), 201)
+        s.args = ["--config", path]
+        s.start()
+        self.assertJsonError(s.create("x" * 101), 413)
+        self.assertStatus(s.create("x" * 100), 201)
 
     def test_config_file_sets_data_dir(self):
         s = self.server(start=False, data_dir_flag=False)
@@ -935,7 +986,6 @@ class ConfigTest(SluiceTestCase):
 
 
 def free_port():
-    import socket
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -11,6 +11,7 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 
 import hashlib
 import http.client
+import json
 import math
 import os
 import random
@@ -98,7 +99,6 @@ class CreateStream:
             return len(self.acked)
 
     def run(self, thread_no):
-        import json
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         seq = 0
         try:
