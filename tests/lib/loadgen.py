@@ -1,0 +1,738 @@
+"""Open-loop load against a real sluice process, and the measurements the scenario tests read.
+
+Standard library only. "Open loop" means arrivals are scheduled at fixed times (rate R for a
+duration D) whatever the server does: a slow answer never delays the next arrival, as real users do
+not wait for each other. A pool of worker threads, sized so that a slow server cannot exhaust it,
+takes the next scheduled arrival, sleeps until its time, and sends it on a new connection
+(`Connection: close`). Every arrival records when it was due, when it really started (the difference
+is the harness's own lag: if the pool fell behind its schedule, the run measured the harness, not the
+server, and `Run.schedule_problem()` says so), its status, latency, the `Retry-After` header and the
+JSON `reason` of an error.
+
+Requests are sent with a small socket-level client rather than http.client so that a server which
+answers before reading the body (a 429, 503 or 413 decided from the headers) is seen as the answer
+it wrote, not as a broken pipe: the client writes the body and watches for the response at the same
+time, and stops writing as soon as the response starts.
+
+Also here: a /metrics sampler thread (time series of chosen series), fault-rule helpers for
+`PUT /debug/faults`, the resident memory of a process from /proc, and summary statistics.
+"""
+
+import collections
+import errno
+import json
+import math
+import os
+import select
+import socket
+import threading
+import time
+
+from sluice_harness import SluiceTestCase, parse_metrics
+
+# ------------------------------------------------------------------------------------------------
+# Scale: short runs in `make test`, long ones in `make chaos`.
+
+
+def scale():
+    """'short' (default) or 'long', from $SLUICE_SCENARIO_SCALE."""
+    value = os.environ.get("SLUICE_SCENARIO_SCALE", "short").strip().lower() or "short"
+    if value not in ("short", "long"):
+        raise ValueError(f"SLUICE_SCENARIO_SCALE must be short or long, not {value!r}")
+    return value
+
+
+def pick(short, long):
+    """The value for the current scale."""
+    return long if scale() == "long" else short
+
+
+# ------------------------------------------------------------------------------------------------
+# Statistics.
+
+
+def percentile(values, p):
+    """Nearest-rank percentile (p in [0, 100]) of a list; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100.0 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def fmt_ms(seconds):
+    return "n/a" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+# ------------------------------------------------------------------------------------------------
+# One HTTP exchange on its own connection.
+
+class Request:
+    """What one arrival sends. `tag` is the test's own label (kept on the record)."""
+
+    __slots__ = ("method", "path", "headers", "body", "tag")
+
+    def __init__(self, method, path, headers=None, body=None, tag=None):
+        self.method = method
+        self.path = path
+        self.headers = dict(headers or {})
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        self.body = body
+        self.tag = tag
+
+
+class Record:
+    """The outcome of one arrival. Times are time.monotonic() values."""
+
+    __slots__ = ("stream", "index", "tag", "due", "start", "first_byte", "end", "status",
+                 "headers", "body", "reason", "error", "bytes_sent", "body_len")
+
+    def __init__(self, stream, index, tag, due):
+        self.stream = stream
+        self.index = index
+        self.tag = tag
+        self.due = due
+        self.start = None
+        self.first_byte = None
+        self.end = None
+        self.status = 0  # 0: no HTTP answer (see error)
+        self.headers = {}
+        self.body = b""
+        self.reason = None
+        self.error = None
+        self.bytes_sent = 0
+        self.body_len = 0
+
+    @property
+    def latency(self):
+        return None if self.end is None else self.end - self.start
+
+    @property
+    def lag(self):
+        return None if self.start is None else self.start - self.due
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+    @property
+    def retry_after(self):
+        value = self.header("retry-after")
+        try:
+            return None if value is None else int(value)
+        except ValueError:
+            return None
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def __repr__(self):
+        return (f"<Record {self.stream}#{self.index} {self.status} reason={self.reason} "
+                f"latency={fmt_ms(self.latency)} error={self.error}>")
+
+
+def _parse_head(raw):
+    lines = raw.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    status = int(parts[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return status, headers
+
+
+def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
+    """Sends `req` on a new connection and fills `record`. Never raises for network trouble: the
+    record says what happened (status 0 and `error` when no HTTP answer arrived)."""
+    head = [f"{req.method} {req.path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
+    names = {k.lower() for k in req.headers}
+    for k, v in req.headers.items():
+        head.append(f"{k}: {v}")
+    body = req.body or b""
+    if req.body is not None and "content-length" not in names:
+        head.append(f"Content-Length: {len(body)}")
+    out = memoryview(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    header_len = len(out) - len(body)
+    record.start = time.monotonic()
+    deadline = record.start + timeout
+    sock = None
+    buf = bytearray()
+    status = None
+    headers = None
+    body_start = None
+    sent = 0
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+        sock.setblocking(False)
+        poller = select.poll()
+        writing = True
+        poller.register(sock, select.POLLIN | select.POLLOUT)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                record.error = "timeout"
+                break
+            events = poller.poll(left * 1000)
+            readable = writable = False
+            for _fd, ev in events:
+                if ev & (select.POLLIN | select.POLLERR | select.POLLHUP):
+                    readable = True
+                if ev & select.POLLOUT:
+                    writable = True
+            if writable and writing:
+                try:
+                    n = sock.send(out[sent:sent + 262144])
+                    sent += n
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:  # EPIPE, ECONNRESET: the server stopped reading; look for its answer
+                    writing = False
+                    poller.modify(sock, select.POLLIN)
+                if writing and sent >= len(out):
+                    writing = False
+                    poller.modify(sock, select.POLLIN)
+            if readable:
+                try:
+                    chunk = sock.recv(262144)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError as e:
+                    if status is None:
+                        record.error = f"recv: {errno.errorcode.get(e.errno, e)}"
+                    else:
+                        record.error = None if headers is not None else str(e)
+                    break
+                if not chunk:
+                    if status is None:
+                        record.error = "closed without an answer"
+                    break
+                if record.first_byte is None:
+                    record.first_byte = time.monotonic()
+                buf += chunk
+                # Parse as far as we can.
+                while status is None or status < 200:
+                    end = buf.find(b"\r\n\r\n")
+                    if end < 0:
+                        break
+                    s, h = _parse_head(bytes(buf[:end]))
+                    del buf[:end + 4]
+                    if s < 200:
+                        continue  # 100 Continue: keep sending
+                    status, headers = s, h
+                    body_start = 0
+                    if writing:  # the answer came before the whole body: stop sending it
+                        writing = False
+                        poller.modify(sock, select.POLLIN)
+                if status is not None:
+                    length = headers.get("content-length")
+                    if req.method == "HEAD" or status in (204, 304):
+                        break
+                    if length is not None and len(buf) - body_start >= int(length):
+                        break
+        record.end = time.monotonic()
+    except OSError as e:
+        record.end = time.monotonic()
+        record.error = f"connect: {errno.errorcode.get(e.errno, e) if e.errno else e}"
+    finally:
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+    record.bytes_sent = max(0, sent - header_len)
+    if status is not None:
+        record.status = status
+        record.headers = headers
+        record.body_len = len(buf)
+        record.body = bytes(buf[:keep_body])
+        if record.error == "timeout" or (record.error and "recv" in record.error):
+            pass
+        else:
+            record.error = None
+        if headers.get("content-type", "").startswith("application/json") and status >= 400:
+            try:
+                record.reason = json.loads(record.body.decode("utf-8")).get("reason")
+            except (ValueError, UnicodeDecodeError, AttributeError):
+                record.reason = None
+    return record
+
+
+def request(host, port, method, path, headers=None, body=None, timeout=15.0, keep_body=1 << 24):
+    """One request outside any schedule; returns its Record (the whole body kept, up to 16 MiB)."""
+    req = Request(method, path, headers, body)
+    rec = Record("adhoc", 0, None, time.monotonic())
+    return exchange(host, port, req, rec, timeout=timeout, keep_body=keep_body)
+
+
+# ------------------------------------------------------------------------------------------------
+# Open-loop schedule.
+
+class Stream:
+    """Arrivals at `rate` per second for `duration` seconds, from `offset` seconds after the run's
+    start. `make(i)` returns the Request of arrival i (called when it is sent)."""
+
+    def __init__(self, name, rate, duration, make, offset=0.0, timeout=15.0):
+        self.name = name
+        self.rate = float(rate)
+        self.duration = float(duration)
+        self.make = make
+        self.offset = float(offset)
+        self.timeout = timeout
+
+    def count(self):
+        return int(math.floor(self.rate * self.duration + 1e-9))
+
+    def due_times(self):
+        return [self.offset + i / self.rate for i in range(self.count())]
+
+
+class Run:
+    """Runs streams together against host:port. Use: run = Run(...); run.start(); run.at(3, f);
+    run.wait(); then run.records(stream)."""
+
+    LATE = 0.050  # an arrival started more than this late counts as the harness falling behind
+
+    def __init__(self, host, port, streams, threads=None, lead_in=0.3):
+        self.host = host
+        self.port = port
+        self.streams = list(streams)
+        plan = []
+        for s in self.streams:
+            for i, t in enumerate(s.due_times()):
+                plan.append((t, s, i))
+        plan.sort(key=lambda x: x[0])
+        self.plan = plan
+        if threads is None:
+            # Enough workers for every arrival of the busiest 8 seconds to be outstanding at once.
+            total_rate = sum(s.rate for s in self.streams)
+            threads = int(min(600, max(32, total_rate * 8)))
+        self.threads = threads
+        self.lead_in = lead_in
+        self.t0 = None
+        self._next = 0
+        self._lock = threading.Lock()
+        self._workers = []
+        self._records = []
+        self._actions = []
+        self._control = None
+        self.action_log = []  # (offset, name) of actions as they ran
+
+    def start(self):
+        self._go = threading.Event()
+        old = threading.stack_size()
+        threading.stack_size(512 * 1024)
+        try:
+            for n in range(self.threads):
+                w = threading.Thread(target=self._work, name=f"loadgen-{n}", daemon=True)
+                w.start()
+                self._workers.append(w)
+        finally:
+            threading.stack_size(old)
+        # Time zero only once every worker exists: creating hundreds of threads takes a while.
+        self.t0 = time.monotonic() + self.lead_in
+        self._go.set()
+        return self
+
+    def now(self):
+        """Seconds since the run's time zero."""
+        return time.monotonic() - self.t0
+
+    def sleep_until(self, offset):
+        left = self.t0 + offset - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+
+    def _take(self):
+        with self._lock:
+            if self._next >= len(self.plan):
+                return None
+            item = self.plan[self._next]
+            self._next += 1
+            return item
+
+    def _work(self):
+        self._go.wait()
+        while True:
+            item = self._take()
+            if item is None:
+                return
+            offset, stream, i = item
+            due = self.t0 + offset
+            left = due - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+            rec = Record(stream.name, i, None, due)
+            try:
+                req = stream.make(i)
+                rec.tag = req.tag
+                exchange(self.host, self.port, req, rec, timeout=stream.timeout)
+            except Exception as e:  # a bug in the test's request factory: record it, keep going
+                rec.start = rec.start or time.monotonic()
+                rec.end = time.monotonic()
+                rec.error = f"harness: {e!r}"
+            with self._lock:
+                self._records.append(rec)
+
+    def wait(self, timeout=None):
+        """Waits for every arrival to finish; returns all records."""
+        end = None if timeout is None else time.monotonic() + timeout
+        for w in self._workers:
+            w.join(None if end is None else max(0.0, end - time.monotonic()))
+        return self.records()
+
+    def records(self, stream=None):
+        with self._lock:
+            recs = list(self._records)
+        if stream is not None:
+            recs = [r for r in recs if r.stream == stream]
+        return sorted(recs, key=lambda r: r.due)
+
+    # ---- the harness's own health ----------------------------------------------------------
+    def lags(self):
+        return [r.lag for r in self.records() if r.lag is not None]
+
+    def schedule_problem(self):
+        """None if every arrival started on time (p99 lag <= 50 ms, max <= 250 ms, every arrival
+        sent); otherwise a description. A late harness measured itself, not the server."""
+        recs = self.records()
+        if len(recs) != len(self.plan):
+            return f"only {len(recs)} of {len(self.plan)} arrivals finished"
+        harness_errors = [r for r in recs if r.error and r.error.startswith("harness:")]
+        if harness_errors:
+            return f"request factory failed: {harness_errors[0].error}"
+        lags = self.lags()
+        if not lags:
+            return None
+        p99 = percentile(lags, 99)
+        worst = max(lags)
+        late = sum(1 for x in lags if x > self.LATE)
+        if p99 > self.LATE or worst > 0.25:
+            return (f"load generator fell behind its schedule: p99 lag {fmt_ms(p99)}, max "
+                    f"{fmt_ms(worst)}, {late} of {len(lags)} arrivals over {fmt_ms(self.LATE)} late "
+                    f"({self.threads} threads)")
+        return None
+
+    def schedule_summary(self):
+        lags = self.lags()
+        return (f"lag p50 {fmt_ms(percentile(lags, 50))} p99 {fmt_ms(percentile(lags, 99))} "
+                f"max {fmt_ms(max(lags) if lags else None)}")
+
+
+def run_streams(host, port, streams, actions=(), threads=None):
+    """Starts the streams, runs `actions` [(offset seconds, callable)] at their times on this
+    thread, waits for the arrivals, and returns the Run."""
+    run = Run(host, port, streams, threads=threads).start()
+    for offset, fn in sorted(actions, key=lambda a: a[0]):
+        run.sleep_until(offset)
+        fn()
+        run.action_log.append((run.now(), getattr(fn, "__name__", "action")))
+    run.wait()
+    return run
+
+
+# ------------------------------------------------------------------------------------------------
+# Summaries of records.
+
+def by_status(records):
+    """{status: count}, status 0 meaning no HTTP answer."""
+    return dict(sorted(collections.Counter(r.status for r in records).items()))
+
+
+def by_reason(records, status=None):
+    return dict(sorted(collections.Counter(
+        r.reason for r in records if status is None or r.status == status).items(),
+        key=lambda kv: str(kv[0])))
+
+
+def latencies(records, status=None):
+    return [r.latency for r in records
+            if r.latency is not None and (status is None or r.status == status)]
+
+
+def completions_per_second(records, status, t_from, t_to):
+    """Rate of answers with `status` that completed in [t_from, t_to) (monotonic times)."""
+    if t_to <= t_from:
+        return 0.0
+    n = sum(1 for r in records if r.status == status and r.end is not None
+            and t_from <= r.end < t_to)
+    return n / (t_to - t_from)
+
+
+def describe(records):
+    return f"{len(records)} requests, statuses {by_status(records)}"
+
+
+# ------------------------------------------------------------------------------------------------
+# /metrics while the load runs.
+
+class MetricsSampler:
+    """Polls /metrics every `interval` seconds on its own thread; keeps (monotonic time, parsed
+    metrics) pairs. Failures to scrape are kept too (a dict with key "error")."""
+
+    def __init__(self, host, port, interval=0.2):
+        self.host = host
+        self.port = port
+        self.interval = interval
+        self.samples = []
+        self.failures = []
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _loop(self):
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                rec = request(self.host, self.port, "GET", "/metrics", timeout=5)
+                if rec.status == 200:
+                    self.samples.append((t, parse_metrics(rec.body.decode("utf-8"))))
+                else:
+                    self.failures.append((t, repr(rec)))
+            except Exception as e:  # keep sampling; the test decides what a gap means
+                self.failures.append((t, repr(e)))
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - t)))
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name="metrics-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(10)
+        return self
+
+    def series(self, name, **labels):
+        """[(t, value)] of one series (0 when absent from a sample)."""
+        key = (name, frozenset(labels.items()))
+        return [(t, m.get(key, 0.0)) for t, m in self.samples]
+
+    def max(self, name, **labels):
+        values = [v for _, v in self.series(name, **labels)]
+        return max(values) if values else None
+
+    def value_at(self, t, name, **labels):
+        """The last sampled value at or before monotonic time t (the first sample if none)."""
+        best = None
+        for ts, m in self.samples:
+            if ts <= t or best is None:
+                best = m.get((name, frozenset(labels.items())), 0.0)
+            if ts > t:
+                break
+        return best
+
+
+def metrics_sum(metrics, name, **labels):
+    """Sum of every series of `name` whose labels include `labels`."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in metrics.items() if n == name and want <= set(ls))
+
+
+def metric_value(metrics, name, **labels):
+    """One series' value (0 when absent: a counter not yet incremented)."""
+    return metrics.get((name, frozenset(labels.items())), 0.0)
+
+
+def counter_delta(before, after, name, **labels):
+    """How much the series of `name` matching `labels` (summed) grew between two scrapes."""
+    return metrics_sum(after, name, **labels) - metrics_sum(before, name, **labels)
+
+
+def scrape(host, port):
+    rec = request(host, port, "GET", "/metrics", timeout=5)
+    if rec.status != 200:
+        raise AssertionError(f"/metrics answered {rec!r}")
+    return parse_metrics(rec.body.decode("utf-8"))
+
+
+# ------------------------------------------------------------------------------------------------
+# Faults and the process.
+
+def set_faults(host, port, spec):
+    """PUT /debug/faults; the server must answer 204."""
+    rec = request(host, port, "PUT", "/debug/faults", body=spec, timeout=5)
+    if rec.status != 204:
+        raise AssertionError(f"PUT /debug/faults {spec!r} answered {rec!r} {rec.body[:300]!r}")
+    return rec
+
+
+def rss_bytes(pid):
+    """(VmRSS, VmHWM) of a process, in bytes, from /proc/PID/status."""
+    values = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                values[name] = int(rest.split()[0]) * 1024
+    return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
+def reset_peak_rss(pid):
+    """Resets VmHWM to the current RSS (Linux: write 5 to /proc/PID/clear_refs). True if done."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class RssSampler:
+    """Samples VmRSS of a process every `interval` seconds on its own thread."""
+
+    def __init__(self, pid, interval=0.05):
+        self.pid = pid
+        self.interval = interval
+        self.samples = []
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.monotonic(), rss_bytes(self.pid)[0]))
+            except OSError:
+                return
+            self._stop.wait(self.interval)
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(5)
+        return self
+
+    def peak(self):
+        return max((v for _, v in self.samples), default=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Scenario bookkeeping: one lock so scenario suites never overlap (ctest -j2), and figures.
+
+class ScenarioLock:
+    """An exclusive flock held for a whole scenario suite, so two scenario files started in
+    parallel by `ctest -j` run one after the other instead of measuring each other."""
+
+    PATH = os.path.join(os.environ.get("TMPDIR", "/tmp"), "sluice-scenario.lock")
+
+    def __init__(self):
+        self._f = None
+
+    def acquire(self):
+        import fcntl
+        self._f = open(self.PATH, "a")
+        fcntl.flock(self._f.fileno(), fcntl.LOCK_EX)
+        return self
+
+    def release(self):
+        if self._f is not None:
+            import fcntl
+            fcntl.flock(self._f.fileno(), fcntl.LOCK_UN)
+            self._f.close()
+            self._f = None
+
+
+def report(scenario, figures, predicted=None):
+    """Prints one scenario's figures and appends them (JSON lines) to $SLUICE_SCENARIO_RESULTS
+    when set; tools/run_chaos.py reads that file."""
+    line = {"scenario": scenario, "scale": scale(), "figures": figures,
+            "predicted": predicted or {}, "time": time.time()}
+    text = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items())
+    print(f"\n[figures] {scenario} ({scale()}): {text}", flush=True)
+    if predicted:
+        print(f"[predicted] {scenario}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in predicted.items()),
+              flush=True)
+    path = os.environ.get("SLUICE_SCENARIO_RESULTS")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(line, default=str) + "\n")
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+# ------------------------------------------------------------------------------------------------
+# The base class of the scenario suites.
+
+def client_ip(i, net=1):
+    """A distinct IPv4 client address for index i, in 10.<net>.0.0/16 (65,000 of them)."""
+    i = i % 65000
+    return f"10.{net}.{i // 250}.{i % 250 + 1}"
+
+
+def xff(address):
+    """The header a trusted balancer at 127.0.0.1 would have appended for `address`."""
+    return {"X-Forwarded-For": address}
+
+
+class ScenarioTestCase(SluiceTestCase):
+    """A SluiceTestCase whose servers have fault injection on and trust 127.0.0.1 as their balancer
+    (so `X-Forwarded-For` names the simulated client), and whose suites never overlap each other."""
+
+    COMMON_ARGS = ("--fault-injection", "true", "--trusted-proxy", "127.0.0.1")
+    _lock = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls._lock = ScenarioLock().acquire()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls._lock is not None:
+            cls._lock.release()
+            cls._lock = None
+        super().tearDownClass()
+
+    def start_server(self, **settings):
+        """A server with COMMON_ARGS plus --name value for each setting (name_with_underscores).
+        Its faults are cleared before it is stopped, so no hung call delays the drain."""
+        args = list(self.COMMON_ARGS)
+        for name, value in settings.items():
+            args += [f"--{name.replace('_', '-')}", str(value)]
+        s = self.server(args)
+        self.addCleanup(self._clear_faults, s)
+        return s
+
+    def _clear_faults(self, s):
+        if s.running():
+            try:
+                set_faults("127.0.0.1", s.port, "")
+            except Exception:
+                pass
+
+    def faults(self, s, spec):
+        return set_faults("127.0.0.1", s.port, spec)
+
+    def scrape(self, s):
+        return scrape("127.0.0.1", s.port)
+
+    def load(self, s, streams, actions=(), sample_every=None, threads=None):
+        """Runs the streams (open loop) with `actions` at their offsets; returns (run, sampler),
+        the sampler None unless sample_every is set. Fails if the load generator fell behind."""
+        sampler = MetricsSampler("127.0.0.1", s.port, sample_every).start() if sample_every else None
+        try:
+            run = run_streams("127.0.0.1", s.port, streams, actions=actions, threads=threads)
+        finally:
+            if sampler:
+                sampler.stop()
+        self.assertScheduleKept(run)
+        return run, sampler
+
+    def assertScheduleKept(self, run):
+        problem = run.schedule_problem()
+        if problem:
+            self.fail(f"HARNESS FAILURE, not a server result: {problem}")
+
+    def assertStatuses(self, records, allowed, what="answers"):
+        bad = [r for r in records if r.status not in allowed]
+        self.assertFalse(bad, f"{what}: {len(bad)} outside {sorted(allowed)}: "
+                              f"{describe(records)}; first: {bad[:3]}")
