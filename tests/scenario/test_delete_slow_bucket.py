@@ -1,0 +1,92 @@
+"""Scenario 6: deletes while the bucket is slow (spec 000 "Deleters", spec 001 pools split by purpose).
+
+Every object-store call takes longer than the worker's cleanup timeout (fault `blob.*:latency`), and
+pastes are deleted open-loop meanwhile. A delete commits a tombstone and an outbox entry and answers
+204 without touching the bucket, so deletes stay prompt; the deleted pastes are 404 at once; the
+bodies stay on disk while the bucket is slow, the outbox age on /metrics grows, and when the bucket
+recovers the outbox worker catches up: every body is removed and the outbox age returns to zero.
+
+Run: cd tests/scenario && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_delete_slow_bucket
+"""
+
+import os
+import time
+import unittest
+
+import loadgen as lg
+from loadgen import Request, Stream, client_ip, pick, xff
+from sluice_harness import wait_until
+
+PASTES = pick(20, 200)
+DELETE_RATE = pick(5.0, 10.0)
+SLOW = "6s"                   # over the 5 s cleanup timeout: the worker's calls time out
+SLOW_FOR = pick(8.0, 30.0)    # the bucket stays slow this long after the first delete
+PROMPT_P99 = 0.200            # a delete is a row commit: p99 well under the create budget
+CATCH_UP = pick(20.0, 40.0)   # bodies all gone within this long of the bucket's recovery
+
+
+class DeleteSlowBucketTest(lg.ScenarioTestCase):
+
+    def test_deletes_stay_prompt_and_removal_catches_up_after_recovery(self):
+        s = self.start_server()
+        pastes = [s.create_ok(f"to delete {i}\n" * 20, headers=xff(client_ip(i, 60)))
+                  for i in range(PASTES)]
+        for doc in pastes:
+            self.assertTrue(os.path.exists(s.blob_path(doc["id"])))
+        before = self.scrape(s)
+        self.faults(s, f"blob.*:latency={SLOW}")
+        duration = PASTES / DELETE_RATE
+        run, sampler = self.load(s, [Stream("delete", DELETE_RATE, duration, lambda i: Request(
+            "DELETE", f"/api/v1/pastes/{pastes[i]['id']}",
+            dict(xff(client_ip(i, 61)), Authorization=f"Bearer {pastes[i]['delete_token']}")))],
+            sample_every=0.25)
+        deletes = run.records("delete")
+        # Deleted pastes are gone for readers at once, although their bodies are still on disk.
+        reads = [s.get(f"/raw/{doc['id']}").status for doc in pastes]
+        run.sleep_until(SLOW_FOR)
+        on_disk = sum(os.path.exists(s.blob_path(doc["id"])) for doc in pastes)
+        age_slow = lg.metric_value(self.scrape(s), "sluice_outbox_age_seconds")
+        age_series_max = max([age_slow] + [v for _, v in sampler.series("sluice_outbox_age_seconds")])
+        recovered = time.monotonic()
+        self.faults(s, "")
+
+        def all_gone():
+            return not any(os.path.exists(s.blob_path(doc["id"])) for doc in pastes)
+
+        gone = True
+        try:
+            wait_until(all_gone, timeout=CATCH_UP, interval=0.1, message="all bodies removed")
+        except AssertionError:
+            gone = False
+        caught_up = time.monotonic() - recovered
+        wait_until(lambda: lg.metric_value(self.scrape(s), "sluice_outbox_age_seconds") == 0,
+                   timeout=10, interval=0.2, message="outbox age back to 0")
+        after = self.scrape(s)
+        done = lg.counter_delta(before, after, "sluice_outbox_done_total")
+        left = sum(os.path.exists(s.blob_path(doc["id"])) for doc in pastes)
+        lg.report("delete_slow_bucket", {
+            "deletes": lg.describe(deletes),
+            "delete_p50_ms": round(1000 * lg.percentile(lg.latencies(deletes), 50), 1),
+            "delete_p99_ms": round(1000 * lg.percentile(lg.latencies(deletes), 99), 1),
+            "reads_after_delete": {st: reads.count(st) for st in set(reads)},
+            "bodies_on_disk_while_slow": on_disk, "outbox_age_while_slow_s": age_slow,
+            "outbox_age_max_s": age_series_max,
+            "catch_up_s": round(caught_up, 1) if gone else f"> {CATCH_UP}",
+            "outbox_done": done, "bodies_left": left,
+            "outbox_retries": lg.counter_delta(before, after, "sluice_outbox_retries_total"),
+        }, predicted={"delete_p99_ms": f"< {int(PROMPT_P99 * 1000)}",
+                      "outbox_age_while_slow_s": f"~{SLOW_FOR:.0f} (grows while slow)",
+                      "catch_up_s": f"<= {CATCH_UP:.0f}", "bodies_left": 0})
+
+        self.assertStatuses(deletes, {204}, "deletes while the bucket is slow")
+        self.assertLess(lg.percentile(lg.latencies(deletes), 99), PROMPT_P99)
+        self.assertEqual(reads, [404] * len(pastes))
+        self.assertGreater(on_disk, 0, "bodies vanished while the bucket was slow: nothing was tested")
+        self.assertGreaterEqual(age_slow, SLOW_FOR - duration - 2,
+                                "the outbox age on /metrics did not show the backlog")
+        self.assertTrue(gone, f"{left} bodies still on disk {CATCH_UP} s after the bucket recovered")
+        self.assertGreaterEqual(done, len(pastes))
+
+
+if __name__ == "__main__":
+    unittest.main()
