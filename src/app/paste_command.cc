@@ -1,0 +1,577 @@
+// `sluice paste`: one create over HTTP/1.1, with the client side of the retry rule (spec 003).
+//
+// What may be sent again, and why:
+//  - a 429 or 503 that names a Retry-After: the server refused before creating anything (its order
+//    of checks puts every refusal before the body is stored), so waiting and sending again cannot
+//    make a second paste. We wait at least what it asked, plus up to 20% jitter so refused clients
+//    do not come back as one wave, and only while the total stays within --max-wait;
+//  - a connect that failed: nothing left this process. Once, after a short jittered pause.
+// Everything else is final. A reset, a timeout or a 500 after the request may have left means the
+// paste may exist: a second send could make a second paste, so we say so and stop.
+//
+// The body is announced with `Expect: 100-continue`, so a refusal decided from the headers (411,
+// 413, 429, 503) arrives before the body is sent, and the server never has to discard unread
+// bytes (which can reset the connection and lose its answer). A server that ignores Expect gets
+// the body after one second, as curl does. The answer is read while the request is written, so
+// an early answer is never lost to a failed write.
+//
+// Beast is used synchronously from the caller's point of view: each attempt runs its own
+// io_context to completion on the calling thread. Timeouts come from tcp_stream's expiry (Beast's
+// blocking calls have none).
+#include "paste_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "sluice/admission/jitter.h"
+#include "sluice/admission/littles_law.h"
+#include "sluice/common/result.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "dev"
+#endif
+
+namespace sluice::app {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr auto kConnectTimeout = std::chrono::seconds(5);
+constexpr auto kRequestTimeout = std::chrono::seconds(30);
+/// How long to wait for "100 Continue" before sending the body anyway.
+constexpr auto kContinueWait = std::chrono::seconds(1);
+/// The pause before the one retry of a failed connect: short, and jittered.
+constexpr auto kConnectRetryMin = std::chrono::milliseconds(100);
+constexpr auto kConnectRetryMax = std::chrono::milliseconds(400);
+/// Jitter added to a Retry-After, as a fraction of it.
+constexpr double kRetryAfterJitter = 0.2;
+/// Largest answer read: a create answer is a few hundred bytes of JSON.
+constexpr uint64_t kAnswerLimit = 1 << 20;
+
+constexpr int kExitCreated = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+template <typename... Args>
+void Say(fmt::format_string<Args...> format, Args&&... args) {
+  std::fputs(("sluice paste: " + fmt::format(format, std::forward<Args>(args)...) + "\n").c_str(),
+             stderr);
+}
+
+// ---- the server URL ----------------------------------------------------------------------------
+
+struct ServerUrl {
+  std::string host;         // for the resolver: no brackets around an IPv6 literal
+  std::string port;         // digits
+  std::string host_header;  // as written in the URL
+  std::string base_path;    // "" or "/prefix", no trailing slash
+};
+
+Result<ServerUrl> ParseServerUrl(std::string_view url) {
+  const auto bad = [&](std::string_view why) {
+    return MakeError(ErrorCode::kInvalidArgument, fmt::format("--server '{}': {}", url, why));
+  };
+  constexpr std::string_view kHttp = "http://";
+  if (url.starts_with("https://")) {
+    return bad("https is not supported yet; use an http:// URL (TLS is a later issue)");
+  }
+  if (!url.starts_with(kHttp)) return bad("want a URL like http://127.0.0.1:8080");
+  std::string_view rest = url.substr(kHttp.size());
+  const size_t slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  if (path.find_first_of("?#") != std::string_view::npos)
+    return bad("no query or fragment, please");
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
+
+  ServerUrl out;
+  out.host_header = std::string(authority);
+  out.base_path = std::string(path);
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unclosed '[' in the host");
+    out.host = std::string(authority.substr(1, close - 1));
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (!after.starts_with(':')) return bad("junk after the IPv6 address");
+      port = after.substr(1);
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
+  }
+  if (out.host.empty()) return bad("no host");
+  if (port.empty()) port = "80";
+  int number = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9' || number > 65535) return bad("the port is not a number in 1-65535");
+    number = number * 10 + (c - '0');
+  }
+  if (number < 1 || number > 65535) return bad("the port is not a number in 1-65535");
+  out.port = std::string(port);
+  return out;
+}
+
+std::string PercentEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+/// "60s", "250ms" (admission::ParseDuration), or a bare number of seconds ("0", "10", "1.5").
+std::optional<SteadyClock::duration> ParseMaxWait(std::string_view text) {
+  if (auto d = admission::ParseDuration(text); d.ok()) return *d;
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto d = admission::ParseDuration(std::string(text) + "s");
+  if (!d.ok()) return std::nullopt;
+  return *d;
+}
+
+double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// ---- the input ---------------------------------------------------------------------------------
+
+Result<std::string> ReadInput(const std::string& file) {
+  const bool from_stdin = file.empty() || file == "-";
+  const std::string name = from_stdin ? std::string("stdin") : file;
+  if (from_stdin && isatty(STDIN_FILENO)) {
+    std::fputs("sluice paste: reading the paste from the terminal; end it with Ctrl-D\n", stderr);
+  }
+  std::FILE* f = from_stdin ? stdin : std::fopen(file.c_str(), "rb");
+  if (f == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     fmt::format("cannot open {}: {}", name, std::strerror(errno)));
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const size_t n = std::fread(buf, 1, sizeof buf, f);
+    out.append(buf, n);
+    if (n < sizeof buf) break;
+  }
+  const bool failed = std::ferror(f) != 0;
+  const int error = errno;
+  if (!from_stdin) std::fclose(f);
+  if (failed) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     fmt::format("cannot read {}: {}", name, std::strerror(error)));
+  }
+  return out;
+}
+
+// ---- one attempt -------------------------------------------------------------------------------
+
+/// What one attempt learned.
+struct Attempt {
+  enum class Fate {
+    /// Nothing left this process: resolving or connecting failed.
+    kNotSent,
+    /// The request may have reached the server and no complete answer came back.
+    kUnknown,
+    /// A final answer's status line and headers arrived.
+    kAnswered,
+  };
+  Fate fate = Fate::kNotSent;
+  /// kNotSent: the connect itself failed (not the name lookup), the one case worth a retry.
+  bool connect_failed = false;
+  /// What went wrong, for a person.
+  std::string what;
+  unsigned status = 0;
+  std::string status_text;
+  std::string retry_after;
+  std::string body;
+  /// False when the connection broke while the answer's body was read.
+  bool body_complete = false;
+};
+
+/// One request on its own connection, run to completion on the calling thread. Single use.
+class Exchange {
+ public:
+  Exchange(const ServerUrl& server, const std::string& target, const std::string& body)
+      : server_(server) {
+    req_.method(http::verb::post);
+    req_.target(target);
+    req_.version(11);
+    req_.set(http::field::host, server.host_header);
+    req_.set(http::field::user_agent, "sluice-paste/" SLUICE_VERSION);
+    req_.set(http::field::accept, "application/json");
+    req_.set(http::field::content_type, "text/plain; charset=utf-8");
+    req_.set(http::field::expect, "100-continue");
+    req_.keep_alive(false);
+    req_.body() = body;
+    req_.prepare_payload();
+  }
+
+  Attempt Run() {
+    deadline_ = SteadyClock::now() + kRequestTimeout;
+    timer_.expires_after(kConnectTimeout);
+    timer_.async_wait([this](beast::error_code ec) {
+      if (!ec) resolver_.cancel();  // the name lookup took the whole connect budget
+    });
+    resolver_.async_resolve(server_.host, server_.port,
+                            [this](beast::error_code ec, tcp::resolver::results_type results) {
+                              OnResolved(ec, std::move(results));
+                            });
+    io_.run();
+    return std::move(attempt_);
+  }
+
+ private:
+  void OnResolved(beast::error_code ec, tcp::resolver::results_type results) {
+    timer_.cancel();
+    if (ec) {
+      attempt_.what = fmt::format(
+          "cannot resolve {}: {}", server_.host,
+          ec == asio::error::operation_aborted ? std::string("timed out") : ec.message());
+      return Finish();
+    }
+    stream_.expires_at(std::min(deadline_, SteadyClock::now() + kConnectTimeout));
+    stream_.async_connect(results, [this](beast::error_code connect_ec, const tcp::endpoint&) {
+      OnConnected(connect_ec);
+    });
+  }
+
+  void OnConnected(beast::error_code ec) {
+    if (ec) {
+      attempt_.connect_failed = true;
+      attempt_.what = ec == beast::error::timeout
+                          ? fmt::format("connect timed out after {} s", kConnectTimeout.count())
+                          : ec.message();
+      return Finish();
+    }
+    // From here on the server may have seen the request: no failure is "not sent" any more.
+    attempt_.fate = Attempt::Fate::kUnknown;
+    stream_.expires_at(deadline_);
+    serializer_.emplace(req_);
+    ReadHead();
+    http::async_write_header(stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
+      OnHeaderSent(write_ec);
+    });
+  }
+
+  void OnHeaderSent(beast::error_code ec) {
+    if (done_ || answered_) return;
+    if (ec) {
+      write_error_ = ec;  // the read in flight may still bring the server's answer
+      return;
+    }
+    header_sent_ = true;
+    if (continue_received_) return StartBody();
+    timer_.expires_after(kContinueWait);
+    timer_.async_wait([this](beast::error_code timer_ec) {
+      if (!timer_ec) StartBody();  // no 100 Continue: a server that ignores Expect
+    });
+  }
+
+  void StartBody() {
+    if (done_ || answered_ || body_started_ || !header_sent_) return;
+    body_started_ = true;
+    http::async_write(stream_, *serializer_, [this](beast::error_code ec, size_t) {
+      if (ec && !done_) write_error_ = ec;
+    });
+  }
+
+  void ReadHead() {
+    parser_.emplace();
+    parser_->body_limit(kAnswerLimit);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [this](beast::error_code ec, size_t) { OnHead(ec); });
+  }
+
+  void OnHead(beast::error_code ec) {
+    if (done_) return;
+    if (ec) {
+      attempt_.what = DescribeFailure(ec);
+      return Finish();
+    }
+    const unsigned status = parser_->get().result_int();
+    if (status == 100) {
+      continue_received_ = true;
+      timer_.cancel();
+      StartBody();
+      return ReadHead();
+    }
+    if (status < 200) return ReadHead();  // another interim answer (102, 103): not ours to act on
+    answered_ = true;
+    timer_.cancel();
+    attempt_.fate = Attempt::Fate::kAnswered;
+    attempt_.status = status;
+    attempt_.status_text = std::string(parser_->get().reason());
+    attempt_.retry_after = std::string(parser_->get()[http::field::retry_after]);
+    http::async_read(stream_, buffer_, *parser_,
+                     [this](beast::error_code body_ec, size_t) { OnAnswer(body_ec); });
+  }
+
+  void OnAnswer(beast::error_code ec) {
+    if (done_) return;
+    if (ec) {
+      attempt_.what = DescribeFailure(ec);
+    } else {
+      attempt_.body_complete = true;
+      attempt_.body = std::move(parser_->get().body());
+    }
+    Finish();
+  }
+
+  std::string DescribeFailure(beast::error_code read_ec) const {
+    if (read_ec == beast::error::timeout) {
+      return fmt::format("no answer within {} s", kRequestTimeout.count());
+    }
+    std::string out =
+        read_ec == http::error::end_of_stream || read_ec == http::error::partial_message
+            ? std::string("the server closed the connection without a full answer")
+            : "reading the answer failed: " + read_ec.message();
+    if (write_error_) out += " (sending the request failed: " + write_error_.message() + ")";
+    return out;
+  }
+
+  void Finish() {
+    done_ = true;
+    timer_.cancel();
+    resolver_.cancel();
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();  // ends a write still in flight
+  }
+
+  const ServerUrl& server_;
+  asio::io_context io_;
+  tcp::resolver resolver_{io_};
+  beast::tcp_stream stream_{io_};
+  asio::steady_timer timer_{io_};  // the name lookup's budget, then the wait for 100 Continue
+  http::request<http::string_body> req_;
+  std::optional<http::request_serializer<http::string_body>> serializer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  SteadyClock::time_point deadline_;
+  beast::error_code write_error_;
+  bool header_sent_ = false;
+  bool continue_received_ = false;
+  bool body_started_ = false;
+  bool answered_ = false;
+  bool done_ = false;
+  Attempt attempt_;
+};
+
+// ---- reading the answer ------------------------------------------------------------------------
+
+struct ErrorDoc {
+  std::string error;
+  std::string reason;
+  std::optional<int> retry_after;
+};
+
+ErrorDoc ParseErrorDoc(const Attempt& a) {
+  ErrorDoc doc;
+  const auto json = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object()) {
+    if (auto it = json.find("error"); it != json.end() && it->is_string()) doc.error = *it;
+    if (auto it = json.find("reason"); it != json.end() && it->is_string()) doc.reason = *it;
+    if (auto it = json.find("retry_after"); it != json.end() && it->is_number_integer()) {
+      doc.retry_after = it->get<int>();
+    }
+  }
+  if (doc.error.empty()) doc.error = a.body_complete && !a.body.empty() ? a.body : a.status_text;
+  while (!doc.error.empty() && (doc.error.back() == '\n' || doc.error.back() == '\r')) {
+    doc.error.pop_back();
+  }
+  if (doc.reason.empty()) doc.reason = a.status_text;
+  return doc;
+}
+
+/// Retry-After in delta-seconds (what sluice sends), else the JSON body's retry_after.
+std::optional<int> RetryAfterSeconds(const Attempt& a, const ErrorDoc& doc) {
+  const std::string& h = a.retry_after;
+  if (!h.empty() && h.size() < 9 && h.find_first_not_of("0123456789") == std::string::npos) {
+    return std::stoi(h);
+  }
+  return doc.retry_after;
+}
+
+int PrintCreated(const Attempt& a, bool json) {
+  const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  const bool has_url = doc.is_object() && doc.contains("url") && doc["url"].is_string();
+  if (json || !has_url) {
+    std::fputs(a.body.c_str(), stdout);
+    if (a.body.empty() || a.body.back() != '\n') std::fputc('\n', stdout);
+    if (!has_url) Say("created (201), but the answer has no 'url' field");
+  } else {
+    std::fputs((doc["url"].get<std::string>() + "\n").c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (doc.is_object() && doc.contains("delete_token") && doc["delete_token"].is_string()) {
+    std::fputs(("delete token: " + doc["delete_token"].get<std::string>() + "\n").c_str(), stderr);
+  }
+  return kExitCreated;
+}
+
+}  // namespace
+
+void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
+  command.add_option("FILE", options.file, "File to paste; stdin when absent or '-'");
+  command
+      .add_option("--server", options.server,
+                  "Base URL of the sluice server; plain http:// only for now (https is a later "
+                  "issue)")
+      ->envname("SLUICE_SERVER")
+      ->capture_default_str();
+  command.add_option("--ttl", options.ttl,
+                     "Expiry: 10m, 1h, 1d, 1w or 30d (default: the server's default)");
+  command
+      .add_option("--max-wait", options.max_wait,
+                  "Longest total wait for a busy server's Retry-After (e.g. 60s, 500ms; 0 never "
+                  "waits)")
+      ->capture_default_str();
+  command.add_flag("--json", options.json,
+                   "Print the server's whole JSON answer instead of the URL");
+  command.footer(
+      "Prints the URL on stdout and the delete token on stderr. Exit status: 0 created, 1 "
+      "refused or failed, 2 usage.\n"
+      "A 429 or 503 means the server refused before creating anything: sluice paste waits its "
+      "Retry-After plus up to 20% jitter and sends again while the total wait stays within "
+      "--max-wait. A failed connect is retried once. A create whose fate is unknown (a reset, a "
+      "timeout, a 500) is never sent again: it could make a second paste.\n"
+      "Timeouts: connect 5 s, whole request 30 s.");
+}
+
+int RunPaste(const PasteCommandOptions& options) {
+  auto server = ParseServerUrl(options.server);
+  if (!server.ok()) {
+    Say("{}", server.error().message);
+    return kExitUsage;
+  }
+  const auto max_wait = ParseMaxWait(options.max_wait);
+  if (!max_wait) {
+    Say("--max-wait '{}': want a duration like 60s or 500ms, or 0", options.max_wait);
+    return kExitUsage;
+  }
+  auto body = ReadInput(options.file);
+  if (!body.ok()) {
+    Say("{}", body.error().message);
+    return kExitUsage;
+  }
+  std::string target = server->base_path + "/api/v1/pastes";
+  if (!options.ttl.empty()) target += "?ttl=" + PercentEncode(options.ttl);
+
+  std::random_device device;
+  admission::Jitter jitter((static_cast<uint64_t>(device()) << 32) ^ device());
+  SteadyClock::duration waited{};
+  bool connect_retried = false;
+  for (;;) {
+    Exchange exchange(*server, target, *body);
+    const Attempt a = exchange.Run();
+
+    if (a.fate == Attempt::Fate::kNotSent) {
+      if (a.connect_failed && !connect_retried) {
+        connect_retried = true;
+        const auto pause = jitter.Between(Duration(kConnectRetryMin), Duration(kConnectRetryMax));
+        Say("cannot connect to {} ({}); nothing was sent, trying once more in {} ms",
+            options.server, a.what,
+            std::chrono::duration_cast<std::chrono::milliseconds>(pause).count());
+        std::this_thread::sleep_for(pause);
+        continue;
+      }
+      Say("cannot connect to {} ({}); nothing was sent", options.server, a.what);
+      return kExitFailed;
+    }
+
+    if (a.fate == Attempt::Fate::kUnknown) {
+      Say("{}. The request may have reached the server, so the paste may or may not exist; not "
+          "sending it again (that could make a second paste)",
+          a.what);
+      return kExitFailed;
+    }
+
+    if (a.status == 201) {
+      if (!a.body_complete) {
+        Say("the server created the paste (201), but its answer was cut off ({}), so its URL is "
+            "lost; not sending it again (that would make a second paste)",
+            a.what);
+        return kExitFailed;
+      }
+      return PrintCreated(a, options.json);
+    }
+
+    const ErrorDoc doc = ParseErrorDoc(a);
+    if (a.status == 429 || a.status == 503) {
+      const std::optional<int> retry_after = RetryAfterSeconds(a, doc);
+      if (retry_after) {
+        // At least what the server asked, plus up to 20% so refused clients spread out; trimmed to
+        // what is left of --max-wait, but never below the server's number.
+        // A floor of one second, so a server answering "Retry-After: 0" cannot make a busy loop.
+        const Duration asked = std::chrono::seconds(std::max(1, *retry_after));
+        const Duration jittered =
+            asked + jitter.Between(Duration::zero(),
+                                   std::chrono::duration_cast<Duration>(asked * kRetryAfterJitter));
+        const Duration left = std::chrono::duration_cast<Duration>(*max_wait - waited);
+        if (asked <= left) {
+          const Duration pause = std::min(jittered, left);
+          Say("server busy ({}), retrying in {:.1f} s", doc.reason, Seconds(pause));
+          std::this_thread::sleep_for(pause);
+          waited += pause;
+          continue;
+        }
+        Say("server busy ({}): {}; it asks to retry in {} s, which is past --max-wait {} (waited "
+            "{:.1f} s so far). Nothing was created",
+            doc.reason, doc.error, *retry_after, options.max_wait, Seconds(waited));
+        return kExitFailed;
+      }
+      if (a.status == 429) {
+        Say("refused with 429 ({}): {}. Nothing was created", doc.reason, doc.error);
+        return kExitFailed;
+      }
+      // A 503 without a Retry-After is a dependency failure, not a refusal at the door.
+    }
+
+    if (a.status >= 500) {
+      Say("server error {} ({}): {}. The paste may or may not exist; not sending it again (that "
+          "could make a second paste)",
+          a.status, doc.reason, doc.error);
+      return kExitFailed;
+    }
+    Say("refused with {} {} ({}): {}", a.status, a.status_text, doc.reason, doc.error);
+    if (a.body_complete && !a.body.empty()) {
+      std::fputs(a.body.c_str(), stderr);
+      if (a.body.back() != '\n') std::fputc('\n', stderr);
+    }
+    return kExitFailed;
+  }
+}
+
+}  // namespace sluice::app

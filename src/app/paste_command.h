@@ -1,0 +1,36 @@
+// `sluice paste [FILE]`: the polite client. It creates one paste and prints its URL; it waits out a
+// 429 or 503 for the Retry-After the server named (plus jitter, within --max-wait), retries a
+// connect that failed before anything was sent once, and never re-sends a create whose fate it
+// does not know (spec 003: nobody retries a create that may have landed).
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace sluice::app {
+
+struct PasteCommandOptions {
+  /// The file to paste; stdin when empty or "-". Default: stdin.
+  std::string file;
+  /// Base URL of the server, http:// only (https is a later issue). Default: http://127.0.0.1:8080.
+  std::string server = "http://127.0.0.1:8080";
+  /// Expiry asked of the server (10m, 1h, 1d, 1w, 30d); empty leaves it to the server. Default: "".
+  std::string ttl;
+  /// Longest total time spent waiting out 429 and 503 answers; "0" never waits. Default: 60s.
+  std::string max_wait = "60s";
+  /// Print the server's whole JSON answer instead of the URL. Default: false.
+  bool json = false;
+};
+
+/// Adds the flags of `sluice paste` to `command`: FILE (positional, optional), --server (or the
+/// SLUICE_SERVER variable), --ttl, --max-wait and --json.
+void AddPasteFlags(CLI::App& command, PasteCommandOptions& options);
+
+/// Runs `sluice paste`; returns the process exit code: 0 created, 1 refused or failed, 2 usage
+/// (bad flag value, unreadable file). The URL (or JSON) goes to stdout, everything else to stderr.
+int RunPaste(const PasteCommandOptions& options);
+
+}  // namespace sluice::app
