@@ -93,11 +93,15 @@ def cell(value):
 
 
 def test_outcomes(log_text):
-    """{test id: 'ok' | 'FAIL' | 'ERROR' | 'skipped ...'} from unittest -v output."""
+    """{module.Class.test: 'ok' | 'FAIL' | 'ERROR'} from unittest -v output (the test's own prints
+    may sit between its name and its verdict, so failures are read from the summary blocks)."""
     out = {}
-    for m in re.finditer(r"^(test_\w+) \(([\w.]+)\)(?:\n.*?)?\.\.\. (ok|FAIL|ERROR|skipped.*)$",
-                         log_text, re.M):
-        out[f"{m.group(2)}.{m.group(1)}"] = m.group(3)
+    for m in re.finditer(r"^test_\w+ \(([\w.]+)\)", log_text, re.M):
+        out[m.group(1)] = "ok"
+    for m in re.finditer(r"^(FAIL|ERROR): test_\w+ \(([\w.]+)\)", log_text, re.M):
+        out[m.group(2)] = m.group(1)
+    for m in re.finditer(r"^test_\w+ \(([\w.]+)\)[^\n]*\.\.\. skipped", log_text, re.M):
+        out[m.group(1)] = "skipped"
     return out
 
 
