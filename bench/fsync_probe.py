@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Probe of the disk's durable-write limits, printed beside sluice's create figure.
+
+Usage: fsync_probe.py DIR [SECONDS_PER_TEST]
+Writes 10 KB files under DIR (use the data dir's filesystem) and prints one line per test:
+  serial_fsync     one thread: create, write 10 KB, fsync, close, in a loop        (files/s)
+  fsync_16threads  16 threads doing the same (the GIL is released inside fsync)     (files/s)
+  syncfs_batch_N   write N files, then one syncfs for the whole batch               (files/s)
+  sluice_batch_N   sluice's protocol: write N temp files, syncfs, rename all, syncfs (files/s)
+Files are kept until a test ends, then deleted and flushed outside the timed part: the root
+filesystem here is mounted with `discard`, and a flush that also commits unlinks pays for the
+discards (several times slower), which is not what a create pays.
+Standard library only (syncfs through ctypes).
+"""
+import ctypes
+import os
+import sys
+import threading
+import time
+
+SIZE = 10 * 1024
+BODY = (b"fsync probe " * (SIZE // 12 + 1))[:SIZE]
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def syncfs(fd):
+    if libc.syncfs(fd) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def write_file(path, do_fsync):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, BODY)
+        if do_fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def clean(root):
+    """Deletes what a test wrote and flushes the deletes, untimed."""
+    for name in os.listdir(root):
+        os.unlink(os.path.join(root, name))
+    dfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        syncfs(dfd)
+    finally:
+        os.close(dfd)
+
+
+def serial_fsync(root, seconds):
+    n, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        write_file(os.path.join(root, f"s{n}"), True)
+        n += 1
+    return n / (time.monotonic() - t0)
+
+
+def threaded_fsync(root, seconds, threads=16):
+    counts = [0] * threads
+    stop = time.monotonic() + seconds
+
+    def work(k):
+        i = 0
+        while time.monotonic() < stop:
+            write_file(os.path.join(root, f"t{k}_{i}"), True)
+            i += 1
+        counts[k] = i
+
+    t0 = time.monotonic()
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(counts) / (time.monotonic() - t0)
+
+
+def batch(root, seconds, size, with_rename):
+    dfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        n, b, t0 = 0, 0, time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            names = [os.path.join(root, f"b{b}_{i}") for i in range(size)]
+            for p in names:
+                write_file(p + ".tmp" if with_rename else p, False)
+            syncfs(dfd)
+            if with_rename:
+                for p in names:
+                    os.rename(p + ".tmp", p)
+                syncfs(dfd)
+            n += size
+            b += 1
+        return n / (time.monotonic() - t0)
+    finally:
+        os.close(dfd)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    root = os.path.join(sys.argv[1], f"fsync-probe-{os.getpid()}")
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
+    os.makedirs(root)
+    try:
+        clean(root)
+        tests = [("serial_fsync", lambda: serial_fsync(root, seconds)),
+                 ("fsync_16threads", lambda: threaded_fsync(root, seconds))]
+        for size in (16, 64, 256):
+            tests.append((f"syncfs_batch_{size}", lambda s=size: batch(root, seconds, s, False)))
+        tests.append(("sluice_batch_64", lambda: batch(root, seconds, 64, True)))
+        for name, run in tests:
+            print(f"{name} {run():.0f}", flush=True)
+            clean(root)
+    finally:
+        for name in os.listdir(root):
+            os.unlink(os.path.join(root, name))
+        os.rmdir(root)
+
+
+if __name__ == "__main__":
+    main()
