@@ -44,10 +44,16 @@ void Permit::Done(Outcome outcome) { Finish(outcome, std::nullopt, true); }
 
 void Permit::Done(Outcome outcome, Duration latency) { Finish(outcome, latency, true); }
 
-BytesLease Permit::HandOffBytes(Outcome outcome) {
+BytesLease Permit::HandOffBytes(Outcome outcome) { return HandOff(outcome, std::nullopt); }
+
+BytesLease Permit::HandOffBytes(Outcome outcome, Duration latency) {
+  return HandOff(outcome, latency);
+}
+
+BytesLease Permit::HandOff(Outcome outcome, std::optional<Duration> latency) {
   if (owner_ == nullptr) return BytesLease();
   SlotLimiter* owner = owner_;
-  Finish(outcome, std::nullopt, false);
+  Finish(outcome, latency, false);
   return BytesLease(owner, bytes_);
 }
 

@@ -71,12 +71,15 @@ class Permit {
   /// Frees the slot now (the request is answered) but keeps the bytes counted until the returned
   /// lease is destroyed: hand it to the work that is still running.
   [[nodiscard]] BytesLease HandOffBytes(Outcome outcome);
+  /// The same, with a latency the caller measured (the PUT alone) for the adaptive limiter.
+  [[nodiscard]] BytesLease HandOffBytes(Outcome outcome, Duration latency);
 
  private:
   friend class SlotLimiter;
   Permit(SlotLimiter* owner, int64_t bytes, TimePoint acquired_at)
       : owner_(owner), bytes_(bytes), acquired_at_(acquired_at) {}
   void Finish(Outcome outcome, std::optional<Duration> latency, bool release_bytes);
+  BytesLease HandOff(Outcome outcome, std::optional<Duration> latency);
 
   SlotLimiter* owner_ = nullptr;
   int64_t bytes_ = 0;

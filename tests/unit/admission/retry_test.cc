@@ -103,8 +103,8 @@ class RetryRuleTest : public ::testing::Test {
 
   ManualClock clock_;
   RetryBudget budget_{{.ratio = 0.1, .min_retries_per_second = 0.1}, clock_};  // one retry
-  Error connect_refused_{ErrorCode::kUnavailable, "connect refused", "", std::nullopt, true};
-  Error timed_out_{ErrorCode::kDeadlineExceeded, "timeout", "", std::nullopt, false};
+  Error connect_refused_{ErrorCode::kUnavailable, "connect refused", "", std::nullopt, true, std::nullopt};
+  Error timed_out_{ErrorCode::kDeadlineExceeded, "timeout", "", std::nullopt, false, std::nullopt};
 };
 
 TEST_F(RetryRuleTest, RetriesAPreSendConnectFailureOnce) {
@@ -127,7 +127,7 @@ TEST_F(RetryRuleTest, NeverRetriesATimeout) {
 
 TEST_F(RetryRuleTest, NeverRetriesAFailureThatMayHaveBeenSent) {
   RetryContext context = Context();
-  Error reset{ErrorCode::kUnavailable, "reset after send", "", std::nullopt, false};
+  Error reset{ErrorCode::kUnavailable, "reset after send", "", std::nullopt, false, std::nullopt};
   context.error = &reset;
   EXPECT_EQ(ShouldRetry(context), RetryVerdict::kMaybeSent);
 }
