@@ -1,22 +1,30 @@
 // The sluice binary: `sluice serve` wires the concrete backends (the only place that names them),
 // `sluice plan` does the Little's-law arithmetic of the admission caps.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "paste_command.h"
 #include "settings.h"
 #include "sluice/admission/littles_law.h"
+#include "sluice/admission/retry_budget.h"
 #include "sluice/http/server.h"
+#include "sluice/service/admission_control.h"
+#include "sluice/service/dependency.h"
+#include "sluice/service/guarded_stores.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/service/text.h"
 #include "sluice/store/backends.h"
+#include "sluice/store/fault_injection.h"
 #include "sluice/worker/janitor.h"
 
 #ifndef SLUICE_VERSION
@@ -27,6 +35,19 @@ namespace sluice::app {
 namespace {
 
 namespace asio = boost::asio;
+
+// Resident memory, for the operator and for the slow-bucket scenario's memory bound.
+void AddProcessMetrics(MetricsRegistry& metrics) {
+  metrics.AddGaugeCallback(
+      "process_resident_memory_bytes", "Resident memory size in bytes", {}, [] {
+        long pages = 0, resident = 0;
+        if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+          if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+          std::fclose(f);
+        }
+        return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+      });
+}
 
 std::chrono::seconds TtlSetting(const Settings& s, std::string_view key) {
   auto ttl = service::ParseTtl(s.String(key));
@@ -50,8 +71,64 @@ int Serve(const Settings& s) {
   service_options.put_timeout = s.Duration("put_timeout");
   service_options.insert_timeout = s.Duration("insert_timeout");
   service_options.read_budget = s.Duration("read_budget");
+  service_options.delete_budget = s.Duration("delete_budget");
+
+  service::CallTimeouts timeouts;
+  timeouts.blob_put = s.Duration("put_timeout");
+  timeouts.blob_get = s.Duration("blob_get_timeout");
+  timeouts.meta_insert = s.Duration("insert_timeout");
+  timeouts.meta_get = s.Duration("meta_get_timeout");
+
+  service::AdmissionOptions admission;
+  admission.ip_create_count = {s.Number("ip_create_rate"), s.Number("ip_create_burst")};
+  admission.ip_create_bytes = {s.Number("ip_create_bytes_rate"), s.Number("ip_create_bytes_burst")};
+  admission.global_create_count = {s.Number("global_create_rate"), s.Number("global_create_burst")};
+  admission.global_create_bytes = {s.Number("global_create_bytes_rate"),
+                                   s.Number("global_create_bytes_burst")};
+  admission.create_slots = s.Integer("create_slots");
+  admission.create_slot_bytes = s.Integer("create_slot_bytes");
+  const std::string create_cap = s.String("create_cap");
+  if (create_cap != "static" && create_cap != "aimd") {
+    throw std::invalid_argument("create_cap: choose static or aimd");
+  }
+  admission.adaptive_create_cap = create_cap == "aimd";
+  admission.adaptive_target = s.Duration("aimd_target");
+  admission.read_slots = s.Integer("read_slots");
+  admission.ip_read = {s.Number("ip_read_rate"), s.Number("ip_read_burst")};
+  admission.fill_cap = s.Integer("fill_cap");
+  admission.fill_cap_per_client = s.Integer("fill_cap_per_client");
+  admission.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));
+  admission.retry_after_max = static_cast<int>(s.Integer("retry_after_max"));
+  for (const auto* bucket :
+       {&admission.ip_create_count, &admission.ip_create_bytes, &admission.global_create_count,
+        &admission.global_create_bytes, &admission.ip_read}) {
+    if (bucket->rate_per_second <= 0 || bucket->burst <= 0) {
+      throw std::invalid_argument("every rate and burst must be above zero");
+    }
+  }
+  if (admission.create_slots < 1 || admission.read_slots < 1 || admission.fill_cap < 1 ||
+      admission.fill_cap_per_client < 1 || admission.retry_after_min > admission.retry_after_max) {
+    throw std::invalid_argument(
+        "slots and caps must be at least 1, retry_after_min <= retry_after_max");
+  }
 
   http::ServerOptions server_options;
+  {
+    std::vector<std::string> proxies;
+    std::string list = s.String("trusted_proxy");
+    for (size_t start = 0; start < list.size();) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      std::string entry = list.substr(start, comma - start);
+      entry.erase(0, entry.find_first_not_of(' '));
+      entry.erase(entry.find_last_not_of(' ') + 1);
+      if (!entry.empty()) proxies.push_back(entry);
+      start = comma + 1;
+    }
+    auto trusted = admission::TrustedProxies::Parse(proxies);
+    if (!trusted.ok()) throw std::invalid_argument("trusted_proxy: " + trusted.error().message);
+    server_options.trusted_proxies = *trusted;
+  }
   server_options.listen = s.String("listen");
   server_options.public_url = s.String("public_url");
   server_options.idle_timeout =
@@ -77,22 +154,65 @@ int Serve(const Settings& s) {
       static_cast<size_t>(std::max<int64_t>(1, s.Integer("cleanup_threads"))));
   const store::BlockingPools pools{&read_pool, &cleanup_pool};
 
-  auto meta = store::MakeSqliteMetaStore(data_dir / "meta.db", pools);
-  auto blobs = store::MakeFsBlobStore(data_dir / "blobs", pools);
+  const Clock& clock = SystemClock::Instance();
   MetricsRegistry metrics;
+  AddProcessMetrics(metrics);
+  auto meta_backend = store::MakeSqliteMetaStore(data_dir / "meta.db", pools);
+  auto blob_backend = store::MakeFsBlobStore(data_dir / "blobs", pools);
+  store::MetaStore* meta_inner = meta_backend.get();
+  store::BlobStore* blob_inner = blob_backend.get();
+
+  // Fault injection exists only when configured, and then says so loudly: in the log here, on
+  // /metrics (sluice_fault_injection_enabled) and at /debug/faults.
+  std::unique_ptr<store::FaultInjector> faults;
+  std::unique_ptr<store::MetaStore> faulty_meta;
+  std::unique_ptr<store::BlobStore> faulty_blobs;
+  if (s.Boolean("fault_injection")) {
+    auto plan = store::FaultPlan::Parse(s.String("faults"));
+    if (!plan.ok()) throw std::invalid_argument("faults: " + plan.error().message);
+    faults = std::make_unique<store::FaultInjector>(metrics, *plan);
+    faulty_meta = store::MakeFaultInjectingMetaStore(*meta_inner, *faults);
+    faulty_blobs = store::MakeFaultInjectingBlobStore(*blob_inner, *faults);
+    meta_inner = faulty_meta.get();
+    blob_inner = faulty_blobs.get();
+    server_options.get_faults = [&faults] { return faults->plan().ToString(); };
+    server_options.set_faults = [&faults](std::string_view text) -> Status {
+      auto parsed = store::FaultPlan::Parse(text);
+      if (!parsed.ok()) return parsed.error();
+      faults->SetPlan(*parsed);
+      return Ok();
+    };
+  } else if (!s.String("faults").empty()) {
+    throw std::invalid_argument("faults are set but fault_injection is false");
+  }
+
+  admission::RetryBudgetOptions budget_options;
+  budget_options.ratio = s.Number("retry_budget_ratio");
+  admission::RetryBudget retry_budget(budget_options, clock);
+  metrics.AddGaugeCallback("sluice_retry_budget_balance", "Retries the budget would allow now", {},
+                           [&retry_budget] { return retry_budget.Balance(); });
+  admission::CircuitBreakerOptions breaker_options;
+  breaker_options.refusals_to_open = static_cast<int>(s.Integer("breaker_refusals"));
+  breaker_options.open_for = s.Duration("breaker_open_for");
+  service::Dependency meta_dependency("meta", clock, metrics, retry_budget, breaker_options);
+  service::Dependency blob_dependency("blob", clock, metrics, retry_budget, breaker_options);
+  auto meta = service::MakeGuardedMetaStore(*meta_inner, meta_dependency, timeouts);
+  auto blobs = service::MakeGuardedBlobStore(*blob_inner, blob_dependency, timeouts);
+
   service::PasteCache cache(static_cast<size_t>(s.Integer("cache_bytes")));
   metrics.AddGaugeCallback("sluice_paste_cache_bytes", "Bytes held by the paste cache", {},
                            [&cache] { return static_cast<double>(cache.bytes_used()); });
-  service::PasteService service(*meta, *blobs, cache, SystemClock::Instance(), metrics,
+  service::AdmissionControl admission_control(admission, clock, metrics);
+  service::PasteService service(*meta, *blobs, cache, admission_control, clock, metrics,
                                 service_options);
-  worker::Janitor janitor(*meta, *blobs, cache, SystemClock::Instance(), metrics, janitor_options);
+  worker::Janitor janitor(*meta, *blobs, cache, clock, metrics, janitor_options);
 
   auto server = std::make_unique<http::HttpServer>(io, server_options, service, metrics);
   server->Start();
   janitor.Start(io.get_executor());
-  spdlog::info("sluice {} listening on {} with {} threads, data in {};{}", SLUICE_VERSION,
-               server->base_url(), threads, std::filesystem::absolute(data_dir).string(),
-               s.Describe());
+  spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
+               SLUICE_VERSION, server->bound_address(), server->port(), server->base_url(), threads,
+               std::filesystem::absolute(data_dir).string(), s.Describe());
   spdlog::default_logger()->flush();
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
@@ -111,8 +231,10 @@ int Serve(const Settings& s) {
   read_pool.join();
   cleanup_pool.join();
   server.reset();
-  blobs.reset();  // the committers finish their last batch here
+  blobs.reset();
   meta.reset();
+  blob_backend.reset();  // the committers finish their last batch here
+  meta_backend.reset();
   spdlog::info("sluice stopped");
   return 0;
 }
@@ -144,6 +266,11 @@ int main(int argc, char** argv) {
   plan->add_option("--latency", plan_latency, "Dependency latency per call, e.g. 5s or 250ms")
       ->capture_default_str();
 
+  CLI::App* paste =
+      app.add_subcommand("paste", "Create a paste from FILE or stdin and print its URL");
+  sluice::app::PasteCommandOptions paste_options;
+  sluice::app::AddPasteFlags(*paste, paste_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -151,6 +278,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (serve->parsed()) return sluice::app::Serve(loader.Resolve());
+    if (paste->parsed()) return sluice::app::RunPaste(paste_options);
     if (plan->parsed()) {
       auto latency = sluice::admission::ParseDuration(plan_latency);
       if (!latency.ok() || latency->count() <= 0) {

@@ -34,6 +34,39 @@ constexpr SettingSpec kServeSettings[] = {
     {"put_timeout", "1s", "Timeout of the body write inside a create"},
     {"insert_timeout", "50ms", "Timeout of the metadata insert inside a create"},
     {"read_budget", "300ms", "Whole time budget of one origin read"},
+    {"delete_budget", "1s", "Whole time budget of one delete"},
+    {"meta_get_timeout", "20ms", "Timeout of one metadata read"},
+    {"blob_get_timeout", "200ms", "Timeout of one body read"},
+    {"trusted_proxy", "",
+     "Balancers (addresses or CIDRs, comma-separated) whose appended X-Forwarded-For hop is the "
+     "client"},
+    {"ip_create_rate", "1", "Creates per second per client key"},
+    {"ip_create_burst", "10", "Creates a client key may make at once"},
+    {"ip_create_bytes_rate", "100000", "Create bytes per second per client key"},
+    {"ip_create_bytes_burst", "2000000", "Create bytes a client key may send at once"},
+    {"global_create_rate", "350", "Creates per second across this process"},
+    {"global_create_burst", "350", "Creates this process may take at once"},
+    {"global_create_bytes_rate", "10000000", "Create bytes per second across this process"},
+    {"global_create_bytes_burst", "10000000", "Create bytes this process may take at once"},
+    {"create_slots", "50", "Creates in flight per process (over it: 503)"},
+    {"create_slot_bytes", "33554432", "Create body bytes buffered per process (over it: 503)"},
+    {"create_cap", "static",
+     "static: create_slots is the cap; aimd: adapt it to PUT latency, up to create_slots"},
+    {"aimd_target", "500ms", "PUT latency the adaptive create cap aims under"},
+    {"read_slots", "200", "Origin reads (cache misses) in flight per process (over it: 503)"},
+    {"ip_read_rate", "50", "Origin reads (cache misses) per second per client key (over it: 429)"},
+    {"ip_read_burst", "50", "Origin reads a client key may make at once"},
+    {"fill_cap", "50", "Concurrent metadata lookups of uncached pastes per process (over it: 503)"},
+    {"fill_cap_per_client", "3", "Of the fill cap, how many one client key may hold"},
+    {"retry_after_min", "5", "Shortest Retry-After of a 503, in seconds"},
+    {"retry_after_max", "15", "Longest Retry-After of a 503, in seconds"},
+    {"breaker_refusals", "5", "Consecutive refused connections that open a store's breaker"},
+    {"breaker_open_for", "5s", "How long an open breaker refuses before one probe"},
+    {"retry_budget_ratio", "0.1", "Retries allowed per request, over a 10 s window"},
+    {"fault_injection", "false",
+     "true: wrap the stores in the fault injector and serve /debug/faults (tests only)"},
+    {"faults", "",
+     "Initial fault rules, e.g. 'blob.put:latency=2s; meta.get:refuse' (needs fault_injection)"},
     {"sweep_interval", "10s", "Pause between expiry sweeps when nothing is due"},
     {"orphan_age_floor", "1h", "Bodies with no row are reaped only when older than this"},
     {"log_level", "info", "trace, debug, info, warn, error"},
@@ -74,6 +107,23 @@ int64_t Settings::Integer(std::string_view key) const {
     throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative integer", key, text));
   }
   return value;
+}
+
+double Settings::Number(std::string_view key) const {
+  const std::string text = String(key);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+    throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative number", key, text));
+  }
+  return value;
+}
+
+bool Settings::Boolean(std::string_view key) const {
+  const std::string text = String(key);
+  if (text == "true" || text == "1" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "no" || text.empty()) return false;
+  throw std::invalid_argument(fmt::format("{}: '{}' is not true or false", key, text));
 }
 
 std::chrono::milliseconds Settings::Duration(std::string_view key) const {

@@ -26,6 +26,8 @@ class Settings {
  public:
   std::string String(std::string_view key) const;
   int64_t Integer(std::string_view key) const;
+  double Number(std::string_view key) const;
+  bool Boolean(std::string_view key) const;
   std::chrono::milliseconds Duration(std::string_view key) const;
   /// Where each value came from ("flag/env", "config file", "default"), for the startup log.
   std::string Describe() const;

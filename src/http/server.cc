@@ -19,6 +19,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -56,10 +57,13 @@ enum class RouteName {
   kDelete,
   kHealthz,
   kMetrics,
+  kLimits,
+  kDebugFaults,
   kOther
 };
-constexpr std::array<const char*, 9> kRouteLabels = {
-    "index", "create_form", "create_api", "raw", "view", "delete", "healthz", "metrics", "other"};
+constexpr std::array<const char*, 11> kRouteLabels = {
+    "index",   "create_form", "create_api", "raw",   "view", "delete",
+    "healthz", "metrics",     "limits",     "debug", "other"};
 
 struct RouteMatch {
   RouteName name = RouteName::kOther;
@@ -80,6 +84,11 @@ RouteMatch Match(bhttp::verb method, std::string_view path) {
   }
   if (path == "/healthz") return make(RouteName::kHealthz, IsReadMethod(method), "GET, HEAD");
   if (path == "/metrics") return make(RouteName::kMetrics, IsReadMethod(method), "GET, HEAD");
+  if (path == "/api/v1/limits") return make(RouteName::kLimits, IsReadMethod(method), "GET, HEAD");
+  if (path == "/debug/faults") {
+    return make(RouteName::kDebugFaults, IsReadMethod(method) || method == bhttp::verb::put,
+                "GET, HEAD, PUT");
+  }
   constexpr std::string_view kApi = "/api/v1/pastes";
   if (path == kApi) return make(RouteName::kCreateApi, method == bhttp::verb::post, "POST");
   if (path.starts_with(kApi) && path[kApi.size()] == '/') {
@@ -171,8 +180,19 @@ Response ErrorResponse(const Error& e) {
   if (e.retry_after_seconds) j["retry_after"] = *e.retry_after_seconds;
   Response res = MakeResponse(StatusFor(e.code), j.dump() + "\n", "application/json");
   res.set(bhttp::field::cache_control, "no-store");
-  if (e.retry_after_seconds)
+  if (e.retry_after_seconds) {
     res.set(bhttp::field::retry_after, std::to_string(*e.retry_after_seconds));
+  }
+  if (e.limit) {
+    // RateLimit header fields (IETF httpapi draft): the policy as a quota over a window, and what
+    // is left of it with the seconds until the request could pass.
+    const LimitInfo& l = *e.limit;
+    res.set("RateLimit-Policy",
+            fmt::format("\"{}\";q={};w={}", l.name, static_cast<int64_t>(l.quota),
+                        static_cast<int64_t>(std::ceil(l.window_seconds))));
+    res.set("RateLimit", fmt::format("\"{}\";r={};t={}", l.name, static_cast<int64_t>(l.remaining),
+                                     l.reset_seconds));
+  }
   return res;
 }
 
@@ -196,7 +216,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         service(service_in),
         metrics(metrics_in),
         acceptor(io_in),
-        in_flight_gauge(metrics_in.GetGauge("sluice_http_in_flight", "Requests being served now")) {
+        in_flight_gauge(metrics_in.GetGauge("sluice_http_in_flight", "Requests being served now")),
+        bytes_received(metrics_in.GetCounter("sluice_http_bytes_received_total",
+                                             "Bytes read from client sockets (a rejected body is "
+                                             "never read past the read buffer)")) {
     for (size_t i = 0; i < kRouteLabels.size(); ++i) {
       route_stats[i].latency = &metrics.GetHistogram("sluice_http_request_duration_seconds",
                                                      "Time from full headers to response written",
@@ -213,6 +236,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::atomic<int64_t> in_flight{0};
   std::atomic<bool> draining{false};
   Gauge& in_flight_gauge;
+  Counter& bytes_received;
   std::array<RouteStats, kRouteLabels.size()> route_stats;
 
   void CountResponse(RouteName route, unsigned status, double seconds) {
@@ -279,8 +303,13 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   };
 
   static awaitable<void> Session(std::shared_ptr<Impl> self, tcp::socket socket) {
+    boost::system::error_code peer_ec;
+    const auto remote = socket.remote_endpoint(peer_ec);
+    const std::string peer = peer_ec ? std::string() : remote.address().to_string();
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer(kReadBufferLimit);
+    // Everything read from the socket is either consumed by a parser or still in the buffer.
+    uint64_t consumed = 0;
     for (;;) {
       Parser parser;
       parser.header_limit(kHeaderLimit);
@@ -309,7 +338,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       self->in_flight_gauge.Add(1);
       const bool head = parser.get().method() == bhttp::verb::head;
       const bool wants_keep_alive = parser.get().keep_alive();
-      Outcome outcome = co_await self->Handle(stream, buffer, parser);
+      const std::string client_key = self->ClientKeyOf(peer, parser.get());
+      Outcome outcome = co_await self->Handle(stream, buffer, parser, client_key, consumed);
       const bool close = outcome.close || !wants_keep_alive || self->draining.load();
       const bool written = co_await self->Write(stream, outcome, head, close);
       self->CountResponse(
@@ -319,8 +349,21 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       self->in_flight_gauge.Add(-1);
       if (close || !written) break;
     }
+    self->bytes_received.Inc(consumed + buffer.size());
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  std::string ClientKeyOf(const std::string& peer,
+                          const bhttp::request<bhttp::string_body>& req) const {
+    std::vector<std::string_view> forwarded;
+    if (!options.trusted_proxies.empty()) {
+      for (auto it = req.find("X-Forwarded-For");
+           it != req.end() && beast::iequals(it->name_string(), "X-Forwarded-For"); ++it) {
+        forwarded.emplace_back(it->value().data(), it->value().size());
+      }
+    }
+    return admission::ClientKey(peer, forwarded, options.trusted_proxies);
   }
 
   awaitable<bool> Write(beast::tcp_stream& stream, Outcome& outcome, bool head, bool close = true) {
@@ -341,7 +384,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     co_return !ec;
   }
 
-  awaitable<Outcome> Handle(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser) {
+  awaitable<Outcome> Handle(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
+                            const std::string& client_key, uint64_t& consumed) {
     auto& req = parser.get();
     const std::string_view target(req.target().data(), req.target().size());
     const size_t qmark = target.find('?');
@@ -358,7 +402,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       co_return out;
     }
     if (route.name == RouteName::kCreateApi || route.name == RouteName::kCreateForm) {
-      co_return co_await HandleCreate(stream, buffer, parser, route.name, query);
+      co_return co_await HandleCreate(stream, buffer, parser, route.name, query, client_key,
+                                      consumed);
     }
     // Anything else may carry at most a small body, read (and ignored) to keep the connection
     // usable.
@@ -372,8 +417,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       parser.body_limit(kSmallBodyLimit);
       boost::system::error_code ec;
       stream.expires_after(options.body_timeout);
-      co_await bhttp::async_read(stream, buffer, parser,
-                                 asio::redirect_error(asio::use_awaitable, ec));
+      consumed += co_await bhttp::async_read(stream, buffer, parser,
+                                             asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         co_return Outcome{ErrorResponse(ErrorCode::kTooLarge, "this request may not carry a body",
                                         "body_not_allowed"),
@@ -398,7 +443,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       case RouteName::kRaw:
       case RouteName::kView:
-        co_return co_await HandleRead(req, route);
+        co_return co_await HandleRead(req, route, client_key);
+      case RouteName::kLimits:
+        co_return HandleLimits(route, client_key);
+      case RouteName::kDebugFaults:
+        co_return HandleFaults(req, route);
       case RouteName::kDelete:
         co_return co_await HandleDelete(req, route);
       default:
@@ -421,7 +470,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   awaitable<Outcome> HandleCreate(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                  Parser& parser, RouteName route, std::string_view query) {
+                                  Parser& parser, RouteName route, std::string_view query,
+                                  const std::string& client_key, uint64_t& consumed) {
     auto& req = parser.get();
     const std::string content_type(req[bhttp::field::content_type]);
     const auto boundary = route == RouteName::kCreateForm ? MultipartBoundary(content_type)
@@ -429,11 +479,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     service::CreateHeaders headers;
     if (auto length = parser.content_length()) headers.declared_length = *length;
     headers.chunked = parser.chunked();
-    if (Status s = service.CheckCreateHeaders(headers, boundary ? kMultipartAllowance : 0);
-        !s.ok()) {
-      // Decided from the headers alone; the body is never read, so the connection cannot be reused.
-      co_return Outcome{ErrorResponse(s.error()), route, true};
-    }
+    // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
+    // never read, so the connection cannot be reused.
+    auto ticket = service.AdmitCreate(client_key, headers, boundary ? kMultipartAllowance : 0);
+    if (!ticket.ok()) co_return Outcome{ErrorResponse(ticket.error()), route, true};
     boost::system::error_code ec;
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
@@ -445,8 +494,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     }
     parser.body_limit(*headers.declared_length);
     stream.expires_after(options.body_timeout);
-    co_await bhttp::async_read(stream, buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, ec));
+    consumed += co_await bhttp::async_read(stream, buffer, parser,
+                                           asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       Outcome out{
           ErrorResponse(ErrorCode::kInvalidArgument,
@@ -480,7 +529,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       body = std::move(*content);
     }
-    auto create = service.Create(std::move(body), ttl);  // not inside co_await: see RunBlocking
+    auto create = service.Create(std::move(*ticket), std::move(body), ttl);  // see RunBlocking
     auto created = co_await std::move(create);
     if (!created.ok()) co_return Outcome{ErrorResponse(created.error()), route};
     const std::string id = created->id.str();
@@ -513,8 +562,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   awaitable<Outcome> HandleRead(const bhttp::request<bhttp::string_body>& req,
-                                const RouteMatch& route) {
-    auto paste = co_await service.Read(route.id);
+                                const RouteMatch& route, const std::string& client_key) {
+    auto paste = co_await service.Read(client_key, route.id);
     if (!paste.ok()) co_return Outcome{ErrorResponse(paste.error()), route.name};
     const std::string etag = fmt::format("\"{}\"", paste->meta.id.view());
     const int64_t max_age =
@@ -546,6 +595,48 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     out.response.set(bhttp::field::etag, etag);
     out.response.set(bhttp::field::cache_control, cache_control);
     co_return out;
+  }
+
+  Outcome HandleLimits(const RouteMatch& route, const std::string& client_key) {
+    const service::ClientBudgets b = service.Budgets(client_key);
+    nlohmann::json buckets = nlohmann::json::object();
+    for (const auto& bucket : b.buckets) {
+      buckets[bucket.name] = {{"rate_per_second", bucket.policy.rate_per_second},
+                              {"burst", bucket.policy.burst},
+                              {"available", std::floor(bucket.available)}};
+    }
+    auto pool = [](const admission::SlotGauges& g) {
+      return nlohmann::json{{"in_use", g.in_use}, {"limit", g.limit}};
+    };
+    nlohmann::json j = {
+        {"client_key", client_key},
+        {"buckets", buckets},
+        {"pools",
+         {{"create", pool(b.create_slots)},
+          {"read", pool(b.read_slots)},
+          {"fill", pool(b.fill_slots)}}},
+        {"create_bytes",
+         {{"in_use", b.create_slots.bytes_in_use}, {"limit", b.create_slots.max_bytes}}}};
+    Outcome out{MakeResponse(bhttp::status::ok, j.dump(2) + "\n", "application/json"), route.name};
+    out.response.set(bhttp::field::cache_control, "no-store");
+    return out;
+  }
+
+  Outcome HandleFaults(const bhttp::request<bhttp::string_body>& req, const RouteMatch& route) {
+    if (!options.get_faults || !options.set_faults) {
+      return Outcome{ErrorResponse(ErrorCode::kNotFound, "no such route", "no_route"), route.name};
+    }
+    if (req.method() == bhttp::verb::put) {
+      Status set = options.set_faults(req.body());
+      if (!set.ok()) return Outcome{ErrorResponse(set.error()), route.name};
+      spdlog::warn("fault injection rules replaced: '{}'", options.get_faults());
+      Outcome out{Response{bhttp::status::no_content, 11}, route.name};
+      out.response.set(bhttp::field::server, "sluice");
+      return out;
+    }
+    return Outcome{
+        MakeResponse(bhttp::status::ok, options.get_faults() + "\n", "text/plain; charset=utf-8"),
+        route.name};
   }
 
   awaitable<Outcome> HandleDelete(const bhttp::request<bhttp::string_body>& req,
@@ -580,6 +671,11 @@ HttpServer::~HttpServer() = default;
 void HttpServer::Start() { impl_->Start(); }
 
 uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+std::string HttpServer::bound_address() const {
+  const auto address = impl_->acceptor.local_endpoint().address();
+  return address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+}
 
 std::string HttpServer::base_url() const { return impl_->base_url; }
 

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "sluice/asio/completion.h"
 #include "sluice/service/ids.h"
 #include "sluice/service/text.h"
 
@@ -25,16 +30,23 @@ Error Invalid(std::string message, std::string reason) {
 }  // namespace
 
 PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
-                           const Clock& clock, MetricsRegistry& metrics, ServiceOptions options)
+                           AdmissionControl& admission, const Clock& clock,
+                           MetricsRegistry& metrics, ServiceOptions options)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
+      admission_(admission),
       clock_(clock),
       options_(options),
       cache_hits_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
                                      {{"outcome", "hit"}})),
       cache_misses_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
-                                       {{"outcome", "miss"}})) {}
+                                       {{"outcome", "miss"}})),
+      fills_shared_(
+          metrics.GetCounter("sluice_fills_shared_total",
+                             "Cache misses that joined a fill already in flight (singleflight)")),
+      fills_(Result<CachedPaste>(
+          MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {}
 
 Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance) const {
   if (headers.chunked || !headers.declared_length) {
@@ -51,11 +63,45 @@ Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t a
   return Ok();
 }
 
+Result<CreateTicket> PasteService::AdmitCreate(std::string_view client_key,
+                                               const CreateHeaders& headers, uint64_t allowance) {
+  if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) return size.error();
+  auto slot = admission_.AdmitCreate(client_key, *headers.declared_length);
+  if (!slot.ok()) return slot.error();
+  return CreateTicket{std::move(*slot)};
+}
+
+Error PasteService::WithRetryAfter(Error e) {
+  if ((e.code == ErrorCode::kUnavailable || e.code == ErrorCode::kDeadlineExceeded) &&
+      !e.retry_after_seconds) {
+    e.retry_after_seconds = admission_.JitteredRetryAfterSeconds();
+  }
+  return e;
+}
+
 bool PasteService::IsLive(const store::PasteMeta& meta) const {
   return !meta.deleted && meta.expires_at > clock_.UnixSeconds();
 }
 
-awaitable<Result<CreatedPaste>> PasteService::Create(std::string body, std::string_view ttl_text) {
+namespace {
+
+// A create's body and the bytes it holds against the byte cap, released together when the last
+// holder (the request, or a PUT still running after its timeout) lets go.
+struct HeldBody {
+  std::string text;
+  admission::BytesLease lease;
+};
+
+admission::Outcome OutcomeOf(const Status& put) {
+  if (put.ok()) return admission::Outcome::kSuccess;
+  if (put.error().code == ErrorCode::kDeadlineExceeded) return admission::Outcome::kTimeout;
+  return admission::Outcome::kDropped;
+}
+
+}  // namespace
+
+awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
+                                                     std::string_view ttl_text) {
   if (body.size() > options_.max_paste_bytes) {
     co_return MakeError(ErrorCode::kTooLarge,
                         fmt::format("a paste may be at most {} bytes", options_.max_paste_bytes),
@@ -88,28 +134,45 @@ awaitable<Result<CreatedPaste>> PasteService::Create(std::string body, std::stri
   const int64_t now = clock_.UnixSeconds();
   store::PasteMeta meta{id, now, now + ttl.count(), body.size(), HashDeleteToken(token), false};
 
-  if (Status put = co_await blobs_.Put(id, body, deadline.ForCall(clock_, options_.put_timeout));
-      !put.ok()) {
+  auto held = std::make_shared<HeldBody>();
+  held->text = std::move(body);
+  std::shared_ptr<const std::string> shared_body(held, &held->text);
+  const TimePoint put_started = clock_.Now();
+  auto put_call = blobs_.Put(id, shared_body, deadline.ForCall(clock_, options_.put_timeout));
+  const Status put = co_await std::move(put_call);
+  const admission::Outcome put_outcome = OutcomeOf(put);
+  const Duration put_latency = clock_.Now() - put_started;
+  if (put_outcome == admission::Outcome::kTimeout) {
+    // The PUT may still be running and still holds the body: the slot frees now (the create
+    // answers), the bytes stay counted until the last holder lets go. The adaptive cap learns
+    // from the PUT alone, not from a slow client's upload.
+    held->lease = ticket.slot.HandOffBytes(put_outcome, put_latency);
+  }
+  if (!put.ok()) {
+    if (put_outcome != admission::Outcome::kTimeout) ticket.slot.Done(put_outcome, put_latency);
     spdlog::warn("create {}: body not stored: {}", id.view(), put.error().message);
     Error e = put.error();
     e.code = ErrorCode::kUnavailable;
     e.message = "the paste store is unavailable; nothing was saved, try again later";
-    co_return e;
+    co_return WithRetryAfter(std::move(e));
   }
   if (Status insert =
           co_await meta_.Insert(meta, deadline.ForCall(clock_, options_.insert_timeout));
       !insert.ok()) {
+    ticket.slot.Done(put_outcome, put_latency);
     // The body stays for the orphan reaper: deleting it here could race an insert that did commit.
     spdlog::error("create {}: row not stored: {}", id.view(), insert.error().message);
     co_return MakeError(ErrorCode::kInternal,
                         "the paste could not be recorded; nothing was published, try again",
                         insert.error().reason.empty() ? "insert_failed" : insert.error().reason);
   }
-  cache_.Put(CachedPaste{meta, std::make_shared<const std::string>(std::move(body))});
+  ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
+  cache_.Put(CachedPaste{meta, std::move(shared_body)});
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
 }
 
-awaitable<Result<CachedPaste>> PasteService::Read(std::string_view id_text) {
+awaitable<Result<CachedPaste>> PasteService::Read(std::string_view client_key,
+                                                  std::string_view id_text) {
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
   if (auto hit = cache_.Get(*id)) {
@@ -118,18 +181,63 @@ awaitable<Result<CachedPaste>> PasteService::Read(std::string_view id_text) {
     co_return *std::move(hit);
   }
   cache_misses_.Inc();
+  auto read_slot = admission_.AdmitOriginRead(client_key);
+  if (!read_slot.ok()) co_return read_slot.error();
+  auto fill = FillShared(*id, std::string(client_key));
+  Result<CachedPaste> paste = co_await std::move(fill);
+  if (!paste.ok()) co_return paste.error();
+  if (!IsLive(paste->meta)) co_return NotFound();
+  co_return paste;
+}
+
+awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::string client_key) {
+  // Every concurrent miss of one id waits on one fill (spec 001). The leader runs the fill in its
+  // own coroutine so that its waiters, which may be on other connections, are resumed by it.
+  auto executor = co_await boost::asio::this_coro::executor;
+  auto waiting = asio_glue::AwaitCompletion<Result<CachedPaste>>(
+      [this, id, executor,
+       key = std::move(client_key)](asio_glue::Completion<Result<CachedPaste>> done) mutable {
+        auto shared_done =
+            std::make_shared<asio_glue::Completion<Result<CachedPaste>>>(std::move(done));
+        auto flight =
+            fills_.Join(id, [shared_done](const Result<CachedPaste>& r) { (*shared_done)(r); });
+        if (!flight) {
+          fills_shared_.Inc();
+          return;
+        }
+        boost::asio::co_spawn(
+            executor,
+            [this, id, key = std::move(key),
+             flight = std::move(*flight)]() mutable -> awaitable<void> {
+              auto filling = Fill(id, std::move(key));
+              Result<CachedPaste> result = co_await std::move(filling);
+              flight.Complete(result);
+            },
+            boost::asio::detached);
+      });
+  co_return co_await std::move(waiting);
+}
+
+awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string client_key) {
+  auto ticket = admission_.AdmitFill(client_key);
+  if (!ticket.ok()) co_return ticket.error();
   const Deadline deadline = Deadline::After(clock_, options_.read_budget);
-  Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
-  if (!meta.ok()) co_return meta.error();
+  Result<store::PasteMeta> meta = co_await meta_.Get(id, deadline);
+  ticket->slot.Done(admission::Outcome::kSuccess);
+  ticket->client_share.Release();
+  if (!meta.ok()) {
+    if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
+    co_return WithRetryAfter(meta.error());
+  }
   if (!IsLive(*meta)) co_return NotFound();
-  Result<std::string> body = co_await blobs_.Get(*id, deadline);
+  Result<std::string> body = co_await blobs_.Get(id, deadline);
   if (!body.ok()) {
     if (body.error().code == ErrorCode::kNotFound) {
       // A live row always has its body (the PUT precedes the insert): this is damage, not absence.
-      spdlog::error("read {}: row without body", id->view());
+      spdlog::error("read {}: row without body", id.view());
       co_return MakeError(ErrorCode::kInternal, "the paste body is missing", "body_missing");
     }
-    co_return body.error();
+    co_return WithRetryAfter(body.error());
   }
   CachedPaste paste{*meta, std::make_shared<const std::string>(std::move(*body))};
   cache_.Put(paste);
@@ -139,14 +247,18 @@ awaitable<Result<CachedPaste>> PasteService::Read(std::string_view id_text) {
 awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token) {
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
-  const Deadline deadline = Deadline::After(clock_, options_.read_budget);
+  const Deadline deadline = Deadline::After(clock_, options_.delete_budget);
   Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
-  if (!meta.ok()) co_return meta.error();
+  if (!meta.ok()) {
+    // One answer for "never existed" and "wrong token": existence is not for sale.
+    if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
+    co_return WithRetryAfter(meta.error());
+  }
   if (!SameTokenHash(meta->token_hash, HashDeleteToken(token))) co_return NotFound();
   if (meta->deleted) co_return Ok();
   if (meta->expires_at <= clock_.UnixSeconds()) co_return NotFound();
   if (Status s = co_await meta_.MarkDeleted(*id, clock_.UnixSeconds(), deadline); !s.ok()) {
-    co_return s.error();
+    co_return WithRetryAfter(s.error());
   }
   cache_.MarkDeleted(*id);
   co_return Ok();

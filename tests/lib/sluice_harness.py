@@ -96,12 +96,31 @@ class Response:
         return f"<Response {self.status} {dict(self.headers)!r} {self.body[:300]!r}>"
 
 
+# The API and crash suites send hundreds of creates from one address; the design's per-client
+# limits (1 create/s, burst 10) would turn most of them into 429s. Unless a test asks for the
+# production limits (or sets a limit itself), the harness lifts them far out of the way. The
+# overload scenarios set their own limits and always pass production_limits=True.
+RELAXED_LIMITS = {
+    "--ip-create-rate": "100000", "--ip-create-burst": "100000",
+    "--ip-create-bytes-rate": "10000000000", "--ip-create-bytes-burst": "10000000000",
+    "--global-create-rate": "100000", "--global-create-burst": "100000",
+    "--global-create-bytes-rate": "10000000000", "--global-create-bytes-burst": "10000000000",
+    "--ip-read-rate": "100000", "--ip-read-burst": "100000",
+}
+
+
 class SluiceServer:
     """One sluice process (and its restarts) over one data dir."""
 
     def __init__(self, args=(), env=None, data_dir=None, port=0, keep_root=False,
-                 data_dir_flag=True):
+                 data_dir_flag=True, production_limits=False):
         self.args = list(args)
+        if not production_limits:
+            env_names = set((env or {}).keys())
+            for flag, value in RELAXED_LIMITS.items():
+                env_name = "SLUICE_" + flag[2:].upper().replace("-", "_")
+                if flag not in self.args and env_name not in env_names:
+                    self.args += [flag, value]
         self.env = dict(env or {})
         self.root = tempfile.mkdtemp(prefix="sluice-test-")
         self.data_dir = data_dir or os.path.join(self.root, "data")

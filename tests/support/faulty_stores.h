@@ -19,11 +19,12 @@ class FaultyBlobStore final : public store::BlobStore {
   std::atomic<bool> fail{false};
   std::atomic<int> calls{0};
 
-  boost::asio::awaitable<Status> Put(store::PasteId id, std::string_view body,
+  boost::asio::awaitable<Status> Put(store::PasteId id, std::shared_ptr<const std::string> body,
                                      admission::Deadline d) override {
     ++calls;
     if (fail) co_return StoreDown();
-    co_return co_await inner_.Put(id, body, d);
+    auto put = inner_.Put(id, std::move(body), d);
+    co_return co_await std::move(put);
   }
   boost::asio::awaitable<Result<std::string>> Get(store::PasteId id,
                                                   admission::Deadline d) override {

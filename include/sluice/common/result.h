@@ -2,6 +2,7 @@
 // in C++20 mode). Error codes know nothing of HTTP; src/http maps them to statuses.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,6 +33,17 @@ enum class ErrorCode {
 /// The name of a code as it appears in JSON bodies and logs ("not_found").
 const char* ErrorCodeName(ErrorCode code);
 
+/// The limit that refused a request, for the RateLimit-Policy and RateLimit fields (IETF httpapi
+/// draft): a token bucket seen as a quota `quota` refilled over `window_seconds`.
+struct LimitInfo {
+  std::string name;
+  double quota = 0;
+  double window_seconds = 0;
+  double remaining = 0;
+  /// Seconds until the request could pass.
+  int64_t reset_seconds = 0;
+};
+
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
   /// For a person: what happened and, where useful, what to do.
@@ -43,10 +55,12 @@ struct Error {
   /// True only when the request provably never left this process (connect refused before send).
   /// The one case where a single retry cannot double the work on the other side.
   bool never_sent = false;
+  /// Set on rate-limit refusals: which limit, its quota and what is left.
+  std::optional<LimitInfo> limit;
 };
 
 inline Error MakeError(ErrorCode code, std::string message, std::string reason = {}) {
-  return Error{code, std::move(message), std::move(reason), std::nullopt, false};
+  return Error{code, std::move(message), std::move(reason), std::nullopt, false, std::nullopt};
 }
 
 template <typename T>

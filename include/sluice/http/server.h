@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "sluice/admission/client_key.h"
 #include "sluice/common/metrics.h"
 #include "sluice/service/paste_service.h"
 
@@ -25,6 +26,13 @@ struct ServerOptions {
   std::chrono::seconds body_timeout{30};
   /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
   std::chrono::seconds drain_timeout{10};
+  /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
+  /// key is the socket peer and whatever a client writes in the header is ignored.
+  admission::TrustedProxies trusted_proxies;
+  /// Fault injection control (GET/PUT /debug/faults); both unset unless configuration enables
+  /// fault injection, and then the route does not exist.
+  std::function<std::string()> get_faults;
+  std::function<Status(std::string_view)> set_faults;
 };
 
 /// Accepts connections and serves the API on the given io_context. Thread-safe: the io_context may
@@ -37,8 +45,9 @@ class HttpServer {
 
   /// Binds and starts accepting. Throws std::runtime_error if the address cannot be bound.
   void Start();
-  /// The bound port (useful with port 0).
+  /// The bound port (useful with port 0) and address.
   uint16_t port() const;
+  std::string bound_address() const;
   /// The base of the links handed out (public_url, or http://<bound address>).
   std::string base_url() const;
   /// Stops accepting, lets in-flight requests finish (up to drain_timeout), then calls `done`.

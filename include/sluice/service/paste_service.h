@@ -10,9 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/admission/singleflight.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
+#include "sluice/service/admission_control.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
@@ -35,6 +37,8 @@ struct ServiceOptions {
   std::chrono::milliseconds insert_timeout{50};
   /// Whole budget of one origin read. Default: 300 ms.
   std::chrono::milliseconds read_budget{300};
+  /// Whole budget of one delete (row lookup and tombstone commit). Default: 1 s.
+  std::chrono::milliseconds delete_budget{1000};
 };
 
 /// What a create's request line and headers say, before any of the body is read.
@@ -51,11 +55,19 @@ struct CreatedPaste {
   int64_t expires_at = 0;
 };
 
-/// The create, read and delete use-cases. Thread-safe; the stores and cache must outlive it.
+/// A create admitted from its headers: holds its create slot (and the bytes it declared) until
+/// the create answers; the bytes stay counted while an abandoned PUT still runs.
+struct CreateTicket {
+  admission::Permit slot;
+};
+
+/// The create, read and delete use-cases. Thread-safe; the stores, cache and admission control
+/// must outlive it.
 class PasteService {
  public:
   PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
-               const Clock& clock, MetricsRegistry& metrics, ServiceOptions options);
+               AdmissionControl& admission, const Clock& clock, MetricsRegistry& metrics,
+               ServiceOptions options);
 
   const ServiceOptions& options() const { return options_; }
 
@@ -63,13 +75,28 @@ class PasteService {
   /// over the limit. `allowance` is extra framing the transport adds (multipart boundaries).
   Status CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance = 0) const;
 
+  /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
+  /// TooLarge), the rate limits (ResourceExhausted, with the limit), the in-flight caps
+  /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create.
+  Result<CreateTicket> AdmitCreate(std::string_view client_key, const CreateHeaders& headers,
+                                   uint64_t allowance = 0);
+
   /// Validates the body and TTL (InvalidArgument), stores the body, then the row. Nothing durable
-  /// happens for a rejected create; a failed PUT is Unavailable and leaves no row.
-  boost::asio::awaitable<Result<CreatedPaste>> Create(std::string body, std::string_view ttl);
+  /// happens for a rejected create; a failed or timed-out PUT is Unavailable and leaves no row.
+  boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
+                                                      std::string_view ttl);
 
   /// Returns a live paste: NotFound for malformed ids (without touching storage), absent, expired
-  /// or deleted pastes; Unavailable when a store fails, never NotFound.
-  boost::asio::awaitable<Result<CachedPaste>> Read(std::string_view id_text);
+  /// or deleted pastes; Unavailable when a store fails, never NotFound. A cache hit costs no slot
+  /// and no limit; a miss takes the client's origin-read budget, a read slot, and (shared by every
+  /// concurrent reader of the id) one fill within the fill cap.
+  boost::asio::awaitable<Result<CachedPaste>> Read(std::string_view client_key,
+                                                   std::string_view id_text);
+
+  /// The caller's budgets, spending nothing.
+  ClientBudgets Budgets(std::string_view client_key) const {
+    return admission_.Budgets(client_key);
+  }
 
   /// Deletes with the token. NotFound for a malformed id, a missing paste or a wrong token alike;
   /// success again for a paste already deleted with the right token.
@@ -77,14 +104,28 @@ class PasteService {
 
  private:
   bool IsLive(const store::PasteMeta& meta) const;
+  /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
+  /// wave of clients either.
+  Error WithRetryAfter(Error e);
+  boost::asio::awaitable<Result<CachedPaste>> Fill(store::PasteId id, std::string client_key);
+  boost::asio::awaitable<Result<CachedPaste>> FillShared(store::PasteId id, std::string client_key);
+
+  struct IdHash {
+    size_t operator()(const store::PasteId& id) const {
+      return std::hash<std::string_view>()(id.view());
+    }
+  };
 
   store::MetaStore& meta_;
   store::BlobStore& blobs_;
   PasteCache& cache_;
+  AdmissionControl& admission_;
   const Clock& clock_;
   const ServiceOptions options_;
   Counter& cache_hits_;
   Counter& cache_misses_;
+  Counter& fills_shared_;
+  admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 };
 
 }  // namespace sluice::service

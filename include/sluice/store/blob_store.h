@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,11 +18,13 @@ class BlobStore {
  public:
   virtual ~BlobStore() = default;
 
-  /// Stores `body` durably under `id`; on success the bytes survive a crash. `body` must stay alive
-  /// until the call completes. Returns Unavailable on a storage failure and DeadlineExceeded past
-  /// `deadline`. Never retried by the caller after a failure: the bytes may have landed, and the
-  /// orphan reaper owns them then.
-  virtual boost::asio::awaitable<Status> Put(PasteId id, std::string_view body,
+  /// Stores `body` durably under `id`; on success the bytes survive a crash. The store holds its
+  /// share of `body` for as long as its work runs, which may be longer than the caller waits: a
+  /// PUT abandoned at its timeout keeps its body (and whatever the owner attached to it) alive
+  /// until the write really ends. Returns Unavailable on a storage failure and DeadlineExceeded
+  /// past `deadline`. Never retried by the caller after a failure: the bytes may have landed, and
+  /// the orphan reaper owns them then.
+  virtual boost::asio::awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
                                              admission::Deadline deadline) = 0;
 
   /// Returns the whole body, NotFound if absent, Unavailable on a storage failure.

@@ -98,7 +98,10 @@ class GroupCommitter {
         items_ += batch.size();
       }
       for (size_t i = 0; i < taken.size(); ++i) taken[i].done(std::move(batch[i].status));
+      // Drop the ops now, not at the next batch: they may own what their callers are waiting to
+      // see released (a create's body and the bytes it holds against the byte cap).
       taken.clear();
+      batch.clear();
     }
   }
 

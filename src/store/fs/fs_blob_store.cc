@@ -71,7 +71,7 @@ int WriteAll(int fd, std::string_view data) {
 
 struct PutOp {
   PasteId id;
-  std::string_view body;  // owned by the awaiting caller until the batch completes
+  std::shared_ptr<const std::string> body;
 };
 
 class FsBlobStore final : public BlobStore {
@@ -94,8 +94,9 @@ class FsBlobStore final : public BlobStore {
     ::close(root_fd_);
   }
 
-  awaitable<Status> Put(PasteId id, std::string_view body, admission::Deadline) override {
-    return committer_->Submit(PutOp{id, body});
+  awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
+                        admission::Deadline) override {
+    return committer_->Submit(PutOp{id, std::move(body)});
   }
 
   awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
@@ -179,7 +180,7 @@ class FsBlobStore final : public BlobStore {
       auto& item = batch[i];
       tmp_paths[i] = (tmp_ / fmt::format("{}.{}", item.op.id.view(), ++tmp_serial_)).string();
       UniqueFd fd(::open(tmp_paths[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-      int err = fd.get() < 0 ? errno : WriteAll(fd.get(), item.op.body);
+      int err = fd.get() < 0 ? errno : WriteAll(fd.get(), *item.op.body);
       if (err == 0) err = fd.Close();
       if (err != 0) {
         item.status = IoError("write", err);

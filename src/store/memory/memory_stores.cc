@@ -115,9 +115,10 @@ class MemoryMetaStore final : public MetaStore {
 
 class MemoryBlobStore final : public BlobStore {
  public:
-  awaitable<Status> Put(PasteId id, std::string_view body, admission::Deadline) override {
+  awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
+                        admission::Deadline) override {
     std::lock_guard lock(mu_);
-    bodies_[id] = std::string(body);
+    bodies_[id] = *body;
     co_return Ok();
   }
 

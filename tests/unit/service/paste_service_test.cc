@@ -23,11 +23,27 @@ class PasteServiceTest : public ::testing::Test {
   PasteCache cache_{1 << 20};
   ManualClock clock_;
   MetricsRegistry metrics_;
-  PasteService service_{meta_, blobs_, cache_, clock_, metrics_, ServiceOptions{}};
+  AdmissionControl admission_{GenerousLimits(), clock_, metrics_};
+  PasteService service_{meta_, blobs_, cache_, admission_, clock_, metrics_, ServiceOptions{}};
+
+  static AdmissionOptions GenerousLimits() {
+    AdmissionOptions o;
+    o.ip_create_count = o.global_create_count = {1e6, 1e6};
+    o.ip_create_bytes = o.global_create_bytes = {1e12, 1e12};
+    o.ip_read = {1e6, 1e6};
+    return o;
+  }
+
+  Result<CreatedPaste> TryCreate(std::string body, std::string_view ttl = "") {
+    auto ticket = service_.AdmitCreate("10.0.0.1", {body.size(), false});
+    if (!ticket.ok()) return ticket.error();
+    return RunSync(service_.Create(std::move(*ticket), std::move(body), ttl));
+  }
+  Result<CachedPaste> Read(std::string_view id) { return RunSync(service_.Read("10.0.0.1", id)); }
   worker::Janitor janitor_{meta_, blobs_, cache_, clock_, metrics_, worker::JanitorOptions{}};
 
   CreatedPaste MustCreate(std::string body, std::string_view ttl = "") {
-    auto created = RunSync(service_.Create(std::move(body), ttl));
+    auto created = TryCreate(std::move(body), ttl);
     EXPECT_TRUE(created.ok()) << created.error().message;
     return *created;
   }
@@ -46,7 +62,7 @@ class PasteServiceTest : public ::testing::Test {
 TEST_F(PasteServiceTest, CreatedPasteReadsBackWithItsExpiry) {
   const CreatedPaste p = MustCreate("hello", "1h");
   EXPECT_EQ(p.expires_at, clock_.UnixSeconds() + 3600);
-  auto read = RunSync(service_.Read(p.id.view()));
+  auto read = Read((p.id.view()));
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(*read->body, "hello");
 }
@@ -60,7 +76,7 @@ TEST_F(PasteServiceTest, RejectedCreatesWriteNothing) {
       {"", ""},     {"\xff", ""},      {std::string("a\0b", 3), ""},
       {"ok", "2h"}, {"ok", "forever"}, {std::string(1'000'001, 'a'), ""}};
   for (const auto& [body, ttl] : bad) {
-    auto created = RunSync(service_.Create(body, ttl));
+    auto created = TryCreate(body, ttl);
     ASSERT_FALSE(created.ok());
     EXPECT_TRUE(created.error().code == ErrorCode::kInvalidArgument ||
                 created.error().code == ErrorCode::kTooLarge);
@@ -74,14 +90,18 @@ TEST_F(PasteServiceTest, RejectedCreatesWriteNothing) {
 TEST_F(PasteServiceTest, ExpiryAboveTheOperatorsMaximumIsRefused) {
   ServiceOptions options;
   options.max_ttl = std::chrono::hours(24);
-  PasteService strict(meta_, blobs_, cache_, clock_, metrics_, options);
-  EXPECT_EQ(RunSync(strict.Create("x", "1w")).error().reason, "ttl_over_max");
-  EXPECT_TRUE(RunSync(strict.Create("x", "1d")).ok());
+  PasteService strict(meta_, blobs_, cache_, admission_, clock_, metrics_, options);
+  auto create = [&](std::string_view ttl) {
+    auto ticket = strict.AdmitCreate("10.0.0.1", {1, false});
+    return RunSync(strict.Create(std::move(*ticket), "x", ttl));
+  };
+  EXPECT_EQ(create("1w").error().reason, "ttl_over_max");
+  EXPECT_TRUE(create("1d").ok());
 }
 
 TEST_F(PasteServiceTest, FailedBodyWriteIsUnavailableAndLeavesNoRow) {
   blobs_.fail = true;
-  auto created = RunSync(service_.Create("hello", ""));
+  auto created = TryCreate("hello");
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(StoredRows(), 0u);
@@ -89,7 +109,7 @@ TEST_F(PasteServiceTest, FailedBodyWriteIsUnavailableAndLeavesNoRow) {
 
 TEST_F(PasteServiceTest, FailedInsertIsInternalAndNotAcknowledged) {
   meta_.fail = true;
-  auto created = RunSync(service_.Create("hello", ""));
+  auto created = TryCreate("hello");
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.error().code, ErrorCode::kInternal);
   EXPECT_EQ(StoredRows(), 0u);
@@ -98,7 +118,7 @@ TEST_F(PasteServiceTest, FailedInsertIsInternalAndNotAcknowledged) {
 
 TEST_F(PasteServiceTest, MalformedIdIsNotFoundWithoutTouchingStorage) {
   for (const char* id : {"", "short", "../../etc/pa", "aaaaaaaaaaaaa", "aaaaaaaaaa.a"}) {
-    EXPECT_EQ(RunSync(service_.Read(id)).error().code, ErrorCode::kNotFound) << id;
+    EXPECT_EQ(Read((id)).error().code, ErrorCode::kNotFound) << id;
     EXPECT_EQ(RunSync(service_.Delete(id, "token")).error().code, ErrorCode::kNotFound) << id;
   }
   EXPECT_EQ(meta_.calls.load(), 0);
@@ -109,27 +129,27 @@ TEST_F(PasteServiceTest, StoreFailureOnReadIsUnavailableNeverNotFound) {
   const CreatedPaste p = MustCreate("hello");
   cache_.Erase(p.id);
   meta_.fail = true;
-  EXPECT_EQ(RunSync(service_.Read(p.id.view())).error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(Read((p.id.view())).error().code, ErrorCode::kUnavailable);
   meta_.fail = false;
   blobs_.fail = true;
-  EXPECT_EQ(RunSync(service_.Read(p.id.view())).error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(Read((p.id.view())).error().code, ErrorCode::kUnavailable);
 }
 
 TEST_F(PasteServiceTest, ExpiredPasteIsNotFoundAtOnceEvenWhenCached) {
   const CreatedPaste p = MustCreate("hello", "10m");
   clock_.Advance(std::chrono::seconds(599));
-  EXPECT_TRUE(RunSync(service_.Read(p.id.view())).ok());
+  EXPECT_TRUE(Read((p.id.view())).ok());
   clock_.Advance(std::chrono::seconds(1));
-  EXPECT_EQ(RunSync(service_.Read(p.id.view())).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(Read((p.id.view())).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(PasteServiceTest, DeleteNeedsTheTokenAndIsIdempotent) {
   const CreatedPaste p = MustCreate("hello");
   EXPECT_EQ(RunSync(service_.Delete(p.id.view(), "wrong")).error().code, ErrorCode::kNotFound);
-  EXPECT_TRUE(RunSync(service_.Read(p.id.view())).ok());
+  EXPECT_TRUE(Read((p.id.view())).ok());
   EXPECT_TRUE(RunSync(service_.Delete(p.id.view(), p.delete_token)).ok());
   EXPECT_TRUE(RunSync(service_.Delete(p.id.view(), p.delete_token)).ok());
-  EXPECT_EQ(RunSync(service_.Read(p.id.view())).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(Read((p.id.view())).error().code, ErrorCode::kNotFound);
   EXPECT_EQ(RunSync(service_.Delete(p.id.view(), "wrong")).error().code, ErrorCode::kNotFound);
 }
 
@@ -166,12 +186,12 @@ TEST_F(PasteServiceTest, SweeperRemovesExpiredRowsAndBodiesUnread) {
 TEST_F(PasteServiceTest, ReaperRemovesOnlyBodiesWithoutRows) {
   const CreatedPaste kept = MustCreate("kept");
   meta_.fail = true;
-  ASSERT_FALSE(RunSync(service_.Create("orphan", "")).ok());
+  ASSERT_FALSE(TryCreate("orphan").ok());
   meta_.fail = false;
   ASSERT_EQ(StoredBodies(), 2u);
   RunSync(janitor_.ReapOrphansOnce());
   EXPECT_EQ(StoredBodies(), 1u);
-  EXPECT_TRUE(RunSync(service_.Read(kept.id.view())).ok());
+  EXPECT_TRUE(Read((kept.id.view())).ok());
 }
 
 TEST_F(PasteServiceTest, HeadersAloneDecideLengthRequiredAndTooLarge) {

@@ -1,0 +1,121 @@
+// AdmissionControl: the limits and caps of DESIGN.md, asked in order before any expensive call.
+// Creates: per-client count and byte buckets, global count and byte buckets (429), then the
+// per-process in-flight caps on count and buffered bytes (503). Reads that miss the cache: the
+// per-client origin GET limit (429), the read pool (503), and for metadata fills the fill cap with
+// its per-client share (503). It knows client keys and sizes, not sockets.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sluice/admission/concurrency_limiter.h"
+#include "sluice/admission/jitter.h"
+#include "sluice/admission/keyed_limiter.h"
+#include "sluice/admission/keyed_slots.h"
+#include "sluice/admission/token_bucket.h"
+#include "sluice/common/clock.h"
+#include "sluice/common/metrics.h"
+#include "sluice/common/result.h"
+
+namespace sluice::service {
+
+struct AdmissionOptions {
+  /// Creates per client key. Default: 1/s, burst 10.
+  admission::TokenBucketPolicy ip_create_count{1, 10};
+  /// Create bytes per client key. Default: 100 KB/s, burst 2 MB.
+  admission::TokenBucketPolicy ip_create_bytes{100'000, 2'000'000};
+  /// Creates across the process (the tier's share). Default: 350/s, burst 350.
+  admission::TokenBucketPolicy global_create_count{350, 350};
+  /// Create bytes across the process. Default: 10 MB/s, burst 10 MB.
+  admission::TokenBucketPolicy global_create_bytes{10'000'000, 10'000'000};
+  /// In-flight creates per process. Default: 50.
+  int64_t create_slots = 50;
+  /// Bytes of create bodies buffered per process. Default: 32 MiB.
+  int64_t create_slot_bytes = int64_t{32} << 20;
+  /// AIMD on PUT latency instead of the fixed create_slots (which becomes its ceiling).
+  /// Default: false.
+  bool adaptive_create_cap = false;
+  /// The PUT latency the adaptive cap aims under. Default: 500 ms.
+  Duration adaptive_target = std::chrono::milliseconds(500);
+  /// In-flight origin reads per process. Default: 200.
+  int64_t read_slots = 200;
+  /// Origin GETs (cache misses) per client key. Default: 50/s, burst 50.
+  admission::TokenBucketPolicy ip_read{50, 50};
+  /// Concurrent metadata fills per process. Default: 50.
+  int64_t fill_cap = 50;
+  /// Of which one client key may hold. Default: 3.
+  int64_t fill_cap_per_client = 3;
+  /// Retry-After of a 503 from a cap, uniform in [min, max] seconds. Default: 5..15.
+  int retry_after_min = 5;
+  int retry_after_max = 15;
+  /// Client keys remembered by each keyed limiter. Default: 100,000.
+  size_t max_client_keys = 100'000;
+};
+
+/// A client's budgets, read without spending (GET /api/v1/limits).
+struct ClientBudgets {
+  struct Bucket {
+    std::string name;
+    admission::TokenBucketPolicy policy;
+    double available = 0;
+  };
+  std::vector<Bucket> buckets;
+  admission::SlotGauges create_slots;
+  admission::SlotGauges read_slots;
+  admission::SlotGauges fill_slots;
+};
+
+/// Thread-safe.
+class AdmissionControl {
+ public:
+  AdmissionControl(AdmissionOptions options, const Clock& clock, MetricsRegistry& metrics);
+
+  /// Step 2 and 3 of a create, from the client key and the declared length alone. A refused
+  /// create spends nothing: tokens taken before a later refusal are given back.
+  Result<admission::Permit> AdmitCreate(std::string_view client_key, uint64_t declared_bytes);
+
+  /// An origin read (a cache miss): the per-client GET limit, then a read slot.
+  Result<admission::Permit> AdmitOriginRead(std::string_view client_key);
+
+  /// A metadata fill: a slot of the fill cap within the client's share of it.
+  struct FillTicket {
+    admission::Permit slot;
+    admission::KeyedSlots::Slot client_share;
+  };
+  Result<FillTicket> AdmitFill(std::string_view client_key);
+
+  ClientBudgets Budgets(std::string_view client_key) const;
+
+  /// A Retry-After for 503s, uniform in the configured band, so shed clients do not return as a
+  /// wave.
+  int JitteredRetryAfterSeconds() { return retry_after_.NextSeconds(); }
+
+  const AdmissionOptions& options() const { return options_; }
+
+ private:
+  Error Refuse(ErrorCode code, const char* reason, std::string message);
+  Error RateLimited(const char* reason, const admission::TokenBucketPolicy& policy,
+                    const admission::TakeDecision& decision, double available);
+  void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
+
+  const AdmissionOptions options_;
+  const Clock& clock_;
+  MetricsRegistry& metrics_;
+  admission::KeyedLimiter ip_create_;
+  admission::KeyedLimiter ip_read_;
+  admission::TokenBucket global_count_;
+  admission::TokenBucket global_bytes_;
+  std::unique_ptr<admission::SlotLimiter> create_slots_;
+  admission::ConcurrencyLimiter read_slots_;
+  admission::ConcurrencyLimiter fill_slots_;
+  admission::KeyedSlots fill_per_client_;
+  admission::JitteredRetryAfter retry_after_;
+  std::atomic<int64_t> create_peak_{0};
+  std::atomic<int64_t> read_peak_{0};
+  std::atomic<int64_t> fill_peak_{0};
+};
+
+}  // namespace sluice::service

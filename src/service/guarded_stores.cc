@@ -1,0 +1,149 @@
+#include "sluice/service/guarded_stores.h"
+
+namespace sluice::service {
+namespace {
+
+using admission::Deadline;
+using boost::asio::awaitable;
+using store::PasteId;
+
+// Status calls travel as Result<Unit> through the templated wrapper and come back as Status.
+struct Unit {};
+Result<Unit> FromStatus(Status s) {
+  if (s.ok()) return Unit{};
+  return s.error();
+}
+Status ToStatus(const Result<Unit>& r) { return r.ok() ? Ok() : Status(r.error()); }
+
+class GuardedBlobStore final : public store::BlobStore {
+ public:
+  GuardedBlobStore(store::BlobStore& inner, Dependency& dependency, CallTimeouts timeouts)
+      : inner_(inner), dep_(dependency), t_(timeouts) {}
+
+  awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body, Deadline d) override {
+    // The attempt owns its share of the body: an abandoned PUT keeps it until the write ends.
+    auto call =
+        dep_.Call<Unit>({"put", t_.blob_put, false}, d,
+                        [this, id, body = std::move(body)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto put = inner_.Put(id, body, cd);
+                          co_return FromStatus(co_await std::move(put));
+                        });
+    co_return ToStatus(co_await std::move(call));
+  }
+
+  awaitable<Result<std::string>> Get(PasteId id, Deadline d) override {
+    return dep_.Call<std::string>({"get", t_.blob_get, true}, d,
+                                  [this, id](Deadline cd) { return inner_.Get(id, cd); });
+  }
+
+  awaitable<Status> Delete(PasteId id, Deadline d) override {
+    auto call = dep_.Call<Unit>({"delete", t_.blob_cleanup, true}, d,
+                                [this, id](Deadline cd) -> awaitable<Result<Unit>> {
+                                  co_return FromStatus(co_await inner_.Delete(id, cd));
+                                });
+    co_return ToStatus(co_await std::move(call));
+  }
+
+  awaitable<Result<std::vector<store::BlobInfo>>> List(std::string after, size_t limit,
+                                                       Deadline d) override {
+    return dep_.Call<std::vector<store::BlobInfo>>(
+        {"list", t_.blob_cleanup, true}, d, [this, after = std::move(after), limit](Deadline cd) {
+          return inner_.List(after, limit, cd);
+        });
+  }
+
+ private:
+  store::BlobStore& inner_;
+  Dependency& dep_;
+  const CallTimeouts t_;
+};
+
+class GuardedMetaStore final : public store::MetaStore {
+ public:
+  GuardedMetaStore(store::MetaStore& inner, Dependency& dependency, CallTimeouts timeouts)
+      : inner_(inner), dep_(dependency), t_(timeouts) {}
+
+  awaitable<Status> Insert(store::PasteMeta meta, Deadline d) override {
+    return Unwrap(dep_.Call<Unit>({"insert", t_.meta_insert, false}, d,
+                                  [this, meta](Deadline cd) -> awaitable<Result<Unit>> {
+                                    co_return FromStatus(co_await inner_.Insert(meta, cd));
+                                  }));
+  }
+  awaitable<Result<store::PasteMeta>> Get(PasteId id, Deadline d) override {
+    return dep_.Call<store::PasteMeta>({"get", t_.meta_get, true}, d,
+                                       [this, id](Deadline cd) { return inner_.Get(id, cd); });
+  }
+  awaitable<Status> MarkDeleted(PasteId id, int64_t now, Deadline d) override {
+    // Idempotent: a second tombstone is a no-op and enqueues nothing more.
+    return Unwrap(dep_.Call<Unit>({"mark_deleted", t_.meta_delete, true}, d,
+                                  [this, id, now](Deadline cd) -> awaitable<Result<Unit>> {
+                                    co_return FromStatus(co_await inner_.MarkDeleted(id, now, cd));
+                                  }));
+  }
+  awaitable<Result<std::vector<store::OutboxEntry>>> DueOutbox(int64_t now, size_t limit,
+                                                               Deadline d) override {
+    return dep_.Call<std::vector<store::OutboxEntry>>(
+        {"outbox", t_.meta_background, true}, d,
+        [this, now, limit](Deadline cd) { return inner_.DueOutbox(now, limit, cd); });
+  }
+  awaitable<Status> FinishOutbox(int64_t seq, Deadline d) override {
+    return Unwrap(dep_.Call<Unit>({"outbox", t_.meta_background, true}, d,
+                                  [this, seq](Deadline cd) -> awaitable<Result<Unit>> {
+                                    co_return FromStatus(co_await inner_.FinishOutbox(seq, cd));
+                                  }));
+  }
+  awaitable<Status> RetryOutboxLater(int64_t seq, int64_t next, Deadline d) override {
+    return Unwrap(dep_.Call<Unit>({"outbox", t_.meta_background, true}, d,
+                                  [this, seq, next](Deadline cd) -> awaitable<Result<Unit>> {
+                                    co_return FromStatus(
+                                        co_await inner_.RetryOutboxLater(seq, next, cd));
+                                  }));
+  }
+  awaitable<Result<int64_t>> OldestOutboxAge(int64_t now, Deadline d) override {
+    return dep_.Call<int64_t>({"outbox", t_.meta_background, true}, d,
+                              [this, now](Deadline cd) { return inner_.OldestOutboxAge(now, cd); });
+  }
+  awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit, Deadline d) override {
+    return dep_.Call<std::vector<PasteId>>(
+        {"sweep", t_.meta_background, true}, d,
+        [this, now, limit](Deadline cd) { return inner_.Expired(now, limit, cd); });
+  }
+  awaitable<Status> Purge(std::vector<PasteId> ids, Deadline d) override {
+    return Unwrap(
+        dep_.Call<Unit>({"sweep", t_.meta_background, true}, d,
+                        [this, ids = std::move(ids)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto purge = inner_.Purge(ids, cd);
+                          co_return FromStatus(co_await std::move(purge));
+                        }));
+  }
+  awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids, Deadline d) override {
+    return dep_.Call<std::vector<PasteId>>(
+        {"sweep", t_.meta_background, true}, d,
+        [this, ids = std::move(ids)](Deadline cd) { return inner_.Existing(ids, cd); });
+  }
+
+ private:
+  static awaitable<Status> Unwrap(awaitable<Result<Unit>> call) {
+    co_return ToStatus(co_await std::move(call));
+  }
+
+  store::MetaStore& inner_;
+  Dependency& dep_;
+  const CallTimeouts t_;
+};
+
+}  // namespace
+
+std::unique_ptr<store::BlobStore> MakeGuardedBlobStore(store::BlobStore& inner,
+                                                       Dependency& dependency,
+                                                       CallTimeouts timeouts) {
+  return std::make_unique<GuardedBlobStore>(inner, dependency, timeouts);
+}
+
+std::unique_ptr<store::MetaStore> MakeGuardedMetaStore(store::MetaStore& inner,
+                                                       Dependency& dependency,
+                                                       CallTimeouts timeouts) {
+  return std::make_unique<GuardedMetaStore>(inner, dependency, timeouts);
+}
+
+}  // namespace sluice::service
