@@ -288,8 +288,12 @@ class Stream:
 
 
 class Run:
-    """Runs streams together against host:port. Use: run = Run(...); run.start(); run.at(3, f);
-    run.wait(); then run.records(stream)."""
+    """Runs streams together against host:port: run = Run(...).start(); ...; run.wait(); then
+    run.records(stream).
+
+    A dispatcher thread wakes at each arrival's due time and hands it to an idle worker; when no
+    worker is idle it starts a new one, so however slowly the server answers, arrivals keep their
+    schedule (short of the machine itself starving this process, which schedule_problem reports)."""
 
     LATE = 0.050  # an arrival started more than this late counts as the harness falling behind
 
@@ -304,34 +308,39 @@ class Run:
         plan.sort(key=lambda x: x[0])
         self.plan = plan
         if threads is None:
-            # Enough workers for every arrival of the busiest 8 seconds to be outstanding at once.
+            # Workers started up front: enough for two seconds of arrivals; more start on demand.
             total_rate = sum(s.rate for s in self.streams)
-            threads = int(min(600, max(32, total_rate * 8)))
-        self.threads = threads
+            threads = int(min(400, max(16, total_rate * 2)))
+        self.threads = threads  # grows when every worker is busy
         self.lead_in = lead_in
         self.t0 = None
-        self._next = 0
         self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._queue = collections.deque()
+        self._idle = 0
+        self._done_dispatching = False
         self._workers = []
         self._records = []
-        self._actions = []
-        self._control = None
+        self._dispatcher = None
         self.action_log = []  # (offset, name) of actions as they ran
 
+    def _spawn(self):
+        w = threading.Thread(target=self._work, name=f"loadgen-{len(self._workers)}", daemon=True)
+        self._workers.append(w)
+        w.start()
+
     def start(self):
-        self._go = threading.Event()
         old = threading.stack_size()
         threading.stack_size(512 * 1024)
         try:
-            for n in range(self.threads):
-                w = threading.Thread(target=self._work, name=f"loadgen-{n}", daemon=True)
-                w.start()
-                self._workers.append(w)
+            for _ in range(self.threads):
+                self._spawn()
         finally:
             threading.stack_size(old)
-        # Time zero only once every worker exists: creating hundreds of threads takes a while.
         self.t0 = time.monotonic() + self.lead_in
-        self._go.set()
+        self._dispatcher = threading.Thread(target=self._dispatch, name="loadgen-dispatch",
+                                            daemon=True)
+        self._dispatcher.start()
         return self
 
     def now(self):
@@ -343,25 +352,38 @@ class Run:
         if left > 0:
             time.sleep(left)
 
-    def _take(self):
-        with self._lock:
-            if self._next >= len(self.plan):
-                return None
-            item = self.plan[self._next]
-            self._next += 1
-            return item
+    def _dispatch(self):
+        old = threading.stack_size()
+        threading.stack_size(512 * 1024)
+        try:
+            for offset, stream, i in self.plan:
+                due = self.t0 + offset
+                left = due - time.monotonic()
+                if left > 0:
+                    time.sleep(left)
+                with self._cv:
+                    self._queue.append((due, stream, i))
+                    grow = self._idle <= len(self._queue) - 1
+                    self._cv.notify()
+                if grow:
+                    self._spawn()
+                    self.threads += 1
+        finally:
+            threading.stack_size(old)
+            with self._cv:
+                self._done_dispatching = True
+                self._cv.notify_all()
 
     def _work(self):
-        self._go.wait()
         while True:
-            item = self._take()
-            if item is None:
-                return
-            offset, stream, i = item
-            due = self.t0 + offset
-            left = due - time.monotonic()
-            if left > 0:
-                time.sleep(left)
+            with self._cv:
+                self._idle += 1
+                while not self._queue and not self._done_dispatching:
+                    self._cv.wait()
+                self._idle -= 1
+                if not self._queue:
+                    return
+                due, stream, i = self._queue.popleft()
             rec = Record(stream.name, i, None, due)
             try:
                 req = stream.make(i)
@@ -377,7 +399,8 @@ class Run:
     def wait(self, timeout=None):
         """Waits for every arrival to finish; returns all records."""
         end = None if timeout is None else time.monotonic() + timeout
-        for w in self._workers:
+        self._dispatcher.join(None if end is None else max(0.0, end - time.monotonic()))
+        for w in list(self._workers):
             w.join(None if end is None else max(0.0, end - time.monotonic()))
         return self.records()
 
@@ -673,6 +696,17 @@ def xff(address):
     return {"X-Forwarded-For": address}
 
 
+class HarnessFailure(AssertionError):
+    """The load generator could not keep its schedule (the machine was too busy): the run measured
+    the harness, not the server."""
+
+
+def _harness_relaxes_limits():
+    import inspect
+    from sluice_harness import SluiceServer
+    return "production_limits" in inspect.signature(SluiceServer.__init__).parameters
+
+
 class ScenarioTestCase(SluiceTestCase):
     """A SluiceTestCase whose servers have fault injection on and trust 127.0.0.1 as their balancer
     (so `X-Forwarded-For` names the simulated client), and whose suites never overlap each other."""
@@ -698,7 +732,10 @@ class ScenarioTestCase(SluiceTestCase):
         args = list(self.COMMON_ARGS)
         for name, value in settings.items():
             args += [f"--{name.replace('_', '-')}", str(value)]
-        s = self.server(args)
+        # The scenarios run with the design's limits unless they set their own: a harness that
+        # relaxes limits for the API suites is told not to.
+        kw = {"production_limits": True} if _harness_relaxes_limits() else {}
+        s = self.server(args, **kw)
         self.addCleanup(self._clear_faults, s)
         return s
 
@@ -730,7 +767,23 @@ class ScenarioTestCase(SluiceTestCase):
     def assertScheduleKept(self, run):
         problem = run.schedule_problem()
         if problem:
-            self.fail(f"HARNESS FAILURE, not a server result: {problem}")
+            raise HarnessFailure(f"HARNESS FAILURE, not a server result: {problem}")
+
+    # A run whose load generator fell behind measured nothing: it is run again (once by default,
+    # $SLUICE_SCENARIO_ATTEMPTS in all) on fresh servers before it counts as a failure.
+    def _callTestMethod(self, method):
+        attempts = max(1, int(os.environ.get("SLUICE_SCENARIO_ATTEMPTS", "2")))
+        for attempt in range(1, attempts + 1):
+            try:
+                return method()
+            except HarnessFailure as e:
+                if attempt == attempts:
+                    raise
+                print(f"\n[harness] {self.id()}: attempt {attempt} did not keep its schedule "
+                      f"({e}); running it again", flush=True)
+                self.doCleanups()
+                time.sleep(2.0)
+                self.setUp()
 
     def assertStatuses(self, records, allowed, what="answers"):
         bad = [r for r in records if r.status not in allowed]
