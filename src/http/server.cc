@@ -18,6 +18,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -297,9 +298,14 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   struct Outcome {
+    Outcome() = default;
+    Outcome(Response r, RouteName n, bool c = false) : response(std::move(r)), route(n), close(c) {}
     Response response;
     RouteName route = RouteName::kOther;
     bool close = false;  // the body was not read, or the protocol demands it
+    /// When set, the body to send instead of response.body(): a cached paste, shared rather than
+    /// copied into every response.
+    std::shared_ptr<const std::string> shared_body;
   };
 
   static awaitable<void> Session(std::shared_ptr<Impl> self, tcp::socket socket) {
@@ -308,6 +314,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     const std::string peer = peer_ec ? std::string() : remote.address().to_string();
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer(kReadBufferLimit);
+    // Reads then fill the whole buffer at once, instead of growing from Beast's 512-byte minimum.
+    buffer.reserve(kReadBufferLimit);
     // Everything read from the socket is either consumed by a parser or still in the buffer.
     uint64_t consumed = 0;
     for (;;) {
@@ -373,11 +381,16 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     boost::system::error_code ec;
     stream.expires_after(options.body_timeout);
     if (head) {
-      const auto length = res.body().size();
+      const auto length = outcome.shared_body ? outcome.shared_body->size() : res.body().size();
       bhttp::response<bhttp::empty_body> headers_only(std::move(res.base()));
       headers_only.content_length(length);
       co_await bhttp::async_write(stream, headers_only,
                                   asio::redirect_error(asio::use_awaitable, ec));
+    } else if (outcome.shared_body) {
+      bhttp::response<bhttp::span_body<const char>> shared(std::move(res.base()));
+      shared.body() = {outcome.shared_body->data(), outcome.shared_body->size()};
+      shared.prepare_payload();
+      co_await bhttp::async_write(stream, shared, asio::redirect_error(asio::use_awaitable, ec));
     } else {
       co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     }
@@ -583,7 +596,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     out.route = route.name;
     const std::string id = paste->meta.id.str();
     if (route.name == RouteName::kRaw) {
-      out.response = MakeResponse(bhttp::status::ok, *paste->body, "text/plain; charset=utf-8");
+      out.response = MakeResponse(bhttp::status::ok, "", "text/plain; charset=utf-8");
+      out.shared_body = paste->body;
       out.response.set("Content-Security-Policy", "default-src 'none'; sandbox");
     } else {
       out.response = MakeResponse(bhttp::status::ok,

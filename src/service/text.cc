@@ -1,6 +1,7 @@
 #include "sluice/service/text.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace sluice::service {
 
@@ -10,6 +11,16 @@ TextProblem CheckPasteText(std::string_view body) {
   const size_t n = body.size();
   size_t i = 0;
   while (i < n) {
+    // Most pastes are ASCII: check eight bytes at a time for a high bit or a NUL.
+    while (i + 8 <= n) {
+      uint64_t word;
+      std::memcpy(&word, p + i, 8);
+      const bool high_bit = (word & 0x8080808080808080ULL) != 0;
+      const bool has_zero = ((word - 0x0101010101010101ULL) & ~word & 0x8080808080808080ULL) != 0;
+      if (high_bit || has_zero) break;
+      i += 8;
+    }
+    if (i >= n) break;
     const unsigned char c = p[i];
     if (c < 0x80) {
       if (c == 0) return TextProblem::kNulByte;

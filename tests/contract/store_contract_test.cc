@@ -258,7 +258,7 @@ TYPED_TEST(StoreContract, ConcurrentWritersAreAllDurable) {
     boost::asio::co_spawn(
         io,
         [&, i]() -> boost::asio::awaitable<void> {
-          char id[13];
+          char id[24];
           std::snprintf(id, sizeof id, "cw%010d", i);
           // Built outside the co_await: g++ 12 double-frees non-trivial temporaries inside it.
           auto put_op = this->blobs().Put(Id(id), Body(bodies[i]), this->deadline());
@@ -274,7 +274,7 @@ TYPED_TEST(StoreContract, ConcurrentWritersAreAllDurable) {
   ASSERT_EQ(ok.load(), kWriters);
   this->backend_.Reopen();
   for (int i = 0; i < kWriters; ++i) {
-    char id[13];
+    char id[24];
     std::snprintf(id, sizeof id, "cw%010d", i);
     ASSERT_EQ(*RunSync(this->blobs().Get(Id(id), this->deadline())), bodies[i]);
     ASSERT_TRUE(RunSync(this->meta().Get(Id(id), this->deadline())).ok());

@@ -27,8 +27,8 @@ struct JanitorOptions {
   std::chrono::milliseconds outbox_interval{1000};
   /// Pause between expiry sweeps when nothing is due. Default: 10 s.
   std::chrono::milliseconds sweep_interval{10000};
-  /// Pause between reaper pages. Default: 60 s.
-  std::chrono::milliseconds reap_interval{60000};
+  /// Pause between reaper pages (of batch_size bodies) while no orphans turn up. Default: 10 s.
+  std::chrono::milliseconds reap_interval{10000};
   /// Rows or objects per batch. Default: 200.
   size_t batch_size = 200;
   /// A body with no row is an orphan only when older than this. Default: 1 h (far above the 2 s

@@ -198,10 +198,14 @@ class FsBlobStore final : public BlobStore {
       auto& item = batch[i];
       if (!item.status.ok()) continue;
       const fs::path shard = FanOut(item.op.id);
-      if (::mkdir(shard.c_str(), 0755) != 0 && errno != EEXIST) {
-        item.status = IoError("mkdir", errno);
-        ::unlink(tmp_paths[i].c_str());
-        continue;
+      const std::string shard_name(item.op.id.view().substr(0, 2));
+      if (!known_shards_.contains(shard_name)) {
+        if (::mkdir(shard.c_str(), 0755) != 0 && errno != EEXIST) {
+          item.status = IoError("mkdir", errno);
+          ::unlink(tmp_paths[i].c_str());
+          continue;
+        }
+        known_shards_.insert(shard_name);
       }
       if (::rename(tmp_paths[i].c_str(), FinalPath(item.op.id).c_str()) != 0) {
         item.status = IoError("rename", errno);
@@ -232,7 +236,8 @@ class FsBlobStore final : public BlobStore {
   const fs::path tmp_;
   const BlockingPools pools_;
   int root_fd_ = -1;
-  uint64_t tmp_serial_ = 0;  // committer thread only
+  uint64_t tmp_serial_ = 0;             // committer thread only
+  std::set<std::string> known_shards_;  // committer thread only: shard folders that exist
   std::unique_ptr<GroupCommitter<PutOp>> committer_;
 };
 

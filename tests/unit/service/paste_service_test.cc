@@ -206,7 +206,7 @@ TEST_F(PasteServiceTest, HeadersAloneDecideLengthRequiredAndTooLarge) {
 TEST(PasteCacheTest, EvictsLeastRecentlyUsedWithinItsByteBound) {
   PasteCache cache(16 * 4096);  // 16 shards of 4 KiB
   for (int i = 0; i < 200; ++i) {
-    char id[13];
+    char id[24];
     std::snprintf(id, sizeof id, "c%011d", i);
     store::PasteMeta meta{*store::PasteId::Parse(id), 0, 1, 1000, {}, false};
     cache.Put(CachedPaste{meta, std::make_shared<const std::string>(1000, 'x')});
