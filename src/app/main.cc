@@ -146,9 +146,15 @@ int Serve(const Settings& s) {
   int threads = static_cast<int>(s.Integer("threads"));
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  // Declared first so it is destroyed last: store threads post their completions to it until the
-  // stores are gone.
-  asio::io_context io(threads);
+  // Declared first so they are destroyed last: store threads post their completions to them until
+  // the stores are gone. One event loop per thread (see HttpServer).
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  std::vector<asio::io_context*> loop_ptrs;
+  for (int i = 0; i < threads; ++i) {
+    loops.push_back(std::make_unique<asio::io_context>(1));
+    loop_ptrs.push_back(loops.back().get());
+  }
+  asio::io_context& io = *loops.front();
   asio::thread_pool read_pool(static_cast<size_t>(std::max<int64_t>(1, s.Integer("read_threads"))));
   asio::thread_pool cleanup_pool(
       static_cast<size_t>(std::max<int64_t>(1, s.Integer("cleanup_threads"))));
@@ -207,7 +213,7 @@ int Serve(const Settings& s) {
                                 service_options);
   worker::Janitor janitor(*meta, *blobs, cache, clock, metrics, janitor_options);
 
-  auto server = std::make_unique<http::HttpServer>(io, server_options, service, metrics);
+  auto server = std::make_unique<http::HttpServer>(loop_ptrs, server_options, service, metrics);
   server->Start();
   janitor.Start(io.get_executor());
   spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
@@ -220,11 +226,15 @@ int Serve(const Settings& s) {
     if (ec) return;
     spdlog::info("signal {}: draining in-flight requests", signal);
     janitor.Stop();
-    server->Drain([&io] { io.stop(); });
+    server->Drain([&loops] {
+      for (auto& loop : loops) loop->stop();
+    });
   });
 
   std::vector<std::thread> runners;
-  for (int i = 1; i < threads; ++i) runners.emplace_back([&io] { io.run(); });
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
+  for (auto& loop : loops) keep_running.push_back(asio::make_work_guard(*loop));
+  for (int i = 1; i < threads; ++i) runners.emplace_back([loop = loops[i].get()] { loop->run(); });
   io.run();
   for (auto& t : runners) t.join();
 

@@ -210,13 +210,12 @@ struct RouteStats {
 }  // namespace
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
-  Impl(asio::io_context& io_in, ServerOptions options_in, service::PasteService& service_in,
-       MetricsRegistry& metrics_in)
-      : io(io_in),
+  Impl(std::vector<asio::io_context*> ios_in, ServerOptions options_in,
+       service::PasteService& service_in, MetricsRegistry& metrics_in)
+      : ios(std::move(ios_in)),
         options(std::move(options_in)),
         service(service_in),
         metrics(metrics_in),
-        acceptor(io_in),
         in_flight_gauge(metrics_in.GetGauge("sluice_http_in_flight", "Requests being served now")),
         bytes_received(metrics_in.GetCounter("sluice_http_bytes_received_total",
                                              "Bytes read from client sockets (a rejected body is "
@@ -228,11 +227,13 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     }
   }
 
-  asio::io_context& io;
+  // One event loop per thread, each with its own acceptor on the same port (SO_REUSEPORT): a
+  // connection lives on one thread, so it needs no strand and its completions never cross cores.
+  std::vector<asio::io_context*> ios;
   const ServerOptions options;
   service::PasteService& service;
   MetricsRegistry& metrics;
-  tcp::acceptor acceptor;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::string base_url;
   std::atomic<int64_t> in_flight{0};
   std::atomic<bool> draining{false};
@@ -265,12 +266,20 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     if (ec) throw std::runtime_error("listen address '" + host + "' is not an IP address");
     const tcp::endpoint endpoint(
         address, static_cast<uint16_t>(std::stoi(options.listen.substr(colon + 1))));
-    acceptor.open(endpoint.protocol());
-    acceptor.set_option(asio::socket_base::reuse_address(true));
-    acceptor.bind(endpoint, ec);
-    if (ec) throw std::runtime_error("cannot listen on " + options.listen + ": " + ec.message());
-    acceptor.listen(asio::socket_base::max_listen_connections);
-    const auto bound = acceptor.local_endpoint();
+    using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    tcp::endpoint bind_to = endpoint;
+    for (asio::io_context* io : ios) {
+      auto acceptor = std::make_unique<tcp::acceptor>(*io);
+      acceptor->open(bind_to.protocol());
+      acceptor->set_option(asio::socket_base::reuse_address(true));
+      acceptor->set_option(reuse_port(true));
+      acceptor->bind(bind_to, ec);
+      if (ec) throw std::runtime_error("cannot listen on " + options.listen + ": " + ec.message());
+      acceptor->listen(asio::socket_base::max_listen_connections);
+      bind_to = acceptor->local_endpoint();  // port 0 resolved once; the others share it
+      acceptors.push_back(std::move(acceptor));
+    }
+    const auto bound = acceptors.front()->local_endpoint();
     base_url = options.public_url;
     if (base_url.empty()) {
       const std::string shown = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
@@ -278,15 +287,19 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       base_url = fmt::format("http://{}:{}", shown, bound.port());
     }
     while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
-    asio::co_spawn(acceptor.get_executor(), AcceptLoop(shared_from_this()), asio::detached);
+    for (size_t i = 0; i < acceptors.size(); ++i) {
+      asio::co_spawn(acceptors[i]->get_executor(), AcceptLoop(shared_from_this(), i),
+                     asio::detached);
+    }
   }
 
-  static awaitable<void> AcceptLoop(std::shared_ptr<Impl> self) {
+  static awaitable<void> AcceptLoop(std::shared_ptr<Impl> self, size_t index) {
+    tcp::acceptor& acceptor = *self->acceptors[index];
     for (;;) {
       boost::system::error_code ec;
-      tcp::socket socket = co_await self->acceptor.async_accept(
-          asio::make_strand(self->io), asio::redirect_error(asio::use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+      tcp::socket socket = co_await acceptor.async_accept(
+          *self->ios[index], asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) {
         spdlog::warn("accept: {}", ec.message());  // e.g. out of file descriptors: keep serving
         continue;
@@ -676,18 +689,18 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 };
 
-HttpServer::HttpServer(asio::io_context& io, ServerOptions options, service::PasteService& service,
-                       MetricsRegistry& metrics)
-    : impl_(std::make_shared<Impl>(io, std::move(options), service, metrics)) {}
+HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options,
+                       service::PasteService& service, MetricsRegistry& metrics)
+    : impl_(std::make_shared<Impl>(std::move(ios), std::move(options), service, metrics)) {}
 
 HttpServer::~HttpServer() = default;
 
 void HttpServer::Start() { impl_->Start(); }
 
-uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+uint16_t HttpServer::port() const { return impl_->acceptors.front()->local_endpoint().port(); }
 
 std::string HttpServer::bound_address() const {
-  const auto address = impl_->acceptor.local_endpoint().address();
+  const auto address = impl_->acceptors.front()->local_endpoint().address();
   return address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
 }
 
@@ -695,27 +708,29 @@ std::string HttpServer::base_url() const { return impl_->base_url; }
 
 void HttpServer::Drain(std::function<void()> done) {
   auto impl = impl_;
-  asio::post(impl->acceptor.get_executor(), [impl, done = std::move(done)]() mutable {
-    impl->draining = true;
-    boost::system::error_code ignored;
-    impl->acceptor.close(ignored);
-    asio::co_spawn(
-        impl->io,
-        [impl, done = std::move(done)]() -> awaitable<void> {
-          asio::steady_timer timer(impl->io);
-          const auto give_up = std::chrono::steady_clock::now() + impl->options.drain_timeout;
-          while (impl->in_flight.load() > 0 && std::chrono::steady_clock::now() < give_up) {
-            timer.expires_after(std::chrono::milliseconds(20));
-            co_await timer.async_wait(asio::use_awaitable);
-          }
-          if (impl->in_flight.load() > 0) {
-            spdlog::warn("drain: giving up on {} requests after {} s", impl->in_flight.load(),
-                         impl->options.drain_timeout.count());
-          }
-          done();
-        },
-        asio::detached);
-  });
+  impl->draining = true;
+  for (auto& acceptor : impl->acceptors) {
+    asio::post(acceptor->get_executor(), [a = acceptor.get()] {
+      boost::system::error_code ignored;
+      a->close(ignored);
+    });
+  }
+  asio::co_spawn(
+      *impl->ios.front(),
+      [impl, done = std::move(done)]() -> awaitable<void> {
+        asio::steady_timer timer(*impl->ios.front());
+        const auto give_up = std::chrono::steady_clock::now() + impl->options.drain_timeout;
+        while (impl->in_flight.load() > 0 && std::chrono::steady_clock::now() < give_up) {
+          timer.expires_after(std::chrono::milliseconds(20));
+          co_await timer.async_wait(asio::use_awaitable);
+        }
+        if (impl->in_flight.load() > 0) {
+          spdlog::warn("drain: giving up on {} requests after {} s", impl->in_flight.load(),
+                       impl->options.drain_timeout.count());
+        }
+        done();
+      },
+      asio::detached);
 }
 
 }  // namespace sluice::http

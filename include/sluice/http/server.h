@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sluice/admission/client_key.h"
 #include "sluice/common/metrics.h"
@@ -35,12 +36,14 @@ struct ServerOptions {
   std::function<Status(std::string_view)> set_faults;
 };
 
-/// Accepts connections and serves the API on the given io_context. Thread-safe: the io_context may
-/// run on many threads; each connection is a strand.
+/// Accepts connections and serves the API. Each io_context must be run by exactly one thread:
+/// every one gets its own acceptor on the shared port, and a connection stays on the loop that
+/// accepted it. Thread-safe otherwise.
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& io, ServerOptions options, service::PasteService& service,
-             MetricsRegistry& metrics);
+  /// Precondition: `ios` is not empty and outlives the server.
+  HttpServer(std::vector<boost::asio::io_context*> ios, ServerOptions options,
+             service::PasteService& service, MetricsRegistry& metrics);
   ~HttpServer();
 
   /// Binds and starts accepting. Throws std::runtime_error if the address cannot be bound.
