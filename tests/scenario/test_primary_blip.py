@@ -131,9 +131,10 @@ class PrimaryBlipTest(lg.ScenarioTestCase):
         self.assertStatuses(healthy_reads, {200}, "reads outside the blip")
         # Never two pastes for one create.
         self.assertEqual(dup, 0)
-        for r in creates:
+        for r in creates:  # each from its own key: one key's origin GETs are limited to 50/s
             if r.status == 201:
-                self.assertTrue(s.get(f"/raw/{r.json()['id']}").status == 200, r)
+                res = s.get(f"/raw/{r.json()['id']}", headers=xff(client_ip(r.index, 33)))
+                self.assertEqual(res.status, 200, (r, res))
 
     def paste_census(self, s, creates):
         """(rows made by this run's creates, creates with more than one row, rows of creates that
