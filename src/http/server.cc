@@ -201,6 +201,36 @@ Response ErrorResponse(ErrorCode code, std::string message, std::string reason) 
   return ErrorResponse(MakeError(code, std::move(message), std::move(reason)));
 }
 
+// The client of one request: the socket peer and, behind a trusted balancer, the hop it appended.
+// Worked out on first use only (a cache hit never asks).
+class RequestClient final : public service::ClientKeySource {
+ public:
+  RequestClient(const std::string& peer, const bhttp::request<bhttp::string_body>& request,
+                const admission::TrustedProxies& trusted)
+      : peer_(peer), request_(request), trusted_(trusted) {}
+
+  std::string Key() const override {
+    if (!key_) {
+      std::vector<std::string_view> forwarded;
+      if (!trusted_.empty()) {
+        for (const auto& field : request_) {
+          if (beast::iequals(field.name_string(), "X-Forwarded-For")) {
+            forwarded.emplace_back(field.value().data(), field.value().size());
+          }
+        }
+      }
+      key_ = admission::ClientKey(peer_, forwarded, trusted_);
+    }
+    return *key_;
+  }
+
+ private:
+  const std::string& peer_;
+  const bhttp::request<bhttp::string_body>& request_;
+  const admission::TrustedProxies& trusted_;
+  mutable std::optional<std::string> key_;
+};
+
 // Per-route metrics, resolved once so the hot path is a few atomic operations.
 struct RouteStats {
   Histogram* latency = nullptr;
@@ -359,8 +389,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       self->in_flight_gauge.Add(1);
       const bool head = parser.get().method() == bhttp::verb::head;
       const bool wants_keep_alive = parser.get().keep_alive();
-      const std::string client_key = self->ClientKeyOf(peer, parser.get());
-      Outcome outcome = co_await self->Handle(stream, buffer, parser, client_key, consumed);
+      const RequestClient client(peer, parser.get(), self->options.trusted_proxies);
+      Outcome outcome = co_await self->Handle(stream, buffer, parser, client, consumed);
       const bool close = outcome.close || !wants_keep_alive || self->draining.load();
       const bool written = co_await self->Write(stream, outcome, head, close);
       self->CountResponse(
@@ -373,18 +403,6 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     self->bytes_received.Inc(consumed + buffer.size());
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  }
-
-  std::string ClientKeyOf(const std::string& peer,
-                          const bhttp::request<bhttp::string_body>& req) const {
-    std::vector<std::string_view> forwarded;
-    if (!options.trusted_proxies.empty()) {
-      for (auto it = req.find("X-Forwarded-For");
-           it != req.end() && beast::iequals(it->name_string(), "X-Forwarded-For"); ++it) {
-        forwarded.emplace_back(it->value().data(), it->value().size());
-      }
-    }
-    return admission::ClientKey(peer, forwarded, options.trusted_proxies);
   }
 
   awaitable<bool> Write(beast::tcp_stream& stream, Outcome& outcome, bool head, bool close = true) {
@@ -411,7 +429,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   awaitable<Outcome> Handle(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
-                            const std::string& client_key, uint64_t& consumed) {
+                            const RequestClient& client, uint64_t& consumed) {
     auto& req = parser.get();
     const std::string_view target(req.target().data(), req.target().size());
     const size_t qmark = target.find('?');
@@ -428,7 +446,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       co_return out;
     }
     if (route.name == RouteName::kCreateApi || route.name == RouteName::kCreateForm) {
-      co_return co_await HandleCreate(stream, buffer, parser, route.name, query, client_key,
+      co_return co_await HandleCreate(stream, buffer, parser, route.name, query, client.Key(),
                                       consumed);
     }
     // Anything else may carry at most a small body, read (and ignored) to keep the connection
@@ -469,9 +487,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       case RouteName::kRaw:
       case RouteName::kView:
-        co_return co_await HandleRead(req, route, client_key);
+        co_return co_await HandleRead(req, route, client);
       case RouteName::kLimits:
-        co_return HandleLimits(route, client_key);
+        co_return HandleLimits(route, client.Key());
       case RouteName::kDebugFaults:
         co_return HandleFaults(req, route);
       case RouteName::kDelete:
@@ -588,8 +606,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   awaitable<Outcome> HandleRead(const bhttp::request<bhttp::string_body>& req,
-                                const RouteMatch& route, const std::string& client_key) {
-    auto paste = co_await service.Read(client_key, route.id);
+                                const RouteMatch& route, const RequestClient& client) {
+    auto paste = co_await service.Read(client, route.id);
     if (!paste.ok()) co_return Outcome{ErrorResponse(paste.error()), route.name};
     const std::string etag = fmt::format("\"{}\"", paste->meta.id.view());
     const int64_t max_age =

@@ -171,7 +171,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
 }
 
-awaitable<Result<CachedPaste>> PasteService::Read(std::string_view client_key,
+awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
                                                   std::string_view id_text) {
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
@@ -181,9 +181,10 @@ awaitable<Result<CachedPaste>> PasteService::Read(std::string_view client_key,
     co_return *std::move(hit);
   }
   cache_misses_.Inc();
+  std::string client_key = client.Key();
   auto read_slot = admission_.AdmitOriginRead(client_key);
   if (!read_slot.ok()) co_return read_slot.error();
-  auto fill = FillShared(*id, std::string(client_key));
+  auto fill = FillShared(*id, std::move(client_key));
   Result<CachedPaste> paste = co_await std::move(fill);
   if (!paste.ok()) co_return paste.error();
   if (!IsLive(paste->meta)) co_return NotFound();

@@ -55,6 +55,14 @@ struct CreatedPaste {
   int64_t expires_at = 0;
 };
 
+/// Who is asking, worked out only when a limit needs it: a read served from the cache never does,
+/// and on the hot path that saves parsing the forwarded-for chain of every request.
+class ClientKeySource {
+ public:
+  virtual ~ClientKeySource() = default;
+  virtual std::string Key() const = 0;
+};
+
 /// A create admitted from its headers: holds its create slot (and the bytes it declared) until
 /// the create answers; the bytes stay counted while an abandoned PUT still runs.
 struct CreateTicket {
@@ -90,7 +98,7 @@ class PasteService {
   /// or deleted pastes; Unavailable when a store fails, never NotFound. A cache hit costs no slot
   /// and no limit; a miss takes the client's origin-read budget, a read slot, and (shared by every
   /// concurrent reader of the id) one fill within the fill cap.
-  boost::asio::awaitable<Result<CachedPaste>> Read(std::string_view client_key,
+  boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
 
   /// The caller's budgets, spending nothing.

@@ -39,7 +39,12 @@ class PasteServiceTest : public ::testing::Test {
     if (!ticket.ok()) return ticket.error();
     return RunSync(service_.Create(std::move(*ticket), std::move(body), ttl));
   }
-  Result<CachedPaste> Read(std::string_view id) { return RunSync(service_.Read("10.0.0.1", id)); }
+  struct FixedClient final : ClientKeySource {
+    std::string Key() const override { return "10.0.0.1"; }
+  };
+  Result<CachedPaste> Read(std::string_view id) {
+    return RunSync(service_.Read(FixedClient(), id));
+  }
   worker::Janitor janitor_{meta_, blobs_, cache_, clock_, metrics_, worker::JanitorOptions{}};
 
   CreatedPaste MustCreate(std::string body, std::string_view ttl = "") {
