@@ -152,8 +152,12 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
     body = req.body or b""
     if req.body is not None and "content-length" not in names:
         head.append(f"Content-Length: {len(body)}")
-    out = memoryview(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-    header_len = len(out) - len(body)
+    head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+    header_len = len(head_bytes)
+    # Small requests go out in one write; a large body is not copied behind its headers.
+    parts = [memoryview(head_bytes + body)] if len(body) <= 65536 else [memoryview(head_bytes),
+                                                                        memoryview(body)]
+    total = sum(len(p) for p in parts)
     record.start = time.monotonic()
     deadline = record.start + timeout
     sock = None
@@ -182,14 +186,16 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                     writable = True
             if writable and writing:
                 try:
-                    n = sock.send(out[sent:sent + 262144])
+                    part, pos = (parts[0], sent) if sent < len(parts[0]) or len(parts) == 1 \
+                        else (parts[1], sent - len(parts[0]))
+                    n = sock.send(part[pos:pos + 262144])
                     sent += n
                 except (BlockingIOError, InterruptedError):
                     pass
                 except OSError:  # EPIPE, ECONNRESET: the server stopped reading; look for its answer
                     writing = False
                     poller.modify(sock, select.POLLIN)
-                if writing and sent >= len(out):
+                if writing and sent >= total:
                     writing = False
                     poller.modify(sock, select.POLLIN)
             if readable:

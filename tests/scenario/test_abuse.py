@@ -62,7 +62,7 @@ class AbuseTest(lg.ScenarioTestCase):
     # ---- one key -------------------------------------------------------------------------------
     def test_one_key_flooding_max_size_bodies_gets_429_and_the_server_reads_little_of_them(self):
         s = self.start_server()
-        body = "x" * MAX_BODY
+        body = b"x" * MAX_BODY
         before = self.bytes_received(s)
         run, _ = self.load(s, [Stream("flood", FLOOD_RATE, FLOOD_DURATION,
                                       lambda i: create(i, "10.0.3.7", body))])
@@ -151,7 +151,7 @@ class AbuseTest(lg.ScenarioTestCase):
         s = self.start_server(global_create_bytes_rate=GLOBAL_BYTES_RATE,
                               global_create_bytes_burst=GLOBAL_BYTES_BURST)
         size = 100_000
-        body = "y" * size
+        body = b"y" * size
         rate = 30.0  # 3 MB/s against 1 MB/s
         before = self.bytes_received(s)
         run, _ = self.load(s, [Stream("spread_bytes", rate, SPREAD_DURATION,

@@ -133,7 +133,7 @@ class SlowBucketTest(lg.ScenarioTestCase):
         peak_reset = lg.reset_peak_rss(s.proc.pid)
         self.faults(s, f"blob.put:latency={int(MEM_L * 1000)}ms")
 
-        body = ("0123456789abcdef" * (MAX_BODY // 16 + 1))[:MAX_BODY]
+        body = ("0123456789abcdef" * (MAX_BODY // 16 + 1))[:MAX_BODY].encode()
         rss = lg.RssSampler(s.proc.pid, 0.02).start()
         try:
             run, sampler = self.load(s, [Stream(
