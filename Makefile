@@ -38,9 +38,12 @@ test-tsan:
 	cmake --build build/tsan -j$(JOBS)
 	ctest --test-dir build/tsan -L admission --output-on-failure
 
+# Each writes its figures, with the machine's description, to bench/results/.
 bench:
 	@scripts/install-deps.sh bench
+	bench/run_admission_bench.sh
 	bench/run_embedded_bench.sh
+	bench/run_shed_bench.sh
 
 # Long versions of the scenario tests (the short ones run in make test).
 chaos: build

@@ -26,19 +26,11 @@ READ_CONNS=${READ_CONNS:-64}
 PROBE_SECONDS=${PROBE_SECONDS:-3}
 BODY_BYTES=10240
 if [ "$ROUNDS" -lt 2 ]; then echo "ROUNDS must be at least 2" >&2; exit 2; fi
-for tool in wrk nginx curl python3 cmp; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y $tool)" >&2; exit 2; }
-done
+source bench/lib.sh
+require_tools wrk nginx curl python3 cmp
 
 # ---- build ----------------------------------------------------------------------------------------
-if [ -n "${SLUICE_BIN:-}" ]; then
-  bin=$SLUICE_BIN
-else
-  cmake --preset release >/dev/null
-  cmake --build build/release -j"$JOBS" --target sluice
-  bin=build/release/sluice
-fi
-bin=$(realpath "$bin")
+bin=$(sluice_binary)
 
 # ---- work dir and cleanup -------------------------------------------------------------------------
 mkdir -p bench/work bench/results/raw
@@ -70,9 +62,6 @@ trap 'exit 130' INT TERM
 alive() {  # a server that died mid-run makes every later figure meaningless: stop here
   kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice (pid $sluice_pid) is gone; last log lines:" >&2; tail -n 3 "$work/sluice.log" >&2; exit 1; }
   kill -0 "$nginx_pid" 2>/dev/null || { echo "nginx (pid $nginx_pid) is gone" >&2; exit 1; }
-}
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # ---- the 10 KB body (UTF-8, exactly 10,240 bytes) -------------------------------------------------

@@ -40,18 +40,10 @@ WRK_CONNS=${WRK_CONNS:-64}
 JOBS=${JOBS:-2}
 BODY_BYTES=10240
 if [ "$DURATION" -lt 6 ]; then echo "DURATION must be at least 6" >&2; exit 2; fi
-for tool in wrk curl python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y $tool)" >&2; exit 2; }
-done
+source bench/lib.sh
+require_tools wrk curl python3
 
-if [ -n "${SLUICE_BIN:-}" ]; then
-  bin=$SLUICE_BIN
-else
-  cmake --preset release >/dev/null
-  cmake --build build/release -j"$JOBS" --target sluice
-  bin=build/release/sluice
-fi
-bin=$(realpath "$bin")
+bin=$(sluice_binary)
 
 mkdir -p bench/work
 work=$(mktemp -d "$repo/bench/work/shed.XXXXXX")
