@@ -514,7 +514,9 @@ class MetricsSampler:
             try:
                 rec = request(self.host, self.port, "GET", "/metrics", timeout=5)
                 if rec.status == 200:
-                    self.samples.append((t, parse_metrics(rec.body.decode("utf-8"))))
+                    # Stamped at the middle of the scrape: the values were read somewhere in it.
+                    mid = (t + rec.end) / 2 if rec.end else t
+                    self.samples.append((mid, parse_metrics(rec.body.decode("utf-8"))))
                 else:
                     self.failures.append((t, repr(rec)))
             except Exception as e:  # keep sampling; the test decides what a gap means
@@ -536,6 +538,21 @@ class MetricsSampler:
         """[(t, value)] of one series (0 when absent from a sample)."""
         key = (name, frozenset(labels.items()))
         return [(t, m.get(key, 0.0)) for t, m in self.samples]
+
+    def rates(self, name, window=1.0, since=None, **labels):
+        """[(t, per-second growth of a counter over about `window` seconds)], one per sample from
+        `since` on; a window of several samples keeps the scrapes' own timing jitter out."""
+        pts = self.series(name, **labels)
+        out = []
+        j = 0
+        for i in range(len(pts)):
+            while j < i and pts[i][0] - pts[j + 1][0] >= window:
+                j += 1
+            t0, v0 = pts[j]
+            t1, v1 = pts[i]
+            if t1 - t0 >= window and (since is None or t0 >= since):
+                out.append((t1, (v1 - v0) / (t1 - t0)))
+        return out
 
     def max(self, name, **labels):
         values = [v for _, v in self.series(name, **labels)]
