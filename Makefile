@@ -45,8 +45,10 @@ bench:
 	bench/run_embedded_bench.sh
 	bench/run_shed_bench.sh
 
-# Long versions of the scenario tests (the short ones run in make test).
+# Long versions of the scenario tests (the short ones run in make test), figures written to
+# bench/results/scenarios.md, then the crash test for 50 kill -9 cycles.
 chaos: build
+	python3 tools/run_chaos.py --bin $(DEV)/sluice
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
 

@@ -39,7 +39,18 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
       outbox_age_(metrics.GetGauge("sluice_outbox_age_seconds",
                                    "Age of the oldest pending outbox entry")) {}
 
+awaitable<size_t> Janitor::MeasureOutboxAgeOnce() {
+  const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  if (auto age = co_await meta_.OldestOutboxAge(clock_.UnixSeconds(), deadline); age.ok()) {
+    outbox_age_.Set(static_cast<double>(*age));
+  }
+  co_return 0;
+}
+
 void Janitor::Start(asio::any_io_executor executor) {
+  // Its own loop: a drain pass stuck behind a slow bucket must not freeze the gauge that shows it.
+  asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::MeasureOutboxAgeOnce),
+                 asio::detached);
   asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::DrainOutboxOnce),
                  asio::detached);
   asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepExpiredOnce),
@@ -67,9 +78,6 @@ awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
 awaitable<size_t> Janitor::DrainOutboxOnce() {
   const int64_t now = clock_.UnixSeconds();
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
-  if (auto age = co_await meta_.OldestOutboxAge(now, deadline); age.ok()) {
-    outbox_age_.Set(static_cast<double>(*age));
-  }
   auto due = co_await meta_.DueOutbox(now, options_.batch_size, deadline);
   if (!due.ok()) {
     spdlog::warn("outbox: {}", due.error().message);

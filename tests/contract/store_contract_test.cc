@@ -317,3 +317,28 @@ TEST(SqliteMetaStore, RefusesADatabaseFromANewerSchema) {
 
 }  // namespace
 }  // namespace sluice::store
+
+namespace sluice::store {
+namespace {
+
+// The embedded statement timeout: work whose caller already gave up never runs.
+TEST(EmbeddedStores, WorkAbandonedBeforeItRunsIsNotDone) {
+  TempDir dir;
+  boost::asio::thread_pool pool(2);
+  const BlockingPools pools{&pool, &pool};
+  auto meta = MakeSqliteMetaStore(dir.path() / "meta.db", pools);
+  auto blobs = MakeFsBlobStore(dir.path() / "blobs", pools);
+  const Deadline past = Deadline::At(SystemClock::Instance().Now() - std::chrono::seconds(1));
+  Status insert = RunSync(meta->Insert(Row("late00000000", 5000), past));
+  ASSERT_FALSE(insert.ok());
+  EXPECT_EQ(insert.error().code, ErrorCode::kDeadlineExceeded);
+  EXPECT_EQ(RunSync(meta->Get(Id("late00000000"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
+  Status put = RunSync(blobs->Put(Id("late00000000"), Body("x"), past));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.error().code, ErrorCode::kDeadlineExceeded);
+  EXPECT_FALSE(fs::exists(dir.path() / "blobs" / "la" / "late00000000"));
+}
+
+}  // namespace
+}  // namespace sluice::store

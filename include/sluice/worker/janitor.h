@@ -52,6 +52,8 @@ class Janitor {
   boost::asio::awaitable<size_t> DrainOutboxOnce();
   boost::asio::awaitable<size_t> SweepExpiredOnce();
   boost::asio::awaitable<size_t> ReapOrphansOnce();
+  /// Sets sluice_outbox_age_seconds from the oldest pending entry.
+  boost::asio::awaitable<size_t> MeasureOutboxAgeOnce();
 
  private:
   boost::asio::awaitable<void> Loop(std::chrono::milliseconds interval,

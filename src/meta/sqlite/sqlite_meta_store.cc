@@ -61,6 +61,7 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
 
 struct InsertOp {
   PasteMeta meta;
+  admission::Deadline deadline;
 };
 struct MarkDeletedOp {
   PasteId id;
@@ -87,8 +88,8 @@ class SqliteMetaStore final : public MetaStore {
         kMaxBatch, [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); });
   }
 
-  awaitable<Status> Insert(PasteMeta meta, admission::Deadline) override {
-    return committer_->Submit(InsertOp{meta});
+  awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
+    return committer_->Submit(InsertOp{meta, deadline});
   }
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline) override {
@@ -292,6 +293,12 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   Status Apply(Db& db, const InsertOp& op) {
+    // The embedded statement timeout (spec 003): an insert whose caller already gave up (and
+    // answered 500) must not publish the paste afterwards.
+    if (op.deadline.Expired(SystemClock::Instance())) {
+      return MakeError(ErrorCode::kDeadlineExceeded, "insert abandoned before it ran",
+                       "deadline_exceeded");
+    }
     try {
       Statement& s = db.Prepare(
           "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted) "

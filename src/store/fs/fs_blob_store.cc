@@ -72,6 +72,7 @@ int WriteAll(int fd, std::string_view data) {
 struct PutOp {
   PasteId id;
   std::shared_ptr<const std::string> body;
+  admission::Deadline deadline;
 };
 
 class FsBlobStore final : public BlobStore {
@@ -95,8 +96,8 @@ class FsBlobStore final : public BlobStore {
   }
 
   awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
-                        admission::Deadline) override {
-    return committer_->Submit(PutOp{id, std::move(body)});
+                        admission::Deadline deadline) override {
+    return committer_->Submit(PutOp{id, std::move(body), deadline});
   }
 
   awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
@@ -178,6 +179,12 @@ class FsBlobStore final : public BlobStore {
     bool any_written = false;
     for (size_t i = 0; i < batch.size(); ++i) {
       auto& item = batch[i];
+      if (item.op.deadline.Expired(SystemClock::Instance())) {
+        // Abandoned by its caller while queued: writing it now would only make an orphan.
+        item.status = MakeError(ErrorCode::kDeadlineExceeded, "write abandoned before it ran",
+                                "deadline_exceeded");
+        continue;
+      }
       tmp_paths[i] = (tmp_ / fmt::format("{}.{}", item.op.id.view(), ++tmp_serial_)).string();
       UniqueFd fd(::open(tmp_paths[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
       int err = fd.get() < 0 ? errno : WriteAll(fd.get(), *item.op.body);
