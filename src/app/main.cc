@@ -221,8 +221,8 @@ int Serve(const Settings& s) {
                std::filesystem::absolute(data_dir).string(), s.Describe());
   spdlog::default_logger()->flush();
 
-  asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+  auto signals = std::make_unique<asio::signal_set>(io, SIGTERM, SIGINT);
+  signals->async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     spdlog::info("signal {}: draining in-flight requests", signal);
     janitor.Stop();
@@ -245,6 +245,11 @@ int Serve(const Settings& s) {
   meta.reset();
   blob_backend.reset();  // the committers finish their last batch here
   meta_backend.reset();
+  // Requests abandoned at the drain timeout are coroutine frames still queued in the loops; they
+  // hold permits and leases of the admission control, so they go now, while it still exists.
+  signals.reset();
+  keep_running.clear();
+  loops.clear();
   spdlog::info("sluice stopped");
   return 0;
 }
