@@ -1,6 +1,7 @@
 // The sluice binary: `sluice serve` wires the concrete backends (the only place that names them),
 // `sluice plan` does the Little's-law arithmetic of the admission caps.
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +48,27 @@ void AddProcessMetrics(MetricsRegistry& metrics) {
         }
         return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
       });
+}
+
+// Raises the soft file-descriptor limit to the hard one and keeps the connection cap below it, with
+// room for the stores' files and the listening sockets: refusing with a 503 beats failing accept().
+int64_t ConnectionCap(int64_t wanted) {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return wanted;
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  constexpr int64_t kReserved = 256;
+  const int64_t room = files.rlim_cur == RLIM_INFINITY
+                           ? wanted
+                           : std::max<int64_t>(1, static_cast<int64_t>(files.rlim_cur) - kReserved);
+  if (room < wanted) {
+    spdlog::warn("max_connections {} lowered to {} to stay under the file-descriptor limit {}",
+                 wanted, room, files.rlim_cur);
+  }
+  return std::min(wanted, room);
 }
 
 std::chrono::seconds TtlSetting(const Settings& s, std::string_view key) {
@@ -130,6 +152,7 @@ int Serve(const Settings& s) {
     server_options.trusted_proxies = *trusted;
   }
   server_options.listen = s.String("listen");
+  server_options.max_connections = ConnectionCap(s.Integer("max_connections"));
   server_options.public_url = s.String("public_url");
   server_options.idle_timeout =
       std::chrono::duration_cast<std::chrono::seconds>(s.Duration("idle_timeout"));

@@ -30,6 +30,8 @@ constexpr SettingSpec kServeSettings[] = {
     {"body_timeout", "30s",
      "Longest wait for an admitted request body, and for writing a response"},
     {"drain_timeout", "10s", "On SIGTERM, how long in-flight requests may take to finish"},
+    {"max_connections", "10000",
+     "Open connections per process; one more gets a 503 (kept below the file-descriptor limit)"},
     {"create_budget", "2s", "Whole time budget of one create"},
     {"put_timeout", "1s", "Timeout of the body write inside a create"},
     {"insert_timeout", "50ms", "Timeout of the metadata insert inside a create"},

@@ -247,6 +247,12 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         service(service_in),
         metrics(metrics_in),
         in_flight_gauge(metrics_in.GetGauge("sluice_http_in_flight", "Requests being served now")),
+        connections_gauge(
+            metrics_in.GetGauge("sluice_http_connections", "Open client connections")),
+        connections_refused(metrics_in.GetCounter(
+            "sluice_admission_rejections_total",
+            "Requests refused by admission control, by the limit that refused them",
+            {{"reason", "connections"}})),
         bytes_received(metrics_in.GetCounter("sluice_http_bytes_received_total",
                                              "Bytes read from client sockets (a rejected body is "
                                              "never read past the read buffer)")) {
@@ -268,6 +274,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::atomic<int64_t> in_flight{0};
   std::atomic<bool> draining{false};
   Gauge& in_flight_gauge;
+  std::atomic<int64_t> connections{0};
+  Gauge& connections_gauge;
+  Counter& connections_refused;
   Counter& bytes_received;
   std::array<RouteStats, kRouteLabels.size()> route_stats;
 
@@ -331,11 +340,22 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
           *self->ios[index], asio::redirect_error(asio::use_awaitable, ec));
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) {
-        spdlog::warn("accept: {}", ec.message());  // e.g. out of file descriptors: keep serving
+        // Out of file descriptors, most likely: the pending connection stays in the backlog, so
+        // an immediate retry would spin. Pause, then keep serving the connections already open.
+        spdlog::warn("accept: {}", ec.message());
+        asio::steady_timer pause(*self->ios[index]);
+        pause.expires_after(std::chrono::milliseconds(100));
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
       auto executor = socket.get_executor();
+      if (self->connections.fetch_add(1) >= self->options.max_connections) {
+        self->connections.fetch_sub(1);
+        asio::co_spawn(executor, RefuseConnection(self, std::move(socket)), asio::detached);
+        continue;
+      }
+      self->connections_gauge.Add(1);
       asio::co_spawn(executor, Session(self, std::move(socket)), asio::detached);
     }
   }
@@ -350,6 +370,23 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     /// copied into every response.
     std::shared_ptr<const std::string> shared_body;
   };
+
+  // Over the connection cap: one short 503 and close, rather than an fd the process cannot spare
+  // (a connection that cannot be accepted at all gets no answer).
+  static awaitable<void> RefuseConnection(std::shared_ptr<Impl> self, tcp::socket socket) {
+    self->connections_refused.Inc();
+    Response res =
+        ErrorResponse(ErrorCode::kUnavailable,
+                      "the server is at its limit of open connections; retry later", "connections");
+    res.set(bhttp::field::retry_after, "5");
+    res.keep_alive(false);
+    res.prepare_payload();
+    beast::tcp_stream stream(std::move(socket));
+    stream.expires_after(std::chrono::seconds(2));
+    boost::system::error_code ec;
+    co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  }
 
   static awaitable<void> Session(std::shared_ptr<Impl> self, tcp::socket socket) {
     boost::system::error_code peer_ec;
@@ -403,6 +440,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     self->bytes_received.Inc(consumed + buffer.size());
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    self->connections.fetch_sub(1);
+    self->connections_gauge.Add(-1);
   }
 
   awaitable<bool> Write(beast::tcp_stream& stream, Outcome& outcome, bool head, bool close = true) {

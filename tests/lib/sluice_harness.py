@@ -297,6 +297,14 @@ class SluiceServer:
     def raw(self):
         return RawConnection("127.0.0.1", self.port)
 
+    def metrics_from(self, conn):
+        """Parses /metrics fetched over an already open RawConnection (when no new one may open)."""
+        conn.send_headers("GET", "/metrics", {})
+        res = conn.read_response()
+        if res.status != 200:
+            raise AssertionError(f"/metrics answered {res!r}")
+        return parse_metrics(res.text)
+
     def metrics(self):
         """Parses /metrics into {(name, frozenset(labels.items())): value}."""
         res = self.get("/metrics")

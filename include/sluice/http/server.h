@@ -27,6 +27,9 @@ struct ServerOptions {
   std::chrono::seconds body_timeout{30};
   /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
   std::chrono::seconds drain_timeout{10};
+  /// Open connections per process; one more gets a 503 and is closed, so file descriptors are
+  /// never exhausted by idle or slow clients. Default: 10,000.
+  int64_t max_connections = 10'000;
   /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
   /// key is the socket peer and whatever a client writes in the header is ignored.
   admission::TrustedProxies trusted_proxies;
