@@ -2,7 +2,7 @@
 JOBS ?= 2
 DEV := build/dev
 
-.PHONY: all deps build run test test-dev test-asan test-tsan bench chaos format clean
+.PHONY: all deps build run test test-dev test-asan test-tsan bench chaos fuzz format clean
 
 all: build
 
@@ -51,6 +51,21 @@ chaos: build
 	python3 tools/run_chaos.py --bin $(DEV)/sluice
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
+
+# libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := text ids multipart durations
+fuzz:
+	@scripts/install-deps.sh fuzz
+	CXX=clang++ cmake -S . -B build/fuzz -DSLUICE_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build/fuzz -j$(JOBS)
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus/$$t; \
+	  build/fuzz/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    build/fuzz/corpus/$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; rc=$$?; \
+	  echo "$$t: $$(grep -o 'number_of_executed_units: [0-9]*' build/fuzz/$$t.log)"; \
+	  [ $$rc -eq 0 ] || { tail -40 build/fuzz/$$t.log; exit 1; }; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')

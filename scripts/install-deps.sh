@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sluice needs to build, test or benchmark, and only those missing.
-# Usage: scripts/install-deps.sh [build|test|bench]   (each includes the ones before it)
+# Usage: scripts/install-deps.sh [build|test|bench|fuzz]   (each includes build)
 set -euo pipefail
 
 profile="${1:-build}"
@@ -11,7 +11,8 @@ case "$profile" in
   build) ;;
   test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3) ;;
   bench) packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 wrk nginx-light) ;;
-  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+  fuzz) packages+=(clang libclang-rt-14-dev) ;;
+  *) echo "usage: $0 [build|test|bench|fuzz]" >&2; exit 2 ;;
 esac
 
 missing=()
