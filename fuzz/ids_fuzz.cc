@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto id = sluice::store::PasteId::Parse(text)) {
     if (id->view() != text || text.size() != 12) std::abort();
     for (char c : text) {
-      const bool base62 = (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+      const bool base62 =
+          (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
       if (!base62) std::abort();
     }
   }

@@ -103,7 +103,8 @@ class RetryRuleTest : public ::testing::Test {
 
   ManualClock clock_;
   RetryBudget budget_{{.ratio = 0.1, .min_retries_per_second = 0.1}, clock_};  // one retry
-  Error connect_refused_{ErrorCode::kUnavailable, "connect refused", "", std::nullopt, true, std::nullopt};
+  Error connect_refused_{
+      ErrorCode::kUnavailable, "connect refused", "", std::nullopt, true, std::nullopt};
   Error timed_out_{ErrorCode::kDeadlineExceeded, "timeout", "", std::nullopt, false, std::nullopt};
 };
 
