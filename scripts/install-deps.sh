@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian packages sluice needs to build, test or benchmark, and only those missing.
+# Installs what sluice needs to build, test or benchmark, and only what is missing: Debian packages
+# (as root) and, for test and bench, the npm test tooling pinned by package-lock.json.
 # Usage: scripts/install-deps.sh [build|test|bench|fuzz]   (each includes build)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 profile="${1:-build}"
 packages=(g++ cmake make pkg-config ccache
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
-  libtomlplusplus-dev libcli11-dev)
+  libtomlplusplus-dev libcli11-dev libpq-dev libhiredis-dev libsource-highlight-dev source-highlight)
+# The real servers the tests start (each test starts and stops its own) and the browser of the UI
+# tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
+test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
+  postgresql redis-server varnish nginx-light chromium)
 case "$profile" in
   build) ;;
-  test) packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3) ;;
-  bench) packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 wrk nginx-light) ;;
+  test) packages+=("${test_tools[@]}") ;;
+  bench) packages+=("${test_tools[@]}" wrk) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   *) echo "usage: $0 [build|test|bench|fuzz]" >&2; exit 2 ;;
 esac
@@ -19,14 +25,24 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ "$profile" = test ] || [ "$profile" = bench ]; then
+  command -v npm >/dev/null || missing+=(nodejs npm)
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "missing Debian packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
-  exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "installing: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if [ "$profile" = test ] || [ "$profile" = bench ]; then
+  # No browser download: the browser tests drive Debian's /usr/bin/chromium.
+  if ! [ -d node_modules/s3rver ] || ! [ -d node_modules/playwright-core ] ||
+    [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+  fi
+fi
