@@ -156,6 +156,8 @@ int Serve(const Settings& s) {
   server_options.public_url = s.String("public_url");
   server_options.idle_timeout =
       std::chrono::duration_cast<std::chrono::seconds>(s.Duration("idle_timeout"));
+  server_options.header_timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("header_timeout"));
   server_options.body_timeout =
       std::chrono::duration_cast<std::chrono::seconds>(s.Duration("body_timeout"));
   server_options.drain_timeout =
@@ -163,6 +165,7 @@ int Serve(const Settings& s) {
 
   worker::JanitorOptions janitor_options;
   janitor_options.sweep_interval = s.Duration("sweep_interval");
+  janitor_options.reap_interval = s.Duration("reap_interval");
   janitor_options.orphan_age_floor =
       std::chrono::duration_cast<std::chrono::seconds>(s.Duration("orphan_age_floor"));
 

@@ -26,7 +26,9 @@ constexpr SettingSpec kServeSettings[] = {
     {"cache_bytes", "67108864", "Memory for recently read or created pastes, in bytes (0: off)"},
     {"read_threads", "16", "Threads for blocking reads of the embedded store"},
     {"cleanup_threads", "2", "Threads for deletes, sweeps and the reaper"},
-    {"idle_timeout", "30s", "Longest wait for a request's headers on an open connection"},
+    {"idle_timeout", "30s", "Longest wait for the next request on an open connection"},
+    {"header_timeout", "10s",
+     "Longest time a request's headers may take once started (cuts off slowloris clients)"},
     {"body_timeout", "30s",
      "Longest wait for an admitted request body, and for writing a response"},
     {"drain_timeout", "10s", "On SIGTERM, how long in-flight requests may take to finish"},
@@ -71,6 +73,7 @@ constexpr SettingSpec kServeSettings[] = {
      "Initial fault rules, e.g. 'blob.put:latency=2s; meta.get:refuse' (needs fault_injection)"},
     {"sweep_interval", "10s", "Pause between expiry sweeps when nothing is due"},
     {"orphan_age_floor", "1h", "Bodies with no row are reaped only when older than this"},
+    {"reap_interval", "10s", "Pause between the orphan reaper's pages while it finds no orphans"},
     {"log_level", "info", "trace, debug, info, warn, error"},
 };
 

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "multipart.h"
 #include "pages.h"
@@ -107,6 +108,47 @@ RouteMatch Match(bhttp::verb method, std::string_view path) {
     return make(RouteName::kView, IsReadMethod(method), "GET, HEAD", path.substr(1));
   }
   return make(RouteName::kOther, true, "");
+}
+
+// What the parser lets through but the protocol (RFC 9112) says a server must refuse, each a way to
+// make two parsers disagree about where a request ends (request smuggling): returns the reason, or
+// nothing when the framing is sound. Every refusal closes the connection.
+std::optional<std::string_view> FramingProblem(const bhttp::request_header<>& req) {
+  size_t hosts = 0, lengths = 0, encodings = 0;
+  for (const auto& field : req) {
+    if (field.name() == bhttp::field::host) ++hosts;
+    if (field.name() == bhttp::field::content_length) ++lengths;
+    if (field.name() == bhttp::field::transfer_encoding) ++encodings;
+  }
+  if (req.version() == 11 && hosts != 1) return "an HTTP/1.1 request needs exactly one Host";
+  if (lengths > 1) return "more than one Content-Length";
+  if (encodings > 0 && lengths > 0) return "both Transfer-Encoding and Content-Length";
+  if (encodings > 0) {
+    // Only "chunked" as the final coding frames a request body (section 6.3 of RFC 9112).
+    const auto te = req[bhttp::field::transfer_encoding];
+    const std::string_view value(te.data(), te.size());
+    const size_t last = value.find_last_not_of(" \t");
+    const std::string_view trimmed = value.substr(0, last == std::string_view::npos ? 0 : last + 1);
+    if (!trimmed.ends_with("chunked")) return "a Transfer-Encoding that does not end in chunked";
+  }
+  const auto target = req.target();
+  if (target.empty() || (target.front() != '/' && !target.starts_with("http://") &&
+                         !target.starts_with("https://") && target != "*")) {
+    return "a request target that is neither a path nor an absolute URL";
+  }
+  return std::nullopt;
+}
+
+// The path of an origin-form or absolute-form target (which a server must accept, RFC 9112
+// section 3.2.2); the authority of an absolute URL plays no part in routing.
+std::string_view TargetPath(std::string_view target) {
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.starts_with(scheme)) {
+      const size_t slash = target.find('/', scheme.size());
+      return slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    }
+  }
+  return target;
 }
 
 int HexValue(char c) {
@@ -253,6 +295,14 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
             "sluice_admission_rejections_total",
             "Requests refused by admission control, by the limit that refused them",
             {{"reason", "connections"}})),
+        header_timeouts(metrics_in.GetCounter(
+            "sluice_http_timeouts_total",
+            "Requests cut off because their headers or body arrived too slowly",
+            {{"phase", "headers"}})),
+        body_timeouts(metrics_in.GetCounter("sluice_http_timeouts_total",
+                                            "Requests cut off because their headers or body "
+                                            "arrived too slowly",
+                                            {{"phase", "body"}})),
         bytes_received(metrics_in.GetCounter("sluice_http_bytes_received_total",
                                              "Bytes read from client sockets (a rejected body is "
                                              "never read past the read buffer)")) {
@@ -277,6 +327,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::atomic<int64_t> connections{0};
   Gauge& connections_gauge;
   Counter& connections_refused;
+  Counter& header_timeouts;
+  Counter& body_timeouts;
   Counter& bytes_received;
   std::array<RouteStats, kRouteLabels.size()> route_stats;
 
@@ -404,9 +456,28 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       // Routes decide body limits from the headers; Beast's own check would answer before them.
       parser.body_limit(std::numeric_limits<std::uint64_t>::max());
       boost::system::error_code ec;
-      stream.expires_after(self->options.idle_timeout);
+      if (buffer.size() == 0) {
+        // Two clocks: an idle keep-alive connection may wait idle_timeout for its next request,
+        // but once a request starts its headers must all arrive within header_timeout, however
+        // slowly the bytes trickle in.
+        stream.expires_after(self->options.idle_timeout);
+        const size_t got = co_await stream.async_read_some(
+            buffer.prepare(kReadBufferLimit), asio::redirect_error(asio::use_awaitable, ec));
+        buffer.commit(got);
+        if (ec) break;
+      }
+      stream.expires_after(self->options.header_timeout);
       co_await bhttp::async_read_header(stream, buffer, parser,
                                         asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == beast::error::timeout) {
+        self->header_timeouts.Inc();
+        Outcome slow{ErrorResponse(ErrorCode::kInvalidArgument,
+                                   "the request headers took too long to arrive", "header_timeout"),
+                     RouteName::kOther, true};
+        slow.response.result(bhttp::status::request_timeout);
+        co_await self->Write(stream, slow, false);
+        break;
+      }
       if (ec) {
         if (ec.category() == bhttp::make_error_code(bhttp::error::end_of_stream).category() &&
             ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
@@ -419,6 +490,13 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
           }
           co_await self->Write(stream, bad, false);
         }
+        break;
+      }
+      if (auto problem = FramingProblem(parser.get())) {
+        Outcome bad{ErrorResponse(ErrorCode::kInvalidArgument,
+                                  fmt::format("malformed request: {}", *problem), "bad_request"),
+                    RouteName::kOther, true};
+        co_await self->Write(stream, bad, false);
         break;
       }
       const auto started = std::chrono::steady_clock::now();
@@ -470,12 +548,19 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   awaitable<Outcome> Handle(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
                             const RequestClient& client, uint64_t& consumed) {
     auto& req = parser.get();
-    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view target = TargetPath({req.target().data(), req.target().size()});
     const size_t qmark = target.find('?');
     const std::string_view path = target.substr(0, qmark);
     const std::string_view query = qmark == std::string_view::npos ? "" : target.substr(qmark + 1);
     const RouteMatch route = Match(req.method(), path);
 
+    if (req.method() == bhttp::verb::unknown) {
+      Outcome out{ErrorResponse(ErrorCode::kInvalidArgument, "this method is not implemented",
+                                "method_not_implemented"),
+                  route.name, !parser.is_done()};
+      out.response.result(bhttp::status::not_implemented);
+      co_return out;
+    }
     if (!route.method_allowed) {
       Outcome out{ErrorResponse(ErrorCode::kInvalidArgument, "method not allowed here",
                                 "method_not_allowed"),
@@ -584,7 +669,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
           ErrorResponse(ErrorCode::kInvalidArgument,
                         "the body did not arrive in full: " + ec.message(), "incomplete_body"),
           route, true};
-      if (ec == beast::error::timeout) out.response.result(bhttp::status::request_timeout);
+      if (ec == beast::error::timeout) {
+        body_timeouts.Inc();
+        out.response.result(bhttp::status::request_timeout);
+      }
       co_return out;
     }
     std::string body = std::move(req.body());

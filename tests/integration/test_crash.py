@@ -1,5 +1,6 @@
-"""Crash test: kill -9 in the middle of a stream of creates, restart, and check that nothing
-acknowledged was lost and nothing partial is ever served or left in a final blob location.
+"""Crash test: kill -9 in the middle of a stream of creates and deletes, restart, and check that
+nothing acknowledged was lost, every acknowledged delete stayed deleted, nothing partial is ever
+served or left in a final blob location, and that the bodies a crash orphaned are reaped.
 
 Environment:
   SLUICE_CRASH_ITERATIONS  kill/restart cycles (default 5; `make chaos` runs more)
@@ -77,6 +78,7 @@ class CreateStream:
         self.sent = sent  # digests of every body whose create was attempted (shared, locked)
         self.lock = threading.Lock()
         self.acked = {}  # id -> body, for every 201
+        self.tokens = {}  # id -> delete token
         self.unanswered = 0  # requests that got no response (the kill came first)
         self.statuses = {}
         self.stop = threading.Event()
@@ -120,10 +122,45 @@ class CreateStream:
                 with self.lock:
                     self.statuses[res.status] = self.statuses.get(res.status, 0) + 1
                     if res.status == 201:
-                        self.acked[json.loads(data)["id"]] = body
+                        created = json.loads(data)
+                        self.acked[created["id"]] = body
+                        self.tokens[created["id"]] = created["delete_token"]
                 if res.will_close:
                     conn.close()
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        finally:
+            conn.close()
+
+
+class DeleteStream:
+    """One client thread deleting acknowledged pastes, oldest first, until the server dies."""
+
+    def __init__(self, port, candidates, tokens):
+        self.port = port
+        self.candidates = list(candidates)
+        self.tokens = tokens
+        self.deleted = set()  # 204s: these must stay deleted
+        self.unanswered = set()  # sent, no answer: either state is allowed, but never partial
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            for paste_id in self.candidates:
+                if self.stop.is_set():
+                    return
+                try:
+                    conn.request("DELETE", f"/api/v1/pastes/{paste_id}",
+                                 headers={"Authorization": f"Bearer {self.tokens[paste_id]}"})
+                    res = conn.getresponse()
+                    res.read()
+                except (OSError, http.client.HTTPException):
+                    self.unanswered.add(paste_id)
+                    return
+                if res.status == 204:
+                    self.deleted.add(paste_id)
+                time.sleep(0.005)  # a delete stream, not a delete flood
         finally:
             conn.close()
 
@@ -138,14 +175,23 @@ class CrashTest(SluiceTestCase):
               file=sys.stderr)
         rng = random.Random(seed)
         maker = BodyMaker(rng)
-        s = self.server(["--sweep-interval", "200ms"])
+        # Orphans older than 3 s (above the 2 s create budget, so no create in flight is reaped).
+        s = self.server(["--sweep-interval", "200ms", "--reap-interval", "200ms",
+                         "--orphan-age-floor", "3s"])
         acked = {}  # every id ever acknowledged -> its body
+        tokens = {}
+        deleted = set()  # every acknowledged delete
+        maybe_deleted = set()  # deletes the kill left unanswered
         sent = set()  # digests of every body ever sent
         totals = {"unanswered": 0, "in_db_not_acked": set(), "orphan_files": set()}
 
         for it in range(1, iterations + 1):
             stream = CreateStream(s.port, threads, maker, it, sent)
+            # Half of what earlier iterations created, deleted while the creates run.
+            live = sorted(set(acked) - deleted - maybe_deleted)
+            deleter = DeleteStream(s.port, rng.sample(live, len(live) // 2), tokens)
             stream.start()
+            deleter.thread.start()
             try:
                 wait_until(lambda: stream.acks() >= 10, timeout=30,
                            message=f"iteration {it}: 10 acknowledged creates")
@@ -153,24 +199,55 @@ class CrashTest(SluiceTestCase):
             finally:
                 s.kill()
                 stream.join()
+                deleter.stop.set()
+                deleter.thread.join(30)
+            deleted |= deleter.deleted
+            maybe_deleted |= deleter.unanswered
+            tokens.update(stream.tokens)
             overlap = set(stream.acked) & set(acked)
             self.assertEqual(overlap, set(), "an id was handed out twice")
             acked.update(stream.acked)
             totals["unanswered"] += stream.unanswered
             print(f"iteration {it}: {len(stream.acked)} acknowledged, {stream.unanswered} "
-                  f"unanswered at the kill, statuses {dict(sorted(stream.statuses.items()))}",
-                  file=sys.stderr)
+                  f"unanswered at the kill, statuses {dict(sorted(stream.statuses.items()))}; "
+                  f"{len(deleter.deleted)} deletes acknowledged, {len(deleter.unanswered)} "
+                  f"unanswered", file=sys.stderr)
 
             s.start()
-            self.check_data_dir(s, acked, sent, totals, it)
+            self.check_data_dir(s, acked, deleted, maybe_deleted, sent, totals, it)
 
-        print(f"crash test: {iterations} iterations, {len(acked)} acknowledged pastes verified "
-              f"byte-identical, 0 lost; {totals['unanswered']} creates unanswered at a kill, "
+        # The reaper and the outbox finish what the crashes left: every body in a final location
+        # belongs to a live row (orphans reaped, deleted pastes' bodies removed).
+        def stray_bodies():
+            live_rows = {r[0] for r in s.query("SELECT id FROM pastes WHERE deleted = 0")}
+            return [rel for rel in s.blob_files(include_tmp=False)
+                    if rel.partition(os.sep)[2] not in live_rows]
+        # Plus orphans planted as a crash between PUT and insert leaves them, an hour old, so the
+        # reaper provably has work even when the kills happened to leave none.
+        for n in range(3):
+            orphan_id = f"rphn{n}{rng.randrange(10**7):07d}"
+            path = s.blob_path(orphan_id)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(b"a body whose row never committed")
+            old = time.time() - 3600
+            os.utime(path, (old, old))
+        orphans_at_end = len(stray_bodies())
+        wait_until(lambda: not stray_bodies(), timeout=60,
+                   message="orphaned and deleted bodies reaped")
+        for paste_id in set(acked) - deleted - maybe_deleted:
+            self.assertTrue(os.path.isfile(s.blob_path(paste_id)),
+                            f"the reaper removed the body of live paste {paste_id}")
+
+        print(f"crash test: {iterations} iterations, {len(acked) - len(deleted)} acknowledged "
+              f"pastes verified byte-identical, 0 lost; {len(deleted)} acknowledged deletes "
+              f"verified gone, 0 resurrected; {orphans_at_end} stray bodies after the last restart, "
+              f"all reaped; {totals['unanswered']} creates unanswered at a kill, "
               f"{len(totals['in_db_not_acked'])} of them found complete in the store afterwards, "
               f"{len(totals['orphan_files'])} complete orphan bodies (reaper's work); seed {seed}",
               file=sys.stderr)
 
-    def check_data_dir(self, s, acked, sent, totals, it):
+    def check_data_dir(self, s, acked, deleted, maybe_deleted, sent, totals, it):
         where = f"after restart {it}"
         # Start-up drops whatever a crash left half-written.
         tmp = os.path.join(s.blobs_dir, ".tmp")
@@ -186,14 +263,24 @@ class CrashTest(SluiceTestCase):
                     time.sleep(0.2)
                 return res
 
-            # Every acknowledged paste, from every iteration so far, byte for byte.
+            # Every acknowledged paste, from every iteration so far, byte for byte; a delete the
+            # kill left unanswered may have happened or not, but never half.
             lost = []
             for paste_id, body in acked.items():
+                if paste_id in deleted:
+                    continue
                 res = read(paste_id)
+                if paste_id in maybe_deleted and res.status == 404:
+                    continue
                 if res.status != 200 or res.body != body:
                     lost.append((paste_id, res.status, len(body), len(res.body)))
             self.assertEqual(lost, [], f"{where}: acknowledged pastes lost or altered "
                                        f"(id, status, sent bytes, got bytes)")
+
+            # Every acknowledged delete stays deleted.
+            resurrected = [(paste_id, res.status) for paste_id in sorted(deleted)
+                           if (res := read(paste_id)).status != 404]
+            self.assertEqual(resurrected, [], f"{where}: acknowledged deletes serving again")
 
             # Every live row the server knows serves a complete body that was sent.
             rows = s.query("SELECT id FROM pastes WHERE deleted = 0 AND expires_at > ?",
@@ -224,7 +311,7 @@ class CrashTest(SluiceTestCase):
             elif name not in row_ids:
                 totals["orphan_files"].add(name)
         self.assertEqual(partial, [], f"{where}: incomplete bodies in final blob locations")
-        for paste_id in acked:
+        for paste_id in set(acked) - deleted - maybe_deleted:
             self.assertTrue(os.path.isfile(s.blob_path(paste_id)), f"{where}: no file for {paste_id}")
 
 

@@ -21,8 +21,11 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8080";
   /// Base of the links handed out ("https://paste.example"); empty: http://<listen address>.
   std::string public_url;
-  /// How long a connection may sit between requests or take to send its headers. Default: 30 s.
+  /// How long an open connection may sit with no request started. Default: 30 s.
   std::chrono::seconds idle_timeout{30};
+  /// How long a request's headers may take once their first byte arrived, so a client sending
+  /// them a byte at a time (slowloris) is cut off. Default: 10 s.
+  std::chrono::seconds header_timeout{10};
   /// How long a request body may take to arrive once admitted. Default: 30 s.
   std::chrono::seconds body_timeout{30};
   /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
