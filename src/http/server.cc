@@ -518,6 +518,16 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     self->bytes_received.Inc(consumed + buffer.size());
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    // Lingering close: a client still sending (a refused body, a slowloris cut off mid-header)
+    // would otherwise get a reset on close, and a reset can discard the error response before the
+    // client reads it. Bounded in time and bytes, so it costs little against a hostile client.
+    stream.expires_after(std::chrono::seconds(1));
+    std::array<char, 4096> sink;
+    for (size_t drained = 0; drained < 64 * 1024;) {
+      drained += co_await stream.async_read_some(asio::buffer(sink),
+                                                 asio::redirect_error(asio::use_awaitable, ignored));
+      if (ignored) break;
+    }
     self->connections.fetch_sub(1);
     self->connections_gauge.Add(-1);
   }

@@ -251,8 +251,10 @@ class SluiceServer:
         conn = conn or self.connection(timeout)
         try:
             conn.putrequest(method, path, skip_accept_encoding=True)
-            names = {k.lower() for k in (headers or {})}
-            for k, v in (headers or {}).items():
+            # A dict, or (name, value) pairs when a test repeats a header.
+            pairs = list(headers.items() if isinstance(headers, dict) else headers or ())
+            names = {k.lower() for k, _ in pairs}
+            for k, v in pairs:
                 conn.putheader(k, v)
             if body is not None and isinstance(body, str):
                 body = body.encode("utf-8")
