@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "sluice/admission/littles_law.h"
@@ -165,39 +169,92 @@ SettingsLoader::SettingsLoader(CLI::App& command) {
   }
 }
 
-Settings SettingsLoader::Resolve() const {
-  Settings settings;
-  toml::table file;
-  if (!config_path_.empty()) {
-    try {
-      file = toml::parse_file(config_path_);
-    } catch (const toml::parse_error& e) {
-      throw std::runtime_error(fmt::format("config file {}: {}", config_path_, e.description()));
+namespace {
+
+toml::table ParseConfig(std::string_view text, std::string_view origin) {
+  // toml++ 3.3.0 (Debian 12) reaches __builtin_unreachable on many non-ASCII characters where it
+  // looks for whitespace (found by config_fuzz: "crecre\u0280t "), which is undefined behaviour in
+  // a release build. No setting needs more than ASCII, so such a file is refused instead.
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (static_cast<unsigned char>(text[i]) >= 0x80) {
+      const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + i, '\n'));
+      throw std::runtime_error(fmt::format(
+          "config file {}: line {}: only ASCII is accepted in a config file", origin, line));
     }
-    for (const auto& [key, node] : file) {
-      if (!FindSpec(key.str())) {
-        throw std::runtime_error(
-            fmt::format("config file {}: unknown key '{}'", config_path_, key.str()));
-      }
+  }
+  try {
+    return toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    throw std::runtime_error(fmt::format("config file {}: {}", origin, e.description()));
+  }
+}
+
+// The one merge of every source: a flag or SLUICE_* variable (when `flag` has one), else the TOML
+// table, else the default. `origin` names the file in errors.
+void MergeSettings(
+    const toml::table& file, std::string_view origin,
+    const std::function<std::optional<std::string>(const SettingSpec&)>& flag,
+    std::map<std::string, std::pair<std::string, std::string>, std::less<>>& values) {
+  for (const auto& [key, node] : file) {
+    if (!FindSpec(key.str())) {
+      throw std::runtime_error(fmt::format("config file {}: unknown key '{}'", origin, key.str()));
     }
   }
   for (const SettingSpec& spec : kServeSettings) {
     std::pair<std::string, std::string> resolved{spec.default_value, "default"};
-    if (options_.at(spec.key)->count() > 0) {
-      resolved = {*flag_values_.at(spec.key), "flag/env"};
+    if (auto from_flag = flag(spec)) {
+      resolved = {*from_flag, "flag/env"};
     } else if (const toml::node* node = file.get(spec.key)) {
       if (auto s = node->value<std::string>())
         resolved = {*s, "config file"};
       else if (auto i = node->value<int64_t>())
         resolved = {std::to_string(*i), "config file"};
+      else if (auto d = node->value<double>())
+        resolved = {fmt::format("{}", *d), "config file"};
       else if (auto b = node->value<bool>())
         resolved = {*b ? "true" : "false", "config file"};
       else
-        throw std::runtime_error(fmt::format("config file {}: '{}' must be a string or a number",
-                                             config_path_, spec.key));
+        throw std::runtime_error(
+            fmt::format("config file {}: '{}' must be a string or a number", origin, spec.key));
     }
-    settings.values_[spec.key] = std::move(resolved);
+    values[spec.key] = std::move(resolved);
   }
+}
+
+}  // namespace
+
+Settings SettingsLoader::Resolve() const {
+  toml::table file;
+  if (!config_path_.empty()) {
+    std::ifstream in(config_path_, std::ios::binary);
+    if (!in) throw std::runtime_error(fmt::format("config file {}: cannot read it", config_path_));
+    std::ostringstream text;
+    text << in.rdbuf();
+    file = ParseConfig(text.str(), config_path_);
+  }
+  Settings settings;
+  MergeSettings(
+      file, config_path_,
+      [this](const SettingSpec& spec) -> std::optional<std::string> {
+        if (options_.at(spec.key)->count() == 0) return std::nullopt;
+        return *flag_values_.at(spec.key);
+      },
+      settings.values_);
+  return settings;
+}
+
+std::vector<std::string> SettingsLoader::Keys() {
+  std::vector<std::string> keys;
+  for (const SettingSpec& spec : kServeSettings) keys.emplace_back(spec.key);
+  return keys;
+}
+
+Settings SettingsLoader::FromToml(std::string_view toml_text) {
+  const toml::table file = ParseConfig(toml_text, "config");
+  Settings settings;
+  MergeSettings(
+      file, "config", [](const SettingSpec&) { return std::optional<std::string>(); },
+      settings.values_);
   return settings;
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::app {
 
@@ -44,6 +45,11 @@ class SettingsLoader {
   /// Call after CLI parsing. Throws std::runtime_error for an unreadable or invalid TOML file or an
   /// unknown key in it (a typo must not silently fall back to a default).
   Settings Resolve() const;
+  /// The settings a TOML document alone gives (defaults for the rest), with the same checks as a
+  /// config file; for tests and the config fuzzer.
+  static Settings FromToml(std::string_view toml_text);
+  /// Every declared key, for the same.
+  static std::vector<std::string> Keys();
 
  private:
   std::map<std::string, std::unique_ptr<std::string>> flag_values_;

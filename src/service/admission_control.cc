@@ -54,7 +54,9 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
   }
   const std::pair<const char*, const admission::SlotLimiter*> pools[] = {
       {"create", create_slots_.get()}, {"read", &read_slots_}, {"fill", &fill_slots_}};
-  for (const auto& [pool, limiter] : pools) {
+  for (const auto& [pool, pool_limiter] : pools) {
+    // A named copy: clang 14 cannot capture a structured binding.
+    const admission::SlotLimiter* limiter = pool_limiter;
     metrics.AddGaugeCallback("sluice_pool_in_use", "Units in flight per admission pool",
                              {{"pool", pool}},
                              [limiter] { return double(limiter->Gauges().in_use); });
