@@ -36,7 +36,9 @@ struct PostgresPoolOptions {
 };
 
 struct PostgresOptions {
-  /// A libpq connection URI, postgres://USER@HOST:PORT/DB (postgresql:// also accepted). Required.
+  /// A libpq connection URI, postgres://USER@HOST:PORT/DB (postgresql:// also accepted); the
+  /// other libpq parameters may follow as ?key=value, except `options`, which the pools set. A
+  /// password belongs in PGPASSWORD or ~/.pgpass: the URL is logged. Required.
   std::string url;
   /// Default: 8 connections, 1 s.
   PostgresPoolOptions read;

@@ -238,8 +238,10 @@ class PgMetaStore final : public PostgresMetaStore {
   explicit PgMetaStore(PostgresOptions options)
       : options_(std::move(options)), guard_(asio::make_work_guard(io_)) {
     auto make_pool = [&](const char* name, const PostgresPoolOptions& pool) {
+      // bytea_output pinned because the rows are parsed as text: a server configured for the
+      // old escape format must not garble token hashes.
       pg::ConnectSpec spec{options_.url, std::string("sluice-") + name,
-                           fmt::format("-c statement_timeout={}",
+                           fmt::format("-c statement_timeout={} -c bytea_output=hex",
                                        DurationSetting(StatementTimeoutFor(pool.call_timeout)))};
       return std::make_unique<Pool>(io_.get_executor(), std::move(spec), pool,
                                     options_.connect_timeout);
