@@ -99,14 +99,18 @@ std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
   }
   store::PostgresOptions options;
   options.url = url;
-  options.read = {static_cast<size_t>(std::max<int64_t>(1, s.Integer("meta_read_connections"))),
-                  timeouts.meta_get};
+  auto connections = [&s](const char* key) {
+    return static_cast<size_t>(std::max<int64_t>(1, s.Integer(key)));
+  };
+  // A few connections open at start: a connect rarely fits in a 20 ms read or a 50 ms insert.
+  constexpr size_t kWarm = 4;
+  options.read = {connections("meta_read_connections"), timeouts.meta_get,
+                  std::min(kWarm, connections("meta_read_connections"))};
   // Creates and deletes share the write pool; its statement timeout follows the longer of the two.
-  options.write = {static_cast<size_t>(std::max<int64_t>(1, s.Integer("meta_write_connections"))),
-                   std::max(timeouts.meta_insert, timeouts.meta_delete)};
-  options.cleanup = {
-      static_cast<size_t>(std::max<int64_t>(1, s.Integer("meta_cleanup_connections"))),
-      timeouts.meta_background};
+  options.write = {connections("meta_write_connections"),
+                   std::max(timeouts.meta_insert, timeouts.meta_delete),
+                   std::min(kWarm, connections("meta_write_connections"))};
+  options.cleanup = {connections("meta_cleanup_connections"), timeouts.meta_background, 1};
   auto meta = store::MakePostgresMetaStore(options);
   const std::pair<const char*, store::PostgresPurpose> pools_by_name[] = {
       {"read", store::PostgresPurpose::kRead},

@@ -262,6 +262,26 @@ TEST(PostgresMetaStore, ConnectionsAreReusedAcrossCalls) {
   EXPECT_EQ(store->Stats(PostgresPurpose::kRead).idle, 1u);
 }
 
+TEST(PostgresMetaStore, WarmConnectionsOpenBeforeAnyCall) {
+  testenv::TestDatabase db;
+  PostgresOptions options;
+  options.read.warm = 2;
+  options.cleanup.warm = 5;  // more than the pool's 2: capped
+  auto store = MigratedStore(db.url(), options);
+  for (int i = 0; i < 1000 && (store->Stats(PostgresPurpose::kRead).idle < 2 ||
+                               store->Stats(PostgresPurpose::kCleanup).idle < 2);
+       ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(store->Stats(PostgresPurpose::kRead).idle, 2u);
+  EXPECT_EQ(store->Stats(PostgresPurpose::kCleanup).open, 2u);
+  EXPECT_EQ(store->Stats(PostgresPurpose::kWrite).open, 0u);
+  // A read now needs no connect, so even a tight deadline is met.
+  auto got = RunSync(store->Get(Id("nothere00000"), In(2s)));
+  EXPECT_EQ(got.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store->Stats(PostgresPurpose::kRead).open, 2u);
+}
+
 TEST(PostgresMetaStore, ResumesTheCallerOnItsOwnThread) {
   testenv::TestDatabase db;
   auto store = MigratedStore(db.url(), PostgresOptions{});

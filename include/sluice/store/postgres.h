@@ -33,6 +33,10 @@ struct PostgresPoolOptions {
   /// `statement_timeout` = StatementTimeoutFor(call_timeout), so a query the app abandoned dies on
   /// the server too (spec 003). Default: 1 s.
   Duration call_timeout = std::chrono::seconds(1);
+  /// Connections opened at start, before any call needs them: a connect (TCP, start-up, auth)
+  /// rarely fits in a read's 20 ms, so a cold pool would fail its first calls. At most
+  /// `connections`. Default: 0.
+  size_t warm = 0;
 };
 
 struct PostgresOptions {
@@ -45,7 +49,7 @@ struct PostgresOptions {
   /// Default: 8 connections, 1 s.
   PostgresPoolOptions write;
   /// Default: 2 connections, 5 s.
-  PostgresPoolOptions cleanup{2, std::chrono::seconds(5)};
+  PostgresPoolOptions cleanup{2, std::chrono::seconds(5), 0};
   /// Longest wait for a new connection when the call's own deadline allows more (background work
   /// has none). A connect past it is Unavailable. Default: 2 s.
   Duration connect_timeout = std::chrono::seconds(2);

@@ -119,6 +119,25 @@ class Pool {
     }
   }
 
+  /// Opens one connection ahead of need, so the first calls after start do not pay for a connect
+  /// inside a timeout of a few milliseconds. A failure is only logged: calls connect on demand.
+  awaitable<void> Warm() {
+    if (open_ >= options_.connections) co_return;
+    ++open_;
+    Publish();
+    auto opening =
+        Connection::Open(executor_, spec_, SystemClock::Instance().Now() + connect_timeout_);
+    Result<std::unique_ptr<Connection>> conn = co_await std::move(opening);
+    if (!conn.ok()) {
+      --open_;
+      WakeOne(nullptr);
+      Publish();
+      spdlog::warn("{}: {}", spec_.application_name, conn.error().message);
+      co_return;
+    }
+    Release(std::move(*conn));
+  }
+
   /// Called when the store shuts down: connections returned from now on are closed.
   void Close() {
     closing_ = true;
@@ -249,6 +268,12 @@ class PgMetaStore final : public PostgresMetaStore {
     pools_[0] = make_pool("read", options_.read);
     pools_[1] = make_pool("write", options_.write);
     pools_[2] = make_pool("cleanup", options_.cleanup);
+    const std::pair<Pool*, size_t> warm[] = {{pools_[0].get(), options_.read.warm},
+                                             {pools_[1].get(), options_.write.warm},
+                                             {pools_[2].get(), options_.cleanup.warm}};
+    for (const auto& [pool, count] : warm) {
+      for (size_t i = 0; i < count; ++i) asio::co_spawn(io_, pool->Warm(), asio::detached);
+    }
     thread_ = std::thread([this] { io_.run(); });
   }
 
