@@ -49,8 +49,15 @@ class PostgresMetaTest(SluiceTestCase):
     def tearDownClass(cls):
         cls.pg.stop()
 
-    def pg_server(self, *extra):
-        return self.server(["--meta", self.pg.url, *extra])
+    # Store timeouts sized for a shared, noisy test machine, not for production (20 ms reads, 50 ms
+    # inserts); the outage checks do not depend on them: refusals are fast whatever the timeout.
+    RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "2s", "--read-budget", "5s"]
+
+    def pg_server(self, *extra, data_dir=None):
+        s = self.server(["--meta", self.pg.url, *self.RELAXED, *extra], data_dir=data_dir)
+        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
+                   message="write pool warm")
+        return s
 
     def test_migrate_twice_applies_nothing_the_second_time(self):
         first = run_sluice(["migrate", "--meta", self.pg.url])
@@ -76,11 +83,8 @@ class PostgresMetaTest(SluiceTestCase):
     def test_two_processes_share_the_metadata(self):
         shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
         self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
-        a = self.server(["--meta", self.pg.url], data_dir=shared_blobs)
-        b = self.server(["--meta", self.pg.url], data_dir=shared_blobs)
-        # Ready once b's read pool has its warm connections (opened at start, asynchronously).
-        wait_until(lambda: metric(b.metrics(), "sluice_meta_pool_connections", pool="read") >= 1,
-                   message="b's read pool warm")
+        a = self.pg_server(data_dir=shared_blobs)
+        b = self.pg_server(data_dir=shared_blobs)
         doc = a.create_ok(b"written through a, read through b")
         res = b.get(f"/raw/{doc['id']}")
         self.assertStatus(res, 200)
