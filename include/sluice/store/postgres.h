@@ -63,7 +63,11 @@ Duration StatementTimeoutFor(Duration call_timeout);
 /// MetaStore on PostgreSQL. Thread-safe: callers on any executor are resumed on their own executor.
 ///
 /// Every connection lives on the store's one I/O thread, which multiplexes all of their sockets
-/// with the event loop (no thread waits on a query). Connections open on demand, and a broken one
+/// with the event loop (no thread waits on a query). A thread of its own rather than the server's
+/// loops because a libpq connection is bound to one thread at a time while requests come from every
+/// loop, and because libpq resolves a host name synchronously while connecting: a slow DNS answer
+/// stalls this store's connects, never the HTTP loops (use an address to avoid even that).
+/// Connections open on demand (or ahead, see `warm`), and a broken one
 /// is dropped and replaced by the next call that needs one, so traffic resumes by itself when the
 /// server comes back. Errors:
 ///  - a connection that cannot be made (refused, unreachable, rejected) is Unavailable with
@@ -88,7 +92,8 @@ class PostgresMetaStore : public MetaStore {
                                                                   std::string setting) = 0;
 };
 
-/// Opens no connection yet; the first call does. Throws std::invalid_argument if `options.url` is
+/// Starts the store's I/O thread and opens each pool's `warm` connections in the background; the
+/// others open when calls need them. Throws std::invalid_argument if `options.url` is
 /// not a postgres:// or postgresql:// URI. Expects a migrated database (see MigratePostgres).
 std::unique_ptr<PostgresMetaStore> MakePostgresMetaStore(PostgresOptions options);
 
