@@ -21,6 +21,15 @@ namespace {
 constexpr SettingSpec kServeSettings[] = {
     {"listen", "127.0.0.1:8080", "Address and port to serve on (port 0 picks a free one)"},
     {"data_dir", "./sluice-data", "Folder for the embedded store: meta.db (SQLite) and blobs/"},
+    {"meta", "",
+     "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB (migrated at "
+     "start; pass a password through PGPASSWORD or ~/.pgpass, not the URL, which is logged)"},
+    {"meta_read_connections", "50",
+     "PostgreSQL connections for paste reads per process (size to fill_cap)"},
+    {"meta_write_connections", "50",
+     "PostgreSQL connections for creates and deletes per process (size to create_slots)"},
+    {"meta_cleanup_connections", "2",
+     "PostgreSQL connections for the outbox, sweeper and reaper per process"},
     {"public_url", "",
      "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)"},
     {"threads", "0", "Event-loop threads (0: one per core)"},

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 for tests: data, socket and log under DIR, listening on 127.0.0.1:PORT
+# only, trust auth on loopback, fsync off (a test server's data is worth nothing after the test).
+# synchronous_commit stays on: with it off, `pause` (an immediate stop) would lose the last commits,
+# and the outage tests check that committed rows are there after `resume`.
+#
+#   postgres.sh start DIR PORT   initdb if DIR is new, start, wait until ready, create database
+#                                `sluice`, print the URL (also written to DIR/url). PORT 0 picks a
+#                                free port.
+#   postgres.sh pause DIR        stop at once (-m immediate) but keep DIR: an outage
+#   postgres.sh resume DIR       start again on the same port and data: the recovery
+#   postgres.sh stop DIR         stop at once and remove DIR
+#
+# Run as root, the server runs as the `postgres` OS user (initdb refuses root).
+set -euo pipefail
+
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR PORT | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
+
+as_owner() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+pg_start() {
+  local port
+  port=$(cat "$dir/port")
+  # -w waits for the postmaster; pg_isready below also waits for it to accept queries.
+  as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1" start >/dev/null
+  for _ in $(seq 1 600); do
+    if "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port"; then return 0; fi
+    sleep 0.1
+  done
+  echo "postgres did not become ready on port $port; log follows" >&2
+  cat "$dir/log" >&2 || true
+  exit 1
+}
+
+case "$cmd" in
+  start)
+    port=${3:-0}
+    [ "$port" = 0 ] && port=$(free_port)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+      as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync -E UTF8 \
+        --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+      cat >>"$dir/data/postgresql.conf" <<CONF
+fsync = off
+full_page_writes = off
+max_connections = 300
+shared_buffers = 32MB
+CONF
+      # Loopback only, trust: a test server holds nothing worth a password.
+      printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
+      echo "$port" >"$dir/port"
+      [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/port"
+    fi
+    pg_start
+    port=$(cat "$dir/port")
+    if ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
+      "SELECT 1 FROM pg_database WHERE datname = 'sluice'" | grep -q 1; then
+      "$PGBIN/createdb" -h 127.0.0.1 -p "$port" -U postgres sluice
+    fi
+    url="postgres://postgres@127.0.0.1:$port/sluice"
+    echo "$url" >"$dir/url"
+    echo "$url"
+    ;;
+  pause)
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null
+    ;;
+  resume)
+    dir=$(cd "$dir" && pwd)
+    pg_start
+    ;;
+  stop)
+    if [ -f "$dir/data/postmaster.pid" ]; then
+      as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$dir"
+    ;;
+  *)
+    echo "unknown command $cmd" >&2
+    exit 2
+    ;;
+esac

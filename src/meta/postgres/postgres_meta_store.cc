@@ -1,0 +1,534 @@
+// MetaStore on PostgreSQL: three pools of libpq connections (read, write, cleanup) on one I/O
+// thread, every statement a single round trip.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "pg_connection.h"
+#include "sluice/asio/completion.h"
+#include "sluice/store/postgres.h"
+
+namespace sluice::store {
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using pg::Connection;
+using pg::Param;
+using pg::PgResult;
+
+Error DeadlineError(std::string message) {
+  return MakeError(ErrorCode::kDeadlineExceeded, std::move(message), "deadline_exceeded");
+}
+
+std::string DurationSetting(Duration d) {
+  // statement_timeout takes whole milliseconds; 0 would mean "no limit", so never round to it.
+  const auto ms = std::max<int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(d).count());
+  return fmt::format("{}ms", ms);
+}
+
+// A pool of one purpose. Lives on the I/O thread: every member except the stats mirrors is touched
+// there only, so it needs no lock.
+class Pool {
+ public:
+  class Lease {
+   public:
+    Lease(Pool* pool, std::unique_ptr<Connection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&& other) noexcept = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (conn_) pool_->Release(std::move(conn_));
+    }
+    Connection& conn() { return *conn_; }
+
+   private:
+    Pool* pool_;
+    std::unique_ptr<Connection> conn_;
+  };
+
+  Pool(Connection::Executor executor, pg::ConnectSpec spec, PostgresPoolOptions options,
+       Duration connect_timeout)
+      : executor_(executor),
+        spec_(std::move(spec)),
+        options_(options),
+        statement_timeout_(StatementTimeoutFor(options.call_timeout)),
+        connect_timeout_(connect_timeout) {}
+
+  Duration statement_timeout() const { return statement_timeout_; }
+
+  /// Lends a connection: an idle one, a new one while under the cap, or the next one returned
+  /// before `deadline`.
+  awaitable<Result<Lease>> Acquire(admission::Deadline deadline) {
+    for (;;) {
+      while (!idle_.empty()) {
+        std::unique_ptr<Connection> conn = std::move(idle_.back());
+        idle_.pop_back();
+        if (conn->Usable()) {
+          Publish();
+          co_return Lease(this, std::move(conn));
+        }
+        --open_;  // closed while idle (a server restart): forget it, try the next
+      }
+      if (open_ < options_.connections) {
+        ++open_;
+        Publish();
+        auto opening =
+            Connection::Open(executor_, spec_, SystemClock::Instance().Now() + connect_timeout_);
+        Result<std::unique_ptr<Connection>> conn = co_await std::move(opening);
+        if (!conn.ok()) {
+          --open_;
+          // A waiter may now connect in this slot; it learns at once if the server is down.
+          WakeOne(nullptr);
+          Publish();
+          co_return conn.error();
+        }
+        co_return Lease(this, std::move(*conn));
+      }
+      if (deadline.Expired(SystemClock::Instance())) {
+        co_return DeadlineError("postgres: no free connection before the deadline");
+      }
+      auto waiter = std::make_shared<Waiter>(executor_);
+      waiter->timer.expires_at(deadline.at());
+      waiters_.push_back(waiter);
+      Publish();
+      boost::system::error_code ec;
+      co_await waiter->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      // Checked before the timer's outcome: a connection handed over as the timer fired is ours.
+      if (waiter->conn) co_return Lease(this, std::move(waiter->conn));
+      std::erase(waiters_, waiter);
+      Publish();
+      if (!waiter->slot_freed) {
+        co_return DeadlineError("postgres: no free connection before the deadline");
+      }
+    }
+  }
+
+  /// Opens one connection ahead of need, so the first calls after start do not pay for a connect
+  /// inside a timeout of a few milliseconds. A failure is only logged: calls connect on demand.
+  awaitable<void> Warm() {
+    if (open_ >= options_.connections) co_return;
+    ++open_;
+    Publish();
+    auto opening =
+        Connection::Open(executor_, spec_, SystemClock::Instance().Now() + connect_timeout_);
+    Result<std::unique_ptr<Connection>> conn = co_await std::move(opening);
+    if (!conn.ok()) {
+      --open_;
+      WakeOne(nullptr);
+      Publish();
+      spdlog::warn("{}: {}", spec_.application_name, conn.error().message);
+      co_return;
+    }
+    Release(std::move(*conn));
+  }
+
+  /// Called when the store shuts down: connections returned from now on are closed.
+  void Close() {
+    closing_ = true;
+    idle_.clear();
+    open_ = 0;
+    Publish();
+  }
+
+  PostgresMetaStore::PoolStats Stats() const {
+    return {open_seen_.load(), idle_seen_.load(), waiting_seen_.load()};
+  }
+
+ private:
+  struct Waiter {
+    explicit Waiter(Connection::Executor executor) : timer(executor) {}
+    asio::steady_timer timer;
+    std::unique_ptr<Connection> conn;
+    bool slot_freed = false;
+  };
+
+  void Release(std::unique_ptr<Connection> conn) {
+    if (closing_) return;
+    if (conn->broken()) {
+      conn.reset();
+      --open_;
+      WakeOne(nullptr);
+    } else if (!waiters_.empty()) {
+      WakeOne(std::move(conn));
+    } else {
+      idle_.push_back(std::move(conn));
+    }
+    Publish();
+  }
+
+  // Hands `conn` to the oldest waiter, or with no connection tells it a slot is free to connect in.
+  void WakeOne(std::unique_ptr<Connection> conn) {
+    if (waiters_.empty()) return;
+    std::shared_ptr<Waiter> w = waiters_.front();
+    waiters_.pop_front();
+    if (conn)
+      w->conn = std::move(conn);
+    else
+      w->slot_freed = true;
+    w->timer.cancel();
+  }
+
+  void Publish() {
+    open_seen_ = open_;
+    idle_seen_ = idle_.size();
+    waiting_seen_ = waiters_.size();
+  }
+
+  const Connection::Executor executor_;
+  const pg::ConnectSpec spec_;
+  const PostgresPoolOptions options_;
+  const Duration statement_timeout_;
+  const Duration connect_timeout_;
+  bool closing_ = false;
+  size_t open_ = 0;  // idle, lent, and being opened
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::deque<std::shared_ptr<Waiter>> waiters_;
+  std::atomic<size_t> open_seen_{0}, idle_seen_{0}, waiting_seen_{0};
+};
+
+// Answers the caller once: with the result, or with DeadlineExceeded when its deadline passes
+// first. Touched on the I/O thread only.
+template <typename T>
+struct Answer {
+  explicit Answer(asio_glue::Completion<Result<T>> c) : done(std::move(c)) {}
+  bool answered() const { return !done; }
+  void Finish(Result<T> result) {
+    if (done) done(std::move(result));
+  }
+  asio_glue::Completion<Result<T>> done;
+};
+
+// Parses what the server sent; the text format throughout, bytea as "\x" and hex digits.
+int64_t Int(const PGresult* r, int row, int col) {
+  return std::strtoll(PQgetvalue(r, row, col), nullptr, 10);
+}
+
+std::string_view Text(const PGresult* r, int row, int col) {
+  return {PQgetvalue(r, row, col), static_cast<size_t>(PQgetlength(r, row, col))};
+}
+
+TokenHash Hash(std::string_view hex) {
+  TokenHash out{};
+  if (hex.starts_with("\\x")) hex.remove_prefix(2);
+  auto nibble = [](char c) -> unsigned {
+    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
+    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return static_cast<unsigned>(c - 'A' + 10);
+    return 0;
+  };
+  for (size_t i = 0; i < out.size() && 2 * i + 1 < hex.size(); ++i) {
+    out[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+  }
+  return out;
+}
+
+Param P(int64_t v) { return Param{std::to_string(v), false}; }
+Param P(std::string_view v) { return Param{std::string(v), false}; }
+
+// Ids are base62, so a Postgres array literal needs no quoting.
+Param IdArray(const std::vector<PasteId>& ids) {
+  std::string s = "{";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += ids[i].view();
+  }
+  s += '}';
+  return Param{std::move(s), false};
+}
+
+class PgMetaStore final : public PostgresMetaStore {
+ public:
+  explicit PgMetaStore(PostgresOptions options)
+      : options_(std::move(options)), guard_(asio::make_work_guard(io_)) {
+    auto make_pool = [&](const char* name, const PostgresPoolOptions& pool) {
+      // bytea_output pinned because the rows are parsed as text: a server configured for the
+      // old escape format must not garble token hashes.
+      pg::ConnectSpec spec{options_.url, std::string("sluice-") + name,
+                           fmt::format("-c statement_timeout={} -c bytea_output=hex",
+                                       DurationSetting(StatementTimeoutFor(pool.call_timeout)))};
+      return std::make_unique<Pool>(io_.get_executor(), std::move(spec), pool,
+                                    options_.connect_timeout);
+    };
+    pools_[0] = make_pool("read", options_.read);
+    pools_[1] = make_pool("write", options_.write);
+    pools_[2] = make_pool("cleanup", options_.cleanup);
+    const std::pair<Pool*, size_t> warm[] = {{pools_[0].get(), options_.read.warm},
+                                             {pools_[1].get(), options_.write.warm},
+                                             {pools_[2].get(), options_.cleanup.warm}};
+    for (const auto& [pool, count] : warm) {
+      for (size_t i = 0; i < count; ++i) asio::co_spawn(io_, pool->Warm(), asio::detached);
+    }
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  ~PgMetaStore() override {
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+    // Idle connections close now, while their io_context exists; lent ones close as the
+    // operations holding them are destroyed with the io_context.
+    for (auto& pool : pools_) pool->Close();
+    io_holder_.reset();
+  }
+
+  awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
+    std::string hash(reinterpret_cast<const char*>(meta.token_hash.data()), meta.token_hash.size());
+    return Command(
+        PostgresPurpose::kWrite, deadline,
+        "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted) "
+        "VALUES ($1, $2, $3, $4, $5, false)",
+        {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
+         P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true}});
+  }
+
+  awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override {
+    return Query<PasteMeta>(
+        PostgresPurpose::kRead, deadline,
+        "SELECT created_at, expires_at, size_bytes, token_hash, deleted FROM pastes WHERE id = $1",
+        {P(id.view())}, [id](const PGresult* r) -> Result<PasteMeta> {
+          if (PQntuples(r) == 0)
+            return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+          return PasteMeta{id,
+                           Int(r, 0, 0),
+                           Int(r, 0, 1),
+                           static_cast<uint64_t>(Int(r, 0, 2)),
+                           Hash(Text(r, 0, 3)),
+                           Text(r, 0, 4) == "t"};
+        });
+  }
+
+  awaitable<Status> MarkDeleted(PasteId id, int64_t now, admission::Deadline deadline) override {
+    // One statement, so one implicit transaction: the tombstone and its outbox entry commit
+    // together. A concurrent second delete waits on the row lock, then re-checks `NOT deleted` and
+    // finds nothing to mark, so the body is owed once. `present` reads the snapshot from before the
+    // update, which is enough to tell a tombstone from no row.
+    return Command(
+        PostgresPurpose::kWrite, deadline,
+        "WITH marked AS (UPDATE pastes SET deleted = true WHERE id = $1 AND NOT deleted "
+        "RETURNING id), "
+        "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
+        "SELECT id, 'delete_body', 0, $2, $2 FROM marked RETURNING seq) "
+        "SELECT (SELECT count(*) FROM queued), EXISTS (SELECT 1 FROM pastes WHERE id = $1)",
+        {P(id.view()), P(now)}, [](const PGresult* r) -> Result<std::monostate> {
+          if (Int(r, 0, 0) > 0 || Text(r, 0, 1) == "t") return std::monostate{};
+          return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+        });
+  }
+
+  awaitable<Result<std::vector<OutboxEntry>>> DueOutbox(int64_t now, size_t limit,
+                                                        admission::Deadline deadline) override {
+    return Query<std::vector<OutboxEntry>>(
+        PostgresPurpose::kCleanup, deadline,
+        "SELECT seq, paste_id, attempts, next_attempt_at FROM outbox "
+        "WHERE next_attempt_at <= $1 ORDER BY next_attempt_at, seq LIMIT $2",
+        {P(now), P(static_cast<int64_t>(limit))},
+        [](const PGresult* r) -> Result<std::vector<OutboxEntry>> {
+          std::vector<OutboxEntry> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            auto id = PasteId::Parse(Text(r, i, 1));
+            if (!id) continue;  // unreachable: only parsed ids are ever written
+            out.push_back(OutboxEntry{Int(r, i, 0), *id, OutboxEntry::Kind::kDeleteBody,
+                                      static_cast<int>(Int(r, i, 2)), Int(r, i, 3)});
+          }
+          return out;
+        });
+  }
+
+  awaitable<Status> FinishOutbox(int64_t seq, admission::Deadline deadline) override {
+    return Command(PostgresPurpose::kCleanup, deadline, "DELETE FROM outbox WHERE seq = $1",
+                   {P(seq)});
+  }
+
+  awaitable<Status> RetryOutboxLater(int64_t seq, int64_t next_attempt_at,
+                                     admission::Deadline deadline) override {
+    return Command(PostgresPurpose::kCleanup, deadline,
+                   "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $1 WHERE seq = $2",
+                   {P(next_attempt_at), P(seq)});
+  }
+
+  awaitable<Result<int64_t>> OldestOutboxAge(int64_t now, admission::Deadline deadline) override {
+    return Query<int64_t>(PostgresPurpose::kCleanup, deadline,
+                          "SELECT MIN(enqueued_at) FROM outbox", {},
+                          [now](const PGresult* r) -> Result<int64_t> {
+                            if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) return int64_t{0};
+                            return std::max<int64_t>(0, now - Int(r, 0, 0));
+                          });
+  }
+
+  awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit,
+                                                  admission::Deadline deadline) override {
+    return Query<std::vector<PasteId>>(
+        PostgresPurpose::kCleanup, deadline,
+        "SELECT id FROM pastes WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2",
+        {P(now), P(static_cast<int64_t>(limit))},
+        [](const PGresult* r) -> Result<std::vector<PasteId>> {
+          std::vector<PasteId> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            if (auto id = PasteId::Parse(Text(r, i, 0))) out.push_back(*id);
+          }
+          return out;
+        });
+  }
+
+  awaitable<Status> Purge(std::vector<PasteId> ids, admission::Deadline deadline) override {
+    return Command(PostgresPurpose::kCleanup, deadline,
+                   "WITH owed AS (DELETE FROM outbox WHERE paste_id = ANY ($1::text[])) "
+                   "DELETE FROM pastes WHERE id = ANY ($1::text[])",
+                   {IdArray(ids)});
+  }
+
+  awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids,
+                                                   admission::Deadline deadline) override {
+    Param array = IdArray(ids);
+    return Query<std::vector<PasteId>>(
+        PostgresPurpose::kCleanup, deadline, "SELECT id FROM pastes WHERE id = ANY ($1::text[])",
+        {std::move(array)},
+        [ids = std::move(ids)](const PGresult* r) -> Result<std::vector<PasteId>> {
+          std::set<std::string_view> found;
+          for (int i = 0; i < PQntuples(r); ++i) found.insert(Text(r, i, 0));
+          std::vector<PasteId> out;
+          for (const PasteId& id : ids) {
+            if (found.contains(id.view())) out.push_back(id);
+          }
+          return out;
+        });
+  }
+
+  PoolStats Stats(PostgresPurpose purpose) const override {
+    return pools_[static_cast<size_t>(purpose)]->Stats();
+  }
+
+  awaitable<Result<std::string>> ShowForTest(PostgresPurpose purpose,
+                                             std::string setting) override {
+    const bool valid = !setting.empty() && std::all_of(setting.begin(), setting.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    if (!valid) throw std::invalid_argument("not a setting name: " + setting);
+    auto sql = std::make_shared<std::string>("SHOW " + setting);
+    return Query<std::string>(
+        purpose, admission::Deadline::Never(), sql->c_str(), {},
+        [sql](const PGresult* r) -> Result<std::string> { return std::string(Text(r, 0, 0)); });
+  }
+
+ private:
+  template <typename T>
+  using Parser = std::function<Result<T>(const PGresult*)>;
+
+  // Not a coroutine on purpose: the caller's co_await starts it, and g++ 12 mishandles the
+  // non-trivial temporaries a coroutine here would hold in its co_await expressions.
+  template <typename T>
+  awaitable<Result<T>> Query(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
+                             std::vector<Param> params, Parser<T> parse) {
+    auto start = [this, purpose, deadline, sql, params = std::move(params),
+                  parse = std::move(parse)](asio_glue::Completion<Result<T>> done) mutable {
+      auto answer = std::make_shared<Answer<T>>(std::move(done));
+      asio::co_spawn(
+          io_,
+          Run<T>(purpose, deadline, sql, std::move(params), std::move(parse), std::move(answer)),
+          asio::detached);
+    };
+    return asio_glue::AwaitCompletion<Result<T>>(std::move(start));
+  }
+
+  // A statement whose rows say nothing beyond success, unless `check` finds otherwise.
+  awaitable<Status> Command(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
+                            std::vector<Param> params, Parser<std::monostate> check = nullptr) {
+    if (!check) check = [](const PGresult*) -> Result<std::monostate> { return std::monostate{}; };
+    return AsStatus(
+        Query<std::monostate>(purpose, deadline, sql, std::move(params), std::move(check)));
+  }
+
+  static awaitable<Status> AsStatus(awaitable<Result<std::monostate>> call) {
+    Result<std::monostate> r = co_await std::move(call);
+    if (!r.ok()) co_return r.error();
+    co_return Ok();
+  }
+
+  // Runs on the I/O thread. The caller is answered at its deadline even while this goes on; a
+  // statement not yet sent by then is never sent.
+  //
+  // Why no PQcancel: it connects and waits synchronously, which would stall every connection on
+  // this thread. The server-side statement_timeout (a little above the app's timeout) ends the
+  // abandoned statement instead, and until it does the connection stays lent, so the pool keeps
+  // counting the work the server is still doing.
+  template <typename T>
+  awaitable<void> Run(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
+                      std::vector<Param> params, Parser<T> parse,
+                      std::shared_ptr<Answer<T>> answer) {
+    asio::steady_timer timer(io_);
+    if (!deadline.IsNever()) {
+      timer.expires_at(deadline.at());
+      timer.async_wait([answer](const boost::system::error_code& ec) {
+        if (!ec) answer->Finish(DeadlineError("postgres: the call did not answer in time"));
+      });
+    }
+    Pool& pool = *pools_[static_cast<size_t>(purpose)];
+    auto acquiring = pool.Acquire(deadline);
+    Result<Pool::Lease> lease = co_await std::move(acquiring);
+    if (!lease.ok()) {
+      answer->Finish(lease.error());
+      co_return;
+    }
+    std::optional<Pool::Lease> held(std::move(*lease));
+    if (answer->answered() || deadline.Expired(SystemClock::Instance())) {
+      held.reset();
+      answer->Finish(DeadlineError("postgres: abandoned before it was sent"));
+      co_return;
+    }
+    // Past this the server should have cancelled the statement itself; no answer by then means the
+    // connection or the server is stuck, and the connection is closed rather than lent for ever.
+    const Duration hard_limit =
+        pool.statement_timeout() + std::max<Duration>(pool.statement_timeout(), kStuckGrace);
+    auto exec =
+        held->conn().Exec(sql, std::move(params), SystemClock::Instance().Now() + hard_limit);
+    Result<PgResult> result = co_await std::move(exec);
+    timer.cancel();
+    // The connection goes back before the caller resumes, so the caller's next call finds it.
+    held.reset();
+    answer->Finish(result.ok() ? parse(result->get()) : Result<T>(result.error()));
+  }
+
+  static constexpr Duration kStuckGrace = std::chrono::seconds(1);
+
+  const PostgresOptions options_;
+  std::array<std::unique_ptr<Pool>, 3> pools_;  // by PostgresPurpose; outlive io_
+  std::unique_ptr<asio::io_context> io_holder_ = std::make_unique<asio::io_context>(1);
+  asio::io_context& io_ = *io_holder_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+Duration StatementTimeoutFor(Duration call_timeout) {
+  return call_timeout + std::max<Duration>(std::chrono::milliseconds(5), call_timeout / 4);
+}
+
+bool IsPostgresUrl(std::string_view url) {
+  return url.starts_with("postgres://") || url.starts_with("postgresql://");
+}
+
+std::unique_ptr<PostgresMetaStore> MakePostgresMetaStore(PostgresOptions options) {
+  if (!IsPostgresUrl(options.url)) {
+    throw std::invalid_argument("not a postgres:// or postgresql:// URL: " + options.url);
+  }
+  return std::make_unique<PgMetaStore>(std::move(options));
+}
+
+}  // namespace sluice::store

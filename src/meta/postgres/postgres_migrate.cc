@@ -1,0 +1,128 @@
+// Schema migrations of the PostgreSQL store. Blocking libpq on purpose: they run at start-up and
+// from `sluice migrate`, before any event loop exists.
+#include <fmt/format.h>
+#include <libpq-fe.h>
+#include <spdlog/spdlog.h>
+
+#include <iterator>
+#include <memory>
+
+#include "pg_connection.h"
+#include "sluice/store/postgres.h"
+
+namespace sluice::store {
+namespace {
+
+// Applied once each, in order, each in its own transaction. Never edit one that has shipped: add
+// the next. Same rows and meaning as the SQLite store's schema (src/meta/sqlite).
+constexpr const char* kMigrations[] = {
+    // 1: pastes, their tombstones, and the outbox of body removals owed after a delete.
+    R"sql(
+    CREATE TABLE pastes (
+      id text PRIMARY KEY,
+      created_at bigint NOT NULL,
+      expires_at bigint NOT NULL,
+      size_bytes bigint NOT NULL,
+      token_hash bytea NOT NULL,
+      deleted boolean NOT NULL DEFAULT false
+    );
+    CREATE INDEX pastes_by_expiry ON pastes (expires_at);
+    CREATE TABLE outbox (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      paste_id text NOT NULL,
+      kind text NOT NULL,
+      attempts integer NOT NULL DEFAULT 0,
+      enqueued_at bigint NOT NULL,
+      next_attempt_at bigint NOT NULL
+    );
+    CREATE INDEX outbox_by_due ON outbox (next_attempt_at);
+    CREATE INDEX outbox_by_paste ON outbox (paste_id);
+    )sql",
+};
+
+// One key for every sluice process migrating this database: "sluice" in ASCII.
+constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(126879289336677)";
+
+struct ConnDeleter {
+  void operator()(PGconn* c) const { PQfinish(c); }
+};
+
+std::string Trimmed(const char* message) {
+  std::string s = message ? message : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Runs `sql` (several statements allowed); returns its result or the server's message.
+Result<pg::PgResult> Run(PGconn* conn, const char* sql) {
+  pg::PgResult r(PQexec(conn, sql));
+  const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return r;
+  return MakeError(ErrorCode::kInternal,
+                   fmt::format("postgres migration: {}: {}", sql,
+                               Trimmed(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn))),
+                   "migration_failed");
+}
+
+}  // namespace
+
+int PostgresSchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+Status MigratePostgres(const std::string& url, int* applied) {
+  if (applied) *applied = 0;
+  const char* keywords[] = {"dbname", "application_name", "connect_timeout", nullptr};
+  const char* values[] = {url.c_str(), "sluice-migrate", "10", nullptr};
+  std::unique_ptr<PGconn, ConnDeleter> conn(PQconnectdbParams(keywords, values, 1));
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    return pg::RefusedError(conn ? Trimmed(PQerrorMessage(conn.get())) : "out of memory");
+  }
+  pg::PgResult(PQexec(conn.get(), "SET client_min_messages = warning"));  // quiet IF NOT EXISTS
+  const int known = PostgresSchemaVersion();
+  for (;;) {
+    // Under the lock, read the version and apply the next step, all in one transaction: a process
+    // that waited for the lock sees the steps another one committed, and skips them.
+    auto step = [&]() -> Result<bool> {
+      for (const char* sql :
+           {"BEGIN", kMigrationLock,
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"}) {
+        if (auto r = Run(conn.get(), sql); !r.ok()) return r.error();
+      }
+      auto current = Run(conn.get(), "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+      if (!current.ok()) return current.error();
+      const int version = std::atoi(PQgetvalue(current->get(), 0, 0));
+      if (version > known) {
+        return MakeError(ErrorCode::kInternal,
+                         fmt::format("metadata schema version {} is newer than this binary knows "
+                                     "({}); upgrade the binary",
+                                     version, known),
+                         "schema_too_new");
+      }
+      if (version == known) {
+        if (auto r = Run(conn.get(), "COMMIT"); !r.ok()) return r.error();
+        return false;
+      }
+      if (auto r = Run(conn.get(), kMigrations[version]); !r.ok()) return r.error();
+      const std::string stamp =
+          fmt::format("INSERT INTO schema_migrations (version) VALUES ({})", version + 1);
+      if (auto r = Run(conn.get(), stamp.c_str()); !r.ok()) return r.error();
+      if (auto r = Run(conn.get(), "COMMIT"); !r.ok()) return r.error();
+      spdlog::info("postgres metadata schema migrated to version {}", version + 1);
+      return true;
+    };
+    Result<bool> more = step();
+    if (!more.ok()) {
+      pg::PgResult(PQexec(conn.get(), "ROLLBACK"));
+      if (PQstatus(conn.get()) != CONNECTION_OK) {
+        Error e = more.error();
+        e.code = ErrorCode::kUnavailable;
+        return e;
+      }
+      return more.error();
+    }
+    if (!*more) return Ok();
+    if (applied) ++*applied;
+  }
+}
+
+}  // namespace sluice::store

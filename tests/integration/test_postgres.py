@@ -1,0 +1,115 @@
+"""`sluice serve --meta postgres://...` against a real PostgreSQL that this suite starts and stops
+with scripts/testenv/postgres.sh (in a temporary folder, on a free port). No server is a failure.
+
+Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_postgres
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+from sluice_harness import SluiceTestCase, metric, run_sluice, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "testenv", "postgres.sh"))
+
+
+class PostgresServer:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-pg-")
+        self.url = self._script("start", self.dir, "0").strip()
+
+    def _script(self, *args):
+        return subprocess.run([SCRIPT, *args], check=True, capture_output=True, text=True,
+                              timeout=120).stdout
+
+    def pause(self):
+        self._script("pause", self.dir)
+
+    def resume(self):
+        self._script("resume", self.dir)
+
+    def stop(self):
+        self._script("stop", self.dir)
+
+    def sql(self, query):
+        return subprocess.run(["psql", self.url, "-tAc", query], check=True, capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+
+
+class PostgresMetaTest(SluiceTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = PostgresServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pg.stop()
+
+    # Store timeouts sized for a shared, noisy test machine, not for production (20 ms reads, 50 ms
+    # inserts); the outage checks do not depend on them: refusals are fast whatever the timeout.
+    RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "2s", "--read-budget", "5s"]
+
+    def pg_server(self, *extra, data_dir=None):
+        s = self.server(["--meta", self.pg.url, *self.RELAXED, *extra], data_dir=data_dir)
+        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
+                   message="write pool warm")
+        return s
+
+    def test_migrate_twice_applies_nothing_the_second_time(self):
+        first = run_sluice(["migrate", "--meta", self.pg.url])
+        self.assertEqual(first.returncode, 0, first.stderr)
+        second = run_sluice(["migrate", "--meta", self.pg.url])
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertIn("(0 migrations applied now)", second.stdout)
+
+    def test_migrate_refuses_a_url_that_is_not_postgres(self):
+        res = run_sluice(["migrate", "--meta", "mysql://x@y/z"])
+        self.assertEqual(res.returncode, 2)
+
+    def test_rows_live_in_postgres_not_in_sqlite(self):
+        s = self.pg_server()
+        doc = s.create_ok(b"kept in postgres")
+        self.assertStatus(s.get(f"/raw/{doc['id']}"), 200)
+        self.assertEqual(self.pg.sql(f"SELECT deleted FROM pastes WHERE id = '{doc['id']}'"), "f")
+        self.assertFalse(os.path.exists(os.path.join(s.data_dir, "meta.db")))
+        self.assertStatus(s.delete(doc["id"], token=doc["delete_token"]), 204)
+        self.assertEqual(self.pg.sql(f"SELECT deleted FROM pastes WHERE id = '{doc['id']}'"), "t")
+        self.assertStatus(s.get(f"/raw/{doc['id']}"), 404)
+
+    def test_two_processes_share_the_metadata(self):
+        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
+        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
+        a = self.pg_server(data_dir=shared_blobs)
+        b = self.pg_server(data_dir=shared_blobs)
+        doc = a.create_ok(b"written through a, read through b")
+        res = b.get(f"/raw/{doc['id']}")
+        self.assertStatus(res, 200)
+        self.assertEqual(res.body, b"written through a, read through b")
+        self.assertStatus(b.delete(doc["id"], token=doc["delete_token"]), 204)
+        self.assertStatus(b.get(f"/raw/{doc['id']}"), 404)
+
+    def test_an_outage_answers_503_quickly_and_traffic_resumes(self):
+        s = self.pg_server("--breaker-open-for", "1s")
+        doc = s.create_ok(b"before the outage")
+        self.pg.pause()
+        try:
+            for i in range(8):
+                started = time.monotonic()
+                res = s.get(f"/raw/missing00{i:03d}")
+                self.assertStatus(res, 503)
+                self.assertLess(time.monotonic() - started, 3.0)
+            self.assertEqual(metric(s.metrics(), "sluice_breaker_state", dependency="meta"), 1)
+        finally:
+            self.pg.resume()
+        wait_until(lambda: s.get("/raw/missing00999").status == 404, timeout=20,
+                   message="reads resuming after PostgreSQL came back")
+        self.assertStatus(s.get(f"/raw/{doc['id']}"), 200)
+        s.create_ok(b"after the outage")
+
+
+if __name__ == "__main__":
+    unittest.main()
