@@ -2,7 +2,8 @@
 JOBS ?= 2
 DEV := build/dev
 
-.PHONY: all deps build run test test-dev test-asan test-tsan bench chaos fuzz format clean
+.PHONY: all deps build run test test-dev test-asan test-tsan test-fuzz bench chaos fuzz fuzz-run \
+	format clean
 
 all: build
 
@@ -18,10 +19,11 @@ run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
 # Everything, in order of speed: unit, integration and scenario tests on the dev build, then the unit
-# tests again under AddressSanitizer+UBSan, then the admission library under ThreadSanitizer.
+# tests again under AddressSanitizer+UBSan, then the admission library under ThreadSanitizer, then
+# a 10 s run of every libFuzzer target.
 test:
 	@scripts/install-deps.sh test
-	$(MAKE) test-dev test-asan test-tsan
+	$(MAKE) test-dev test-asan test-tsan test-fuzz
 
 test-dev:
 	cmake --preset dev >/dev/null
@@ -52,19 +54,27 @@ chaos: build
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
 
-# libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus.
+# libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus;
+# the executions per target are printed at the end. `make test` runs each for 10 s (test-fuzz).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := text ids multipart durations
+FUZZ_TARGETS := text ids multipart durations config request
 fuzz:
 	@scripts/install-deps.sh fuzz
+	$(MAKE) fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+test-fuzz:
+	$(MAKE) fuzz-run FUZZ_SECONDS=10
+
+fuzz-run:
 	CXX=clang++ cmake -S . -B build/fuzz -DSLUICE_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build/fuzz -j$(JOBS)
-	for t in $(FUZZ_TARGETS); do \
+	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build/fuzz/corpus/$$t; \
 	  build/fuzz/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    build/fuzz/corpus/$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; rc=$$?; \
-	  echo "$$t: $$(grep -o 'number_of_executed_units: [0-9]*' build/fuzz/$$t.log)"; \
-	  [ $$rc -eq 0 ] || { tail -40 build/fuzz/$$t.log; exit 1; }; \
+	    -artifact_prefix=build/fuzz/ build/fuzz/corpus/$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; \
+	  rc=$$?; \
+	  echo "fuzz $$t: $$(grep -o 'number_of_executed_units: [0-9]*' build/fuzz/$$t.log | cut -d' ' -f2) executions in $(FUZZ_SECONDS) s"; \
+	  [ $$rc -eq 0 ] || { tail -60 build/fuzz/$$t.log; exit 1; }; \
 	done
 
 format:
