@@ -26,6 +26,7 @@
 #include "sluice/service/paste_service.h"
 #include "sluice/service/text.h"
 #include "sluice/store/backends.h"
+#include "sluice/store/edge_cache.h"
 #include "sluice/store/fault_injection.h"
 #include "sluice/store/postgres.h"
 #include "sluice/worker/janitor.h"
@@ -71,6 +72,21 @@ int64_t ConnectionCap(int64_t wanted) {
                  wanted, room, files.rlim_cur);
   }
   return std::min(wanted, room);
+}
+
+// "a, b ,c" -> {"a", "b", "c"}; empty entries dropped.
+std::vector<std::string> CommaList(const std::string& list) {
+  std::vector<std::string> entries;
+  for (size_t start = 0; start < list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string entry = list.substr(start, comma - start);
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    if (!entry.empty()) entries.push_back(entry);
+    start = comma + 1;
+  }
+  return entries;
 }
 
 std::chrono::seconds TtlSetting(const Settings& s, std::string_view key) {
@@ -207,18 +223,7 @@ int Serve(const Settings& s) {
 
   http::ServerOptions server_options;
   {
-    std::vector<std::string> proxies;
-    std::string list = s.String("trusted_proxy");
-    for (size_t start = 0; start < list.size();) {
-      size_t comma = list.find(',', start);
-      if (comma == std::string::npos) comma = list.size();
-      std::string entry = list.substr(start, comma - start);
-      entry.erase(0, entry.find_first_not_of(' '));
-      entry.erase(entry.find_last_not_of(' ') + 1);
-      if (!entry.empty()) proxies.push_back(entry);
-      start = comma + 1;
-    }
-    auto trusted = admission::TrustedProxies::Parse(proxies);
+    auto trusted = admission::TrustedProxies::Parse(CommaList(s.String("trusted_proxy")));
     if (!trusted.ok()) throw std::invalid_argument("trusted_proxy: " + trusted.error().message);
     server_options.trusted_proxies = *trusted;
   }
@@ -308,7 +313,11 @@ int Serve(const Settings& s) {
   service::AdmissionControl admission_control(admission, clock, metrics);
   service::PasteService service(*meta, *blobs, cache, admission_control, clock, metrics,
                                 service_options);
-  worker::Janitor janitor(*meta, *blobs, cache, clock, metrics, janitor_options);
+  std::unique_ptr<store::EdgeCache> edge;
+  if (auto edge_urls = CommaList(s.String("edge_purge")); !edge_urls.empty()) {
+    edge = store::MakeHttpPurgeEdgeCache(edge_urls, clock);
+  }
+  worker::Janitor janitor(*meta, *blobs, cache, clock, metrics, janitor_options, edge.get());
 
   auto server = std::make_unique<http::HttpServer>(loop_ptrs, server_options, service, metrics);
   server->Start();

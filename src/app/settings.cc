@@ -54,6 +54,9 @@ constexpr SettingSpec kServeSettings[] = {
     {"delete_budget", "1s", "Whole time budget of one delete"},
     {"meta_get_timeout", "20ms", "Timeout of one metadata read"},
     {"blob_get_timeout", "200ms", "Timeout of one body read"},
+    {"edge_purge", "",
+     "Edge caches (Varnish, a CDN) to purge deleted pastes from: base URLs, comma-separated, "
+     "e.g. http://127.0.0.1:6081"},
     {"trusted_proxy", "",
      "Balancers (addresses or CIDRs, comma-separated) whose appended X-Forwarded-For hop is the "
      "client"},

@@ -21,15 +21,23 @@ constexpr std::chrono::seconds kBackgroundCallTimeout{30};
 }  // namespace
 
 Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
-                 const Clock& clock, MetricsRegistry& metrics, JanitorOptions options)
+                 const Clock& clock, MetricsRegistry& metrics, JanitorOptions options,
+                 store::EdgeCache* edge)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
+      edge_(edge),
       clock_(clock),
       options_(options),
       bodies_deleted_(
           metrics.GetCounter("sluice_outbox_done_total",
                              "Outbox entries completed (bodies of deleted pastes removed)")),
+      edge_purges_(metrics.GetCounter("sluice_edge_purges_total",
+                                      "Deleted pastes purged from the edge, by result",
+                                      {{"result", "ok"}})),
+      edge_purge_failures_(metrics.GetCounter("sluice_edge_purges_total",
+                                              "Deleted pastes purged from the edge, by result",
+                                              {{"result", "failed"}})),
       outbox_retries_(metrics.GetCounter("sluice_outbox_retries_total",
                                          "Outbox attempts that failed and were rescheduled")),
       expired_purged_(metrics.GetCounter("sluice_expired_purged_total",
@@ -86,6 +94,12 @@ awaitable<size_t> Janitor::DrainOutboxOnce() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   for (const store::OutboxEntry& entry : *due) {
     Status removed = co_await blobs_.Delete(entry.id, deadline);
+    if (removed.ok() && edge_ != nullptr) {
+      // After the body: an edge refetch between the two finds the paste gone at the origin.
+      removed = co_await edge_->Purge(entry.id, deadline);
+      (removed.ok() ? edge_purges_ : edge_purge_failures_).Inc();
+      if (!removed.ok()) spdlog::warn("outbox: {}", removed.error().message);
+    }
     if (removed.ok()) {
       if ((co_await meta_.FinishOutbox(entry.seq, deadline)).ok()) bodies_deleted_.Inc();
       continue;

@@ -1,7 +1,7 @@
 // Janitor: the background work that keeps storage from growing with dead pastes. Three loops, each
 // in small batches with a sleep between, so a backlog cannot starve creates or reads:
-//  - outbox: removes the bodies of deleted pastes, at least once, with exponential backoff +
-//  jitter;
+//  - outbox: removes the bodies of deleted pastes and purges them from the edge, at least once,
+//  with exponential backoff + jitter;
 //  - expiry sweeper: removes expired rows and their bodies whether or not anyone reads them;
 //  - orphan reaper: removes bodies with no row older than an age floor (a create whose insert
 //    failed, or a crash between PUT and insert).
@@ -18,6 +18,7 @@
 #include "sluice/common/metrics.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
+#include "sluice/store/edge_cache.h"
 #include "sluice/store/meta_store.h"
 
 namespace sluice::worker {
@@ -41,8 +42,10 @@ struct JanitorOptions {
 /// Runs the three loops as coroutines on one executor. Thread-safe to Stop from any thread.
 class Janitor {
  public:
+  /// `edge` (may be null: no edge in front) is purged of every deleted paste.
   Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
-          const Clock& clock, MetricsRegistry& metrics, JanitorOptions options);
+          const Clock& clock, MetricsRegistry& metrics, JanitorOptions options,
+          store::EdgeCache* edge = nullptr);
 
   /// Starts the loops; they run until Stop().
   void Start(boost::asio::any_io_executor executor);
@@ -62,11 +65,14 @@ class Janitor {
   store::MetaStore& meta_;
   store::BlobStore& blobs_;
   service::PasteCache& cache_;
+  store::EdgeCache* const edge_;
   const Clock& clock_;
   const JanitorOptions options_;
   std::atomic<bool> stopping_{false};
   std::string reap_cursor_;
   Counter& bodies_deleted_;
+  Counter& edge_purges_;
+  Counter& edge_purge_failures_;
   Counter& outbox_retries_;
   Counter& expired_purged_;
   Counter& orphans_reaped_;

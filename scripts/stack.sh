@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The scale-out stack on loopback, for trying sluice as a fleet and for the stack tests:
+# PostgreSQL (metadata), Redis (shared limits and cache), s3rver (bodies, S3 API), N sluice
+# processes, nginx (least_conn balancer) and Varnish (the edge) in front.
+#
+#   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [-- SLUICE ARGS]
+#   scripts/stack.sh down [--dir DIR]
+#
+# Ports, from P (default 18000): Varnish P, nginx P+1, PostgreSQL P+2, Redis P+3, s3rver P+4,
+# sluice P+10 .. P+10+N-1. `up` waits until every part answers, prints the URLs and, with
+# --foreground (what `make stack` uses), stays until Ctrl-C and then stops everything. State
+# (pids, logs, data) lives in DIR (default ./build/stack); `down` stops a stack started without
+# --foreground.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+cmd=${1:-}
+[ -n "$cmd" ] && shift
+processes=2
+base=18000
+dir="$here/build/stack"
+foreground=0
+sluice_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --processes) processes=$2; shift 2 ;;
+    --base-port) base=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --foreground) foreground=1; shift ;;
+    --) shift; sluice_args=("$@"); break ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+sluice_bin=${SLUICE_BIN:-$here/build/dev/sluice}
+
+edge_port=$base
+nginx_port=$((base + 1))
+pg_port=$((base + 2))
+redis_port=$((base + 3))
+s3_port=$((base + 4))
+bucket=sluice-stack
+
+wait_http() {  # URL NAME
+  for _ in $(seq 1 200); do
+    if curl -fsS -o /dev/null --max-time 1 "$1"; then return 0; fi
+    sleep 0.1
+  done
+  echo "$2 did not answer at $1" >&2
+  return 1
+}
+
+start_app() {  # INDEX
+  local i=$1 port=$((base + 10 + $1))
+  mkdir -p "$dir/app$i"
+  # Each process holds its own share of the global create budget (DESIGN: global / N with slack
+  # when Redis is down); the shared buckets in Redis hold the tier's total.
+  AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+    setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
+    --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" \
+    --cache "redis://127.0.0.1:$redis_port" --processes "$processes" \
+    --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_port" \
+    --trusted-proxy 127.0.0.1 --public-url "http://127.0.0.1:$edge_port" \
+    --edge-purge "http://127.0.0.1:$edge_port" "${sluice_args[@]}" \
+    >"$dir/app$i/log" 2>&1 &
+  echo $! >"$dir/app$i/pid"
+}
+
+render_nginx() {
+  local upstreams=""
+  for ((i = 0; i < processes; i++)); do
+    upstreams+="    server 127.0.0.1:$((base + 10 + i)) max_fails=0;\n"
+  done
+  sed -e "s|^pid .*|pid $dir/nginx/nginx.pid;|" \
+    -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$nginx_port;|" \
+    -e "/server 127.0.0.1:808[12] max_fails=0;/d" \
+    -e "s|    least_conn;|    least_conn;\n$upstreams|" \
+    "$here/deploy/nginx/sluice.conf" >"$dir/nginx/nginx.conf"
+}
+
+up() {
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  # The PostgreSQL server runs as the postgres user, which must reach its folder.
+  chmod 755 "$dir"
+  [ -x "$sluice_bin" ] || { echo "no sluice binary at $sluice_bin (make build)" >&2; exit 1; }
+  echo "starting PostgreSQL, Redis and s3rver..."
+  "$here/scripts/testenv/postgres.sh" start "$dir/postgres" "$pg_port" >/dev/null
+  "$here/scripts/testenv/redis.sh" start "$dir/redis" "$redis_port" >/dev/null
+  "$here/scripts/testenv/s3rver.sh" start "$dir/s3" "$s3_port" "$bucket" >/dev/null
+  "$sluice_bin" migrate --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" >/dev/null
+
+  echo "starting $processes sluice processes..."
+  for ((i = 0; i < processes; i++)); do start_app "$i"; done
+  for ((i = 0; i < processes; i++)); do
+    wait_http "http://127.0.0.1:$((base + 10 + i))/healthz" "sluice $i" ||
+      { tail -20 "$dir/app$i/log" >&2; exit 1; }
+  done
+
+  echo "starting nginx and Varnish..."
+  mkdir -p "$dir/nginx"
+  render_nginx
+  nginx -c "$dir/nginx/nginx.conf" -p "$dir/nginx" -e stderr 2>"$dir/nginx/error.log"
+  wait_http "http://127.0.0.1:$nginx_port/healthz" nginx
+
+  mkdir -p "$dir/varnish"
+  sed -e "s|.port = \"8080\";|.port = \"$nginx_port\";|" "$here/deploy/varnish/sluice.vcl" \
+    >"$dir/varnish/sluice.vcl"
+  # -n: a private working folder, so several stacks (and tests) can run side by side.
+  varnishd -a "127.0.0.1:$edge_port" -f "$dir/varnish/sluice.vcl" -n "$dir/varnish/work" \
+    -P "$dir/varnish/varnish.pid" -s malloc,64m -p default_ttl=0 -p default_grace=0 \
+    -p default_keep=0 2>"$dir/varnish/error.log"
+  wait_http "http://127.0.0.1:$edge_port/healthz" Varnish
+
+  cat <<EOF
+sluice stack is up ($processes processes), state in $dir
+  paste here (Varnish edge):  http://127.0.0.1:$edge_port/
+  balancer (nginx):           http://127.0.0.1:$nginx_port/
+  processes:                  $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 10 + i)); done)
+  PostgreSQL:                 postgres://postgres@127.0.0.1:$pg_port/sluice
+  Redis:                      redis://127.0.0.1:$redis_port
+  S3 (s3rver):                http://127.0.0.1:$s3_port  bucket $bucket
+EOF
+}
+
+stop_pidfile() {  # FILE
+  [ -f "$1" ] || return 0
+  local pid
+  pid=$(cat "$1")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+down() {
+  [ -d "$dir" ] || return 0
+  dir=$(cd "$dir" && pwd)
+  stop_pidfile "$dir/varnish/varnish.pid"
+  stop_pidfile "$dir/nginx/nginx.pid"
+  for app in "$dir"/app*; do stop_pidfile "$app/pid"; done
+  "$here/scripts/testenv/s3rver.sh" stop "$dir/s3" || true
+  "$here/scripts/testenv/redis.sh" stop "$dir/redis" || true
+  "$here/scripts/testenv/postgres.sh" stop "$dir/postgres" || true
+  rm -rf "$dir"
+  echo "sluice stack stopped"
+}
+
+case "$cmd" in
+  up)
+    if [ "$foreground" = 1 ]; then
+      trap down EXIT
+      trap 'exit 0' INT TERM
+      up
+      echo "Ctrl-C stops everything."
+      while true; do sleep 3600; done
+    else
+      up || { down; exit 1; }
+    fi
+    ;;
+  down) down ;;
+  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] | down [--dir DIR]" >&2; exit 2 ;;
+esac
