@@ -327,8 +327,8 @@ awaitable<Exchange> Connect(Connection* c, Endpoint endpoint, std::string sni, D
     });
   }
   const std::string host = ResolvableHost(endpoint.host);
-  auto results = co_await resolver.async_resolve(
-      host, endpoint.port, asio::redirect_error(asio::use_awaitable, out.ec));
+  auto results = co_await resolver.async_resolve(host, endpoint.port,
+                                                 asio::redirect_error(asio::use_awaitable, out.ec));
   if (timer) timer->cancel();
   if (out.ec) {
     if (out.ec == asio::error::operation_aborted) out.ec = beast::error::timeout;
@@ -340,8 +340,8 @@ awaitable<Exchange> Connect(Connection* c, Endpoint endpoint, std::string sni, D
   c->tcp().socket().set_option(tcp::no_delay(true));
   if (auto* tls = c->tls()) {
     if (!SSL_set_tlsext_host_name(tls->native_handle(), sni.c_str())) {
-      out.ec = beast::error_code(static_cast<int>(::ERR_get_error()),
-                                 asio::error::get_ssl_category());
+      out.ec =
+          beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
       co_return out;
     }
     tls->set_verify_callback(ssl::host_name_verification(sni));
@@ -533,10 +533,9 @@ class S3BlobStoreImpl final : public S3BlobStore {
     return options_.path_style ? "/" + s3::UriEncode(options_.bucket, false) : "/";
   }
 
-  std::shared_ptr<const SignedRequest> Sign(
-      http::verb method, std::string path,
-      std::vector<std::pair<std::string, std::string>> query,
-      std::shared_ptr<const std::string> body) const {
+  std::shared_ptr<const SignedRequest> Sign(http::verb method, std::string path,
+                                            std::vector<std::pair<std::string, std::string>> query,
+                                            std::shared_ptr<const std::string> body) const {
     s3::SigV4Request to_sign;
     to_sign.method = std::string(http::to_string(method));
     to_sign.encoded_path = path;
@@ -572,11 +571,10 @@ class S3BlobStoreImpl final : public S3BlobStore {
     for (int attempt = 0;; ++attempt) {
       // Signed per attempt: the date in the signature is part of what the peer checks.
       auto request = Sign(method, path, query, body);
-      auto exchange =
-          asio::co_spawn((*lease)->strand(),
-                         RunExchange(&**lease, endpoint_, sni, std::move(request),
-                                     options_.max_body_bytes, deadline, &pool.opened()),
-                         asio::use_awaitable);
+      auto exchange = asio::co_spawn((*lease)->strand(),
+                                     RunExchange(&**lease, endpoint_, sni, std::move(request),
+                                                 options_.max_body_bytes, deadline, &pool.opened()),
+                                     asio::use_awaitable);
       Exchange out = co_await std::move(exchange);
       if (out.stage == Exchange::Stage::kDone) {
         lease->reusable = out.keep_alive;
@@ -591,8 +589,8 @@ class S3BlobStoreImpl final : public S3BlobStore {
   }
 
   Error TransportError(boost::string_view method, const Exchange& out) const {
-    const std::string where = fmt::format("S3 {} {}:{}", std::string(method), endpoint_.host,
-                                          endpoint_.port);
+    const std::string where =
+        fmt::format("S3 {} {}:{}", std::string(method), endpoint_.host, endpoint_.port);
     if (out.ec == beast::error::timeout) {
       return MakeError(ErrorCode::kDeadlineExceeded,
                        fmt::format("{}: no answer before the deadline", where),
@@ -600,10 +598,9 @@ class S3BlobStoreImpl final : public S3BlobStore {
     }
     if (out.stage == Exchange::Stage::kConnect) {
       // Nothing left this process: the one case a caller may retry, and what opens the breaker.
-      Error e = MakeError(ErrorCode::kUnavailable,
-                          fmt::format("{}: cannot connect: {}", where, out.ec.message()),
-                          out.ec == asio::error::connection_refused ? "connection_refused"
-                                                                    : "storage_unavailable");
+      Error e = MakeError(
+          ErrorCode::kUnavailable, fmt::format("{}: cannot connect: {}", where, out.ec.message()),
+          out.ec == asio::error::connection_refused ? "connection_refused" : "storage_unavailable");
       e.never_sent = true;
       return e;
     }

@@ -83,8 +83,8 @@ std::optional<std::string> XmlUnescape(std::string_view text) {
 
 std::optional<int64_t> ParseIso8601(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS, then optional fraction, then Z.
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' ||
-      text[13] != ':' || text[16] != ':' || text.back() != 'Z') {
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text.back() != 'Z') {
     return std::nullopt;
   }
   auto number = [&](size_t at, size_t len, int& out) {

@@ -109,8 +109,8 @@ std::string CanonicalQuery(const std::vector<std::pair<std::string, std::string>
 
 std::string CanonicalRequest(const SigV4Request& request) {
   const auto headers = CanonicalHeaders(request);
-  std::string out = request.method + '\n' + request.encoded_path + '\n' +
-                    CanonicalQuery(request.query) + '\n';
+  std::string out =
+      request.method + '\n' + request.encoded_path + '\n' + CanonicalQuery(request.query) + '\n';
   for (const auto& [name, value] : headers) out += name + ':' + value + '\n';
   out += '\n';
   out += SignedHeaders(headers);
@@ -121,8 +121,7 @@ std::string CanonicalRequest(const SigV4Request& request) {
 
 std::string StringToSign(std::string_view amz_date, std::string_view scope,
                          std::string_view canonical_request) {
-  return fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", amz_date, scope,
-                     Sha256Hex(canonical_request));
+  return fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", amz_date, scope, Sha256Hex(canonical_request));
 }
 
 std::string SigningKey(std::string_view secret_key, std::string_view date, std::string_view region,

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# An S3-compatible peer for the blob-store tests: s3rver (npm, pinned in package-lock.json).
+#
+#   s3rver.sh start DIR PORT [BUCKET]   start it on 127.0.0.1:PORT with its data in DIR/data and
+#                                       BUCKET (default sluice-test) created; prints the endpoint
+#   s3rver.sh stop DIR                  stop the one started with DIR (its pid is in DIR/s3rver.pid)
+#
+# Its credentials are s3rver's defaults: AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER.
+# Only the pid this script recorded is ever signalled.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+bin="$here/node_modules/s3rver/bin/s3rver.js"
+
+usage() {
+  echo "usage: $0 start DIR PORT [BUCKET] | stop DIR" >&2
+  exit 2
+}
+
+[[ $# -ge 2 ]] || usage
+cmd="$1"
+dir="$2"
+
+case "$cmd" in
+  start)
+    [[ $# -ge 3 ]] || usage
+    port="$3"
+    bucket="${4:-sluice-test}"
+    if [[ ! -f "$bin" ]]; then
+      echo "s3rver is not installed: run 'npm ci' in $here" >&2
+      exit 1
+    fi
+    mkdir -p "$dir/data"
+    if [[ -f "$dir/s3rver.pid" ]] && kill -0 "$(cat "$dir/s3rver.pid")" 2>/dev/null; then
+      echo "s3rver already running for $dir (pid $(cat "$dir/s3rver.pid"))" >&2
+      exit 1
+    fi
+    node "$bin" -d "$dir/data" -a 127.0.0.1 -p "$port" --silent \
+      --configure-bucket "$bucket" >"$dir/s3rver.log" 2>&1 &
+    echo $! >"$dir/s3rver.pid"
+    # Ready when it answers HTTP at all (an anonymous request gets an S3 error body).
+    for _ in $(seq 1 100); do
+      if curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
+        echo "http://127.0.0.1:$port"
+        exit 0
+      fi
+      if ! kill -0 "$(cat "$dir/s3rver.pid")" 2>/dev/null; then
+        echo "s3rver exited; its log:" >&2
+        cat "$dir/s3rver.log" >&2
+        rm -f "$dir/s3rver.pid"
+        exit 1
+      fi
+      sleep 0.1
+    done
+    echo "s3rver did not answer on port $port within 10 s" >&2
+    kill "$(cat "$dir/s3rver.pid")" 2>/dev/null || true
+    rm -f "$dir/s3rver.pid"
+    exit 1
+    ;;
+  stop)
+    if [[ -f "$dir/s3rver.pid" ]]; then
+      pid="$(cat "$dir/s3rver.pid")"
+      # A test may have left it stopped (SIGSTOP): let it run so it can take the TERM.
+      kill -CONT "$pid" 2>/dev/null || true
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+      rm -f "$dir/s3rver.pid"
+    fi
+    ;;
+  *)
+    usage
+    ;;
+esac
