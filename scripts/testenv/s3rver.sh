@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # An S3-compatible peer for the blob-store tests: s3rver (npm, pinned in package-lock.json).
 #
-#   s3rver.sh start DIR PORT [BUCKET]   start it on 127.0.0.1:PORT with its data in DIR/data and
-#                                       BUCKET (default sluice-test) created; prints the endpoint
+#   s3rver.sh start DIR PORT [BUCKET]   start it on 127.0.0.1:PORT (0: a free port) with its data
+#                                       in DIR/data and BUCKET (default sluice-test) created; prints
+#                                       the endpoint and writes it to DIR/endpoint
 #   s3rver.sh stop DIR                  stop the one started with DIR (its pid is in DIR/s3rver.pid)
 #
 # Its credentials are s3rver's defaults: AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER.
@@ -31,16 +32,23 @@ case "$cmd" in
       exit 1
     fi
     mkdir -p "$dir/data"
+    if [[ "$port" == 0 ]]; then
+      port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
+        console.log(s.address().port); s.close(); });')"
+    fi
     if [[ -f "$dir/s3rver.pid" ]] && kill -0 "$(cat "$dir/s3rver.pid")" 2>/dev/null; then
       echo "s3rver already running for $dir (pid $(cat "$dir/s3rver.pid"))" >&2
       exit 1
     fi
-    node "$bin" -d "$dir/data" -a 127.0.0.1 -p "$port" --silent \
+    # s3rver encrypts its ListObjectsV2 continuation tokens with DES, which OpenSSL 3 keeps only in
+    # its legacy provider: without it every truncated listing is a 500 InternalError.
+    node --openssl-legacy-provider "$bin" -d "$dir/data" -a 127.0.0.1 -p "$port" --silent \
       --configure-bucket "$bucket" >"$dir/s3rver.log" 2>&1 &
     echo $! >"$dir/s3rver.pid"
     # Ready when it answers HTTP at all (an anonymous request gets an S3 error body).
     for _ in $(seq 1 100); do
       if curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
+        echo "http://127.0.0.1:$port" >"$dir/endpoint"
         echo "http://127.0.0.1:$port"
         exit 0
       fi
@@ -68,7 +76,7 @@ case "$cmd" in
         sleep 0.1
       done
       kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-      rm -f "$dir/s3rver.pid"
+      rm -f "$dir/s3rver.pid" "$dir/endpoint"
     fi
     ;;
   *)
