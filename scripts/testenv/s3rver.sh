@@ -4,7 +4,12 @@
 #   s3rver.sh start DIR PORT [BUCKET]   start it on 127.0.0.1:PORT (0: a free port) with its data
 #                                       in DIR/data and BUCKET (default sluice-test) created; prints
 #                                       the endpoint and writes it to DIR/endpoint
-#   s3rver.sh stop DIR                  stop the one started with DIR (its pid is in DIR/s3rver.pid)
+#   s3rver.sh check-signatures DIR      put tests/backend/sigv4_checking_proxy.py in front of the
+#                                       s3rver of DIR (s3rver 3.x does not verify SigV4 signatures;
+#                                       the proxy does, with botocore); prints its endpoint and
+#                                       writes it to DIR/checked_endpoint. Needs PYTHON (default
+#                                       python3) with botocore.
+#   s3rver.sh stop DIR                  stop what was started with DIR (pids in DIR/*.pid)
 #
 # Its credentials are s3rver's defaults: AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER.
 # Only the pid this script recorded is ever signalled.
@@ -65,7 +70,33 @@ case "$cmd" in
     rm -f "$dir/s3rver.pid"
     exit 1
     ;;
+  check-signatures)
+    [[ -f "$dir/endpoint" ]] || { echo "no s3rver started in $dir" >&2; exit 1; }
+    rm -f "$dir/checked_endpoint"
+    "${PYTHON:-python3}" "$here/tests/backend/sigv4_checking_proxy.py" "$(cat "$dir/endpoint")" \
+      "$dir" >"$dir/proxy.log" 2>&1 &
+    echo $! >"$dir/proxy.pid"
+    for _ in $(seq 1 100); do
+      if [[ -f "$dir/checked_endpoint" ]]; then
+        cat "$dir/checked_endpoint"
+        exit 0
+      fi
+      if ! kill -0 "$(cat "$dir/proxy.pid")" 2>/dev/null; then
+        echo "the signature-checking proxy exited; its log:" >&2
+        cat "$dir/proxy.log" >&2
+        rm -f "$dir/proxy.pid"
+        exit 1
+      fi
+      sleep 0.1
+    done
+    echo "the signature-checking proxy did not start within 10 s" >&2
+    exit 1
+    ;;
   stop)
+    if [[ -f "$dir/proxy.pid" ]]; then
+      kill "$(cat "$dir/proxy.pid")" 2>/dev/null || true
+      rm -f "$dir/proxy.pid" "$dir/checked_endpoint"
+    fi
     if [[ -f "$dir/s3rver.pid" ]]; then
       pid="$(cat "$dir/s3rver.pid")"
       # A test may have left it stopped (SIGSTOP): let it run so it can take the TERM.

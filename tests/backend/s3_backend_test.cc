@@ -37,10 +37,17 @@ std::string PeerDir() {
   return dir ? dir : "";
 }
 
+// s3rver 3.x accepts any well-formed SigV4 signature; with SLUICE_TEST_S3_CHECKED=1 the tests go
+// through the botocore-checking proxy in front of it (s3rver.sh check-signatures).
+bool PeerChecksSignatures() {
+  const char* checked = std::getenv("SLUICE_TEST_S3_CHECKED");
+  return checked && std::string_view(checked) == "1";
+}
+
 std::string PeerEndpoint() {
   if (const char* endpoint = std::getenv("SLUICE_TEST_S3_ENDPOINT")) return endpoint;
-  if (!PeerDir().empty()) return ReadFile(fs::path(PeerDir()) / "endpoint");
-  return "";
+  if (PeerDir().empty()) return "";
+  return ReadFile(fs::path(PeerDir()) / (PeerChecksSignatures() ? "checked_endpoint" : "endpoint"));
 }
 
 // A key prefix no other test uses, so each test sees an empty store in the shared bucket.
@@ -141,6 +148,23 @@ TEST_F(PeerTest, UnknownAccessKeyIsRefusedWithAClearError) {
   EXPECT_EQ(put.error().reason, "storage_denied");
   EXPECT_NE(put.error().message.find("InvalidAccessKeyId"), std::string::npos)
       << put.error().message;
+}
+
+TEST_F(PeerTest, WrongSecretIsRefusedWithAClearError) {
+  if (!PeerChecksSignatures()) {
+    GTEST_SKIP() << "s3rver does not verify signatures; backend.s3_signatures_checked_by_botocore "
+                    "runs this test through a peer that does";
+  }
+  S3Options options = PeerOptions();
+  options.secret_key = "not-the-secret";
+  auto store = Store(options);
+  Status put = RunSync(store->Put(Id("badsecret001"), Body("x"), In(10s)));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(put.error().reason, "storage_denied");
+  EXPECT_NE(put.error().message.find("SignatureDoesNotMatch"), std::string::npos)
+      << put.error().message;
+  EXPECT_EQ(RunSync(store->Get(Id("badsecret001"), In(10s))).error().reason, "storage_denied");
 }
 
 TEST_F(PeerTest, MissingBucketIsUnavailableNeverNotFound) {
