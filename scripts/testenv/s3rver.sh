@@ -4,6 +4,9 @@
 #   s3rver.sh start DIR PORT [BUCKET]   start it on 127.0.0.1:PORT (0: a free port) with its data
 #                                       in DIR/data and BUCKET (default sluice-test) created; prints
 #                                       the endpoint and writes it to DIR/endpoint
+#   s3rver.sh start-tls DIR PORT [BUCKET]
+#                                       the same over HTTPS, with a throw-away CA (DIR/ca.pem) and a
+#                                       certificate for localhost and 127.0.0.1 made by openssl
 #   s3rver.sh check-signatures DIR      put tests/backend/sigv4_checking_proxy.py in front of the
 #                                       s3rver of DIR (s3rver 3.x does not verify SigV4 signatures;
 #                                       the proxy does, with botocore); prints its endpoint and
@@ -28,7 +31,7 @@ cmd="$1"
 dir="$2"
 
 case "$cmd" in
-  start)
+  start | start-tls)
     [[ $# -ge 3 ]] || usage
     port="$3"
     bucket="${4:-sluice-test}"
@@ -47,14 +50,30 @@ case "$cmd" in
     fi
     # s3rver encrypts its ListObjectsV2 continuation tokens with DES, which OpenSSL 3 keeps only in
     # its legacy provider: without it every truncated listing is a 500 InternalError.
+    scheme=http
+    tls_args=()
+    if [[ "$cmd" == start-tls ]]; then
+      scheme=https
+      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=sluice test CA" \
+        -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+      printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/san.cnf"
+      openssl x509 -req -days 2 -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+        -CAcreateserial -extfile "$dir/san.cnf" -out "$dir/server.pem" 2>/dev/null
+      tls_args=(--key "$dir/server.key" --cert "$dir/server.pem")
+    fi
     node --openssl-legacy-provider "$bin" -d "$dir/data" -a 127.0.0.1 -p "$port" --silent \
-      --configure-bucket "$bucket" >"$dir/s3rver.log" 2>&1 &
+      "${tls_args[@]}" --configure-bucket "$bucket" >"$dir/s3rver.log" 2>&1 &
     echo $! >"$dir/s3rver.pid"
     # Ready when it answers HTTP at all (an anonymous request gets an S3 error body).
     for _ in $(seq 1 100); do
-      if curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
-        echo "http://127.0.0.1:$port" >"$dir/endpoint"
-        echo "http://127.0.0.1:$port"
+      if curl -sk -o /dev/null "$scheme://127.0.0.1:$port/" 2>/dev/null; then
+        # By name over TLS, so the certificate's host name is what gets verified.
+        host=127.0.0.1
+        [[ "$scheme" == https ]] && host=localhost
+        echo "$scheme://$host:$port" >"$dir/endpoint"
+        cat "$dir/endpoint"
         exit 0
       fi
       if ! kill -0 "$(cat "$dir/s3rver.pid")" 2>/dev/null; then

@@ -350,6 +350,28 @@ TEST_F(PeerTest, ObjectsLandUnderThePrefixPlusTheIdOnly) {
   for (const std::string& name : in_prefix) EXPECT_TRUE(name.starts_with("AbCdEfGh1234")) << name;
 }
 
+TEST_F(PeerTest, UntrustedCertificateIsRefusedBeforeAnythingIsSent) {
+  if (!PeerEndpoint().starts_with("https://")) {
+    GTEST_SKIP() << "plain HTTP peer; backend.s3_over_tls runs this against an HTTPS one";
+  }
+  // The trust store is read when the store is made: point it at nothing, then restore it.
+  const char* saved = std::getenv("SSL_CERT_FILE");
+  const std::string trusted = saved ? saved : "";
+  ::setenv("SSL_CERT_FILE", "/dev/null", 1);
+  auto store = Store();
+  if (saved) {
+    ::setenv("SSL_CERT_FILE", trusted.c_str(), 1);
+  } else {
+    ::unsetenv("SSL_CERT_FILE");
+  }
+  auto got = RunSync(store->Get(Id("untrusted001"), In(10s)));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(got.error().never_sent);
+  EXPECT_NE(got.error().message.find("certificate verify failed"), std::string::npos)
+      << got.error().message;
+}
+
 TEST(S3Options, MissingCredentialsAreAClearStartupError) {
   ::unsetenv("AWS_ACCESS_KEY_ID");
   ::setenv("AWS_SECRET_ACCESS_KEY", "x", 1);

@@ -339,7 +339,10 @@ awaitable<Exchange> Connect(Connection* c, Endpoint endpoint, std::string sni, D
   if (out.ec) co_return out;
   c->tcp().socket().set_option(tcp::no_delay(true));
   if (auto* tls = c->tls()) {
-    if (!SSL_set_tlsext_host_name(tls->native_handle(), sni.c_str())) {
+    // SNI names a host, never an address (RFC 6066); a peer reached by address gets none.
+    boost::system::error_code not_address;
+    asio::ip::make_address(sni, not_address);
+    if (not_address && !SSL_set_tlsext_host_name(tls->native_handle(), sni.c_str())) {
       out.ec =
           beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
       co_return out;
