@@ -87,14 +87,14 @@ std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
                                                   store::BlockingPools pools,
                                                   const asio::any_io_executor& executor) {
   const std::string blob = s.String("blob");
-  if (blob.empty()) {
+  if (blob == "files") {
     if (!s.String("s3_endpoint").empty()) {
-      throw std::invalid_argument("s3_endpoint is set but blob is not s3://BUCKET");
+      throw std::invalid_argument("s3_endpoint is set but blob is files, not s3://BUCKET");
     }
     return store::MakeFsBlobStore(data_dir / "blobs", pools);
   }
   auto bucket = store::ParseS3BlobUrl(blob);
-  if (!bucket) throw std::invalid_argument("blob: '" + blob + "' is not empty or s3://BUCKET");
+  if (!bucket) throw std::invalid_argument("blob: '" + blob + "' is neither files nor s3://BUCKET");
   auto options = store::S3Options::FromEnvironment(*bucket, s.String("s3_endpoint"),
                                                    s.String("s3_path_style"));
   if (!options.ok()) throw std::invalid_argument(options.error().message);

@@ -17,15 +17,15 @@ namespace {
 constexpr SettingSpec kServeSettings[] = {
     {"listen", "127.0.0.1:8080", "Address and port to serve on (port 0 picks a free one)"},
     {"data_dir", "./sluice-data", "Folder for the embedded store: meta.db (SQLite) and blobs/"},
-    {"blob", "",
-     "Where paste bodies live: empty for files under data_dir/blobs, or s3://BUCKET (credentials "
-     "and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
+    {"blob", "files",
+     "Where paste bodies live: files (under data_dir/blobs) or s3://BUCKET (credentials and "
+     "region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
     {"s3_endpoint", "",
      "S3-compatible endpoint for an s3:// blob, e.g. http://127.0.0.1:9000 (default: AWS S3 in "
      "AWS_REGION)"},
-    {"s3_path_style", "",
-     "true: path-style S3 URLs (MinIO, Ceph RGW, s3rver); false: virtual-host style (default: "
-     "false on AWS, true with s3_endpoint)"},
+    {"s3_path_style", "auto",
+     "true: path-style S3 URLs (MinIO, Ceph RGW, s3rver); false: virtual-host style; auto: "
+     "virtual-host on AWS, path-style with s3_endpoint"},
     {"public_url", "",
      "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)"},
     {"threads", "0", "Event-loop threads (0: one per core)"},

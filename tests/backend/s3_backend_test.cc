@@ -388,6 +388,14 @@ TEST(S3Options, MissingCredentialsAreAClearStartupError) {
   options = S3Options::FromEnvironment("bucket", "http://127.0.0.1:9000");
   ASSERT_TRUE(options.ok());
   EXPECT_TRUE(options->path_style);  // any other endpoint: path style
+  options = S3Options::FromEnvironment("bucket", "http://127.0.0.1:9000", "auto");
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->path_style);
+  options = S3Options::FromEnvironment("bucket", "http://127.0.0.1:9000", "false");
+  ASSERT_TRUE(options.ok());
+  EXPECT_FALSE(options->path_style);
+  EXPECT_FALSE(S3Options::FromEnvironment("bucket", "ftp://x").ok());
+  EXPECT_FALSE(S3Options::FromEnvironment("bucket", "", "sometimes").ok());
 }
 
 }  // namespace

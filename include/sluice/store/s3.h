@@ -49,8 +49,9 @@ struct S3Options {
 
   /// Options for `bucket`, with credentials and region from AWS_ACCESS_KEY_ID,
   /// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (optional) and AWS_REGION (or AWS_DEFAULT_REGION;
-  /// default us-east-1). An empty `endpoint` means AWS. `path_style` empty means the default
-  /// above; otherwise "true" or "false". Returns InvalidArgument naming what is missing or wrong.
+  /// default us-east-1). An empty `endpoint` means AWS. `path_style` empty or "auto" means the
+  /// default above; otherwise "true" or "false". Returns InvalidArgument naming what is missing or
+  /// wrong.
   static Result<S3Options> FromEnvironment(std::string bucket, std::string endpoint,
                                            std::string_view path_style = {});
 };

@@ -266,6 +266,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
       std::lock_guard lock(mu_);
       if (waiter.fired) return;
       waiter.fired = true;
+      // Dropped now rather than at the next release: a stalled peer can collect many of them.
+      std::erase_if(waiters_, [&waiter](const auto& w) { return w.get() == &waiter; });
     }
     waiter.done(false);
   }
@@ -381,7 +383,6 @@ awaitable<void> Transfer(Stream& stream, Connection* c, const SignedRequest& sig
   out.stage = Exchange::Stage::kReceive;
   http::response_parser<http::string_body> parser;
   parser.body_limit(max_body);
-  if (signed_request.method == http::verb::head) parser.skip(true);
   co_await http::async_read(stream, c->buffer(), parser,
                             asio::redirect_error(asio::use_awaitable, out.ec));
   if (out.ec) {
@@ -538,12 +539,13 @@ class S3BlobStoreImpl final : public S3BlobStore {
 
   std::shared_ptr<const SignedRequest> Sign(http::verb method, std::string path,
                                             std::vector<std::pair<std::string, std::string>> query,
-                                            std::shared_ptr<const std::string> body) const {
+                                            std::shared_ptr<const std::string> body,
+                                            const std::string& payload_sha256) const {
     s3::SigV4Request to_sign;
     to_sign.method = std::string(http::to_string(method));
     to_sign.encoded_path = path;
     to_sign.query = std::move(query);
-    to_sign.payload_sha256 = body ? s3::Sha256Hex(*body) : std::string(kEmptySha256);
+    to_sign.payload_sha256 = payload_sha256;
     const std::string amz_date = s3::AmzDate(SystemClock::Instance().UnixSeconds());
     to_sign.headers = {{"host", host_header_},
                        {"x-amz-content-sha256", to_sign.payload_sha256},
@@ -567,13 +569,23 @@ class S3BlobStoreImpl final : public S3BlobStore {
   awaitable<Result<Answer>> Call(Pool& pool, http::verb method, std::string path,
                                  std::vector<std::pair<std::string, std::string>> query,
                                  std::shared_ptr<const std::string> body, Deadline deadline) {
+    // Hashed here, on the caller's thread, before a connection is held.
+    const std::string payload_sha256 = body ? s3::Sha256Hex(*body) : std::string(kEmptySha256);
     auto acquire = pool.Acquire(deadline);
     Result<Pool::Lease> lease = co_await std::move(acquire);
     if (!lease.ok()) co_return lease.error();
+    if (deadline.Expired(SystemClock::Instance())) {
+      // Out of time while waiting: keep the connection, which is fine, rather than let the
+      // expiry close it mid-request.
+      lease->reusable = true;
+      co_return MakeError(ErrorCode::kDeadlineExceeded,
+                          "S3: the deadline passed while waiting for a connection",
+                          "deadline_exceeded");
+    }
     const std::string sni = ResolvableHost(endpoint_.host);
     for (int attempt = 0;; ++attempt) {
       // Signed per attempt: the date in the signature is part of what the peer checks.
-      auto request = Sign(method, path, query, body);
+      auto request = Sign(method, path, query, body, payload_sha256);
       auto exchange = asio::co_spawn((*lease)->strand(),
                                      RunExchange(&**lease, endpoint_, sni, std::move(request),
                                                  options_.max_body_bytes, deadline, &pool.opened()),
@@ -679,12 +691,12 @@ Result<S3Options> S3Options::FromEnvironment(std::string bucket, std::string end
                      "S3 endpoint '" + options.endpoint + "' is not http(s)://HOST[:PORT]",
                      "bad_endpoint");
   }
-  if (path_style.empty()) {
+  if (path_style.empty() || path_style == "auto") {
     options.path_style = !options.endpoint.empty();
   } else if (path_style == "true" || path_style == "false") {
     options.path_style = path_style == "true";
   } else {
-    return MakeError(ErrorCode::kInvalidArgument, "s3_path_style: choose true or false",
+    return MakeError(ErrorCode::kInvalidArgument, "s3_path_style: choose auto, true or false",
                      "bad_path_style");
   }
   return options;
