@@ -190,6 +190,22 @@ TEST_F(PeerTest, SequentialGetsReuseOneConnection) {
   EXPECT_LE(store->ConnectionsOpened() - after_put, 2u);
 }
 
+TEST_F(PeerTest, AConnectionThePeerClosedWhileIdleIsReplacedNotFailed) {
+  // Keep idle connections longer than s3rver (Node: 5 s) does, so the next GET picks one the peer
+  // has closed: it must be sent again on a new connection, not fail.
+  S3Options options = PeerOptions();
+  options.max_idle = std::chrono::minutes(5);
+  auto store = Store(options);
+  ASSERT_TRUE(RunSync(store->Put(Id("idleclosed01"), Body("body"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Get(Id("idleclosed01"), In(10s))).ok());
+  const uint64_t before = store->ConnectionsOpened();
+  std::this_thread::sleep_for(7s);
+  auto got = RunSync(store->Get(Id("idleclosed01"), In(10s)));
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(*got, "body");
+  EXPECT_EQ(store->ConnectionsOpened(), before + 1);
+}
+
 TEST_F(PeerTest, GetPutAndCleanupUseSeparateConnections) {
   auto store = Store();
   ASSERT_TRUE(RunSync(store->Put(Id("pools0000001"), Body("x"), In(10s))).ok());

@@ -31,6 +31,8 @@ def s3_error(code, message):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Idle client connections close after 5 s, as Node's server (s3rver) closes them.
+    timeout = 5
 
     def log_message(self, *args):
         pass

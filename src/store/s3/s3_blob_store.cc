@@ -305,8 +305,10 @@ struct Exchange {
 };
 
 bool PeerClosed(const beast::error_code& ec) {
+  // Over TLS a peer that closes without close_notify shows as a truncated stream.
   return ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe || ec == asio::error::eof;
+         ec == asio::error::broken_pipe || ec == asio::error::eof ||
+         ec == ssl::error::stream_truncated;
 }
 
 void SetExpiry(beast::tcp_stream& stream, const Deadline& deadline) {
