@@ -11,8 +11,10 @@
 // is unknown is never reused.
 //
 // A request on a reused connection that fails before any byte of an answer arrives is sent once
-// more on a new connection: the peer closed the idle connection while we picked it, so it never
-// read the request. This is the one retry here, and it is not the app's retry: nothing was done.
+// more on a new connection: the peer closed the idle connection while we picked it, so it most
+// likely never read the request. This is the one retry here, and it is not the app's retry. It is
+// safe even if the peer did read it: every request here is idempotent (a PUT of the same body to
+// the same key, GET, DELETE, List).
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -297,7 +299,7 @@ struct SignedRequest {
 struct Exchange {
   enum class Stage { kConnect, kSend, kReceive, kDone } stage = Stage::kConnect;
   beast::error_code ec;
-  /// Failed on a reused connection before any byte of the answer: the request was not read.
+  /// Failed on a reused connection before any byte of the answer: the peer had closed it.
   bool stale = false;
   unsigned status = 0;
   std::string body;
