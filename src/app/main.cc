@@ -29,6 +29,7 @@
 #include "sluice/store/edge_cache.h"
 #include "sluice/store/fault_injection.h"
 #include "sluice/store/postgres.h"
+#include "sluice/store/s3.h"
 #include "sluice/worker/janitor.h"
 
 #ifndef SLUICE_VERSION
@@ -164,6 +165,36 @@ int Migrate(const std::string& url) {
   return 0;
 }
 
+// The bucket: files under the data folder, or an S3-compatible store when `blob` is s3://BUCKET.
+// The S3 pools are sized to the slots that feed them (spec 001): GET to the read slots, PUT to the
+// create slots, cleanup to the cleanup threads. Its sockets run on one event loop; the signing and
+// body hashing run on the callers' loops.
+std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
+                                                  const std::filesystem::path& data_dir,
+                                                  store::BlockingPools pools,
+                                                  const asio::any_io_executor& executor) {
+  const std::string blob = s.String("blob");
+  if (blob == "files") {
+    if (!s.String("s3_endpoint").empty()) {
+      throw std::invalid_argument("s3_endpoint is set but blob is files, not s3://BUCKET");
+    }
+    return store::MakeFsBlobStore(data_dir / "blobs", pools);
+  }
+  auto bucket = store::ParseS3BlobUrl(blob);
+  if (!bucket) throw std::invalid_argument("blob: '" + blob + "' is neither files nor s3://BUCKET");
+  auto options = store::S3Options::FromEnvironment(*bucket, s.String("s3_endpoint"),
+                                                   s.String("s3_path_style"));
+  if (!options.ok()) throw std::invalid_argument(options.error().message);
+  options->get_connections = static_cast<size_t>(s.Integer("read_slots"));
+  options->put_connections = static_cast<size_t>(s.Integer("create_slots"));
+  options->cleanup_connections =
+      static_cast<size_t>(std::max<int64_t>(1, s.Integer("cleanup_threads")));
+  spdlog::info("paste bodies in S3 bucket {} at {} ({} style, region {})", *bucket,
+               options->endpoint.empty() ? "AWS" : options->endpoint,
+               options->path_style ? "path" : "virtual-host", options->region);
+  return store::MakeS3BlobStore(std::move(*options), executor);
+}
+
 int Serve(const Settings& s) {
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
   const std::filesystem::path data_dir = s.String("data_dir");
@@ -266,7 +297,7 @@ int Serve(const Settings& s) {
   MetricsRegistry metrics;
   AddProcessMetrics(metrics);
   auto meta_backend = MakeMetaStore(s, timeouts, pools, data_dir, metrics);
-  auto blob_backend = store::MakeFsBlobStore(data_dir / "blobs", pools);
+  auto blob_backend = MakeBlobBackend(s, data_dir, pools, io.get_executor());
   store::MetaStore* meta_inner = meta_backend.get();
   store::BlobStore* blob_inner = blob_backend.get();
 

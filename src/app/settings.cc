@@ -30,6 +30,15 @@ constexpr SettingSpec kServeSettings[] = {
      "PostgreSQL connections for creates and deletes per process (size to create_slots)"},
     {"meta_cleanup_connections", "2",
      "PostgreSQL connections for the outbox, sweeper and reaper per process"},
+    {"blob", "files",
+     "Where paste bodies live: files (under data_dir/blobs) or s3://BUCKET (credentials and "
+     "region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
+    {"s3_endpoint", "",
+     "S3-compatible endpoint for an s3:// blob, e.g. http://127.0.0.1:9000 (default: AWS S3 in "
+     "AWS_REGION)"},
+    {"s3_path_style", "auto",
+     "true: path-style S3 URLs (MinIO, Ceph RGW, s3rver); false: virtual-host style; auto: "
+     "virtual-host on AWS, path-style with s3_endpoint"},
     {"public_url", "",
      "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)"},
     {"threads", "0", "Event-loop threads (0: one per core)"},

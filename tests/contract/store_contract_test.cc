@@ -27,23 +27,6 @@ using namespace contract;  // NOLINT(google-build-using-namespace)
 using testing::RunSync;
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ =
-        fs::temp_directory_path() / ("sluice-contract-" + std::to_string(std::random_device{}()) +
-                                     "-" + std::to_string(::getpid()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 struct MemoryBackend : Backend {
   std::unique_ptr<MetaStore> meta_ = MakeMemoryMetaStore();

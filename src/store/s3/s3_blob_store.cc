@@ -1,0 +1,726 @@
+// BlobStore over the S3 REST API (PUT, GET and DELETE of one object; ListObjectsV2).
+//
+// An HTTP client of our own rather than a library: Debian ships no AWS SDK, and what the store
+// needs is small (four request shapes on kept-alive HTTP/1.1 connections). Beast lives here, in
+// the backend, like it lives in src/http for the server.
+//
+// Connections: three bounded pools (GET; PUT; DELETE and List), so a reaper backlog can never hold
+// the connections that reads and creates need (spec 001). A caller waits for a free connection no
+// longer than its deadline. Each exchange runs on its connection's strand, with the socket's
+// expiry set to the call's deadline: past it Beast closes the socket, so a connection whose state
+// is unknown is never reused.
+//
+// A request on a reused connection that fails before any byte of an answer arrives is sent once
+// more on a new connection: the peer closed the idle connection while we picked it, so it most
+// likely never read the request. This is the one retry here, and it is not the app's retry. It is
+// safe even if the peer did read it: every request here is idempotent (a PUT of the same body to
+// the same key, GET, DELETE, List).
+#include <fmt/format.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+
+#include "s3_xml.h"
+#include "sigv4.h"
+#include "sluice/asio/completion.h"
+#include "sluice/store/s3.h"
+
+namespace sluice::store {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using admission::Deadline;
+using asio::awaitable;
+using Strand = asio::strand<asio::any_io_executor>;
+
+constexpr std::string_view kEmptySha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+/// ListObjectsV2 answers at most this many keys per page.
+constexpr size_t kMaxKeysPerPage = 1000;
+
+struct Endpoint {
+  bool tls = false;
+  std::string host;  // as in the Host header (IPv6 in brackets)
+  std::string port;
+  bool default_port = true;
+};
+
+std::optional<Endpoint> ParseEndpoint(std::string_view url) {
+  Endpoint e;
+  if (url.starts_with("https://")) {
+    e.tls = true;
+    url.remove_prefix(8);
+  } else if (url.starts_with("http://")) {
+    url.remove_prefix(7);
+  } else {
+    return std::nullopt;
+  }
+  if (url.ends_with('/')) url.remove_suffix(1);
+  if (url.empty() || url.find_first_of("/?#@ ") != std::string_view::npos) return std::nullopt;
+  size_t colon = url.rfind(':');
+  if (url.front() == '[') {
+    const size_t close = url.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    colon = close + 1 < url.size() && url[close + 1] == ':' ? close + 1 : std::string_view::npos;
+  }
+  e.host = std::string(url.substr(0, colon));
+  e.port = e.tls ? "443" : "80";
+  if (colon != std::string_view::npos) {
+    const std::string_view port = url.substr(colon + 1);
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    e.port = std::string(port);
+    e.default_port = e.port == (e.tls ? "443" : "80");
+  }
+  if (e.host.empty()) return std::nullopt;
+  return e;
+}
+
+std::string ResolvableHost(const std::string& host) {
+  return host.front() == '[' ? host.substr(1, host.size() - 2) : host;
+}
+
+// ---- connections and their pools ---------------------------------------------------------------
+
+class Connection {
+ public:
+  Connection(const asio::any_io_executor& executor, ssl::context* tls)
+      : strand_(asio::make_strand(executor)) {
+    if (tls) {
+      tls_.emplace(strand_, *tls);
+    } else {
+      plain_.emplace(strand_);
+    }
+  }
+
+  const Strand& strand() const { return strand_; }
+  beast::tcp_stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+  beast::ssl_stream<beast::tcp_stream>* tls() { return tls_ ? &*tls_ : nullptr; }
+  beast::tcp_stream* plain() { return plain_ ? &*plain_ : nullptr; }
+  beast::flat_buffer& buffer() { return buffer_; }
+
+  bool connected = false;
+  TimePoint idle_since{};
+
+ private:
+  Strand strand_;
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  beast::flat_buffer buffer_;
+};
+
+// A bounded set of connections for one purpose. `in_use_` counts leases (including those granted
+// to a waiter that has not resumed yet); idle connections hold no lease, and leases plus idle
+// connections never exceed the capacity.
+class Pool : public std::enable_shared_from_this<Pool> {
+ public:
+  Pool(asio::any_io_executor executor, ssl::context* tls, size_t capacity, Duration max_idle,
+       std::atomic<uint64_t>* opened)
+      : executor_(std::move(executor)),
+        timers_(asio::make_strand(executor_)),
+        tls_(tls),
+        capacity_(std::max<size_t>(1, capacity)),
+        max_idle_(max_idle),
+        opened_(opened) {}
+
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(std::shared_ptr<Pool> pool, std::unique_ptr<Connection> connection)
+        : pool_(std::move(pool)), connection_(std::move(connection)) {}
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = default;
+    ~Lease() {
+      if (pool_) pool_->Release(std::move(connection_), reusable);
+    }
+    Connection& operator*() { return *connection_; }
+    Connection* operator->() { return connection_.get(); }
+    /// Drops the current connection for a new one, keeping the lease.
+    void Replace() { connection_ = pool_->NewConnection(); }
+    bool reusable = false;
+
+   private:
+    std::shared_ptr<Pool> pool_;
+    std::unique_ptr<Connection> connection_;
+  };
+
+  awaitable<Result<Lease>> Acquire(Deadline deadline) {
+    if (deadline.Expired(SystemClock::Instance())) co_return PoolTimeout();
+    {
+      std::lock_guard lock(mu_);
+      if (in_use_ < capacity_) {
+        ++in_use_;
+        co_return Lease(shared_from_this(), TakeIdleOrNewLocked());
+      }
+    }
+    auto waiter = std::make_shared<Waiter>();
+    auto self = shared_from_this();
+    auto wait = asio_glue::AwaitCompletion<bool>(
+        [self, waiter, deadline](asio_glue::Completion<bool> done) {
+          std::unique_lock lock(self->mu_);
+          if (self->in_use_ < self->capacity_) {  // a slot came free since the check above
+            ++self->in_use_;
+            waiter->fired = true;
+            lock.unlock();
+            done(true);
+            return;
+          }
+          waiter->done = std::move(done);
+          self->waiters_.push_back(waiter);
+          if (deadline.IsNever()) return;
+          // Armed and cancelled on one strand, so a cancel can never pass the wait it cancels.
+          waiter->timer = std::make_shared<asio::steady_timer>(self->timers_, deadline.at());
+          asio::post(self->timers_, [self, waiter] {
+            waiter->timer->async_wait([self, waiter](boost::system::error_code ec) {
+              if (!ec) self->Expire(*waiter);
+            });
+          });
+        });
+    const bool granted = co_await std::move(wait);
+    if (waiter->timer) {
+      asio::post(timers_, [timer = waiter->timer] { timer->cancel(); });
+    }
+    if (!granted) co_return PoolTimeout();
+    std::unique_ptr<Connection> connection;
+    {
+      std::lock_guard lock(mu_);
+      connection = TakeIdleOrNewLocked();
+    }
+    co_return Lease(std::move(self), std::move(connection));
+  }
+
+  std::unique_ptr<Connection> NewConnection() {
+    return std::make_unique<Connection>(executor_, tls_);
+  }
+
+  std::atomic<uint64_t>& opened() { return *opened_; }
+
+ private:
+  struct Waiter {
+    asio_glue::Completion<bool> done;
+    bool fired = false;  // under the pool's mutex
+    std::shared_ptr<asio::steady_timer> timer;
+  };
+
+  static Error PoolTimeout() {
+    return MakeError(ErrorCode::kDeadlineExceeded,
+                     "S3: no connection of this pool came free before the deadline",
+                     "deadline_exceeded");
+  }
+
+  std::unique_ptr<Connection> TakeIdleOrNewLocked() {
+    const TimePoint now = SystemClock::Instance().Now();
+    while (!idle_.empty()) {
+      // Newest first: the most recently used connection is the least likely to be closing.
+      std::unique_ptr<Connection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      if (now - connection->idle_since < max_idle_) return connection;
+    }
+    return NewConnection();
+  }
+
+  void Release(std::unique_ptr<Connection> connection, bool reusable) {
+    std::unique_lock lock(mu_);
+    --in_use_;
+    if (connection && reusable && connection->connected) {
+      connection->idle_since = SystemClock::Instance().Now();
+      idle_.push_back(std::move(connection));
+    }
+    while (!waiters_.empty()) {
+      std::shared_ptr<Waiter> waiter = std::move(waiters_.front());
+      waiters_.pop_front();
+      if (waiter->fired) continue;
+      waiter->fired = true;
+      ++in_use_;
+      lock.unlock();
+      waiter->done(true);
+      break;
+    }
+    // A connection not kept is closed here, outside the lock.
+  }
+
+  void Expire(Waiter& waiter) {
+    {
+      std::lock_guard lock(mu_);
+      if (waiter.fired) return;
+      waiter.fired = true;
+      // Dropped now rather than at the next release: a stalled peer can collect many of them.
+      std::erase_if(waiters_, [&waiter](const auto& w) { return w.get() == &waiter; });
+    }
+    waiter.done(false);
+  }
+
+  const asio::any_io_executor executor_;
+  const Strand timers_;
+  ssl::context* const tls_;
+  const size_t capacity_;
+  const Duration max_idle_;
+  std::atomic<uint64_t>* const opened_;
+  std::mutex mu_;
+  size_t in_use_ = 0;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::deque<std::shared_ptr<Waiter>> waiters_;
+};
+
+// ---- one exchange -----------------------------------------------------------------------------
+
+struct SignedRequest {
+  http::verb method = http::verb::get;
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<const std::string> body;  // null: none
+};
+
+// What happened on the wire; default-constructible so that co_spawn can carry it.
+struct Exchange {
+  enum class Stage { kConnect, kSend, kReceive, kDone } stage = Stage::kConnect;
+  beast::error_code ec;
+  /// Failed on a reused connection before any byte of the answer: the peer had closed it.
+  bool stale = false;
+  unsigned status = 0;
+  std::string body;
+  bool keep_alive = false;
+};
+
+bool PeerClosed(const beast::error_code& ec) {
+  // Over TLS a peer that closes without close_notify shows as a truncated stream.
+  return ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::error::eof ||
+         ec == ssl::error::stream_truncated;
+}
+
+void SetExpiry(beast::tcp_stream& stream, const Deadline& deadline) {
+  if (deadline.IsNever()) {
+    stream.expires_never();
+  } else {
+    stream.expires_at(deadline.at());
+  }
+}
+
+awaitable<Exchange> Connect(Connection* c, Endpoint endpoint, std::string sni, Deadline deadline) {
+  Exchange out;
+  tcp::resolver resolver(c->strand());
+  // The resolver has no expiry of its own: a timer on the same strand cancels it at the deadline.
+  std::optional<asio::steady_timer> timer;
+  if (!deadline.IsNever()) {
+    timer.emplace(c->strand(), deadline.at());
+    timer->async_wait([&resolver](boost::system::error_code ec) {
+      if (!ec) resolver.cancel();
+    });
+  }
+  const std::string host = ResolvableHost(endpoint.host);
+  auto results = co_await resolver.async_resolve(host, endpoint.port,
+                                                 asio::redirect_error(asio::use_awaitable, out.ec));
+  if (timer) timer->cancel();
+  if (out.ec) {
+    if (out.ec == asio::error::operation_aborted) out.ec = beast::error::timeout;
+    co_return out;
+  }
+  SetExpiry(c->tcp(), deadline);
+  co_await c->tcp().async_connect(results, asio::redirect_error(asio::use_awaitable, out.ec));
+  if (out.ec) co_return out;
+  c->tcp().socket().set_option(tcp::no_delay(true));
+  if (auto* tls = c->tls()) {
+    // SNI names a host, never an address (RFC 6066); a peer reached by address gets none.
+    boost::system::error_code not_address;
+    asio::ip::make_address(sni, not_address);
+    if (not_address && !SSL_set_tlsext_host_name(tls->native_handle(), sni.c_str())) {
+      out.ec =
+          beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
+      co_return out;
+    }
+    tls->set_verify_callback(ssl::host_name_verification(sni));
+    co_await tls->async_handshake(ssl::stream_base::client,
+                                  asio::redirect_error(asio::use_awaitable, out.ec));
+    if (out.ec) co_return out;
+  }
+  c->connected = true;
+  co_return out;
+}
+
+template <typename Stream>
+awaitable<void> Transfer(Stream& stream, Connection* c, const SignedRequest& signed_request,
+                         uint64_t max_body, Deadline deadline, bool reused, Exchange& out) {
+  // The body is sent from the caller's buffer as it is, never copied into the request.
+  http::request<http::span_body<const char>> req;
+  req.method(signed_request.method);
+  req.target(signed_request.target);
+  req.version(11);
+  for (const auto& [name, value] : signed_request.headers) req.set(name, value);
+  if (signed_request.body) {
+    req.body() = beast::span<const char>(signed_request.body->data(), signed_request.body->size());
+  }
+  req.keep_alive(true);
+  req.prepare_payload();
+
+  out.stage = Exchange::Stage::kSend;
+  SetExpiry(c->tcp(), deadline);
+  co_await http::async_write(stream, req, asio::redirect_error(asio::use_awaitable, out.ec));
+  if (out.ec) {
+    out.stale = reused && PeerClosed(out.ec);
+    co_return;
+  }
+  out.stage = Exchange::Stage::kReceive;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(max_body);
+  co_await http::async_read(stream, c->buffer(), parser,
+                            asio::redirect_error(asio::use_awaitable, out.ec));
+  if (out.ec) {
+    out.stale = reused && !parser.got_some() && PeerClosed(out.ec);
+    co_return;
+  }
+  out.stage = Exchange::Stage::kDone;
+  out.status = parser.get().result_int();
+  out.keep_alive = parser.get().keep_alive();
+  out.body = std::move(parser.get().body());
+}
+
+// Runs on the connection's strand: everything that touches its sockets happens there.
+awaitable<Exchange> RunExchange(Connection* c, Endpoint endpoint, std::string sni,
+                                std::shared_ptr<const SignedRequest> request, uint64_t max_body,
+                                Deadline deadline, std::atomic<uint64_t>* opened) {
+  const bool reused = c->connected;
+  if (!c->connected) {
+    auto connect = Connect(c, endpoint, sni, deadline);
+    Exchange connected = co_await std::move(connect);
+    if (connected.ec) co_return connected;
+    opened->fetch_add(1, std::memory_order_relaxed);
+  }
+  Exchange out;
+  if (auto* tls = c->tls()) {
+    auto transfer = Transfer(*tls, c, *request, max_body, deadline, reused, out);
+    co_await std::move(transfer);
+  } else {
+    auto transfer = Transfer(*c->plain(), c, *request, max_body, deadline, reused, out);
+    co_await std::move(transfer);
+  }
+  co_return out;
+}
+
+// ---- the store --------------------------------------------------------------------------------
+
+struct Answer {
+  unsigned status = 0;
+  std::string body;
+};
+
+class S3BlobStoreImpl final : public S3BlobStore {
+ public:
+  S3BlobStoreImpl(S3Options options, asio::any_io_executor executor)
+      : options_(std::move(options)), tls_context_(ssl::context::tls_client) {
+    if (options_.bucket.empty()) throw std::invalid_argument("S3: no bucket");
+    if (options_.access_key.empty() || options_.secret_key.empty()) {
+      throw std::invalid_argument("S3: no credentials");
+    }
+    if (options_.endpoint.empty()) {
+      options_.endpoint = fmt::format("https://s3.{}.amazonaws.com", options_.region);
+    }
+    auto endpoint = ParseEndpoint(options_.endpoint);
+    if (!endpoint) {
+      throw std::invalid_argument("S3: endpoint '" + options_.endpoint +
+                                  "' is not http(s)://HOST[:PORT]");
+    }
+    endpoint_ = *endpoint;
+    if (!options_.path_style) endpoint_.host = options_.bucket + "." + endpoint_.host;
+    host_header_ = endpoint_.default_port ? endpoint_.host : endpoint_.host + ":" + endpoint_.port;
+    ssl::context* tls = nullptr;
+    if (endpoint_.tls) {
+      tls_context_.set_default_verify_paths();
+      tls_context_.set_verify_mode(ssl::verify_peer);
+      tls = &tls_context_;
+    }
+    const Duration max_idle = options_.max_idle;
+    get_ = std::make_shared<Pool>(executor, tls, options_.get_connections, max_idle, &opened_);
+    put_ = std::make_shared<Pool>(executor, tls, options_.put_connections, max_idle, &opened_);
+    cleanup_ =
+        std::make_shared<Pool>(executor, tls, options_.cleanup_connections, max_idle, &opened_);
+  }
+
+  uint64_t ConnectionsOpened() const override { return opened_.load(); }
+
+  awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
+                        Deadline deadline) override {
+    auto call = Call(*put_, http::verb::put, ObjectPath(id), {}, std::move(body), deadline);
+    Result<Answer> answer = co_await std::move(call);
+    if (!answer.ok()) co_return answer.error();
+    // S3 answers 200 only once the object is stored durably; anything else is a failure.
+    if (answer->status != 200) co_return StatusError("PUT", *answer);
+    co_return Ok();
+  }
+
+  awaitable<Result<std::string>> Get(PasteId id, Deadline deadline) override {
+    auto call = Call(*get_, http::verb::get, ObjectPath(id), {}, nullptr, deadline);
+    Result<Answer> answer = co_await std::move(call);
+    if (!answer.ok()) co_return answer.error();
+    if (answer->status == 200) co_return std::move(answer->body);
+    if (answer->status == 404 && s3::ParseErrorBody(answer->body).code != "NoSuchBucket") {
+      co_return MakeError(ErrorCode::kNotFound, "no such body", "not_found");
+    }
+    co_return StatusError("GET", *answer);
+  }
+
+  awaitable<Status> Delete(PasteId id, Deadline deadline) override {
+    auto call = Call(*cleanup_, http::verb::delete_, ObjectPath(id), {}, nullptr, deadline);
+    Result<Answer> answer = co_await std::move(call);
+    if (!answer.ok()) co_return answer.error();
+    if (answer->status == 204 || answer->status == 200) co_return Ok();
+    // S3 answers 204 for an absent key; some peers answer 404 NoSuchKey. Both mean gone.
+    if (answer->status == 404 && s3::ParseErrorBody(answer->body).code == "NoSuchKey") {
+      co_return Ok();
+    }
+    co_return StatusError("DELETE", *answer);
+  }
+
+  awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
+                                                Deadline deadline) override {
+    std::vector<BlobInfo> out;
+    // Keys under the prefix that are not paste ids are skipped, so a page may yield fewer ids
+    // than asked for: keep paging from the last key seen until the limit or the end.
+    std::string start_after = after.empty() ? std::string() : options_.key_prefix + after;
+    while (out.size() < limit) {
+      std::vector<std::pair<std::string, std::string>> query = {
+          {"list-type", "2"},
+          {"prefix", options_.key_prefix},
+          {"max-keys", std::to_string(std::min(kMaxKeysPerPage, limit - out.size()))}};
+      if (!start_after.empty()) query.emplace_back("start-after", start_after);
+      auto call =
+          Call(*cleanup_, http::verb::get, BucketPath(), std::move(query), nullptr, deadline);
+      Result<Answer> answer = co_await std::move(call);
+      if (!answer.ok()) co_return answer.error();
+      if (answer->status != 200) co_return StatusError("List", *answer);
+      auto page = s3::ParseListObjectsV2(answer->body);
+      if (!page) {
+        co_return MakeError(ErrorCode::kInternal, "S3 List: the answer is not a ListBucketResult",
+                            "storage_bad_answer");
+      }
+      for (const s3::ListedObject& object : page->objects) {
+        start_after = object.key;
+        if (!object.key.starts_with(options_.key_prefix)) continue;
+        auto id = PasteId::Parse(std::string_view(object.key).substr(options_.key_prefix.size()));
+        if (!id) continue;
+        out.push_back(BlobInfo{*id, object.modified_at});
+        if (out.size() >= limit) break;
+      }
+      if (!page->truncated || page->objects.empty()) break;
+    }
+    co_return out;
+  }
+
+ private:
+  // Object keys are built only from a validated PasteId: 12 base62 characters, nothing to escape
+  // and nothing that could climb out of the prefix.
+  std::string ObjectPath(const PasteId& id) const {
+    return BucketPath() + (options_.path_style ? "/" : "") +
+           s3::UriEncode(options_.key_prefix + std::string(id.view()), true);
+  }
+  std::string BucketPath() const {
+    return options_.path_style ? "/" + s3::UriEncode(options_.bucket, false) : "/";
+  }
+
+  std::shared_ptr<const SignedRequest> Sign(http::verb method, std::string path,
+                                            std::vector<std::pair<std::string, std::string>> query,
+                                            std::shared_ptr<const std::string> body,
+                                            const std::string& payload_sha256) const {
+    s3::SigV4Request to_sign;
+    to_sign.method = std::string(http::to_string(method));
+    to_sign.encoded_path = path;
+    to_sign.query = std::move(query);
+    to_sign.payload_sha256 = payload_sha256;
+    const std::string amz_date = s3::AmzDate(SystemClock::Instance().UnixSeconds());
+    to_sign.headers = {{"host", host_header_},
+                       {"x-amz-content-sha256", to_sign.payload_sha256},
+                       {"x-amz-date", amz_date}};
+    if (!options_.session_token.empty()) {
+      to_sign.headers.emplace_back("x-amz-security-token", options_.session_token);
+    }
+    const s3::SigV4Key key{options_.access_key, options_.secret_key, options_.region, "s3"};
+    auto request = std::make_shared<SignedRequest>();
+    request->method = method;
+    request->target = path;
+    const std::string query_string = s3::CanonicalQuery(to_sign.query);
+    if (!query_string.empty()) request->target += "?" + query_string;
+    request->headers = to_sign.headers;
+    request->headers.emplace_back("authorization", s3::Authorization(to_sign, key, amz_date));
+    request->headers.emplace_back("user-agent", "sluice");
+    request->body = std::move(body);
+    return request;
+  }
+
+  awaitable<Result<Answer>> Call(Pool& pool, http::verb method, std::string path,
+                                 std::vector<std::pair<std::string, std::string>> query,
+                                 std::shared_ptr<const std::string> body, Deadline deadline) {
+    // Hashed here, on the caller's thread, before a connection is held.
+    const std::string payload_sha256 = body ? s3::Sha256Hex(*body) : std::string(kEmptySha256);
+    auto acquire = pool.Acquire(deadline);
+    Result<Pool::Lease> lease = co_await std::move(acquire);
+    if (!lease.ok()) co_return lease.error();
+    if (deadline.Expired(SystemClock::Instance())) {
+      // Out of time while waiting: keep the connection, which is fine, rather than let the
+      // expiry close it mid-request.
+      lease->reusable = true;
+      co_return MakeError(ErrorCode::kDeadlineExceeded,
+                          "S3: the deadline passed while waiting for a connection",
+                          "deadline_exceeded");
+    }
+    const std::string sni = ResolvableHost(endpoint_.host);
+    for (int attempt = 0;; ++attempt) {
+      // Signed per attempt: the date in the signature is part of what the peer checks.
+      auto request = Sign(method, path, query, body, payload_sha256);
+      auto exchange = asio::co_spawn((*lease)->strand(),
+                                     RunExchange(&**lease, endpoint_, sni, std::move(request),
+                                                 options_.max_body_bytes, deadline, &pool.opened()),
+                                     asio::use_awaitable);
+      Exchange out = co_await std::move(exchange);
+      if (out.stage == Exchange::Stage::kDone) {
+        lease->reusable = out.keep_alive;
+        co_return Answer{out.status, std::move(out.body)};
+      }
+      if (out.stale && attempt == 0 && !deadline.Expired(SystemClock::Instance())) {
+        lease->Replace();
+        continue;
+      }
+      co_return TransportError(http::to_string(method), out);
+    }
+  }
+
+  Error TransportError(boost::string_view method, const Exchange& out) const {
+    const std::string where =
+        fmt::format("S3 {} {}:{}", std::string(method), endpoint_.host, endpoint_.port);
+    if (out.ec == beast::error::timeout) {
+      return MakeError(ErrorCode::kDeadlineExceeded,
+                       fmt::format("{}: no answer before the deadline", where),
+                       "deadline_exceeded");
+    }
+    if (out.stage == Exchange::Stage::kConnect) {
+      // Nothing left this process: the one case a caller may retry, and what opens the breaker.
+      Error e = MakeError(
+          ErrorCode::kUnavailable, fmt::format("{}: cannot connect: {}", where, out.ec.message()),
+          out.ec == asio::error::connection_refused ? "connection_refused" : "storage_unavailable");
+      e.never_sent = true;
+      return e;
+    }
+    return MakeError(ErrorCode::kUnavailable,
+                     fmt::format("{}: connection failed: {}", where, out.ec.message()),
+                     "storage_unavailable");
+  }
+
+  static Error StatusError(std::string_view what, const Answer& answer) {
+    const s3::S3ErrorBody body = s3::ParseErrorBody(answer.body);
+    const std::string detail =
+        body.code.empty() ? std::string() : fmt::format(": {}: {}", body.code, body.message);
+    if (answer.status == 403 || answer.status == 401) {
+      return MakeError(
+          ErrorCode::kUnavailable,
+          fmt::format("S3 {} refused (HTTP {}){}; check the credentials, region and bucket", what,
+                      answer.status, detail),
+          "storage_denied");
+    }
+    if (answer.status == 503 || answer.status >= 500 || body.code == "NoSuchBucket") {
+      return MakeError(ErrorCode::kUnavailable,
+                       fmt::format("S3 {} failed (HTTP {}){}", what, answer.status, detail),
+                       body.code == "SlowDown" ? "storage_slow_down" : "storage_unavailable");
+    }
+    return MakeError(ErrorCode::kInternal,
+                     fmt::format("S3 {}: unexpected HTTP {}{}", what, answer.status, detail),
+                     "storage_bad_answer");
+  }
+
+  S3Options options_;
+  ssl::context tls_context_;
+  Endpoint endpoint_;
+  std::string host_header_;
+  std::atomic<uint64_t> opened_{0};
+  std::shared_ptr<Pool> get_;
+  std::shared_ptr<Pool> put_;
+  std::shared_ptr<Pool> cleanup_;
+};
+
+std::string GetEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+}  // namespace
+
+Result<S3Options> S3Options::FromEnvironment(std::string bucket, std::string endpoint,
+                                             std::string_view path_style) {
+  S3Options options;
+  options.bucket = std::move(bucket);
+  options.endpoint = std::move(endpoint);
+  options.access_key = GetEnv("AWS_ACCESS_KEY_ID");
+  options.secret_key = GetEnv("AWS_SECRET_ACCESS_KEY");
+  options.session_token = GetEnv("AWS_SESSION_TOKEN");
+  options.region = GetEnv("AWS_REGION");
+  if (options.region.empty()) options.region = GetEnv("AWS_DEFAULT_REGION");
+  if (options.region.empty()) options.region = "us-east-1";
+  std::string missing;
+  if (options.access_key.empty()) missing = "AWS_ACCESS_KEY_ID";
+  if (options.secret_key.empty()) {
+    missing += missing.empty() ? "AWS_SECRET_ACCESS_KEY" : " and AWS_SECRET_ACCESS_KEY";
+  }
+  if (!missing.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     fmt::format("S3 blob store: {} not set in the environment", missing),
+                     "missing_credentials");
+  }
+  if (options.bucket.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "S3 blob store: no bucket", "no_bucket");
+  }
+  if (!options.endpoint.empty() && !ParseEndpoint(options.endpoint)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "S3 endpoint '" + options.endpoint + "' is not http(s)://HOST[:PORT]",
+                     "bad_endpoint");
+  }
+  if (path_style.empty() || path_style == "auto") {
+    options.path_style = !options.endpoint.empty();
+  } else if (path_style == "true" || path_style == "false") {
+    options.path_style = path_style == "true";
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument, "s3_path_style: choose auto, true or false",
+                     "bad_path_style");
+  }
+  return options;
+}
+
+std::optional<std::string> ParseS3BlobUrl(std::string_view url) {
+  if (!url.starts_with("s3://")) return std::nullopt;
+  url.remove_prefix(5);
+  if (url.ends_with('/')) url.remove_suffix(1);
+  // Bucket names: 3 to 63 of lowercase letters, digits, dots and hyphens.
+  if (url.size() < 3 || url.size() > 63 ||
+      url.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::string(url);
+}
+
+std::unique_ptr<S3BlobStore> MakeS3BlobStore(S3Options options,
+                                             boost::asio::any_io_executor executor) {
+  return std::make_unique<S3BlobStoreImpl>(std::move(options), std::move(executor));
+}
+
+}  // namespace sluice::store

@@ -1,0 +1,423 @@
+// The S3 blob store against a real S3-compatible peer (s3rver, started by the CTest fixture
+// backend.s3rver_start through scripts/testenv/s3rver.sh). The peer is found through
+// SLUICE_TEST_S3_DIR (the script's folder: endpoint and pid files) or SLUICE_TEST_S3_ENDPOINT.
+// Without a peer every test fails: a backend tested only against a mock is not tested.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "../contract/store_contract.h"
+#include "sluice/store/backends.h"
+#include "sluice/store/s3.h"
+
+namespace sluice::store {
+namespace {
+
+using namespace std::chrono_literals;
+// The suite (and its gtest registration state) lives in contract::.
+using namespace contract;  // NOLINT(google-build-using-namespace)
+using admission::Deadline;
+using testing::RunSync;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+constexpr char kBucket[] = "sluice-test";
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+std::string PeerDir() {
+  const char* dir = std::getenv("SLUICE_TEST_S3_DIR");
+  return dir ? dir : "";
+}
+
+// s3rver 3.x accepts any well-formed SigV4 signature; with SLUICE_TEST_S3_CHECKED=1 the tests go
+// through the botocore-checking proxy in front of it (s3rver.sh check-signatures).
+bool PeerChecksSignatures() {
+  const char* checked = std::getenv("SLUICE_TEST_S3_CHECKED");
+  return checked && std::string_view(checked) == "1";
+}
+
+std::string PeerEndpoint() {
+  if (const char* endpoint = std::getenv("SLUICE_TEST_S3_ENDPOINT")) return endpoint;
+  if (PeerDir().empty()) return "";
+  return ReadFile(fs::path(PeerDir()) / (PeerChecksSignatures() ? "checked_endpoint" : "endpoint"));
+}
+
+// A key prefix no other test uses, so each test sees an empty store in the shared bucket.
+std::string FreshPrefix() {
+  static std::atomic<int> serial{0};
+  return "t" + std::to_string(std::random_device{}()) + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(serial++) + "/";
+}
+
+S3Options PeerOptions(std::string prefix = FreshPrefix()) {
+  S3Options options;
+  options.bucket = kBucket;
+  options.endpoint = PeerEndpoint();
+  options.path_style = true;
+  options.access_key = "S3RVER";
+  options.secret_key = "S3RVER";
+  options.key_prefix = std::move(prefix);
+  return options;
+}
+
+// The executor the store's sockets run on, as the app's first event loop is.
+class Loop {
+ public:
+  Loop() : guard_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  ~Loop() {
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  asio::any_io_executor executor() { return io_.get_executor(); }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
+class PeerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(PeerEndpoint().empty())
+        << "no S3 peer: run through ctest (fixture backend.s3rver_start) or set "
+           "SLUICE_TEST_S3_ENDPOINT";
+  }
+  std::unique_ptr<S3BlobStore> Store(S3Options options = PeerOptions()) {
+    return MakeS3BlobStore(std::move(options), loop_.executor());
+  }
+  static Deadline In(Duration d) { return Deadline::After(SystemClock::Instance(), d); }
+
+  Loop loop_;
+};
+
+// ---- the contract, with SQLite for the rows and the peer for the bodies
+// --------------------------
+
+struct S3Backend : Backend {
+  TempDir dir;
+  Loop loop;
+  boost::asio::thread_pool read_pool{2};
+  boost::asio::thread_pool cleanup_pool{1};
+  const std::string prefix = FreshPrefix();
+  std::unique_ptr<MetaStore> meta_;
+  std::unique_ptr<BlobStore> blobs_;
+  S3Backend() {
+    if (PeerEndpoint().empty()) throw std::runtime_error("no S3 peer (SLUICE_TEST_S3_DIR unset)");
+    Reopen();
+  }
+  ~S3Backend() override { blobs_.reset(); }
+  MetaStore& meta() override { return *meta_; }
+  BlobStore& blobs() override { return *blobs_; }
+  void Reopen() override {
+    meta_.reset();
+    blobs_.reset();
+    meta_ = MakeSqliteMetaStore(dir.path() / "meta.db", BlockingPools{&read_pool, &cleanup_pool});
+    blobs_ = MakeS3BlobStore(PeerOptions(prefix), loop.executor());
+  }
+  bool persistent() const override { return true; }
+};
+
+class S3Names {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return "sqlite_and_s3";
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(S3, StoreContract, ::testing::Types<S3Backend>, S3Names);
+
+// ---- S3 specifics -------------------------------------------------------------------------------
+
+TEST_F(PeerTest, UnknownAccessKeyIsRefusedWithAClearError) {
+  S3Options options = PeerOptions();
+  options.access_key = "NOSUCHKEY";
+  auto store = Store(options);
+  Status put = RunSync(store->Put(Id("denied000001"), Body("x"), In(10s)));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(put.error().reason, "storage_denied");
+  EXPECT_NE(put.error().message.find("InvalidAccessKeyId"), std::string::npos)
+      << put.error().message;
+}
+
+TEST_F(PeerTest, WrongSecretIsRefusedWithAClearError) {
+  if (!PeerChecksSignatures()) {
+    GTEST_SKIP() << "s3rver does not verify signatures; backend.s3_signatures_checked_by_botocore "
+                    "runs this test through a peer that does";
+  }
+  S3Options options = PeerOptions();
+  options.secret_key = "not-the-secret";
+  auto store = Store(options);
+  Status put = RunSync(store->Put(Id("badsecret001"), Body("x"), In(10s)));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(put.error().reason, "storage_denied");
+  EXPECT_NE(put.error().message.find("SignatureDoesNotMatch"), std::string::npos)
+      << put.error().message;
+  EXPECT_EQ(RunSync(store->Get(Id("badsecret001"), In(10s))).error().reason, "storage_denied");
+}
+
+TEST_F(PeerTest, MissingBucketIsUnavailableNeverNotFound) {
+  S3Options options = PeerOptions();
+  options.bucket = "no-such-bucket";
+  auto store = Store(options);
+  auto got = RunSync(store->Get(Id("nobucket0001"), In(10s)));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kUnavailable) << got.error().message;
+}
+
+TEST_F(PeerTest, SequentialGetsReuseOneConnection) {
+  auto store = Store();
+  ASSERT_TRUE(RunSync(store->Put(Id("keepalive001"), Body("kept"), In(10s))).ok());
+  const uint64_t after_put = store->ConnectionsOpened();
+  EXPECT_EQ(after_put, 1u);
+  for (int i = 0; i < 50; ++i) {
+    auto got = RunSync(store->Get(Id("keepalive001"), In(10s)));
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    ASSERT_EQ(*got, "kept");
+  }
+  // One for the GET pool; one more is tolerated in case the peer closed an idle connection.
+  EXPECT_LE(store->ConnectionsOpened() - after_put, 2u);
+}
+
+TEST_F(PeerTest, AConnectionThePeerClosedWhileIdleIsReplacedNotFailed) {
+  // Keep idle connections longer than s3rver (Node: 5 s) does, so the next GET picks one the peer
+  // has closed: it must be sent again on a new connection, not fail.
+  S3Options options = PeerOptions();
+  options.max_idle = std::chrono::minutes(5);
+  auto store = Store(options);
+  ASSERT_TRUE(RunSync(store->Put(Id("idleclosed01"), Body("body"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Get(Id("idleclosed01"), In(10s))).ok());
+  const uint64_t before = store->ConnectionsOpened();
+  std::this_thread::sleep_for(7s);
+  auto got = RunSync(store->Get(Id("idleclosed01"), In(10s)));
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(*got, "body");
+  EXPECT_EQ(store->ConnectionsOpened(), before + 1);
+}
+
+TEST_F(PeerTest, GetPutAndCleanupUseSeparateConnections) {
+  auto store = Store();
+  ASSERT_TRUE(RunSync(store->Put(Id("pools0000001"), Body("x"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Get(Id("pools0000001"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Delete(Id("pools0000001"), In(10s))).ok());
+  EXPECT_EQ(store->ConnectionsOpened(), 3u);
+}
+
+// Stops the peer (SIGSTOP) for the scope, and always lets it run again.
+class PeerStopped {
+ public:
+  PeerStopped() {
+    const std::string pid = ReadFile(fs::path(PeerDir()) / "s3rver.pid");
+    pid_ = pid.empty() ? 0 : std::stoi(pid);
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  ~PeerStopped() { Resume(); }
+  void Resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = 0;
+  }
+  bool ok() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+TEST_F(PeerTest, StoppedPeerGivesDeadlineExceededAndThePoolRecovers) {
+  S3Options options = PeerOptions();
+  options.get_connections = 1;
+  auto store = Store(options);
+  ASSERT_TRUE(RunSync(store->Put(Id("stopped00001"), Body("body"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Get(Id("stopped00001"), In(10s))).ok());  // a kept-alive connection
+  {
+    PeerStopped stopped;
+    ASSERT_TRUE(stopped.ok()) << "no s3rver pid in SLUICE_TEST_S3_DIR";
+    auto got = RunSync(store->Get(Id("stopped00001"), In(300ms)));
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.error().code, ErrorCode::kDeadlineExceeded) << got.error().message;
+  }
+  // The timed-out connection was closed, its slot returned: the one-connection pool works again.
+  auto again = RunSync(store->Get(Id("stopped00001"), In(10s)));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, "body");
+}
+
+TEST_F(PeerTest, AWaitForAConnectionEndsAtItsDeadline) {
+  S3Options options = PeerOptions();
+  options.get_connections = 1;
+  auto store = Store(options);
+  ASSERT_TRUE(RunSync(store->Put(Id("waiter000001"), Body("body"), In(10s))).ok());
+  PeerStopped stopped;
+  ASSERT_TRUE(stopped.ok());
+  // Two reads at once on a one-connection pool: one holds the connection, the other waits for
+  // it; both must come back at their deadlines, not when the peer wakes.
+  asio::io_context io;
+  std::vector<std::optional<Result<std::string>>> results(2);
+  for (auto& slot : results) {
+    asio::co_spawn(
+        io,
+        [&store, &slot]() -> asio::awaitable<void> {
+          auto get = store->Get(Id("waiter000001"), In(500ms));
+          slot.emplace(co_await std::move(get));
+        },
+        asio::detached);
+  }
+  io.run();
+  stopped.Resume();
+  for (auto& slot : results) {
+    ASSERT_TRUE(slot.has_value());
+    ASSERT_FALSE(slot->ok());
+    EXPECT_EQ(slot->error().code, ErrorCode::kDeadlineExceeded) << slot->error().message;
+  }
+  auto again = RunSync(store->Get(Id("waiter000001"), In(10s)));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+}
+
+TEST_F(PeerTest, PeerDownIsUnavailableAndNeverSent) {
+  // A port that was free a moment ago: nothing listens there.
+  asio::io_context io;
+  asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const unsigned short port = probe.local_endpoint().port();
+  probe.close();
+  S3Options options = PeerOptions();
+  options.endpoint = "http://127.0.0.1:" + std::to_string(port);
+  auto store = Store(options);
+  const auto start = std::chrono::steady_clock::now();
+  auto got = RunSync(store->Get(Id("down00000001"), In(30s)));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(got.error().reason, "connection_refused");
+  EXPECT_TRUE(got.error().never_sent);
+  // Refused, not timed out: far sooner than the deadline (a loose bound for a busy machine).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+TEST_F(PeerTest, ListPagesAcrossMoreObjectsThanTheLimit) {
+  auto store = Store();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 25; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "list%08d", 24 - i);
+    ids.push_back(id);
+    ASSERT_TRUE(RunSync(store->Put(Id(id), Body("b"), In(10s))).ok());
+  }
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> seen;
+  std::vector<size_t> page_sizes;
+  std::string cursor;
+  for (int page = 0; page < 10; ++page) {
+    auto got = RunSync(store->List(cursor, 10, In(10s)));
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    if (got->empty()) break;
+    page_sizes.push_back(got->size());
+    for (const BlobInfo& info : *got) {
+      seen.push_back(info.id.str());
+      EXPECT_GT(info.modified_at, 1'600'000'000);  // a real modification time, in Unix seconds
+    }
+    cursor = got->back().id.str();
+  }
+  EXPECT_EQ(seen, ids);
+  EXPECT_EQ(page_sizes, (std::vector<size_t>{10, 10, 5}));
+}
+
+TEST_F(PeerTest, ListSkipsKeysUnderThePrefixThatAreNotPasteIds) {
+  const std::string prefix = FreshPrefix();
+  auto store = Store(PeerOptions(prefix));
+  // Another writer's keys sort among ours: prefix + "x" + id is under our prefix, never an id.
+  auto other = Store(PeerOptions(prefix + "x"));
+  for (const char* id : {"aaaaaaaaaaa1", "aaaaaaaaaaa2", "aaaaaaaaaaa3"}) {
+    ASSERT_TRUE(RunSync(other->Put(Id(id), Body("foreign"), In(10s))).ok());
+  }
+  for (const char* id : {"AAAAAAAAAAA1", "zzzzzzzzzzz1"}) {
+    ASSERT_TRUE(RunSync(store->Put(Id(id), Body("ours"), In(10s))).ok());
+  }
+  auto first = RunSync(store->List("", 1, In(10s)));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ((*first)[0].id.str(), "AAAAAAAAAAA1");
+  auto second = RunSync(store->List("AAAAAAAAAAA1", 1, In(10s)));
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->size(), 1u);
+  EXPECT_EQ((*second)[0].id.str(), "zzzzzzzzzzz1");
+}
+
+TEST_F(PeerTest, ObjectsLandUnderThePrefixPlusTheIdOnly) {
+  ASSERT_FALSE(PeerDir().empty()) << "needs SLUICE_TEST_S3_DIR to look into s3rver's folder";
+  const std::string prefix = FreshPrefix();
+  auto store = Store(PeerOptions(prefix));
+  ASSERT_TRUE(RunSync(store->Put(Id("AbCdEfGh1234"), Body("x"), In(10s))).ok());
+  // s3rver keeps each object as BUCKET/KEY._S3rver_object under its data folder.
+  const fs::path bucket = fs::path(PeerDir()) / "data" / kBucket;
+  EXPECT_TRUE(fs::exists(bucket / prefix / "AbCdEfGh1234._S3rver_object"));
+  std::vector<std::string> in_prefix;
+  for (const auto& entry : fs::directory_iterator(bucket / prefix)) {
+    in_prefix.push_back(entry.path().filename().string());
+  }
+  for (const std::string& name : in_prefix) EXPECT_TRUE(name.starts_with("AbCdEfGh1234")) << name;
+}
+
+TEST_F(PeerTest, UntrustedCertificateIsRefusedBeforeAnythingIsSent) {
+  if (!PeerEndpoint().starts_with("https://")) {
+    GTEST_SKIP() << "plain HTTP peer; backend.s3_over_tls runs this against an HTTPS one";
+  }
+  // The trust store is read when the store is made: point it at nothing, then restore it.
+  const char* saved = std::getenv("SSL_CERT_FILE");
+  const std::string trusted = saved ? saved : "";
+  ::setenv("SSL_CERT_FILE", "/dev/null", 1);
+  auto store = Store();
+  if (saved) {
+    ::setenv("SSL_CERT_FILE", trusted.c_str(), 1);
+  } else {
+    ::unsetenv("SSL_CERT_FILE");
+  }
+  auto got = RunSync(store->Get(Id("untrusted001"), In(10s)));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(got.error().never_sent);
+  EXPECT_NE(got.error().message.find("certificate verify failed"), std::string::npos)
+      << got.error().message;
+}
+
+TEST(S3Options, MissingCredentialsAreAClearStartupError) {
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  ::setenv("AWS_SECRET_ACCESS_KEY", "x", 1);
+  auto options = S3Options::FromEnvironment("bucket", "");
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(options.error().message.find("AWS_ACCESS_KEY_ID"), std::string::npos);
+  ::setenv("AWS_ACCESS_KEY_ID", "k", 1);
+  ::setenv("AWS_REGION", "eu-west-3", 1);
+  options = S3Options::FromEnvironment("bucket", "");
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->region, "eu-west-3");
+  EXPECT_FALSE(options->path_style);  // AWS: virtual-host style
+  options = S3Options::FromEnvironment("bucket", "http://127.0.0.1:9000");
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->path_style);  // any other endpoint: path style
+  options = S3Options::FromEnvironment("bucket", "http://127.0.0.1:9000", "auto");
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->path_style);
+  options = S3Options::FromEnvironment("bucket", "http://127.0.0.1:9000", "false");
+  ASSERT_TRUE(options.ok());
+  EXPECT_FALSE(options->path_style);
+  EXPECT_FALSE(S3Options::FromEnvironment("bucket", "ftp://x").ok());
+  EXPECT_FALSE(S3Options::FromEnvironment("bucket", "", "sometimes").ok());
+}
+
+}  // namespace
+}  // namespace sluice::store
