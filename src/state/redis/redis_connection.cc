@@ -114,11 +114,13 @@ void PersistentReply(redisAsyncContext* /*ac*/, void* reply, void* privdata) {
 }  // namespace
 
 RedisConnection::RedisConnection(asio::io_context& io, store::RedisOptions options,
-                                 std::string name, std::function<void()> on_connect)
+                                 std::string name, std::function<void()> on_connect,
+                                 std::function<void()> on_lost)
     : io_(io),
       options_(std::move(options)),
       name_(std::move(name)),
       on_connect_(std::move(on_connect)),
+      on_lost_(std::move(on_lost)),
       backoff_(options_.reconnect_min),
       reconnect_timer_(io) {}
 
@@ -187,6 +189,7 @@ void RedisConnection::Lost(const char* what) {
     warned_ = true;
   }
   connected_ = false;
+  if (on_lost_) on_lost_();
   ScheduleReconnect();
 }
 

@@ -40,9 +40,10 @@ class RedisConnection {
   /// Called with each reply, or with nullptr when the connection fails before it arrives.
   using ReplyHandler = std::function<void(const redisReply*)>;
 
-  /// `on_connect` runs each time a connection is established (e.g. to subscribe again).
+  /// `on_connect` runs each time a connection is established (e.g. to subscribe again),
+  /// `on_lost` each time one fails or drops.
   RedisConnection(boost::asio::io_context& io, store::RedisOptions options, std::string name,
-                  std::function<void()> on_connect = {});
+                  std::function<void()> on_connect = {}, std::function<void()> on_lost = {});
   /// Frees the hiredis context; pending handlers are called with nullptr.
   ~RedisConnection();
 
@@ -72,6 +73,7 @@ class RedisConnection {
   const store::RedisOptions options_;
   const std::string name_;
   std::function<void()> on_connect_;
+  std::function<void()> on_lost_;
   redisAsyncContext* ac_ = nullptr;
   std::shared_ptr<AsioHiredisAdapter> adapter_;
   bool connected_ = false;

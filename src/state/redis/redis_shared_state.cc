@@ -4,6 +4,7 @@
 // The metadata cache is plain keys with expiry; invalidations go out on a pub/sub channel.
 #include <fmt/format.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -11,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -145,10 +147,18 @@ class RedisSharedState final : public store::SharedState {
     metrics.AddGaugeCallback("sluice_redis_connected",
                              "1 while the command connection to Redis is up", {},
                              [this] { return connected_.load() ? 1.0 : 0.0; });
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      // hiredis writes with write(2): a server that went away would otherwise raise SIGPIPE and
+      // end the process. Blocked in this thread, the write fails with EPIPE and we reconnect.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+      io_.run();
+    });
     asio::post(io_, [this] {
-      commands_ = std::make_unique<RedisConnection>(io_, options_, "commands",
-                                                    [this] { connected_ = true; });
+      commands_ = std::make_unique<RedisConnection>(
+          io_, options_, "commands", [this] { connected_ = true; }, [this] { connected_ = false; });
       subscriber_ = std::make_unique<RedisConnection>(io_, options_, "invalidations",
                                                       [this] { Subscribe(); });
       on_message_ = [this](const redisReply* r) { OnMessage(r); };
@@ -274,8 +284,13 @@ class RedisSharedState final : public store::SharedState {
         metrics_.GetHistogram("sluice_dependency_duration_seconds", "Store call latency", labels),
         clock_.Now());
     if (!commands_ || !commands_->connected()) {
-      connected_ = false;
       call->Answer(Unavailable("not connected"), clock_);
+      return;
+    }
+    if (in_flight_ >= kMaxInFlight) {
+      // A stalled server answers nothing, and every abandoned call still waits for its reply on
+      // the connection; past this many, new calls fail at once instead of piling up.
+      call->Answer(Unavailable("too many calls awaiting replies"), clock_);
       return;
     }
     const Duration left = deadline.Remaining(clock_);
@@ -299,8 +314,8 @@ class RedisSharedState final : public store::SharedState {
       });
     }
     const bool sent = commands_->Send(args, [this, call](const redisReply* r) {
+      --in_flight_;
       if (r == nullptr) {
-        connected_ = false;
         call->Answer(Unavailable("connection lost"), clock_);
       } else if (r->type == REDIS_REPLY_ERROR &&
                  std::string_view(r->str, r->len).substr(0, 8) != "NOSCRIPT") {
@@ -309,7 +324,11 @@ class RedisSharedState final : public store::SharedState {
         call->Answer(RedisReply::CopyOf(*r), clock_);
       }
     });
-    if (!sent) call->Answer(Unavailable("not connected"), clock_);
+    if (sent) {
+      ++in_flight_;
+    } else {
+      call->Answer(Unavailable("not connected"), clock_);
+    }
   }
 
   // EVALSHA first (the script body travels once per connection), EVAL when the server says it has
@@ -377,6 +396,8 @@ class RedisSharedState final : public store::SharedState {
   std::unique_ptr<RedisConnection> subscriber_;
   RedisConnection::ReplyHandler on_message_;
   std::atomic<bool> connected_{false};
+  static constexpr int kMaxInFlight = 4096;
+  int in_flight_ = 0;  // io thread only
   std::mutex subscribers_mu_;
   std::vector<std::function<void(const PasteId&)>> subscribers_;
   std::thread thread_;
