@@ -895,7 +895,7 @@ class ConfigTest(SluiceTestCase):
                 self.assertIn(env, res.stdout)
         # Every setting but the ones without a default shows one.
         for m in re.finditer(r"--([a-z-]+) TEXT(\S*)", res.stdout):
-            if m.group(1) not in ("config", "public-url", "trusted-proxy", "faults"):
+            if m.group(1) not in ("config", "public-url", "trusted-proxy", "faults", "cache"):
                 self.assertTrue(m.group(2).startswith("="), f"--{m.group(1)} shows no default")
 
     def test_config_file_max_paste_bytes(self):
