@@ -47,15 +47,18 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       fills_shared_(
           metrics.GetCounter("sluice_fills_shared_total",
                              "Cache misses that joined a fill already in flight (singleflight)")),
-      shared_hits_(metrics.GetCounter("sluice_shared_meta_cache_total",
-                                      "Shared metadata cache lookups by outcome",
-                                      {{"outcome", "hit"}})),
-      shared_misses_(metrics.GetCounter("sluice_shared_meta_cache_total",
-                                        "Shared metadata cache lookups by outcome",
-                                        {{"outcome", "miss"}})),
-      shared_errors_(metrics.GetCounter("sluice_shared_meta_cache_total",
-                                        "Shared metadata cache lookups by outcome",
-                                        {{"outcome", "error"}})),
+      shared_hits_(metrics.GetCounter(
+          "sluice_shared_meta_cache_total",
+          "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
+          {{"outcome", "hit"}})),
+      shared_misses_(metrics.GetCounter(
+          "sluice_shared_meta_cache_total",
+          "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
+          {{"outcome", "miss"}})),
+      shared_errors_(metrics.GetCounter(
+          "sluice_shared_meta_cache_total",
+          "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
+          {{"outcome", "error"}})),
       fills_(Result<CachedPaste>(
           MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
   if (shared_) {
@@ -244,9 +247,10 @@ std::chrono::seconds PasteService::SharedTtl(const store::PasteMeta& meta) const
   return std::chrono::seconds(std::clamp<int64_t>(left, 1, options_.shared_meta_ttl.count()));
 }
 
-awaitable<std::optional<store::PasteMeta>> PasteService::SharedMeta(store::PasteId id) {
+awaitable<std::optional<store::PasteMeta>> PasteService::SharedMeta(store::PasteId id,
+                                                                    Deadline deadline) {
   if (!shared_) co_return std::nullopt;
-  auto asking = shared_->GetMeta(id, Deadline::After(clock_, options_.cache_timeout));
+  auto asking = shared_->GetMeta(id, deadline.ForCall(clock_, options_.cache_timeout));
   Result<std::optional<store::PasteMeta>> cached = co_await std::move(asking);
   if (!cached.ok()) {
     shared_errors_.Inc();  // slow or absent: a miss, never an error for the reader
@@ -258,7 +262,7 @@ awaitable<std::optional<store::PasteMeta>> PasteService::SharedMeta(store::Paste
 
 awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string client_key) {
   const Deadline deadline = Deadline::After(clock_, options_.read_budget);
-  auto from_shared = SharedMeta(id);
+  auto from_shared = SharedMeta(id, deadline);
   std::optional<store::PasteMeta> cached = co_await std::move(from_shared);
   Result<store::PasteMeta> meta = MakeError(ErrorCode::kInternal, "unset", "unset");
   if (cached) {

@@ -128,7 +128,8 @@ class PasteService {
   boost::asio::awaitable<Result<CachedPaste>> Fill(store::PasteId id, std::string client_key);
   boost::asio::awaitable<Result<CachedPaste>> FillShared(store::PasteId id, std::string client_key);
   /// The row from the shared metadata cache, or nullopt on a miss or any failure of the cache.
-  boost::asio::awaitable<std::optional<store::PasteMeta>> SharedMeta(store::PasteId id);
+  boost::asio::awaitable<std::optional<store::PasteMeta>> SharedMeta(store::PasteId id,
+                                                                     admission::Deadline deadline);
   /// How long the shared cache may keep `meta`: never past its expiry, at most shared_meta_ttl.
   std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
 
