@@ -29,7 +29,8 @@ const char* kRejectionHelp =
     "Requests refused by admission control, by the limit that refused them";
 
 const char* kSharedHelp =
-    "Create limit decisions asked of the shared store, by outcome (fail_open: it did not answer)";
+    "Rate-limit decisions (creates and origin reads) asked of the shared store, by outcome "
+    "(fail_open: it did not answer)";
 
 // This process's part of a tier-wide cap while the shared store cannot count for the tier.
 admission::TokenBucketPolicy LocalShare(const AdmissionOptions& o,
@@ -38,8 +39,7 @@ admission::TokenBucketPolicy LocalShare(const AdmissionOptions& o,
   return {global.rate_per_second * share, global.burst * share};
 }
 
-// The order of the takes is the order a refusal is reported in, the same as the local path.
-enum SharedBucket { kIpCount = 0, kIpBytes, kGlobalCount, kGlobalBytes };
+// The reasons of SharedCreateTakes' buckets, in its order: per client before global, as locally.
 constexpr const char* kSharedReasons[] = {"ip_create_count", "ip_create_bytes", "global_count",
                                           "global_bytes"};
 
@@ -265,15 +265,48 @@ Result<admission::Permit> AdmissionControl::AdmitCreateLocal(std::string_view cl
   return slot;
 }
 
-Result<admission::Permit> AdmissionControl::AdmitOriginRead(std::string_view client_key) {
-  const admission::KeyedDecision mine = ip_read_.TryTake(client_key, 1);
-  if (!mine.allowed()) {
-    return RateLimited("origin_get_ip", options_.ip_read, mine.decision,
-                       ip_read_.Peek(client_key).available[0]);
+boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginRead(
+    std::string client_key) {
+  if (!shared_) {
+    const admission::KeyedDecision mine = ip_read_.TryTake(client_key, 1);
+    if (!mine.allowed()) {
+      co_return RateLimited("origin_get_ip", options_.ip_read, mine.decision,
+                            ip_read_.Peek(client_key).available[0]);
+    }
+    Result<admission::Permit> slot = TakeReadSlot();
+    if (!slot.ok()) ip_read_.Refund(client_key, 1);
+    co_return slot;
   }
+  std::vector<store::BucketTake> takes = {{fmt::format("ipr:{}", client_key), options_.ip_read, 1}};
+  auto asking =
+      shared_->TakeAll(takes, admission::Deadline::After(clock_, options_.shared_timeout));
+  Result<store::SharedTakeDecision> shared = co_await std::move(asking);
+  if (!shared.ok()) {
+    // The per-client read limit fails open like the create limits; the read pool still holds.
+    NoteSharedSilence(shared.error());
+    shared_fail_open_->Inc();
+    co_return TakeReadSlot();
+  }
+  NoteSharedAnswer();
+  if (!shared->allowed) {
+    shared_refused_->Inc();
+    const admission::TakeDecision decision{false, shared->retry_after, shared->exceeds_burst};
+    co_return RateLimited("origin_get_ip", options_.ip_read, decision, shared->available);
+  }
+  shared_allowed_->Inc();
+  Result<admission::Permit> slot = TakeReadSlot();
+  if (!slot.ok()) {
+    auto refunding = shared_->Refund(std::move(takes),
+                                     admission::Deadline::After(clock_, options_.shared_timeout));
+    const Status refunded = co_await std::move(refunding);
+    if (!refunded.ok()) NoteSharedSilence(refunded.error());
+  }
+  co_return slot;
+}
+
+Result<admission::Permit> AdmissionControl::TakeReadSlot() {
   admission::AcquireResult slot = read_slots_.TryAcquire(0);
   if (!slot.ok()) {
-    ip_read_.Refund(client_key, 1);
     return Refuse(ErrorCode::kUnavailable, "read_slots",
                   "the server is at its limit of reads in flight; retry later");
   }

@@ -205,7 +205,8 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   }
   cache_misses_.Inc();
   std::string client_key = client.Key();
-  auto read_slot = admission_.AdmitOriginRead(client_key);
+  auto admitting = admission_.AdmitOriginRead(client_key);
+  Result<admission::Permit> read_slot = co_await std::move(admitting);
   if (!read_slot.ok()) co_return read_slot.error();
   auto fill = FillShared(*id, std::move(client_key));
   Result<CachedPaste> paste = co_await std::move(fill);

@@ -99,8 +99,9 @@ class AdmissionControl {
   /// True while the last shared-store call failed and the create limits run on local shares.
   bool FailingOpen() const { return failing_open_.load(std::memory_order_relaxed); }
 
-  /// An origin read (a cache miss): the per-client GET limit, then a read slot.
-  Result<admission::Permit> AdmitOriginRead(std::string_view client_key);
+  /// An origin read (a cache miss): the per-client GET limit (shared, when there is a
+  /// SharedState, and open while it is silent), then a read slot.
+  boost::asio::awaitable<Result<admission::Permit>> AdmitOriginRead(std::string client_key);
 
   /// A metadata fill: a slot of the fill cap within the client's share of it.
   struct FillTicket {
@@ -127,6 +128,7 @@ class AdmissionControl {
   Result<admission::Permit> AdmitCreateOnLocalShare(uint64_t declared_bytes);
   /// Takes a create slot after the rate limits passed; Unavailable (and `refund` owed) if full.
   Result<admission::Permit> TakeCreateSlot(uint64_t declared_bytes);
+  Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
                                                    uint64_t declared_bytes) const;
   void NoteSharedAnswer();

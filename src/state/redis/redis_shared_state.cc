@@ -11,7 +11,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <mutex>

@@ -108,13 +108,13 @@ TEST_F(AdmissionControlTest, CreateByteCapShedsLargeBodiesFirst) {
 
 TEST_F(AdmissionControlTest, OriginReadsAreLimitedPerClientAndPooled) {
   AdmissionControl a(Small(), clock_, metrics_);
-  auto r1 = a.AdmitOriginRead("10.0.0.1");
-  auto r2 = a.AdmitOriginRead("10.0.0.1");
+  auto r1 = RunSync(a.AdmitOriginRead("10.0.0.1"));
+  auto r2 = RunSync(a.AdmitOriginRead("10.0.0.1"));
   ASSERT_TRUE(r1.ok() && r2.ok());
-  auto limited = a.AdmitOriginRead("10.0.0.1");
+  auto limited = RunSync(a.AdmitOriginRead("10.0.0.1"));
   ASSERT_FALSE(limited.ok());
   EXPECT_EQ(limited.error().reason, "origin_get_ip");
-  auto pooled = a.AdmitOriginRead("10.0.0.2");  // the two read slots are taken
+  auto pooled = RunSync(a.AdmitOriginRead("10.0.0.2"));  // the two read slots are taken
   ASSERT_FALSE(pooled.ok());
   EXPECT_EQ(pooled.error().reason, "read_slots");
   EXPECT_EQ(pooled.error().code, ErrorCode::kUnavailable);

@@ -176,6 +176,21 @@ TEST_F(SharedAdmissionTest, WithoutSharedStateTheGlobalCapIsThisProcesssWhole) {
   EXPECT_EQ(FailOpenGauge(metrics_a_), -1);  // no shared store, no fail-open gauge
 }
 
+TEST_F(SharedAdmissionTest, OriginReadLimitIsSharedAndFailsOpen) {
+  AdmissionOptions o = Tier();
+  o.ip_read = {0.001, 2};
+  AdmissionControl a(o, clock_, metrics_a_, &shared_);
+  AdmissionControl b(o, clock_, metrics_b_, &shared_);
+  EXPECT_TRUE(RunSync(a.AdmitOriginRead("10.0.0.1")).ok());
+  EXPECT_TRUE(RunSync(b.AdmitOriginRead("10.0.0.1")).ok());
+  auto limited = RunSync(a.AdmitOriginRead("10.0.0.1"));
+  ASSERT_FALSE(limited.ok());
+  EXPECT_EQ(limited.error().reason, "origin_get_ip");
+  shared_.mode = Mode::kDown;
+  EXPECT_TRUE(RunSync(b.AdmitOriginRead("10.0.0.1")).ok());
+  EXPECT_TRUE(b.FailingOpen());
+}
+
 TEST(MemorySharedStateTest, RefusedTakeSpendsNothingInAnyBucket) {
   ManualClock clock;
   auto shared = store::MakeMemorySharedState(clock);
