@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway redis-server for tests: `redis.sh start DIR PORT` starts one bound to 127.0.0.1 with
-# nothing persisted, its pid file and log in DIR, and returns once it answers PING;
-# `redis.sh stop DIR` stops that one (by its pid file, never by name).
+# nothing persisted, its pid file, log and port (DIR/port; PORT 0 picks a free one) in DIR, and
+# returns once it answers PING; `redis.sh stop DIR` stops that one (by its pid file, never by name).
 set -euo pipefail
 
 usage() { echo "usage: $0 start DIR PORT | stop DIR" >&2; exit 2; }
@@ -15,6 +15,10 @@ case "$cmd" in
     command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)" >&2; exit 1; }
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
+    if [ "$port" = 0 ]; then
+      port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    fi
+    echo "$port" > "$dir/port"
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
       --daemonize yes --pidfile "$dir/redis.pid" --dir "$dir" --logfile "$dir/redis.log"
     for _ in $(seq 1 100); do

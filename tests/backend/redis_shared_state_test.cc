@@ -1,10 +1,11 @@
 // The SharedState contract and the Redis-only behaviours against a real redis-server, started by
-// the CTest fixture (scripts/testenv/redis.sh) on $SLUICE_TEST_REDIS_PORT. Without that server
-// these tests fail: a backend that was never exercised is not done.
+// the CTest fixture (scripts/testenv/redis.sh) in $SLUICE_TEST_REDIS_DIR, which holds its port.
+// Without that server these tests fail: a backend that was never exercised is not done.
 #include <hiredis/hiredis.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "../contract/shared_state_contract.h"
 
@@ -12,8 +13,12 @@ namespace sluice::testing {
 namespace {
 
 int RedisPort() {
-  const char* port = std::getenv("SLUICE_TEST_REDIS_PORT");
-  return port != nullptr ? std::atoi(port) : 0;
+  const char* dir = std::getenv("SLUICE_TEST_REDIS_DIR");
+  if (dir == nullptr) return 0;
+  std::ifstream file(std::string(dir) + "/port");
+  int port = 0;
+  file >> port;
+  return port;
 }
 
 // Each store gets keys and a channel of its own, so tests neither see each other nor a
@@ -46,7 +51,7 @@ bool WaitUntilAnswering(store::SharedState& state) {
 
 std::unique_ptr<store::SharedState> ConnectedRedis() {
   const int port = RedisPort();
-  EXPECT_NE(port, 0) << "SLUICE_TEST_REDIS_PORT is not set: run through ctest -L backend";
+  EXPECT_NE(port, 0) << "no fixture redis (SLUICE_TEST_REDIS_DIR/port): run ctest -L backend";
   auto state = store::MakeRedisSharedState(TestOptions(port), SystemClock::Instance(), Metrics());
   EXPECT_TRUE(WaitUntilAnswering(*state)) << "no redis-server answers on port " << port;
   return state;
