@@ -143,36 +143,51 @@ void AdmissionControl::NotePeak(std::atomic<int64_t>& peak, const admission::Slo
   }
 }
 
-boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitCreate(
-    std::string client_key, uint64_t declared_bytes) {
-  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes);
-
-  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes);
+boost::asio::awaitable<AdmissionControl::SharedVerdict> AdmissionControl::AskShared(
+    std::vector<store::BucketTake> takes, const char* const* reasons) {
   auto asking =
       shared_->TakeAll(takes, admission::Deadline::After(clock_, options_.shared_timeout));
   Result<store::SharedTakeDecision> shared = co_await std::move(asking);
   if (!shared.ok()) {
     NoteSharedSilence(shared.error());
     shared_fail_open_->Inc();
-    co_return AdmitCreateOnLocalShare(declared_bytes);
+    co_return SharedVerdict{SharedVerdict::kSilent, std::nullopt};
   }
   NoteSharedAnswer();
   if (!shared->allowed) {
     shared_refused_->Inc();
-    const int refused = std::clamp(shared->refused_index, 0, 3);
+    const size_t refused = static_cast<size_t>(
+        std::clamp<int>(shared->refused_index, 0, static_cast<int>(takes.size()) - 1));
     const admission::TakeDecision decision{false, shared->retry_after, shared->exceeds_burst};
-    co_return RateLimited(kSharedReasons[refused], takes[static_cast<size_t>(refused)].policy,
-                          decision, shared->available);
+    co_return SharedVerdict{
+        SharedVerdict::kRefused,
+        RateLimited(reasons[refused], takes[refused].policy, decision, shared->available)};
   }
   shared_allowed_->Inc();
+  co_return SharedVerdict{SharedVerdict::kAllowed, std::nullopt};
+}
+
+boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::BucketTake> takes) {
+  // If the refund is lost (the store went silent in between) the client pays for a request it did
+  // not make, which its bucket forgives within seconds.
+  auto refunding = shared_->Refund(std::move(takes),
+                                   admission::Deadline::After(clock_, options_.shared_timeout));
+  const Status refunded = co_await std::move(refunding);
+  if (!refunded.ok()) NoteSharedSilence(refunded.error());
+}
+
+boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitCreate(
+    std::string client_key, uint64_t declared_bytes) {
+  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes);
+  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes);
+  auto asking = AskShared(takes, kSharedReasons);
+  SharedVerdict verdict = co_await std::move(asking);
+  if (verdict.kind == SharedVerdict::kSilent) co_return AdmitCreateOnLocalShare(declared_bytes);
+  if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
   Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
   if (!slot.ok()) {
-    // Shed, not limited: the shared tokens go back. If the refund is lost (the store went silent
-    // in between) the client pays one create it did not make, which the bucket forgives in seconds.
-    auto refunding = shared_->Refund(std::move(takes),
-                                     admission::Deadline::After(clock_, options_.shared_timeout));
-    const Status refunded = co_await std::move(refunding);
-    if (!refunded.ok()) NoteSharedSilence(refunded.error());
+    auto refunding = RefundShared(std::move(takes));  // shed, not limited: the tokens go back
+    co_await std::move(refunding);
   }
   co_return slot;
 }
@@ -277,29 +292,16 @@ boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginR
     if (!slot.ok()) ip_read_.Refund(client_key, 1);
     co_return slot;
   }
+  static constexpr const char* kReasons[] = {"origin_get_ip"};
   std::vector<store::BucketTake> takes = {{fmt::format("ipr:{}", client_key), options_.ip_read, 1}};
-  auto asking =
-      shared_->TakeAll(takes, admission::Deadline::After(clock_, options_.shared_timeout));
-  Result<store::SharedTakeDecision> shared = co_await std::move(asking);
-  if (!shared.ok()) {
-    // The per-client read limit fails open like the create limits; the read pool still holds.
-    NoteSharedSilence(shared.error());
-    shared_fail_open_->Inc();
-    co_return TakeReadSlot();
-  }
-  NoteSharedAnswer();
-  if (!shared->allowed) {
-    shared_refused_->Inc();
-    const admission::TakeDecision decision{false, shared->retry_after, shared->exceeds_burst};
-    co_return RateLimited("origin_get_ip", options_.ip_read, decision, shared->available);
-  }
-  shared_allowed_->Inc();
+  auto asking = AskShared(takes, kReasons);
+  SharedVerdict verdict = co_await std::move(asking);
+  // Silent: the per-client read limit fails open like the create limits; the read pool still holds.
+  if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
   Result<admission::Permit> slot = TakeReadSlot();
-  if (!slot.ok()) {
-    auto refunding = shared_->Refund(std::move(takes),
-                                     admission::Deadline::After(clock_, options_.shared_timeout));
-    const Status refunded = co_await std::move(refunding);
-    if (!refunded.ok()) NoteSharedSilence(refunded.error());
+  if (!slot.ok() && verdict.kind == SharedVerdict::kAllowed) {
+    auto refunding = RefundShared(std::move(takes));
+    co_await std::move(refunding);
   }
   co_return slot;
 }

@@ -14,6 +14,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -131,6 +132,16 @@ class AdmissionControl {
   Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
                                                    uint64_t declared_bytes) const;
+  /// What the shared store said of a take: all taken, refused (with the 429 to answer; `reasons`
+  /// names each bucket of `takes`), or nothing in time (fail open).
+  struct SharedVerdict {
+    enum Kind { kAllowed, kRefused, kSilent } kind;
+    std::optional<Error> refusal;
+  };
+  boost::asio::awaitable<SharedVerdict> AskShared(std::vector<store::BucketTake> takes,
+                                                  const char* const* reasons);
+  /// Gives back a take whose request a later check refused.
+  boost::asio::awaitable<void> RefundShared(std::vector<store::BucketTake> takes);
   void NoteSharedAnswer();
   void NoteSharedSilence(const Error& why);
 
