@@ -217,7 +217,7 @@ void AdmissionControl::NoteSharedSilence(const Error& why) {
   if (was && now - last < kFailOpenLogInterval.count()) return;
   if (!last_fail_open_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
   spdlog::warn(
-      "limiter store did not answer ({}): per-client create limits fail open, global caps run on "
+      "limiter store did not answer ({}): per-client limits fail open, global caps run on "
       "this process's local share (1/{} x {})",
       why.message, options_.processes, options_.local_share_slack);
 }
