@@ -3,6 +3,8 @@
 // one SharedState are two app processes of one tier.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "../../support/faulty_shared_state.h"
 #include "../../support/run_sync.h"
 #include "sluice/service/admission_control.h"
@@ -39,6 +41,25 @@ class SharedAdmissionTest : public ::testing::Test {
   static Result<admission::Permit> Admit(AdmissionControl& a, std::string client) {
     return RunSync(a.AdmitCreate(std::move(client), 10));
   }
+  // Creates i = 0..n-1 from client(i), alternating over the processes of `tier`, keeping what is
+  // admitted in `held` as overlapping requests would (declare it after the AdmissionControls: a
+  // permit goes back to its limiter). Every refusal must be `refusal`. Returns the admitted.
+  static int AdmitMany(std::vector<AdmissionControl*> tier, int n,
+                       const std::function<std::string(int)>& client, const std::string& refusal,
+                       std::vector<admission::Permit>& held) {
+    int admitted = 0;
+    for (int i = 0; i < n; ++i) {
+      auto p = Admit(*tier[static_cast<size_t>(i) % tier.size()], client(i));
+      if (p.ok()) {
+        ++admitted;
+        held.push_back(std::move(*p));
+      } else {
+        EXPECT_EQ(p.error().reason, refusal) << i;
+      }
+    }
+    return admitted;
+  }
+  static std::string Numbered(const char* prefix, int i) { return prefix + std::to_string(i); }
   static double FailOpenGauge(const MetricsRegistry& m) {
     const std::string text = m.Render();
     const auto at = text.find("\nsluice_limiter_fail_open ");
@@ -51,15 +72,9 @@ TEST_F(SharedAdmissionTest, OneClientKeyHasOneBudgetAcrossProcesses) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
   AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
   std::vector<admission::Permit> held;
-  int admitted = 0;
-  for (int i = 0; i < 6; ++i) {
-    auto p = Admit(i % 2 ? a : b, "10.0.0.1");
-    if (p.ok()) {
-      ++admitted;
-      held.push_back(std::move(*p));
-    }
-  }
-  EXPECT_EQ(admitted, 3);  // the burst of one key, not one burst per process
+  const auto one_client = [](int) { return std::string("10.0.0.1"); };
+  // The burst of one key, not one burst per process.
+  EXPECT_EQ(AdmitMany({&a, &b}, 6, one_client, "ip_create_count", held), 3);
   auto refused = Admit(a, "10.0.0.1");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
@@ -74,29 +89,18 @@ TEST_F(SharedAdmissionTest, GlobalCapIsTheTiersTotalWhenShared) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
   AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
   std::vector<admission::Permit> held;
-  int admitted = 0;
-  for (int i = 0; i < 20; ++i) {
-    auto p = Admit(i % 2 ? a : b, "10.0.1." + std::to_string(i));
-    if (p.ok()) {
-      ++admitted;
-      held.push_back(std::move(*p));
-    } else {
-      EXPECT_EQ(p.error().reason, "global_count");
-    }
-  }
-  EXPECT_EQ(admitted, 10);
+  const auto clients = [](int i) { return Numbered("10.0.1.", i); };
+  EXPECT_EQ(AdmitMany({&a, &b}, 20, clients, "global_count", held), 10);
 }
 
 TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  std::vector<admission::Permit> held;
   EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
   shared_.mode = Mode::kDown;
-  std::vector<admission::Permit> held;
-  for (int i = 0; i < 5; ++i) {  // over the key's burst of 3, within the local share of 5
-    auto p = Admit(a, "10.0.0.1");
-    ASSERT_TRUE(p.ok()) << i << ": " << p.error().message;
-    held.push_back(std::move(*p));
-  }
+  const auto one_client = [](int) { return std::string("10.0.0.1"); };
+  // Over the key's burst of 3, within the local share of 5.
+  EXPECT_EQ(AdmitMany({&a}, 5, one_client, "", held), 5);
   EXPECT_TRUE(a.FailingOpen());
   EXPECT_EQ(FailOpenGauge(metrics_a_), 1);
   EXPECT_EQ(
@@ -107,37 +111,22 @@ TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
 
 TEST_F(SharedAdmissionTest, SlowStoreFallsBackToTheLocalShareOfTheGlobalCap) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
-  shared_.mode = Mode::kSlow;
   std::vector<admission::Permit> held;
-  int admitted = 0;
-  for (int i = 0; i < 12; ++i) {
-    auto p = Admit(a, "10.0.2." + std::to_string(i));
-    if (p.ok()) {
-      ++admitted;
-      held.push_back(std::move(*p));
-    } else {
-      EXPECT_EQ(p.error().reason, "global_count");
-      EXPECT_EQ(p.error().code, ErrorCode::kResourceExhausted);
-    }
-  }
-  EXPECT_EQ(admitted, 5);  // global burst 10 over 2 processes, no slack
+  shared_.mode = Mode::kSlow;
+  const auto clients = [](int i) { return Numbered("10.0.2.", i); };
+  // Global burst 10 over 2 processes, no slack.
+  EXPECT_EQ(AdmitMany({&a}, 12, clients, "global_count", held), 5);
 }
 
 TEST_F(SharedAdmissionTest, StoreBackRestoresSharedLimits) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
-  shared_.mode = Mode::kDown;
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Admit(a, "10.0.0.1").ok());
-  shared_.mode = Mode::kUp;
   std::vector<admission::Permit> held;
-  int admitted = 0;
-  for (int i = 0; i < 5; ++i) {
-    auto p = Admit(a, "10.0.0.1");
-    if (p.ok()) {
-      ++admitted;
-      held.push_back(std::move(*p));
-    }
-  }
-  EXPECT_EQ(admitted, 3);  // the shared bucket never saw the fail-open creates
+  const auto one_client = [](int) { return std::string("10.0.0.1"); };
+  shared_.mode = Mode::kDown;
+  EXPECT_EQ(AdmitMany({&a}, 4, one_client, "", held), 4);
+  shared_.mode = Mode::kUp;
+  // The shared bucket never saw the fail-open creates.
+  EXPECT_EQ(AdmitMany({&a}, 5, one_client, "ip_create_count", held), 3);
   EXPECT_FALSE(a.FailingOpen());
   EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
 }
@@ -161,18 +150,10 @@ TEST_F(SharedAdmissionTest, ShedCreateGivesItsSharedTokensBack) {
 }
 
 TEST_F(SharedAdmissionTest, WithoutSharedStateTheGlobalCapIsThisProcesssWhole) {
-  AdmissionOptions o = Tier();  // processes = 2 means nothing without a shared store
-  AdmissionControl a(o, clock_, metrics_a_);
+  AdmissionControl a(Tier(), clock_, metrics_a_);  // processes = 2 means nothing alone
   std::vector<admission::Permit> held;
-  int admitted = 0;
-  for (int i = 0; i < 12; ++i) {
-    auto p = Admit(a, "10.0.3." + std::to_string(i));
-    if (p.ok()) {
-      ++admitted;
-      held.push_back(std::move(*p));
-    }
-  }
-  EXPECT_EQ(admitted, 10);
+  const auto clients = [](int i) { return Numbered("10.0.3.", i); };
+  EXPECT_EQ(AdmitMany({&a}, 12, clients, "global_count", held), 10);
   EXPECT_EQ(FailOpenGauge(metrics_a_), -1);  // no shared store, no fail-open gauge
 }
 
