@@ -30,6 +30,7 @@
 #include "sluice/store/fault_injection.h"
 #include "sluice/store/postgres.h"
 #include "sluice/store/s3.h"
+#include "sluice/store/shared_state.h"
 #include "sluice/worker/janitor.h"
 
 #ifndef SLUICE_VERSION
@@ -195,6 +196,19 @@ std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
   return store::MakeS3BlobStore(std::move(*options), executor);
 }
 
+// The tier's shared limiter and metadata cache: none (everything in-process) or Redis.
+std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clock& clock,
+                                                    MetricsRegistry& metrics) {
+  const std::string url = s.String("cache");
+  if (url.empty()) return nullptr;
+  auto options = store::ParseRedisUrl(url);
+  if (!options.ok()) throw std::invalid_argument("cache: " + options.error().message);
+  if (s.Integer("processes") < 1) throw std::invalid_argument("processes must be at least 1");
+  spdlog::info("shared limiter and cache: redis {}:{} (budget {} ms, {} processes)", options->host,
+               options->port, s.Duration("cache_timeout").count(), s.Integer("processes"));
+  return store::MakeRedisSharedState(*options, clock, metrics);
+}
+
 int Serve(const Settings& s) {
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
   const std::filesystem::path data_dir = s.String("data_dir");
@@ -212,6 +226,7 @@ int Serve(const Settings& s) {
   service_options.insert_timeout = s.Duration("insert_timeout");
   service_options.read_budget = s.Duration("read_budget");
   service_options.delete_budget = s.Duration("delete_budget");
+  service_options.cache_timeout = s.Duration("cache_timeout");
 
   service::CallTimeouts timeouts;
   timeouts.blob_put = s.Duration("put_timeout");
@@ -239,6 +254,8 @@ int Serve(const Settings& s) {
   admission.fill_cap_per_client = s.Integer("fill_cap_per_client");
   admission.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));
   admission.retry_after_max = static_cast<int>(s.Integer("retry_after_max"));
+  admission.processes = s.Integer("processes");
+  admission.shared_timeout = s.Duration("cache_timeout");
   for (const auto* bucket :
        {&admission.ip_create_count, &admission.ip_create_bytes, &admission.global_create_count,
         &admission.global_create_bytes, &admission.ip_read}) {
@@ -338,12 +355,18 @@ int Serve(const Settings& s) {
   auto meta = service::MakeGuardedMetaStore(*meta_inner, meta_dependency, timeouts);
   auto blobs = service::MakeGuardedBlobStore(*blob_inner, blob_dependency, timeouts);
 
-  service::PasteCache cache(static_cast<size_t>(s.Integer("cache_bytes")));
+  // With a shared cache another process's delete reaches this one by a message that can be lost,
+  // so local entries are trusted only for local_cache_ttl; alone, nothing else can change them.
+  const Duration local_cache_ttl =
+      s.String("cache").empty() ? Duration::zero() : Duration(s.Duration("local_cache_ttl"));
+  service::PasteCache cache(static_cast<size_t>(s.Integer("cache_bytes")), clock, local_cache_ttl);
   metrics.AddGaugeCallback("sluice_paste_cache_bytes", "Bytes held by the paste cache", {},
                            [&cache] { return static_cast<double>(cache.bytes_used()); });
-  service::AdmissionControl admission_control(admission, clock, metrics);
+  // Declared after the cache it invalidates, so it stops delivering before the cache goes.
+  std::unique_ptr<store::SharedState> shared_state = MakeSharedState(s, clock, metrics);
+  service::AdmissionControl admission_control(admission, clock, metrics, shared_state.get());
   service::PasteService service(*meta, *blobs, cache, admission_control, clock, metrics,
-                                service_options);
+                                service_options, shared_state.get());
   std::unique_ptr<store::EdgeCache> edge;
   if (auto edge_urls = CommaList(s.String("edge_purge")); !edge_urls.empty()) {
     edge = store::MakeHttpPurgeEdgeCache(edge_urls, clock);
@@ -382,6 +405,8 @@ int Serve(const Settings& s) {
   meta.reset();
   blob_backend.reset();  // the committers finish their last batch here
   meta_backend.reset();
+  // Its thread answers calls still pending by posting to the loops, which must still exist.
+  shared_state.reset();
   // Requests abandoned at the drain timeout are coroutine frames still queued in the loops; they
   // hold permits and leases of the admission control, so they go now, while it still exists.
   signals.reset();

@@ -659,7 +659,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     headers.chunked = parser.chunked();
     // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
     // never read, so the connection cannot be reused.
-    auto ticket = service.AdmitCreate(client_key, headers, boundary ? kMultipartAllowance : 0);
+    auto admitting = service.AdmitCreate(client_key, headers, boundary ? kMultipartAllowance : 0);
+    auto ticket = co_await std::move(admitting);
     if (!ticket.ok()) co_return Outcome{ErrorResponse(ticket.error()), route, true};
     boost::system::error_code ec;
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {

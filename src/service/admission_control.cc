@@ -1,6 +1,7 @@
 #include "sluice/service/admission_control.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 
@@ -27,19 +28,42 @@ std::unique_ptr<admission::SlotLimiter> MakeCreateSlots(const AdmissionOptions& 
 const char* kRejectionHelp =
     "Requests refused by admission control, by the limit that refused them";
 
+const char* kSharedHelp =
+    "Rate-limit decisions (creates and origin reads) asked of the shared store, by outcome "
+    "(fail_open: it did not answer)";
+
+// This process's part of a tier-wide cap while the shared store cannot count for the tier.
+admission::TokenBucketPolicy LocalShare(const AdmissionOptions& o,
+                                        admission::TokenBucketPolicy global) {
+  const double share = o.local_share_slack / static_cast<double>(std::max<int64_t>(1, o.processes));
+  return {global.rate_per_second * share, global.burst * share};
+}
+
+// The reasons of SharedCreateTakes' buckets, in its order: per client before global, as locally.
+constexpr const char* kSharedReasons[] = {"ip_create_count", "ip_create_bytes", "global_count",
+                                          "global_bytes"};
+
+// Log the fail-open state at most this often, so a flood of creates does not flood the log.
+constexpr Duration kFailOpenLogInterval = std::chrono::seconds(10);
+
 }  // namespace
 
 AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
-                                   MetricsRegistry& metrics)
+                                   MetricsRegistry& metrics, store::SharedState* shared)
     : options_(options),
       clock_(clock),
       metrics_(metrics),
+      shared_(shared),
       ip_create_(admission::KeyedLimiterOptions{{options.ip_create_count, options.ip_create_bytes},
                                                 options.max_client_keys},
                  clock),
       ip_read_(admission::KeyedLimiterOptions{{options.ip_read}, options.max_client_keys}, clock),
-      global_count_(options.global_create_count, clock),
-      global_bytes_(options.global_create_bytes, clock),
+      global_count_(
+          shared ? LocalShare(options, options.global_create_count) : options.global_create_count,
+          clock),
+      global_bytes_(
+          shared ? LocalShare(options, options.global_create_bytes) : options.global_create_bytes,
+          clock),
       create_slots_(MakeCreateSlots(options, clock)),
       read_slots_(admission::ConcurrencyLimiterOptions{options.read_slots, 0}, clock),
       fill_slots_(admission::ConcurrencyLimiterOptions{options.fill_cap, 0}, clock),
@@ -76,6 +100,19 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       [this] { return double(create_slots_->Gauges().bytes_in_use); });
   metrics.AddGaugeCallback("sluice_create_bytes_limit", "The create byte cap", {},
                            [this] { return double(create_slots_->Gauges().max_bytes); });
+  if (shared_) {
+    metrics.AddGaugeCallback(
+        "sluice_limiter_fail_open",
+        "1 while the shared limiter store does not answer: per-client create limits are open and "
+        "the global caps run on this process's local share",
+        {}, [this] { return FailingOpen() ? 1.0 : 0.0; });
+    shared_allowed_ = &metrics.GetCounter("sluice_shared_limit_decisions_total", kSharedHelp,
+                                          {{"outcome", "allowed"}});
+    shared_refused_ = &metrics.GetCounter("sluice_shared_limit_decisions_total", kSharedHelp,
+                                          {{"outcome", "refused"}});
+    shared_fail_open_ = &metrics.GetCounter("sluice_shared_limit_decisions_total", kSharedHelp,
+                                            {{"outcome", "fail_open"}});
+  }
 }
 
 Error AdmissionControl::Refuse(ErrorCode code, const char* reason, std::string message) {
@@ -108,8 +145,116 @@ void AdmissionControl::NotePeak(std::atomic<int64_t>& peak, const admission::Slo
   }
 }
 
-Result<admission::Permit> AdmissionControl::AdmitCreate(std::string_view client_key,
-                                                        uint64_t declared_bytes) {
+boost::asio::awaitable<AdmissionControl::SharedVerdict> AdmissionControl::AskShared(
+    std::vector<store::BucketTake> takes, const char* const* reasons) {
+  auto asking =
+      shared_->TakeAll(takes, admission::Deadline::After(clock_, options_.shared_timeout));
+  Result<store::SharedTakeDecision> shared = co_await std::move(asking);
+  if (!shared.ok()) {
+    NoteSharedSilence(shared.error());
+    shared_fail_open_->Inc();
+    co_return SharedVerdict{SharedVerdict::kSilent, std::nullopt};
+  }
+  NoteSharedAnswer();
+  if (!shared->allowed) {
+    shared_refused_->Inc();
+    const size_t refused = static_cast<size_t>(
+        std::clamp<int>(shared->refused_index, 0, static_cast<int>(takes.size()) - 1));
+    const admission::TakeDecision decision{false, shared->retry_after, shared->exceeds_burst};
+    co_return SharedVerdict{
+        SharedVerdict::kRefused,
+        RateLimited(reasons[refused], takes[refused].policy, decision, shared->available)};
+  }
+  shared_allowed_->Inc();
+  co_return SharedVerdict{SharedVerdict::kAllowed, std::nullopt};
+}
+
+boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::BucketTake> takes) {
+  // If the refund is lost (the store went silent in between) the client pays for a request it did
+  // not make, which its bucket forgives within seconds.
+  auto refunding = shared_->Refund(std::move(takes),
+                                   admission::Deadline::After(clock_, options_.shared_timeout));
+  const Status refunded = co_await std::move(refunding);
+  if (!refunded.ok()) NoteSharedSilence(refunded.error());
+}
+
+boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitCreate(
+    std::string client_key, uint64_t declared_bytes) {
+  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes);
+  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes);
+  auto asking = AskShared(takes, kSharedReasons);
+  SharedVerdict verdict = co_await std::move(asking);
+  if (verdict.kind == SharedVerdict::kSilent) co_return AdmitCreateOnLocalShare(declared_bytes);
+  if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
+  Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
+  if (!slot.ok()) {
+    auto refunding = RefundShared(std::move(takes));  // shed, not limited: the tokens go back
+    co_await std::move(refunding);
+  }
+  co_return slot;
+}
+
+std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_view client_key,
+                                                                   uint64_t declared_bytes) const {
+  const double bytes = static_cast<double>(declared_bytes);
+  std::vector<store::BucketTake> takes;
+  takes.reserve(4);
+  takes.push_back({fmt::format("ipc:{}", client_key), options_.ip_create_count, 1});
+  takes.push_back({fmt::format("ipb:{}", client_key), options_.ip_create_bytes, bytes});
+  takes.push_back({"gc", options_.global_create_count, 1});
+  takes.push_back({"gb", options_.global_create_bytes, bytes});
+  return takes;
+}
+
+void AdmissionControl::NoteSharedAnswer() {
+  if (failing_open_.exchange(false, std::memory_order_relaxed)) {
+    spdlog::info("limiter store answers again: create limits are shared across processes");
+  }
+}
+
+void AdmissionControl::NoteSharedSilence(const Error& why) {
+  const bool was = failing_open_.exchange(true, std::memory_order_relaxed);
+  const int64_t now = clock_.Now().time_since_epoch().count();
+  int64_t last = last_fail_open_log_ns_.load(std::memory_order_relaxed);
+  if (was && now - last < kFailOpenLogInterval.count()) return;
+  if (!last_fail_open_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  spdlog::warn(
+      "limiter store did not answer ({}): per-client limits fail open, global caps run on "
+      "this process's local share (1/{} x {})",
+      why.message, options_.processes, options_.local_share_slack);
+}
+
+Result<admission::Permit> AdmissionControl::TakeCreateSlot(uint64_t declared_bytes) {
+  admission::AcquireResult slot = create_slots_->TryAcquire(static_cast<int64_t>(declared_bytes));
+  if (!slot.ok()) {
+    const bool count = slot.refusal == admission::SlotRefusal::kCount;
+    return Refuse(
+        ErrorCode::kUnavailable, count ? "create_slots" : "create_bytes",
+        "the server is at its limit of creates in flight; nothing was saved, retry later");
+  }
+  NotePeak(create_peak_, *create_slots_);
+  return std::move(*slot.permit);
+}
+
+Result<admission::Permit> AdmissionControl::AdmitCreateOnLocalShare(uint64_t declared_bytes) {
+  const double bytes = static_cast<double>(declared_bytes);
+  const auto global = admission::TokenBucket::TryTakeBoth(global_count_, 1, global_bytes_, bytes);
+  if (!global.decision.allowed) {
+    const bool count = global.refused_first;
+    return RateLimited(count ? "global_count" : "global_bytes",
+                       (count ? global_count_ : global_bytes_).policy(), global.decision,
+                       (count ? global_count_ : global_bytes_).Available());
+  }
+  Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
+  if (!slot.ok()) {
+    global_count_.Refund(1);
+    global_bytes_.Refund(bytes);
+  }
+  return slot;
+}
+
+Result<admission::Permit> AdmissionControl::AdmitCreateLocal(std::string_view client_key,
+                                                             uint64_t declared_bytes) {
   const double bytes = static_cast<double>(declared_bytes);
   const admission::KeyedDecision mine = ip_create_.TryTake(client_key, 1, bytes);
   if (!mine.allowed()) {
@@ -127,30 +272,45 @@ Result<admission::Permit> AdmissionControl::AdmitCreate(std::string_view client_
                        count ? options_.global_create_count : options_.global_create_bytes,
                        global.decision, (count ? global_count_ : global_bytes_).Available());
   }
-  admission::AcquireResult slot = create_slots_->TryAcquire(static_cast<int64_t>(declared_bytes));
+  Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
   if (!slot.ok()) {
     // Shed, not limited: the tokens go back, the client did nothing wrong.
     ip_create_.Refund(client_key, 1, bytes);
     global_count_.Refund(1);
     global_bytes_.Refund(bytes);
-    const bool count = slot.refusal == admission::SlotRefusal::kCount;
-    return Refuse(
-        ErrorCode::kUnavailable, count ? "create_slots" : "create_bytes",
-        "the server is at its limit of creates in flight; nothing was saved, retry later");
   }
-  NotePeak(create_peak_, *create_slots_);
-  return std::move(*slot.permit);
+  return slot;
 }
 
-Result<admission::Permit> AdmissionControl::AdmitOriginRead(std::string_view client_key) {
-  const admission::KeyedDecision mine = ip_read_.TryTake(client_key, 1);
-  if (!mine.allowed()) {
-    return RateLimited("origin_get_ip", options_.ip_read, mine.decision,
-                       ip_read_.Peek(client_key).available[0]);
+boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginRead(
+    std::string client_key) {
+  if (!shared_) {
+    const admission::KeyedDecision mine = ip_read_.TryTake(client_key, 1);
+    if (!mine.allowed()) {
+      co_return RateLimited("origin_get_ip", options_.ip_read, mine.decision,
+                            ip_read_.Peek(client_key).available[0]);
+    }
+    Result<admission::Permit> slot = TakeReadSlot();
+    if (!slot.ok()) ip_read_.Refund(client_key, 1);
+    co_return slot;
   }
+  static constexpr const char* kReasons[] = {"origin_get_ip"};
+  std::vector<store::BucketTake> takes = {{fmt::format("ipr:{}", client_key), options_.ip_read, 1}};
+  auto asking = AskShared(takes, kReasons);
+  SharedVerdict verdict = co_await std::move(asking);
+  // Silent: the per-client read limit fails open like the create limits; the read pool still holds.
+  if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
+  Result<admission::Permit> slot = TakeReadSlot();
+  if (!slot.ok() && verdict.kind == SharedVerdict::kAllowed) {
+    auto refunding = RefundShared(std::move(takes));
+    co_await std::move(refunding);
+  }
+  co_return slot;
+}
+
+Result<admission::Permit> AdmissionControl::TakeReadSlot() {
   admission::AcquireResult slot = read_slots_.TryAcquire(0);
   if (!slot.ok()) {
-    ip_read_.Refund(client_key, 1);
     return Refuse(ErrorCode::kUnavailable, "read_slots",
                   "the server is at its limit of reads in flight; retry later");
   }

@@ -10,6 +10,12 @@ constexpr size_t kEntryOverhead = 256;
 PasteCache::PasteCache(size_t capacity_bytes)
     : shard_capacity_(capacity_bytes / kShards), shards_(kShards) {}
 
+PasteCache::PasteCache(size_t capacity_bytes, const Clock& clock, Duration max_age)
+    : shard_capacity_(capacity_bytes / kShards),
+      clock_(&clock),
+      max_age_(max_age),
+      shards_(kShards) {}
+
 PasteCache::Shard& PasteCache::ShardFor(const store::PasteId& id) {
   return shards_[IdHash()(id) % kShards];
 }
@@ -19,6 +25,12 @@ std::optional<CachedPaste> PasteCache::Get(const store::PasteId& id) {
   std::lock_guard lock(shard.mu);
   auto it = shard.index.find(id);
   if (it == shard.index.end() || !it->second->paste) return std::nullopt;
+  if (clock_ && max_age_ > Duration::zero() && Now() - it->second->stored > max_age_) {
+    shard.bytes -= it->second->charge;
+    shard.lru.erase(it->second);
+    shard.index.erase(it);
+    return std::nullopt;
+  }
   shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
   return it->second->paste;
 }
@@ -47,7 +59,7 @@ void PasteCache::Put(const CachedPaste& paste) {
     shard.index.erase(it);
   }
   const size_t charge = kEntryOverhead + (paste.body ? paste.body->size() : 0);
-  Insert(shard, Entry{paste.meta.id, paste, charge});
+  Insert(shard, Entry{paste.meta.id, paste, charge, Now()});
 }
 
 void PasteCache::MarkDeleted(const store::PasteId& id) {
@@ -59,7 +71,7 @@ void PasteCache::MarkDeleted(const store::PasteId& id) {
     shard.lru.erase(it->second);
     shard.index.erase(it);
   }
-  Insert(shard, Entry{id, std::nullopt, kEntryOverhead});
+  Insert(shard, Entry{id, std::nullopt, kEntryOverhead, Now()});
 }
 
 void PasteCache::Erase(const store::PasteId& id) {

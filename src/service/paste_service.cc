@@ -31,13 +31,15 @@ Error Invalid(std::string message, std::string reason) {
 
 PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                            AdmissionControl& admission, const Clock& clock,
-                           MetricsRegistry& metrics, ServiceOptions options)
+                           MetricsRegistry& metrics, ServiceOptions options,
+                           store::SharedState* shared)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
       admission_(admission),
       clock_(clock),
       options_(options),
+      shared_(shared),
       cache_hits_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
                                      {{"outcome", "hit"}})),
       cache_misses_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
@@ -45,8 +47,27 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       fills_shared_(
           metrics.GetCounter("sluice_fills_shared_total",
                              "Cache misses that joined a fill already in flight (singleflight)")),
+      shared_hits_(metrics.GetCounter(
+          "sluice_shared_meta_cache_total",
+          "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
+          {{"outcome", "hit"}})),
+      shared_misses_(metrics.GetCounter(
+          "sluice_shared_meta_cache_total",
+          "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
+          {{"outcome", "miss"}})),
+      shared_errors_(metrics.GetCounter(
+          "sluice_shared_meta_cache_total",
+          "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
+          {{"outcome", "error"}})),
       fills_(Result<CachedPaste>(
-          MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {}
+          MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
+  if (shared_) {
+    // Captures the cache, not the service: the store's thread may deliver a message while the
+    // service is being torn down, and the cache outlives both.
+    PasteCache* local = &cache_;
+    shared_->SubscribeInvalidations([local](const store::PasteId& id) { local->MarkDeleted(id); });
+  }
+}
 
 Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance) const {
   if (headers.chunked || !headers.declared_length) {
@@ -63,12 +84,14 @@ Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t a
   return Ok();
 }
 
-Result<CreateTicket> PasteService::AdmitCreate(std::string_view client_key,
-                                               const CreateHeaders& headers, uint64_t allowance) {
-  if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) return size.error();
-  auto slot = admission_.AdmitCreate(client_key, *headers.declared_length);
-  if (!slot.ok()) return slot.error();
-  return CreateTicket{std::move(*slot)};
+awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key,
+                                                          CreateHeaders headers,
+                                                          uint64_t allowance) {
+  if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
+  auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
+  Result<admission::Permit> slot = co_await std::move(admitting);
+  if (!slot.ok()) co_return slot.error();
+  co_return CreateTicket{std::move(*slot)};
 }
 
 Error PasteService::WithRetryAfter(Error e) {
@@ -182,7 +205,8 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   }
   cache_misses_.Inc();
   std::string client_key = client.Key();
-  auto read_slot = admission_.AdmitOriginRead(client_key);
+  auto admitting = admission_.AdmitOriginRead(client_key);
+  Result<admission::Permit> read_slot = co_await std::move(admitting);
   if (!read_slot.ok()) co_return read_slot.error();
   auto fill = FillShared(*id, std::move(client_key));
   Result<CachedPaste> paste = co_await std::move(fill);
@@ -219,13 +243,44 @@ awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::
   co_return co_await std::move(waiting);
 }
 
+std::chrono::seconds PasteService::SharedTtl(const store::PasteMeta& meta) const {
+  const int64_t left = meta.expires_at - clock_.UnixSeconds();
+  return std::chrono::seconds(std::clamp<int64_t>(left, 1, options_.shared_meta_ttl.count()));
+}
+
+awaitable<std::optional<store::PasteMeta>> PasteService::SharedMeta(store::PasteId id,
+                                                                    Deadline deadline) {
+  if (!shared_) co_return std::nullopt;
+  auto asking = shared_->GetMeta(id, deadline.ForCall(clock_, options_.cache_timeout));
+  Result<std::optional<store::PasteMeta>> cached = co_await std::move(asking);
+  if (!cached.ok()) {
+    shared_errors_.Inc();  // slow or absent: a miss, never an error for the reader
+    co_return std::nullopt;
+  }
+  (*cached ? shared_hits_ : shared_misses_).Inc();
+  co_return *cached;
+}
+
 awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string client_key) {
-  auto ticket = admission_.AdmitFill(client_key);
-  if (!ticket.ok()) co_return ticket.error();
   const Deadline deadline = Deadline::After(clock_, options_.read_budget);
-  Result<store::PasteMeta> meta = co_await meta_.Get(id, deadline);
-  ticket->slot.Done(admission::Outcome::kSuccess);
-  ticket->client_share.Release();
+  auto from_shared = SharedMeta(id, deadline);
+  std::optional<store::PasteMeta> cached = co_await std::move(from_shared);
+  Result<store::PasteMeta> meta = MakeError(ErrorCode::kInternal, "unset", "unset");
+  if (cached) {
+    meta = *cached;  // a shared-cache hit spares the primary and takes no fill slot
+  } else {
+    auto ticket = admission_.AdmitFill(client_key);
+    if (!ticket.ok()) co_return ticket.error();
+    meta = co_await meta_.Get(id, deadline);
+    ticket->slot.Done(admission::Outcome::kSuccess);
+    ticket->client_share.Release();
+    if (meta.ok() && shared_) {
+      auto keeping = shared_->PutMeta(*meta, SharedTtl(*meta),
+                                      deadline.ForCall(clock_, options_.cache_timeout));
+      const Status kept = co_await std::move(keeping);
+      if (!kept.ok()) shared_errors_.Inc();
+    }
+  }
   if (!meta.ok()) {
     if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
     co_return WithRetryAfter(meta.error());
@@ -262,6 +317,19 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
     co_return WithRetryAfter(s.error());
   }
   cache_.MarkDeleted(*id);
+  if (shared_) {
+    // The tombstone replaces the row in the shared cache and the message drops it from every
+    // process's local cache. If the cache is unreachable the delete still stands; other processes
+    // stop serving the paste when their entries age out (shared_meta_ttl, local_cache_ttl).
+    store::PasteMeta tombstone = *meta;
+    tombstone.deleted = true;
+    auto telling = shared_->Invalidate(tombstone, SharedTtl(tombstone),
+                                       Deadline::After(clock_, options_.cache_timeout));
+    if (Status told = co_await std::move(telling); !told.ok()) {
+      shared_errors_.Inc();
+      spdlog::warn("delete {}: shared cache not invalidated: {}", id->view(), told.error().message);
+    }
+  }
   co_return Ok();
 }
 

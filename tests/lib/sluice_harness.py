@@ -113,8 +113,10 @@ class SluiceServer:
     """One sluice process (and its restarts) over one data dir."""
 
     def __init__(self, args=(), env=None, data_dir=None, port=0, keep_root=False,
-                 data_dir_flag=True, production_limits=False):
+                 data_dir_flag=True, production_limits=False, cache=None):
         self.args = list(args)
+        if cache is not None:  # a RedisServer, or a URL such as redis://127.0.0.1:6379
+            self.args += ["--cache", cache if isinstance(cache, str) else cache.url]
         if not production_limits:
             env_names = set((env or {}).keys())
             for flag, value in RELAXED_LIMITS.items():
@@ -494,6 +496,74 @@ class SluiceTestCase(unittest.TestCase):
         if reason is not None:
             self.assertEqual(doc["reason"], reason, doc)
         return doc
+
+
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+REDIS_SCRIPT = os.path.join(REPO, "scripts", "testenv", "redis.sh")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A throwaway redis-server (scripts/testenv/redis.sh) on a free port, in its own folder.
+    Starting fails the test, never skips it, when redis-server is missing."""
+
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="sluice-redis-")
+        self.port = free_port()
+        _live.add(self)
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self):
+        done = subprocess.run(["bash", REDIS_SCRIPT, "start", self.root, str(self.port)],
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise AssertionError(f"redis-server did not start: {done.stderr}{done.stdout}")
+        return self
+
+    def pid(self):
+        try:
+            with open(os.path.join(self.root, "redis.pid")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def kill(self):
+        """SIGKILL, as a crash: nothing is flushed, clients see the connection drop."""
+        pid = self.pid()
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        try:
+            os.remove(os.path.join(self.root, "redis.pid"))
+        except OSError:
+            pass
+
+    def cli(self, *args):
+        done = subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True,
+                              text=True, timeout=10)
+        return done.stdout.strip()
+
+    def stop(self):
+        subprocess.run(["bash", REDIS_SCRIPT, "stop", self.root], capture_output=True, timeout=60)
+        _live.discard(self)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def wait_until(predicate, timeout=10.0, interval=0.05, message="condition"):

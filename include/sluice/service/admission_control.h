@@ -3,11 +3,18 @@
 // per-process in-flight caps on count and buffered bytes (503). Reads that miss the cache: the
 // per-client origin GET limit (429), the read pool (503), and for metadata fills the fill cap with
 // its per-client share (503). It knows client keys and sizes, not sockets.
+//
+// With a SharedState (Redis) the create buckets live there, so one client key has one budget across
+// every process of the tier. The shared store is never a create dependency: when it does not answer
+// within its budget, per-client buckets fail open and the global caps fall back to this process's
+// local share of them (spec 004, DESIGN.md "Limiter store down").
 #pragma once
 
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +26,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
+#include "sluice/store/shared_state.h"
 
 namespace sluice::service {
 
@@ -27,10 +35,18 @@ struct AdmissionOptions {
   admission::TokenBucketPolicy ip_create_count{1, 10};
   /// Create bytes per client key. Default: 100 KB/s, burst 2 MB.
   admission::TokenBucketPolicy ip_create_bytes{100'000, 2'000'000};
-  /// Creates across the process (the tier's share). Default: 350/s, burst 350.
+  /// Creates across the process, or across the tier when the buckets are shared. Default: 350/s,
+  /// burst 350.
   admission::TokenBucketPolicy global_create_count{350, 350};
-  /// Create bytes across the process. Default: 10 MB/s, burst 10 MB.
+  /// Create bytes across the process, or the tier when shared. Default: 10 MB/s, burst 10 MB.
   admission::TokenBucketPolicy global_create_bytes{10'000'000, 10'000'000};
+  /// App processes sharing the global caps. While the shared store does not answer, each enforces
+  /// global / processes x local_share_slack on its own. Only used with a SharedState. Default: 1.
+  int64_t processes = 1;
+  /// Head-room of that local share: balancers do not spread load perfectly. Default: 1.2.
+  double local_share_slack = 1.2;
+  /// Budget of one shared-store call; past it the call is a fail-open. Default: 5 ms.
+  Duration shared_timeout = std::chrono::milliseconds(5);
   /// In-flight creates per process. Default: 50.
   int64_t create_slots = 50;
   /// Bytes of create bodies buffered per process. Default: 32 MiB.
@@ -71,14 +87,22 @@ struct ClientBudgets {
 /// Thread-safe.
 class AdmissionControl {
  public:
-  AdmissionControl(AdmissionOptions options, const Clock& clock, MetricsRegistry& metrics);
+  /// `shared`, when given, holds the create buckets and must outlive this object.
+  AdmissionControl(AdmissionOptions options, const Clock& clock, MetricsRegistry& metrics,
+                   store::SharedState* shared = nullptr);
 
   /// Step 2 and 3 of a create, from the client key and the declared length alone. A refused
-  /// create spends nothing: tokens taken before a later refusal are given back.
-  Result<admission::Permit> AdmitCreate(std::string_view client_key, uint64_t declared_bytes);
+  /// create spends nothing: tokens taken before a later refusal are given back. Without a
+  /// SharedState it completes without suspending; with one it waits at most `shared_timeout`.
+  boost::asio::awaitable<Result<admission::Permit>> AdmitCreate(std::string client_key,
+                                                                uint64_t declared_bytes);
 
-  /// An origin read (a cache miss): the per-client GET limit, then a read slot.
-  Result<admission::Permit> AdmitOriginRead(std::string_view client_key);
+  /// True while the last shared-store call failed and the create limits run on local shares.
+  bool FailingOpen() const { return failing_open_.load(std::memory_order_relaxed); }
+
+  /// An origin read (a cache miss): the per-client GET limit (shared, when there is a
+  /// SharedState, and open while it is silent), then a read slot.
+  boost::asio::awaitable<Result<admission::Permit>> AdmitOriginRead(std::string client_key);
 
   /// A metadata fill: a slot of the fill cap within the client's share of it.
   struct FillTicket {
@@ -100,10 +124,31 @@ class AdmissionControl {
   Error RateLimited(const char* reason, const admission::TokenBucketPolicy& policy,
                     const admission::TakeDecision& decision, double available);
   void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
+  Result<admission::Permit> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes);
+  /// The global buckets only, then the slots: the fail-open path when the shared store is silent.
+  Result<admission::Permit> AdmitCreateOnLocalShare(uint64_t declared_bytes);
+  /// Takes a create slot after the rate limits passed; Unavailable (and `refund` owed) if full.
+  Result<admission::Permit> TakeCreateSlot(uint64_t declared_bytes);
+  Result<admission::Permit> TakeReadSlot();
+  std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
+                                                   uint64_t declared_bytes) const;
+  /// What the shared store said of a take: all taken, refused (with the 429 to answer; `reasons`
+  /// names each bucket of `takes`), or nothing in time (fail open).
+  struct SharedVerdict {
+    enum Kind { kAllowed, kRefused, kSilent } kind;
+    std::optional<Error> refusal;
+  };
+  boost::asio::awaitable<SharedVerdict> AskShared(std::vector<store::BucketTake> takes,
+                                                  const char* const* reasons);
+  /// Gives back a take whose request a later check refused.
+  boost::asio::awaitable<void> RefundShared(std::vector<store::BucketTake> takes);
+  void NoteSharedAnswer();
+  void NoteSharedSilence(const Error& why);
 
   const AdmissionOptions options_;
   const Clock& clock_;
   MetricsRegistry& metrics_;
+  store::SharedState* const shared_;
   admission::KeyedLimiter ip_create_;
   admission::KeyedLimiter ip_read_;
   admission::TokenBucket global_count_;
@@ -116,6 +161,11 @@ class AdmissionControl {
   std::atomic<int64_t> create_peak_{0};
   std::atomic<int64_t> read_peak_{0};
   std::atomic<int64_t> fill_peak_{0};
+  std::atomic<bool> failing_open_{false};
+  std::atomic<int64_t> last_fail_open_log_ns_{0};
+  Counter* shared_allowed_ = nullptr;
+  Counter* shared_refused_ = nullptr;
+  Counter* shared_fail_open_ = nullptr;
 };
 
 }  // namespace sluice::service

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sluice/common/clock.h"
 #include "sluice/store/paste.h"
 
 namespace sluice::service {
@@ -27,6 +28,10 @@ class PasteCache {
   /// `capacity_bytes` bounds the bodies held (plus a small fixed charge per entry). Default in the
   /// server: 64 MiB. Zero disables caching.
   explicit PasteCache(size_t capacity_bytes);
+  /// As above, and a paste older than `max_age` (by `clock`, which must outlive the cache) is a
+  /// miss: with several processes, a delete on another one reaches this cache by a message that can
+  /// be lost, so an entry is trusted only this long. Tombstones do not age out.
+  PasteCache(size_t capacity_bytes, const Clock& clock, Duration max_age);
 
   std::optional<CachedPaste> Get(const store::PasteId& id);
   /// Caches `paste` unless the id was marked deleted: a read that raced a delete cannot resurrect
@@ -45,6 +50,7 @@ class PasteCache {
     store::PasteId id;
     std::optional<CachedPaste> paste;  // empty: a tombstone
     size_t charge;
+    TimePoint stored{};
   };
   struct IdHash {
     size_t operator()(const store::PasteId& id) const {
@@ -62,7 +68,11 @@ class PasteCache {
   Shard& ShardFor(const store::PasteId& id);
   void Insert(Shard& shard, Entry entry);
 
+  TimePoint Now() const { return clock_ ? clock_->Now() : TimePoint{}; }
+
   const size_t shard_capacity_;
+  const Clock* const clock_ = nullptr;
+  const Duration max_age_{};
   std::vector<Shard> shards_;
 };
 

@@ -18,6 +18,7 @@
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
+#include "sluice/store/shared_state.h"
 
 namespace sluice::service {
 
@@ -39,6 +40,11 @@ struct ServiceOptions {
   std::chrono::milliseconds read_budget{300};
   /// Whole budget of one delete (row lookup and tombstone commit). Default: 1 s.
   std::chrono::milliseconds delete_budget{1000};
+  /// Budget of one call to the shared metadata cache; a slower answer is a miss. Default: 5 ms.
+  std::chrono::milliseconds cache_timeout{5};
+  /// Longest a row stays in the shared metadata cache. Bounds how long a delete whose
+  /// invalidation was lost (the cache was unreachable then) can be served. Default: 60 s.
+  std::chrono::seconds shared_meta_ttl{60};
 };
 
 /// What a create's request line and headers say, before any of the body is read.
@@ -73,9 +79,11 @@ struct CreateTicket {
 /// must outlive it.
 class PasteService {
  public:
+  /// `shared`, when given, is the metadata cache between `cache` and `meta`, and its invalidations
+  /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it.
   PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                AdmissionControl& admission, const Clock& clock, MetricsRegistry& metrics,
-               ServiceOptions options);
+               ServiceOptions options, store::SharedState* shared = nullptr);
 
   const ServiceOptions& options() const { return options_; }
 
@@ -85,9 +93,11 @@ class PasteService {
 
   /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
   /// TooLarge), the rate limits (ResourceExhausted, with the limit), the in-flight caps
-  /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create.
-  Result<CreateTicket> AdmitCreate(std::string_view client_key, const CreateHeaders& headers,
-                                   uint64_t allowance = 0);
+  /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create. Suspends
+  /// only to ask a shared limiter store, and then for at most its budget.
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
+                                                           CreateHeaders headers,
+                                                           uint64_t allowance = 0);
 
   /// Validates the body and TTL (InvalidArgument), stores the body, then the row. Nothing durable
   /// happens for a rejected create; a failed or timed-out PUT is Unavailable and leaves no row.
@@ -117,6 +127,11 @@ class PasteService {
   Error WithRetryAfter(Error e);
   boost::asio::awaitable<Result<CachedPaste>> Fill(store::PasteId id, std::string client_key);
   boost::asio::awaitable<Result<CachedPaste>> FillShared(store::PasteId id, std::string client_key);
+  /// The row from the shared metadata cache, or nullopt on a miss or any failure of the cache.
+  boost::asio::awaitable<std::optional<store::PasteMeta>> SharedMeta(store::PasteId id,
+                                                                     admission::Deadline deadline);
+  /// How long the shared cache may keep `meta`: never past its expiry, at most shared_meta_ttl.
+  std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
 
   struct IdHash {
     size_t operator()(const store::PasteId& id) const {
@@ -130,9 +145,13 @@ class PasteService {
   AdmissionControl& admission_;
   const Clock& clock_;
   const ServiceOptions options_;
+  store::SharedState* const shared_;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;
+  Counter& shared_hits_;
+  Counter& shared_misses_;
+  Counter& shared_errors_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 };
 

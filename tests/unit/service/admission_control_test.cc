@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../../support/run_sync.h"
+
 namespace sluice::service {
 namespace {
+
+using testing::RunSync;
 
 class AdmissionControlTest : public ::testing::Test {
  protected:
@@ -33,10 +37,10 @@ class AdmissionControlTest : public ::testing::Test {
 TEST_F(AdmissionControlTest, ClientCountBucketRefusesAfterItsBurstWithTheLimitNamed) {
   AdmissionControl a(Small(), clock_, metrics_);
   for (int i = 0; i < 3; ++i) {
-    auto p = a.AdmitCreate("10.0.0.1", 10);
+    auto p = RunSync(a.AdmitCreate("10.0.0.1", 10));
     ASSERT_TRUE(p.ok());
   }
-  auto refused = a.AdmitCreate("10.0.0.1", 10);
+  auto refused = RunSync(a.AdmitCreate("10.0.0.1", 10));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
   EXPECT_EQ(refused.error().reason, "ip_create_count");
@@ -46,14 +50,14 @@ TEST_F(AdmissionControlTest, ClientCountBucketRefusesAfterItsBurstWithTheLimitNa
   EXPECT_EQ(refused.error().limit->window_seconds, 3);
   EXPECT_EQ(refused.error().limit->remaining, 0);
   EXPECT_EQ(Rejections("ip_create_count"), 1u);
-  EXPECT_TRUE(a.AdmitCreate("10.0.0.2", 10).ok());  // another client is not affected
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.2", 10)).ok());  // another client is not affected
   clock_.Advance(std::chrono::seconds(1));
-  EXPECT_TRUE(a.AdmitCreate("10.0.0.1", 10).ok());
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.1", 10)).ok());
 }
 
 TEST_F(AdmissionControlTest, ByteRefusalDoesNotBurnACountToken) {
   AdmissionControl a(Small(), clock_, metrics_);
-  auto refused = a.AdmitCreate("10.0.0.1", 6000);  // over the 5000-byte burst
+  auto refused = RunSync(a.AdmitCreate("10.0.0.1", 6000));  // over the 5000-byte burst
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().reason, "ip_create_bytes");
   EXPECT_NEAR(a.Budgets("10.0.0.1").buckets[0].available, 3, 1e-9);
@@ -63,8 +67,8 @@ TEST_F(AdmissionControlTest, GlobalRefusalGivesTheClientItsTokensBack) {
   AdmissionOptions o = Small();
   o.global_create_count = {1, 1};
   AdmissionControl a(o, clock_, metrics_);
-  ASSERT_TRUE(a.AdmitCreate("10.0.0.1", 10).ok());
-  auto refused = a.AdmitCreate("10.0.0.2", 10);
+  ASSERT_TRUE(RunSync(a.AdmitCreate("10.0.0.1", 10)).ok());
+  auto refused = RunSync(a.AdmitCreate("10.0.0.2", 10));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().reason, "global_count");
   EXPECT_NEAR(a.Budgets("10.0.0.2").buckets[0].available, 3, 1e-9);
@@ -72,11 +76,11 @@ TEST_F(AdmissionControlTest, GlobalRefusalGivesTheClientItsTokensBack) {
 
 TEST_F(AdmissionControlTest, CreateSlotsShedWithJitteredRetryAfterAndRefund) {
   AdmissionControl a(Small(), clock_, metrics_);
-  auto first = a.AdmitCreate("10.0.0.1", 10);
-  auto second = a.AdmitCreate("10.0.0.2", 10);
+  auto first = RunSync(a.AdmitCreate("10.0.0.1", 10));
+  auto second = RunSync(a.AdmitCreate("10.0.0.2", 10));
   ASSERT_TRUE(first.ok() && second.ok());
   for (int i = 0; i < 50; ++i) {
-    auto shed = a.AdmitCreate("10.0.0." + std::to_string(3 + i % 2), 10);
+    auto shed = RunSync(a.AdmitCreate("10.0.0." + std::to_string(3 + i % 2), 10));
     ASSERT_FALSE(shed.ok());
     EXPECT_EQ(shed.error().code, ErrorCode::kUnavailable);
     EXPECT_EQ(shed.error().reason, "create_slots");
@@ -87,30 +91,30 @@ TEST_F(AdmissionControlTest, CreateSlotsShedWithJitteredRetryAfterAndRefund) {
   // Shed is not a limit: the shed clients kept their tokens.
   EXPECT_NEAR(a.Budgets("10.0.0.3").buckets[0].available, 3, 1e-9);
   first->Done(admission::Outcome::kSuccess);
-  EXPECT_TRUE(a.AdmitCreate("10.0.0.3", 10).ok());
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.3", 10)).ok());
 }
 
 TEST_F(AdmissionControlTest, CreateByteCapShedsLargeBodiesFirst) {
   AdmissionOptions o = Small();
   o.ip_create_bytes = {1e9, 1e9};
   AdmissionControl a(o, clock_, metrics_);
-  auto big = a.AdmitCreate("10.0.0.1", 9000);
+  auto big = RunSync(a.AdmitCreate("10.0.0.1", 9000));
   ASSERT_TRUE(big.ok());
-  auto refused = a.AdmitCreate("10.0.0.2", 2000);
+  auto refused = RunSync(a.AdmitCreate("10.0.0.2", 2000));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().reason, "create_bytes");
-  EXPECT_TRUE(a.AdmitCreate("10.0.0.2", 500).ok());
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.2", 500)).ok());
 }
 
 TEST_F(AdmissionControlTest, OriginReadsAreLimitedPerClientAndPooled) {
   AdmissionControl a(Small(), clock_, metrics_);
-  auto r1 = a.AdmitOriginRead("10.0.0.1");
-  auto r2 = a.AdmitOriginRead("10.0.0.1");
+  auto r1 = RunSync(a.AdmitOriginRead("10.0.0.1"));
+  auto r2 = RunSync(a.AdmitOriginRead("10.0.0.1"));
   ASSERT_TRUE(r1.ok() && r2.ok());
-  auto limited = a.AdmitOriginRead("10.0.0.1");
+  auto limited = RunSync(a.AdmitOriginRead("10.0.0.1"));
   ASSERT_FALSE(limited.ok());
   EXPECT_EQ(limited.error().reason, "origin_get_ip");
-  auto pooled = a.AdmitOriginRead("10.0.0.2");  // the two read slots are taken
+  auto pooled = RunSync(a.AdmitOriginRead("10.0.0.2"));  // the two read slots are taken
   ASSERT_FALSE(pooled.ok());
   EXPECT_EQ(pooled.error().reason, "read_slots");
   EXPECT_EQ(pooled.error().code, ErrorCode::kUnavailable);

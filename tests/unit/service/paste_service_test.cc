@@ -35,7 +35,7 @@ class PasteServiceTest : public ::testing::Test {
   }
 
   Result<CreatedPaste> TryCreate(std::string body, std::string_view ttl = "") {
-    auto ticket = service_.AdmitCreate("10.0.0.1", {body.size(), false});
+    auto ticket = RunSync(service_.AdmitCreate("10.0.0.1", {body.size(), false}));
     if (!ticket.ok()) return ticket.error();
     return RunSync(service_.Create(std::move(*ticket), std::move(body), ttl));
   }
@@ -97,7 +97,7 @@ TEST_F(PasteServiceTest, ExpiryAboveTheOperatorsMaximumIsRefused) {
   options.max_ttl = std::chrono::hours(24);
   PasteService strict(meta_, blobs_, cache_, admission_, clock_, metrics_, options);
   auto create = [&](std::string_view ttl) {
-    auto ticket = strict.AdmitCreate("10.0.0.1", {1, false});
+    auto ticket = RunSync(strict.AdmitCreate("10.0.0.1", {1, false}));
     return RunSync(strict.Create(std::move(*ticket), "x", ttl));
   };
   EXPECT_EQ(create("1w").error().reason, "ttl_over_max");

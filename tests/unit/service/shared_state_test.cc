@@ -1,0 +1,284 @@
+// The shared limiter and metadata cache, with the in-memory SharedState standing in for Redis and a
+// fault-injecting wrapper standing in for a Redis that is down or slow. Two AdmissionControls over
+// one SharedState are two app processes of one tier.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "../../support/faulty_shared_state.h"
+#include "../../support/run_sync.h"
+#include "sluice/service/admission_control.h"
+#include "sluice/service/paste_service.h"
+#include "sluice/store/backends.h"
+
+namespace sluice::service {
+namespace {
+
+using testing::FaultySharedState;
+using testing::RunSync;
+using Mode = FaultySharedState::Mode;
+
+class SharedAdmissionTest : public ::testing::Test {
+ protected:
+  ManualClock clock_;
+  MetricsRegistry metrics_a_;
+  MetricsRegistry metrics_b_;
+  std::unique_ptr<store::SharedState> memory_ = store::MakeMemorySharedState(clock_);
+  FaultySharedState shared_{*memory_};
+
+  static AdmissionOptions Tier() {
+    AdmissionOptions o;
+    o.ip_create_count = {1, 3};
+    o.ip_create_bytes = {1e6, 1e6};
+    o.global_create_count = {100, 10};
+    o.global_create_bytes = {1e9, 1e9};
+    o.create_slots = 100;
+    o.create_slot_bytes = 1 << 20;
+    o.processes = 2;
+    o.local_share_slack = 1.0;
+    return o;
+  }
+  static Result<admission::Permit> Admit(AdmissionControl& a, std::string client) {
+    return RunSync(a.AdmitCreate(std::move(client), 10));
+  }
+  // Creates i = 0..n-1 from client(i), alternating over the processes of `tier`, keeping what is
+  // admitted in `held` as overlapping requests would (declare it after the AdmissionControls: a
+  // permit goes back to its limiter). Every refusal must be `refusal`. Returns the admitted.
+  static int AdmitMany(std::vector<AdmissionControl*> tier, int n,
+                       const std::function<std::string(int)>& client, const std::string& refusal,
+                       std::vector<admission::Permit>& held) {
+    int admitted = 0;
+    for (int i = 0; i < n; ++i) {
+      auto p = Admit(*tier[static_cast<size_t>(i) % tier.size()], client(i));
+      if (p.ok()) {
+        ++admitted;
+        held.push_back(std::move(*p));
+      } else {
+        EXPECT_EQ(p.error().reason, refusal) << i;
+      }
+    }
+    return admitted;
+  }
+  static std::string Numbered(const char* prefix, int i) { return prefix + std::to_string(i); }
+  static double FailOpenGauge(const MetricsRegistry& m) {
+    const std::string text = m.Render();
+    const auto at = text.find("\nsluice_limiter_fail_open ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + std::string("\nsluice_limiter_fail_open ").size()));
+  }
+};
+
+TEST_F(SharedAdmissionTest, OneClientKeyHasOneBudgetAcrossProcesses) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
+  std::vector<admission::Permit> held;
+  const auto one_client = [](int) { return std::string("10.0.0.1"); };
+  // The burst of one key, not one burst per process.
+  EXPECT_EQ(AdmitMany({&a, &b}, 6, one_client, "ip_create_count", held), 3);
+  auto refused = Admit(a, "10.0.0.1");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(refused.error().reason, "ip_create_count");
+  ASSERT_TRUE(refused.error().limit.has_value());
+  EXPECT_EQ(refused.error().limit->quota, 3);
+  EXPECT_GE(refused.error().retry_after_seconds.value_or(0), 1);
+  EXPECT_TRUE(Admit(b, "10.0.0.2").ok());  // another key has its own budget
+}
+
+TEST_F(SharedAdmissionTest, GlobalCapIsTheTiersTotalWhenShared) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
+  std::vector<admission::Permit> held;
+  const auto clients = [](int i) { return Numbered("10.0.1.", i); };
+  EXPECT_EQ(AdmitMany({&a, &b}, 20, clients, "global_count", held), 10);
+}
+
+TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  std::vector<admission::Permit> held;
+  EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
+  shared_.mode = Mode::kDown;
+  const auto one_client = [](int) { return std::string("10.0.0.1"); };
+  // Over the key's burst of 3, within the local share of 5.
+  EXPECT_EQ(AdmitMany({&a}, 5, one_client, "", held), 5);
+  EXPECT_TRUE(a.FailingOpen());
+  EXPECT_EQ(FailOpenGauge(metrics_a_), 1);
+  EXPECT_EQ(
+      metrics_a_.GetCounter("sluice_shared_limit_decisions_total", "", {{"outcome", "fail_open"}})
+          .value(),
+      5u);
+}
+
+TEST_F(SharedAdmissionTest, SlowStoreFallsBackToTheLocalShareOfTheGlobalCap) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  std::vector<admission::Permit> held;
+  shared_.mode = Mode::kSlow;
+  const auto clients = [](int i) { return Numbered("10.0.2.", i); };
+  // Global burst 10 over 2 processes, no slack.
+  EXPECT_EQ(AdmitMany({&a}, 12, clients, "global_count", held), 5);
+}
+
+TEST_F(SharedAdmissionTest, StoreBackRestoresSharedLimits) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  std::vector<admission::Permit> held;
+  const auto one_client = [](int) { return std::string("10.0.0.1"); };
+  shared_.mode = Mode::kDown;
+  EXPECT_EQ(AdmitMany({&a}, 4, one_client, "", held), 4);
+  shared_.mode = Mode::kUp;
+  // The shared bucket never saw the fail-open creates.
+  EXPECT_EQ(AdmitMany({&a}, 5, one_client, "ip_create_count", held), 3);
+  EXPECT_FALSE(a.FailingOpen());
+  EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
+}
+
+TEST_F(SharedAdmissionTest, ShedCreateGivesItsSharedTokensBack) {
+  AdmissionOptions o = Tier();
+  o.ip_create_count = {1, 2};
+  o.create_slots = 1;
+  AdmissionControl a(o, clock_, metrics_a_, &shared_);
+  {
+    auto first = Admit(a, "10.0.0.1");
+    ASSERT_TRUE(first.ok());
+    auto shed = Admit(a, "10.0.0.1");
+    ASSERT_FALSE(shed.ok());
+    EXPECT_EQ(shed.error().reason, "create_slots");
+    EXPECT_EQ(shared_.refunds.load(), 1);
+  }
+  // The shed create cost nothing: one token of the burst of two is still there.
+  EXPECT_TRUE(Admit(a, "10.0.0.1").ok());
+  EXPECT_FALSE(Admit(a, "10.0.0.1").ok());
+}
+
+TEST_F(SharedAdmissionTest, WithoutSharedStateTheGlobalCapIsThisProcesssWhole) {
+  AdmissionControl a(Tier(), clock_, metrics_a_);  // processes = 2 means nothing alone
+  std::vector<admission::Permit> held;
+  const auto clients = [](int i) { return Numbered("10.0.3.", i); };
+  EXPECT_EQ(AdmitMany({&a}, 12, clients, "global_count", held), 10);
+  EXPECT_EQ(FailOpenGauge(metrics_a_), -1);  // no shared store, no fail-open gauge
+}
+
+TEST_F(SharedAdmissionTest, OriginReadLimitIsSharedAndFailsOpen) {
+  AdmissionOptions o = Tier();
+  o.ip_read = {0.001, 2};
+  AdmissionControl a(o, clock_, metrics_a_, &shared_);
+  AdmissionControl b(o, clock_, metrics_b_, &shared_);
+  EXPECT_TRUE(RunSync(a.AdmitOriginRead("10.0.0.1")).ok());
+  EXPECT_TRUE(RunSync(b.AdmitOriginRead("10.0.0.1")).ok());
+  auto limited = RunSync(a.AdmitOriginRead("10.0.0.1"));
+  ASSERT_FALSE(limited.ok());
+  EXPECT_EQ(limited.error().reason, "origin_get_ip");
+  shared_.mode = Mode::kDown;
+  EXPECT_TRUE(RunSync(b.AdmitOriginRead("10.0.0.1")).ok());
+  EXPECT_TRUE(b.FailingOpen());
+}
+
+TEST(MemorySharedStateTest, RefusedTakeSpendsNothingInAnyBucket) {
+  ManualClock clock;
+  auto shared = store::MakeMemorySharedState(clock);
+  const admission::TokenBucketPolicy roomy{1, 5}, tight{1, 1};
+  auto take = [&](double cost_tight) {
+    return RunSync(
+        shared->TakeAll({{"a", roomy, 2}, {"b", tight, cost_tight}}, admission::Deadline::Never()));
+  };
+  ASSERT_TRUE(take(1)->allowed);  // a: 3 left, b: 0 left
+  auto refused = take(1);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->allowed);
+  EXPECT_EQ(refused->refused_index, 1);
+  EXPECT_GT(refused->retry_after, Duration::zero());
+  // a was not charged by the refused take: it still holds 3, so a take of 3 from a alone passes.
+  EXPECT_TRUE(RunSync(shared->TakeAll({{"a", roomy, 3}}, admission::Deadline::Never()))->allowed);
+  EXPECT_FALSE(RunSync(shared->TakeAll({{"a", roomy, 1}}, admission::Deadline::Never()))->allowed);
+}
+
+TEST(MemorySharedStateTest, TombstoneWinsOverARacingFill) {
+  ManualClock clock;
+  auto shared = store::MakeMemorySharedState(clock);
+  auto id = store::PasteId::Parse("abcdefABCDEF");
+  store::PasteMeta live{*id, 1, 2'000'000'000, 5, {}, false};
+  store::PasteMeta dead = live;
+  dead.deleted = true;
+  const auto never = admission::Deadline::Never();
+  ASSERT_TRUE(RunSync(shared->Invalidate(dead, std::chrono::seconds(60), never)).ok());
+  ASSERT_TRUE(RunSync(shared->PutMeta(live, std::chrono::seconds(60), never)).ok());
+  auto got = RunSync(shared->GetMeta(*id, never));
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_TRUE((*got)->deleted);
+}
+
+// Two PasteServices over one primary, one bucket and one SharedState: two processes of a tier.
+class SharedCacheTest : public ::testing::Test {
+ protected:
+  ManualClock clock_;
+  MetricsRegistry metrics_a_, metrics_b_;
+  std::unique_ptr<store::MetaStore> meta_ = store::MakeMemoryMetaStore();
+  std::unique_ptr<store::BlobStore> blobs_ = store::MakeMemoryBlobStore();
+  std::unique_ptr<store::SharedState> memory_ = store::MakeMemorySharedState(clock_);
+  FaultySharedState shared_{*memory_};
+  PasteCache cache_a_{1 << 20, clock_, std::chrono::seconds(5)};
+  PasteCache cache_b_{1 << 20, clock_, std::chrono::seconds(5)};
+  AdmissionControl admission_a_{AdmissionOptions{}, clock_, metrics_a_, &shared_};
+  AdmissionControl admission_b_{AdmissionOptions{}, clock_, metrics_b_, &shared_};
+  PasteService a_{*meta_, *blobs_,    cache_a_,         admission_a_,
+                  clock_, metrics_a_, ServiceOptions{}, &shared_};
+  PasteService b_{*meta_, *blobs_,    cache_b_,         admission_b_,
+                  clock_, metrics_b_, ServiceOptions{}, &shared_};
+
+  struct FixedClient final : ClientKeySource {
+    std::string Key() const override { return "10.0.0.9"; }
+  };
+  CreatedPaste Create(PasteService& s, std::string body) {
+    auto ticket = RunSync(s.AdmitCreate("10.0.0.9", {body.size(), false}));
+    EXPECT_TRUE(ticket.ok());
+    auto created = RunSync(s.Create(std::move(*ticket), std::move(body), ""));
+    EXPECT_TRUE(created.ok());
+    return *created;
+  }
+  Result<CachedPaste> Read(PasteService& s, const store::PasteId& id) {
+    return RunSync(s.Read(FixedClient(), id.view()));
+  }
+};
+
+TEST_F(SharedCacheTest, DeleteOnOneProcessIsNotServedByAnother) {
+  const CreatedPaste p = Create(a_, "hello");
+  ASSERT_TRUE(Read(b_, p.id).ok());  // now in b's local cache and in the shared cache
+  ASSERT_TRUE(RunSync(a_.Delete(p.id.view(), p.delete_token)).ok());
+  auto after = Read(b_, p.id);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(SharedCacheTest, SharedCacheHitSparesThePrimary) {
+  const CreatedPaste p = Create(a_, "hello");
+  ASSERT_TRUE(Read(a_, p.id).ok());  // a's local hit; nothing shared yet
+  ASSERT_TRUE(Read(b_, p.id).ok());  // b fills from the primary and shares the row
+  cache_b_.Erase(p.id);
+  const auto hits = [&] {
+    return metrics_b_.GetCounter("sluice_shared_meta_cache_total", "", {{"outcome", "hit"}})
+        .value();
+  };
+  const uint64_t before = hits();
+  ASSERT_TRUE(Read(b_, p.id).ok());
+  EXPECT_EQ(hits(), before + 1);
+}
+
+TEST_F(SharedCacheTest, CacheDownIsAMissNotAnError) {
+  const CreatedPaste p = Create(a_, "hello");
+  shared_.mode = Mode::kDown;
+  auto read = Read(b_, p.id);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(*read->body, "hello");
+  EXPECT_TRUE(RunSync(a_.Delete(p.id.view(), p.delete_token)).ok());  // the delete still stands
+}
+
+TEST_F(SharedCacheTest, LocalEntriesAgeOutSoALostInvalidationIsBounded) {
+  const CreatedPaste p = Create(a_, "hello");
+  ASSERT_TRUE(Read(b_, p.id).ok());
+  ASSERT_TRUE(cache_b_.Get(p.id).has_value());
+  clock_.Advance(std::chrono::seconds(6));
+  EXPECT_FALSE(cache_b_.Get(p.id).has_value());
+}
+
+}  // namespace
+}  // namespace sluice::service
