@@ -20,7 +20,7 @@ const char* RungName(Rung rung) {
     case Rung::kCached:
       return "cached";
     case Rung::kHighlight:
-      return "highlight";
+      return "highlighted";
     case Rung::kPlain:
       return "plain";
   }

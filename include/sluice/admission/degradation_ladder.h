@@ -29,7 +29,7 @@ enum class RungReason { kNone, kShedForLoad, kRenderFailed, kRenderTimeout };
 /// Why a view was shed, for per-cause counters. All are tagged `shed_for_load` to the client.
 enum class ShedCause { kPlainText, kLarge, kKeySlice, kSlotsFull };
 
-/// "cached", "highlight", "plain": the X-Sluice-Rung value.
+/// "cached", "highlighted", "plain": the X-Sluice-Rung value.
 const char* RungName(Rung rung);
 /// "", "shed_for_load", "render_failed", "render_timeout": the X-Sluice-Rung reason.
 const char* RungReasonName(RungReason reason);
