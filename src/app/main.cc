@@ -245,6 +245,11 @@ int Serve(const Settings& s) {
   render_options.large_paste_bytes = s.Integer("large_paste_bytes");
   render_options.render_delay =
       std::chrono::duration_cast<std::chrono::milliseconds>(s.Duration("render_delay"));
+  render_options.release_points_per_second = s.Number("shed_release_rate");
+  render_options.target_utilization = s.Number("highlight_utilization");
+  if (render_options.target_utilization <= 0 || render_options.target_utilization > 1) {
+    throw std::invalid_argument("highlight_utilization must be in (0, 1]");
+  }
   if (render_options.slots < 1) throw std::invalid_argument("highlight_slots must be at least 1");
   if (render_options.render_delay.count() > 0 && !s.Boolean("fault_injection")) {
     throw std::invalid_argument("render_delay is set but fault_injection is false");

@@ -71,6 +71,11 @@ constexpr SettingSpec kServeSettings[] = {
     {"render_timeout", "2s", "A highlight still running after this is shown plain instead"},
     {"large_paste_bytes", "262144",
      "Under load, pastes at least this large are shown plain before any visitor is"},
+    {"highlight_utilization", "0.8",
+     "Share of the highlighter's sustainable rate (slots / service time) admitted before views "
+     "are shown plain"},
+    {"shed_release_rate", "5",
+     "As load falls, the share of views shown plain drops by at most this many points a second"},
     {"render_delay", "0s",
      "Extra time every highlight takes, to shrink the highlighter in tests (needs "
      "fault_injection)"},

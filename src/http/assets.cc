@@ -67,6 +67,7 @@ pre.code .l::before { content: counter(line); display: inline-block; width: 3rem
 .rung { font-size: .8rem; border: 1px solid var(--line); border-radius: 1rem; padding: 0 .5rem; }
 table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); }
+td code { font-size: .8rem; overflow-wrap: anywhere; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(21rem, 1fr)); gap: 1rem; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .75rem 1rem; background: var(--panel); }
@@ -84,7 +85,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 }
 )css";
 
-constexpr std::string_view kAppJs = R"js(// sluice: conveniences only; every page works without this file.
+constexpr std::string_view kAppJs =
+    R"js(// sluice: conveniences only; every page works without this file.
 'use strict';
 (function () {
   function flash(button, text) {
@@ -139,7 +141,8 @@ constexpr std::string_view kAppJs = R"js(// sluice: conveniences only; every pag
 })();
 )js";
 
-constexpr std::string_view kStatusJs = R"js(// sluice /status: polls /api/v1/status (the numbers /metrics shows) and draws small charts.
+constexpr std::string_view kStatusJs =
+    R"js(// sluice /status: polls /api/v1/status (the numbers /metrics shows) and draws small charts.
 'use strict';
 (function () {
   const root = document.getElementById('live');
@@ -200,21 +203,27 @@ constexpr std::string_view kStatusJs = R"js(// sluice /status: polls /api/v1/sta
     root.appendChild(el);
     return el;
   }
-  function draw(id, title, unit) {
+  function draw(id, title, unit, hideZero) {
     const el = card(id, title);
     const svg = el.querySelector('svg');
     const legend = el.querySelector('.legend');
     const h = history[id] || {};
-    const labels = Object.keys(h).sort();
+    // Series that never left zero add only noise (most rejection reasons, most of the time).
+    const labels = Object.keys(h).sort().filter(function (l) {
+      return !hideZero || h[l].some(function (v) { return v > 0; });
+    });
+    let width = 9;
+    labels.forEach(function (l) { width = Math.max(width, h[l].length - 1); });
+    svg.setAttribute('viewBox', '0 0 ' + width + ' 100');
     let max = 0;
     labels.forEach(function (l) { h[l].forEach(function (v) { if (v > max) max = v; }); });
     if (max <= 0) max = 1;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    legend.textContent = '';
+    legend.textContent = labels.length ? '' : 'none so far';
     labels.forEach(function (l, i) {
       const color = COLORS[i % COLORS.length];
       const values = h[l];
-      const offset = KEEP - values.length;
+      const offset = width + 1 - values.length;
       const points = values.map(function (v, j) {
         return (offset + j) + ',' + (100 - (v / max) * 96 - 2).toFixed(2);
       }).join(' ');
@@ -248,9 +257,9 @@ constexpr std::string_view kStatusJs = R"js(// sluice /status: polls /api/v1/sta
         push('sheds', s.labels.reason, rate(now, prev, s.key, seconds));
       });
       series(m, 'sluice_view_rung_total').forEach(function (s) {
-        if (s.labels.rung === 'plain') push('sheds', 'view_' + s.labels.reason, rate(now, prev, s.key, seconds));
+        if (s.labels.rung === 'plain' && s.labels.reason) push('sheds', 'view_' + s.labels.reason, rate(now, prev, s.key, seconds));
       });
-      draw('sheds', 'Sheds and rejections per second, by reason', '/s');
+      draw('sheds', 'Sheds and 429/503 rejections per second, by reason', '/s', true);
       const byStatus = {};
       series(m, 'sluice_http_requests_total').forEach(function (s) {
         const st = s.labels.status;
@@ -267,7 +276,7 @@ constexpr std::string_view kStatusJs = R"js(// sluice /status: polls /api/v1/sta
         const label = Object.values(s.labels).join(' ');
         push('latency', label, calls > 0 ? 1000 * time / calls : 0);
       });
-      draw('latency', 'Dependency latency (mean over the poll, ms)', ' ms');
+      draw('latency', 'Dependency latency (mean over the poll, ms)', ' ms', true);
     }
     const views = {};
     series(m, 'sluice_view_arrival_rate').forEach(function (s) { views['arrivals/s'] = s.value; });

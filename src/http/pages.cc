@@ -272,9 +272,10 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
       if (!std::string_view(key).starts_with(prefix)) continue;
       const size_t brace = key.find('{');
       const std::string labels = brace == std::string::npos ? "" : key.substr(brace);
-      out +=
-          fmt::format("<tr><td><code>{}</code></td><td class=\"n\" data-metric=\"{}\">{}</td></tr>",
-                      EscapeHtml(key.substr(0, brace) + labels), EscapeHtml(key), value);
+      // The family is the card's title; the labels tell the rows apart.
+      out += fmt::format(
+          "<tr><td><code>{}</code></td><td class=\"n\" data-metric=\"{}\">{:.4g}</td></tr>",
+          EscapeHtml(labels.empty() ? key : labels), EscapeHtml(key), value);
     }
     return out.empty() ? std::string("<tr><td colspan=\"2\" class=\"meta\">none</td></tr>") : out;
   };
@@ -295,7 +296,7 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
                     FormatUnixTime(now_unix), rows("sluice_pool_in_use"), rows("sluice_pool_limit"),
                     rows("sluice_admission_rejections_total"), rows("sluice_view_rung_total"),
                     rows("sluice_breaker_state"), rows("sluice_limiter"), rows("sluice_outbox_age"),
-                    rows("sluice_view_")),
+                    rows("sluice_view_s") + rows("sluice_view_a")),
                 true);
 }
 

@@ -250,6 +250,18 @@ void AsErrorPage(Response& res) {
   res.set("X-Content-Type-Options", "nosniff");
 }
 
+// Browsers send a text area's line breaks as CRLF whatever the person typed (HTML's form
+// submission rules); a file part keeps its bytes.
+std::string FromTextArea(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    out += text[i];
+  }
+  return out;
+}
+
 std::string LanguageLabel(std::string_view language) {
   for (const render::Language& l : render::Languages()) {
     if (l.name == language) return l.label;
@@ -676,8 +688,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       std::optional<std::string> content;
       for (const FormPart& part : *parts) {
-        if ((part.name == "file" || part.name == "content") && !content)
-          content = std::string(part.content);
+        if (part.name == "file" && !content) content = std::string(part.content);
+        if (part.name == "content" && !content) content = FromTextArea(part.content);
         if (part.name == "ttl" && ttl.empty()) ttl = std::string(part.content);
         if (part.name == "lang") language = std::string(part.content);
       }

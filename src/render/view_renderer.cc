@@ -25,6 +25,8 @@ admission::DegradationLadderOptions LadderOptions(const ViewRendererOptions& opt
   ladder.slots = options.slots;
   ladder.large_paste_bytes = options.large_paste_bytes;
   ladder.initial_service_time = options.initial_service_time;
+  ladder.release_points_per_second = options.release_points_per_second;
+  ladder.target_utilization = options.target_utilization;
   return ladder;
 }
 
@@ -63,13 +65,16 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
       ladder_(LadderOptions(options), clock),
       cache_(options.cache_bytes),
       pool_(static_cast<size_t>(std::max(1, options.slots))) {
-  for (Rung rung : {Rung::kCached, Rung::kHighlight, Rung::kPlain}) {
-    for (RungReason reason : {RungReason::kNone, RungReason::kShedForLoad,
-                              RungReason::kRenderFailed, RungReason::kRenderTimeout}) {
-      rung_counters_[static_cast<size_t>(rung)][static_cast<size_t>(reason)] = &metrics.GetCounter(
-          "sluice_view_rung_total", kRungHelp,
-          {{"rung", admission::RungName(rung)}, {"reason", admission::RungReasonName(reason)}});
-    }
+  // Only the pairs that happen: a full-quality rung has no reason, the plain rung always has one.
+  const std::pair<Rung, RungReason> series[] = {{Rung::kCached, RungReason::kNone},
+                                                {Rung::kHighlight, RungReason::kNone},
+                                                {Rung::kPlain, RungReason::kShedForLoad},
+                                                {Rung::kPlain, RungReason::kRenderFailed},
+                                                {Rung::kPlain, RungReason::kRenderTimeout}};
+  for (const auto& [rung, reason] : series) {
+    rung_counters_[static_cast<size_t>(rung)][static_cast<size_t>(reason)] = &metrics.GetCounter(
+        "sluice_view_rung_total", kRungHelp,
+        {{"rung", admission::RungName(rung)}, {"reason", admission::RungReasonName(reason)}});
   }
   for (auto cause : {admission::ShedCause::kPlainText, admission::ShedCause::kLarge,
                      admission::ShedCause::kKeySlice, admission::ShedCause::kSlotsFull}) {
@@ -108,7 +113,9 @@ void ViewRenderer::Forget(std::string_view id) {
 }
 
 void ViewRenderer::Count(const RenderedView& view) {
-  rung_counters_[static_cast<size_t>(view.rung)][static_cast<size_t>(view.reason)]->Inc();
+  Counter* counter =
+      rung_counters_[static_cast<size_t>(view.rung)][static_cast<size_t>(view.reason)];
+  if (counter != nullptr) counter->Inc();
 }
 
 asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,

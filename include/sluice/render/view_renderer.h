@@ -31,6 +31,11 @@ struct ViewRendererOptions {
   int64_t large_paste_bytes = int64_t{256} << 10;
   /// Extra time every render takes, to make the highlighter's capacity small in tests. Default: 0.
   std::chrono::milliseconds render_delay{0};
+  /// Share of slots / service time the ladder admits before shedding. Default: 0.8.
+  double target_utilization = 0.8;
+  /// As load falls the shed share drops by at most this many percentage points a second.
+  /// Default: 5.
+  double release_points_per_second = 5;
   /// Service time assumed before any render is measured. Default: 20 ms.
   std::chrono::milliseconds initial_service_time{20};
 };
