@@ -279,6 +279,22 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
     }
     return out.empty() ? std::string("<tr><td colspan=\"2\" class=\"meta\">none</td></tr>") : out;
   };
+  // Pools as "in use / limit", one row each.
+  std::string pools;
+  for (const auto& [key, value] : metrics) {
+    constexpr std::string_view kInUse = "sluice_pool_in_use{";
+    if (!std::string_view(key).starts_with(kInUse)) continue;
+    const std::string labels = key.substr(kInUse.size() - 1);
+    const std::string limit_key = "sluice_pool_limit" + labels;
+    double limit = 0;
+    for (const auto& [k, v] : metrics) {
+      if (k == limit_key) limit = v;
+    }
+    pools += fmt::format(
+        "<tr><td><code>{}</code></td><td class=\"n\"><span data-metric=\"{}\">{:.4g}</span> / "
+        "<span data-metric=\"{}\">{:.4g}</span></td></tr>",
+        EscapeHtml(labels), EscapeHtml(key), value, EscapeHtml(limit_key), limit);
+  }
   return Layout("sluice: status",
                 fmt::format(
                     R"(<h1>Admission status</h1>
@@ -286,14 +302,14 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
 <div class="grid" id="live"></div>
 <h2>Now</h2>
 <div class="grid">
-<section class="card"><h2>Slots in use per pool</h2><table>{}{}</table></section>
+<section class="card"><h2>Slots in use per pool (in use / limit)</h2><table>{}</table></section>
 <section class="card"><h2>Sheds and rejections (totals)</h2><table>{}{}</table></section>
 <section class="card"><h2>Breakers</h2><table>{}</table></section>
 <section class="card"><h2>Limiter</h2><table>{}</table><p class="meta">In-process token buckets; no shared limiter store, so nothing can fail open here.</p></section>
 <section class="card"><h2>Outbox</h2><table>{}</table></section>
 <section class="card"><h2>Highlighter ladder</h2><table>{}</table></section>
 </div>)",
-                    FormatUnixTime(now_unix), rows("sluice_pool_in_use"), rows("sluice_pool_limit"),
+                    FormatUnixTime(now_unix), pools,
                     rows("sluice_admission_rejections_total"), rows("sluice_view_rung_total"),
                     rows("sluice_breaker_state"), rows("sluice_limiter"), rows("sluice_outbox_age"),
                     rows("sluice_view_s") + rows("sluice_view_a")),
