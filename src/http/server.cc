@@ -750,13 +750,14 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
                                 std::string_view query) {
     auto paste = co_await service.Read(client, route.id);
     if (!paste.ok()) co_return Outcome{ErrorResponse(paste.error()), route.name};
-    const std::string language = QueryParam(query, "lang").value_or("auto");
+    // Only names from the list go further (links, the ETag): the query is the client's to write.
+    std::string language = QueryParam(query, "lang").value_or("auto");
+    if (language != "text" && !render::IsLanguage(language)) language = "auto";
     // The view's ETag names full quality only: a plain-rung answer carries none, so a visitor shed
     // under load revalidates into colours once the load is gone.
-    const std::string etag =
-        route.name == RouteName::kRaw
-            ? fmt::format("\"{}\"", paste->meta.id.view())
-            : fmt::format("\"{}-{}\"", paste->meta.id.view(), EscapeHtml(language));
+    const std::string etag = route.name == RouteName::kRaw
+                                 ? fmt::format("\"{}\"", paste->meta.id.view())
+                                 : fmt::format("\"{}-{}\"", paste->meta.id.view(), language);
     const int64_t max_age =
         std::max<int64_t>(0, paste->meta.expires_at - SystemClock::Instance().UnixSeconds());
     const std::string cache_control = fmt::format("public, max-age={}", max_age);
