@@ -148,27 +148,45 @@ test('without JavaScript a paste is created and read, and hostile text stays tex
 });
 
 test('/status shows live numbers changing under load', async () => {
-  const page = await chrome.browser.newPage({ viewport: { width: 1100, height: 900 } });
-  const status = await page.goto(server.url + '/status');
-  assert.match(status.headers()['content-security-policy'], /script-src 'self'/);
-  await page.waitForSelector('#card-status [data-series]', { timeout: 10000 });
-  const read = () => page.evaluate(() => {
-    const el = document.querySelector('#card-status [data-series="200"]');
-    return el ? parseFloat(el.textContent.split(': ')[1]) : 0;
-  });
-  const api = page.request;
-  const created = await api.post(server.url + '/api/v1/pastes', { data: 'load\n' });
-  const { url } = await created.json();
-  const stopAt = Date.now() + 5000;
-  let maxRate = 0;
-  while (Date.now() < stopAt) {
-    await Promise.all(Array.from({ length: 10 }, () => api.get(url)));
-    maxRate = Math.max(maxRate, await read());
+  // A small highlighter (one slot, 50 ms a render, no cache) and a tight create limit, so the load
+  // below shows sheds and 429s as well as traffic.
+  const busy = await startSluice(['--fault-injection', 'true', '--render-delay', '50ms',
+    '--highlight-slots', '1', '--highlight-cache-bytes', '0', '--ip-create-rate', '1',
+    '--ip-create-burst', '2', '--ip-read-rate', '10000', '--ip-read-burst', '10000'],
+  { relaxed: false });
+  try {
+    const page = await chrome.browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const status = await page.goto(busy.url + '/status');
+    assert.match(status.headers()['content-security-policy'], /script-src 'self'/);
+    await page.waitForSelector('#card-status [data-series]', { timeout: 10000 });
+    const legend = (card, series) => page.evaluate(([c, s]) => {
+      const el = document.querySelector(`#card-${c} [data-series="${s}"]`);
+      return el ? parseFloat(el.textContent.split(': ')[1]) : 0;
+    }, [card, series]);
+    const api = page.request;
+    const created = await api.post(busy.url + '/api/v1/pastes', { data: SAMPLE });
+    const { url } = await created.json();
+    const seen = { ok: 0, shed: 0, limited: 0 };
+    const stopAt = Date.now() + 6000;
+    while (Date.now() < stopAt) {
+      await Promise.all([
+        ...Array.from({ length: 12 }, () => api.get(url + '?lang=python')),
+        api.post(busy.url + '/api/v1/pastes', { data: 'more\n' }),
+      ]);
+      seen.ok = Math.max(seen.ok, await legend('status', '200'));
+      seen.shed = Math.max(seen.shed, await legend('sheds', 'view_shed_for_load'));
+      seen.limited = Math.max(seen.limited, await legend('sheds', 'ip_create_count'));
+    }
+    assert.ok(seen.ok > 5, `200s per second moved: ${JSON.stringify(seen)}`);
+    assert.ok(seen.shed > 0, `view sheds per second moved: ${JSON.stringify(seen)}`);
+    assert.ok(seen.limited > 0, `429s per second moved: ${JSON.stringify(seen)}`);
+    const highlightLimit = await page.textContent('[data-metric="sluice_pool_limit{pool=\\"highlight\\"}"]');
+    assert.equal(parseFloat(highlightLimit), 1, 'the table shows the same pool as /metrics');
+    await page.screenshot({ path: join(screenshotDir, 'status.png'), fullPage: true });
+    await page.close();
+  } finally {
+    await busy.stop();
   }
-  assert.ok(maxRate > 5, `the 200s-per-second series moved (max ${maxRate})`);
-  await page.waitForTimeout(2200);
-  await page.screenshot({ path: join(screenshotDir, 'status.png'), fullPage: true });
-  await page.close();
 });
 
 test('a 429 page says it is a limit and when to retry', async () => {
