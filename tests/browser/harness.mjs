@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
+import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 
@@ -11,7 +11,11 @@ const require = createRequire(import.meta.url);
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { chromium } = require(join(repoRoot, 'node_modules', 'playwright-core'));
 
-export const screenshotDir = join(repoRoot, 'docs', 'screenshots');
+// The README's screenshots are refreshed only on request (SLUICE_SCREENSHOT_DIR=docs/screenshots):
+// an ordinary test run must not rewrite tracked files.
+export const screenshotDir = process.env.SLUICE_SCREENSHOT_DIR
+  ? resolve(process.env.SLUICE_SCREENSHOT_DIR)
+  : mkdtempSync(join(tmpdir(), 'sluice-screenshots-'));
 
 // Limits a browser test would trip by accident are lifted, as in tests/lib/sluice_harness.py.
 const RELAXED = ['--ip-create-rate', '1000', '--ip-create-burst', '1000', '--ip-read-rate',
