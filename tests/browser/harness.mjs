@@ -16,6 +16,9 @@ const { chromium } = require(join(repoRoot, 'node_modules', 'playwright-core'));
 export const screenshotDir = process.env.SLUICE_SCREENSHOT_DIR
   ? resolve(process.env.SLUICE_SCREENSHOT_DIR)
   : mkdtempSync(join(tmpdir(), 'sluice-screenshots-'));
+if (!process.env.SLUICE_SCREENSHOT_DIR) {
+  process.on('exit', () => rmSync(screenshotDir, { recursive: true, force: true }));
+}
 
 // Limits a browser test would trip by accident are lifted, as in tests/lib/sluice_harness.py.
 const RELAXED = ['--ip-create-rate', '1000', '--ip-create-burst', '1000', '--ip-read-rate',
