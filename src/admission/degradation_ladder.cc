@@ -20,7 +20,7 @@ const char* RungName(Rung rung) {
     case Rung::kCached:
       return "cached";
     case Rung::kHighlight:
-      return "highlight";
+      return "highlighted";
     case Rung::kPlain:
       return "plain";
   }
@@ -143,7 +143,7 @@ double DegradationLadder::WindowSecondsLocked(TimePoint now, int64_t index) cons
 void DegradationLadder::UpdateShedLocked(TimePoint now, int64_t index) {
   const double arrivals =
       static_cast<double>(SumLocked(index)[0]) / WindowSecondsLocked(now, index);
-  const double sustainable = SustainableLocked();
+  const double sustainable = SustainableLocked() * options_.target_utilization;
   // Little's law: the highlighter clears `sustainable` per second; the rest must go elsewhere.
   const double needed = arrivals > sustainable ? 100.0 * (1 - sustainable / arrivals) : 0.0;
   const double release_to =

@@ -20,6 +20,7 @@
 #include "sluice/admission/littles_law.h"
 #include "sluice/admission/retry_budget.h"
 #include "sluice/http/server.h"
+#include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/dependency.h"
 #include "sluice/service/guarded_stores.h"
@@ -373,7 +374,27 @@ int Serve(const Settings& s) {
   }
   worker::Janitor janitor(*meta, *blobs, cache, clock, metrics, janitor_options, edge.get());
 
-  auto server = std::make_unique<http::HttpServer>(loop_ptrs, server_options, service, metrics);
+  render::ViewRendererOptions render_options;
+  render_options.slots = static_cast<int>(s.Integer("highlight_slots"));
+  render_options.cache_bytes = static_cast<size_t>(s.Integer("highlight_cache_bytes"));
+  render_options.render_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(s.Duration("render_timeout"));
+  render_options.large_paste_bytes = s.Integer("large_paste_bytes");
+  render_options.render_delay =
+      std::chrono::duration_cast<std::chrono::milliseconds>(s.Duration("render_delay"));
+  render_options.release_points_per_second = s.Number("shed_release_rate");
+  render_options.target_utilization = s.Number("highlight_utilization");
+  if (render_options.target_utilization <= 0 || render_options.target_utilization > 1) {
+    throw std::invalid_argument("highlight_utilization must be in (0, 1]");
+  }
+  if (render_options.slots < 1) throw std::invalid_argument("highlight_slots must be at least 1");
+  if (render_options.render_delay.count() > 0 && !s.Boolean("fault_injection")) {
+    throw std::invalid_argument("render_delay is set but fault_injection is false");
+  }
+  render::ViewRenderer renderer(render_options, clock, metrics);
+
+  auto server =
+      std::make_unique<http::HttpServer>(loop_ptrs, server_options, service, renderer, metrics);
   server->Start();
   janitor.Start(io.get_executor());
   spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",

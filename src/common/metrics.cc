@@ -141,4 +141,22 @@ std::string MetricsRegistry::Render() const {
   return out;
 }
 
+std::vector<std::pair<std::string, double>> MetricsRegistry::Collect() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [name, family] : families_) {
+    for (const auto& [labels, series] : family.series) {
+      if (series.counter) out.emplace_back(name + labels, double(series.counter->value()));
+      if (series.gauge) out.emplace_back(name + labels, series.gauge->value());
+      if (series.callback) out.emplace_back(name + labels, series.callback());
+      if (series.histogram) {
+        const auto snap = series.histogram->Take();
+        out.emplace_back(name + "_sum" + labels, snap.sum);
+        out.emplace_back(name + "_count" + labels, double(snap.count));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace sluice

@@ -3,34 +3,108 @@
 #include <fmt/format.h>
 
 #include <ctime>
+#include <map>
 
+#include "assets.h"
+#include "sluice/render/highlighter.h"
 #include "sluice/service/text.h"
 
 namespace sluice::http {
 
 namespace {
 
-constexpr std::string_view kStyle = R"css(
-:root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fbfbfd; --muted: #6e6e73; --line: #d2d2d7; }
-@media (prefers-color-scheme: dark) { :root { --fg: #e8e8ed; --bg: #161618; --muted: #a1a1a6; --line: #3a3a3c; } }
-body { font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 0 auto;
-       max-width: 60rem; padding: 1rem; }
-pre, textarea { font: 14px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
-pre { white-space: pre-wrap; word-break: break-word; border: 1px solid var(--line); padding: 1rem;
-      border-radius: 6px; overflow-x: auto; }
-textarea { width: 100%; min-height: 24rem; box-sizing: border-box; color: inherit; background: inherit;
-           border: 1px solid var(--line); border-radius: 6px; padding: .75rem; }
-.meta { color: var(--muted); font-size: .9rem; }
-code { word-break: break-all; }
-a { color: #0a84ff; }
-)css";
-
-std::string Layout(std::string_view title, std::string_view body) {
+std::string Layout(std::string_view title, std::string_view body, bool status_script = false) {
   return fmt::format(
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-      "<title>{}</title><style>{}</style></head><body>\n{}\n</body></html>\n",
-      EscapeHtml(title), kStyle, body);
+      "<meta name=\"color-scheme\" content=\"light dark\">"
+      "<meta name=\"referrer\" content=\"no-referrer\">"
+      "<title>{}</title><link rel=\"stylesheet\" href=\"{}\">"
+      "<script src=\"{}\" defer></script>{}</head><body>\n"
+      "<header class=\"top\"><a class=\"brand\" href=\"/\">sluice</a>"
+      "<span class=\"meta\">a pastebin that stays up</span>"
+      "<nav><a href=\"/\">New paste</a><a href=\"/status\">Status</a></nav></header>\n"
+      "<main>\n{}\n</main>\n</body></html>\n",
+      EscapeHtml(title), AssetUrl("/static/style.css"), AssetUrl("/static/app.js"),
+      status_script
+          ? fmt::format("<script src=\"{}\" defer></script>", AssetUrl("/static/status.js"))
+          : "",
+      body);
+}
+
+std::string SizeInWords(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} bytes", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
+}
+
+std::string ClockTime(int64_t unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S UTC", &tm);
+  return buf;
+}
+
+// What a person should read for each refusal reason (the `reason` of the JSON error).
+struct Explanation {
+  const char* title;
+  const char* text;
+};
+
+Explanation Explain(unsigned status, std::string_view reason) {
+  static const std::map<std::string_view, Explanation> kReasons = {
+      {"ip_create_count",
+       {"You are creating pastes too quickly",
+        "This is a rate limit on how many pastes one visitor may create, not an error with your "
+        "paste. Nothing was saved."}},
+      {"ip_create_bytes",
+       {"You are sending too much text too quickly",
+        "This is a rate limit on how much text one visitor may paste per second. Nothing was "
+        "saved."}},
+      {"global_count",
+       {"The server is taking as many new pastes as it can",
+        "Everyone together is creating pastes faster than this server accepts. This is a limit, "
+        "not a problem with your paste. Nothing was saved."}},
+      {"global_bytes",
+       {"The server is taking as much new text as it can",
+        "Everyone together is pasting more text per second than this server accepts. Nothing was "
+        "saved."}},
+      {"origin_get_ip",
+       {"You are opening pastes too quickly",
+        "This is a rate limit on how many pastes one visitor may open per second. The paste is "
+        "fine and still there."}},
+      {"create_slots",
+       {"The server is overloaded", "Too many pastes are being saved at once. Nothing was saved."}},
+      {"create_bytes",
+       {"The server is overloaded", "Too much text is being saved at once. Nothing was saved."}},
+      {"read_slots",
+       {"The server is overloaded",
+        "Too many pastes are being read from storage at once. The paste itself is not missing."}},
+      {"fill_cap",
+       {"The server is overloaded",
+        "Too many pastes are being looked up at once. The paste itself is not missing."}},
+      {"connections",
+       {"The server is overloaded", "It has as many open connections as it can take."}},
+  };
+  if (auto it = kReasons.find(reason); it != kReasons.end()) return it->second;
+  switch (status) {
+    case 404:
+      return {"No such paste", "It never existed, it has expired, or its owner deleted it."};
+    case 429:
+      return {"Slow down: you have reached a limit", "This is a rate limit, not a missing paste."};
+    case 503:
+    case 504:
+      return {"The server is overloaded or a storage service is slow",
+              "This is temporary and says nothing about whether the paste exists."};
+    case 400:
+    case 411:
+    case 413:
+      return {"The request could not be accepted", "Check what was sent and try again."};
+    default:
+      return {"Something went wrong on the server", "The error has been counted."};
+  }
 }
 
 }  // namespace
@@ -71,41 +145,175 @@ std::string FormatUnixTime(int64_t unix_seconds) {
   return buf;
 }
 
-std::string IndexPage(std::string_view default_ttl) {
-  std::string options;
-  for (const auto& [name, seconds] : service::TtlAllowList()) {
-    options += fmt::format("<option value=\"{0}\"{1}>{0}</option>", name,
-                           name == default_ttl ? " selected" : "");
+std::string DurationInWords(int64_t seconds) {
+  auto unit = [](int64_t n, const char* name) {
+    return fmt::format("{} {}{}", n, name, n == 1 ? "" : "s");
+  };
+  if (seconds < 60) return unit(std::max<int64_t>(seconds, 1), "second");
+  if (seconds < 3600) {
+    const int64_t rest = seconds % 60;
+    return rest == 0 ? unit(seconds / 60, "minute")
+                     : unit(seconds / 60, "minute") + " " + unit(rest, "second");
   }
-  return Layout("sluice", fmt::format(R"(<h1>sluice</h1>
-<form method="post" action="/" enctype="multipart/form-data">
-<textarea name="content" required autofocus placeholder="Paste text here"></textarea>
-<p><label>Expires after <select name="ttl">{}</select></label> <button type="submit">Create paste</button></p>
+  if (seconds < 86400) {
+    const int64_t rest = (seconds % 3600) / 60;
+    return rest == 0 ? unit(seconds / 3600, "hour")
+                     : unit(seconds / 3600, "hour") + " " + unit(rest, "minute");
+  }
+  return unit(seconds / 86400, "day");
+}
+
+std::string IndexPage(std::string_view default_ttl) {
+  std::string ttls;
+  for (const auto& [name, seconds] : service::TtlAllowList()) {
+    ttls += fmt::format("<option value=\"{0}\"{1}>{2}</option>", name,
+                        name == default_ttl ? " selected" : "", DurationInWords(seconds.count()));
+  }
+  std::string languages =
+      "<option value=\"auto\" selected>Detect automatically</option>"
+      "<option value=\"text\">Plain text</option>";
+  for (const render::Language& language : render::Languages()) {
+    languages += fmt::format("<option value=\"{}\">{}</option>", EscapeHtml(language.name),
+                             EscapeHtml(language.label));
+  }
+  return Layout("sluice: new paste", fmt::format(R"(<h1>New paste</h1>
+<form id="create" method="post" action="/" enctype="multipart/form-data">
+<label for="content" class="hint">Paste text here; it is shown exactly as written, never run.</label>
+<textarea id="content" name="content" required autofocus spellcheck="false" placeholder="Paste text here"></textarea>
+<div class="controls">
+<label>Language <select name="lang">{}</select></label>
+<label>Expires after <select name="ttl">{}</select></label>
+<button type="submit" class="primary">Create paste</button>
+<span class="hint js-only" hidden>or press Ctrl+Enter</span>
+</div>
 </form>
 <p class="meta">From a terminal: <code>curl --data-binary @file.txt HOST/</code> or <code>curl -F file=@file.txt HOST/</code></p>)",
-                                      options));
+                                                 languages, ttls));
 }
 
-std::string PastePage(std::string_view id, std::string_view text, std::string_view raw_url,
-                      int64_t expires_at) {
+std::string PastePage(const PasteView& view) {
+  std::string notice;
+  if (view.created) {
+    notice = fmt::format(
+        R"(<section class="notice" id="created"><strong>Paste created.</strong> Share this link:
+<div class="linkrow"><input id="share-link" readonly value="{0}" aria-label="Link to this paste"><button type="button" class="js-only" hidden data-copy-from="share-link">Copy link</button></div>
+<p>Delete link, <strong>shown only this once</strong> (keep it to delete the paste later):</p>
+<div class="linkrow"><input id="delete-link" readonly value="{1}" aria-label="Delete link"><a class="button" id="delete" href="{1}">Delete</a></div>
+</section>
+)",
+        EscapeHtml(view.url), EscapeHtml(view.created->delete_url));
+  }
+  std::string shed;
+  if (view.shed) {
+    shed =
+        "<p class=\"notice warn\" id=\"shed\">Shown without highlighting: the server is busy "
+        "right now. The text is complete; reload later for colours.</p>\n";
+  }
   return Layout(
-      fmt::format("paste {}", id),
-      fmt::format("<p class=\"meta\">Paste <code>{}</code> &middot; expires {} &middot; "
-                  "<a href=\"{}\">raw</a> &middot; <a href=\"/\">new paste</a></p>\n<pre>{}</pre>",
-                  EscapeHtml(id), FormatUnixTime(expires_at), EscapeHtml(raw_url),
-                  EscapeHtml(text)));
+      fmt::format("paste {}", view.id),
+      fmt::format(
+          R"({0}<div class="toolbar"><span class="meta">Paste <code>{1}</code> &middot; {2} &middot; {3} &middot; expires {4} <span class="rung" title="X-Sluice-Rung">{5}</span></span>
+<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a></div>
+{7}<pre class="code" id="code">{8}</pre>)",
+          notice, EscapeHtml(view.id), EscapeHtml(view.language_label),
+          SizeInWords(view.size_bytes), FormatUnixTime(view.expires_at), EscapeHtml(view.rung_tag),
+          EscapeHtml(view.raw_url), shed, view.lines));
 }
 
-std::string CreatedPage(std::string_view url, std::string_view raw_url, std::string_view delete_url,
-                        std::string_view delete_token, int64_t expires_at) {
-  return Layout("paste created",
-                fmt::format(R"(<h1>Paste created</h1>
-<p>Link: <a href="{0}">{0}</a> (<a href="{1}">raw</a>), expires {2}.</p>
-<p>Delete token, shown only once: <code>{3}</code></p>
-<p class="meta">Delete with: <code>curl -X DELETE -H "Authorization: Bearer {3}" {4}</code></p>
+std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
+                      std::optional<int64_t> retry_after_seconds, int64_t now_unix) {
+  const Explanation e = Explain(status, reason);
+  std::string retry;
+  if (retry_after_seconds) {
+    retry = fmt::format("<p id=\"retry\"><strong>Try again in {}</strong> (after {}).</p>",
+                        DurationInWords(*retry_after_seconds),
+                        ClockTime(now_unix + *retry_after_seconds));
+  }
+  const char* kind = status == 429   ? "a limit"
+                     : status >= 500 ? "an overload or a dependency problem"
+                     : status == 404 ? "not found"
+                                     : "a rejected request";
+  return Layout(fmt::format("{}: {}", status, e.title),
+                fmt::format(R"(<section class="problem" id="problem" data-status="{0}">
+<h1>{1}</h1>
+<p>{2}</p>
+{3}
+<p class="meta">HTTP {0}: {4} &middot; reason <code>{5}</code> &middot; {6}</p>
+</section>
 <p><a href="/">New paste</a></p>)",
-                            EscapeHtml(url), EscapeHtml(raw_url), FormatUnixTime(expires_at),
-                            EscapeHtml(delete_token), EscapeHtml(delete_url)));
+                            status, EscapeHtml(e.title), EscapeHtml(e.text), retry, kind,
+                            EscapeHtml(reason), EscapeHtml(message)));
+}
+
+std::string DeleteConfirmPage(std::string_view id, std::string_view token) {
+  return Layout("delete paste", fmt::format(R"(<h1>Delete paste <code>{0}</code>?</h1>
+<p>This cannot be undone. The link will answer "no such paste" at once.</p>
+<form method="post" action="/delete/{0}">
+<input type="hidden" name="token" value="{1}">
+<button type="submit" class="primary" id="confirm-delete">Delete it</button> <a href="/{0}">Keep it</a>
+</form>)",
+                                            EscapeHtml(id), EscapeHtml(token)));
+}
+
+std::string DeletedPage(std::string_view id) {
+  return Layout("paste deleted",
+                fmt::format(R"(<section class="notice" id="deleted"><h1>Paste deleted</h1>
+<p>Paste <code>{}</code> is gone; its link now answers "no such paste".</p></section>
+<p><a href="/">New paste</a></p>)",
+                            EscapeHtml(id)));
+}
+
+std::string StatusPage(const std::vector<std::pair<std::string, double>>& metrics,
+                       int64_t now_unix) {
+  // The same series the script charts; without the script, a reload shows them fresh.
+  auto rows = [&](std::string_view prefix) {
+    std::string out;
+    for (const auto& [key, value] : metrics) {
+      if (!std::string_view(key).starts_with(prefix)) continue;
+      const size_t brace = key.find('{');
+      const std::string labels = brace == std::string::npos ? "" : key.substr(brace);
+      // The family is the card's title; the labels tell the rows apart.
+      out += fmt::format(
+          "<tr><td><code>{}</code></td><td class=\"n\" data-metric=\"{}\">{:.4g}</td></tr>",
+          EscapeHtml(labels.empty() ? key : labels), EscapeHtml(key), value);
+    }
+    return out.empty() ? std::string("<tr><td colspan=\"2\" class=\"meta\">none</td></tr>") : out;
+  };
+  // Pools as "in use / limit", one row each.
+  std::string pools;
+  for (const auto& [key, value] : metrics) {
+    constexpr std::string_view kInUse = "sluice_pool_in_use{";
+    if (!std::string_view(key).starts_with(kInUse)) continue;
+    const std::string labels = key.substr(kInUse.size() - 1);
+    const std::string limit_key = "sluice_pool_limit" + labels;
+    double limit = 0;
+    for (const auto& [k, v] : metrics) {
+      if (k == limit_key) limit = v;
+    }
+    pools += fmt::format(
+        "<tr><td><code>{}</code></td><td class=\"n\"><span data-metric=\"{}\">{:.4g}</span> / "
+        "<span data-metric=\"{}\">{:.4g}</span></td></tr>",
+        EscapeHtml(labels), EscapeHtml(key), value, EscapeHtml(limit_key), limit);
+  }
+  return Layout("sluice: status",
+                fmt::format(
+                    R"(<h1>Admission status</h1>
+<p class="meta">Live numbers from this process, the same ones <a href="/metrics">/metrics</a> serves. Updated <span id="updated">{}</span>; the charts refresh every 2 seconds.</p>
+<div class="grid" id="live"></div>
+<h2>Now</h2>
+<div class="grid">
+<section class="card"><h2>Slots in use per pool (in use / limit)</h2><table>{}</table></section>
+<section class="card"><h2>Sheds and rejections (totals)</h2><table>{}{}</table></section>
+<section class="card"><h2>Breakers</h2><table>{}</table></section>
+<section class="card"><h2>Limiter</h2><table>{}</table><p class="meta">In-process token buckets; no shared limiter store, so nothing can fail open here.</p></section>
+<section class="card"><h2>Outbox</h2><table>{}</table></section>
+<section class="card"><h2>Highlighter ladder</h2><table>{}</table></section>
+</div>)",
+                    FormatUnixTime(now_unix), pools,
+                    rows("sluice_admission_rejections_total"), rows("sluice_view_rung_total"),
+                    rows("sluice_breaker_state"), rows("sluice_limiter"), rows("sluice_outbox_age"),
+                    rows("sluice_view_s") + rows("sluice_view_a")),
+                true);
 }
 
 }  // namespace sluice::http

@@ -1,27 +1,65 @@
-// The HTML pages of the minimal web view. Paste text only ever enters a page through EscapeHtml.
+// The HTML pages of the web UI. Paste text only ever enters a page through EscapeHtml or through
+// the highlighter's fragment, which escapes every character itself (render/highlighter.h).
+// Pages carry no inline script or style: the CSP below allows only the binary's own /static files.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sluice::http {
 
 /// Escapes the five HTML-significant characters, so text is shown and never interpreted.
 std::string EscapeHtml(std::string_view text);
 
-/// Content-Security-Policy of every HTML page: no scripts, no plugins, no framing.
+/// Content-Security-Policy of every HTML page: scripts, styles and fetches from this origin only,
+/// nothing inline, no plugins, no framing.
 inline constexpr const char* kPageCsp =
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'";
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 std::string IndexPage(std::string_view default_ttl);
-std::string PastePage(std::string_view id, std::string_view text, std::string_view raw_url,
-                      int64_t expires_at);
-std::string CreatedPage(std::string_view url, std::string_view raw_url, std::string_view delete_url,
-                        std::string_view delete_token, int64_t expires_at);
+
+/// What the paste page shows beyond the paste: present only on the answer to the create.
+struct CreatedNotice {
+  std::string delete_url;  // the delete link, with its token: shown this once
+};
+
+struct PasteView {
+  std::string id;
+  std::string url;      // the link to share
+  std::string raw_url;  // "/raw/ID"
+  int64_t expires_at = 0;
+  uint64_t size_bytes = 0;
+  std::string language_label;  // "Python", "Plain text"
+  std::string rung_tag;        // the X-Sluice-Rung value, shown small
+  bool shed = false;           // on the plain rung: say why, so nobody thinks highlighting broke
+  /// The fragment from render::Highlight or render::PlainLines.
+  std::string_view lines;
+  std::optional<CreatedNotice> created;
+};
+std::string PastePage(const PasteView& view);
+
+/// An error a person reads: what happened, whether it is a limit, an overload or a missing paste,
+/// and when to try again.
+std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
+                      std::optional<int64_t> retry_after_seconds, int64_t now_unix);
+
+std::string DeleteConfirmPage(std::string_view id, std::string_view token);
+std::string DeletedPage(std::string_view id);
+
+/// The operator's page: the numbers now (`metrics`, from MetricsRegistry::Collect); the script
+/// then keeps them and the charts live.
+std::string StatusPage(const std::vector<std::pair<std::string, double>>& metrics,
+                       int64_t now_unix);
 
 /// RFC 3339 UTC ("2026-12-07T10:00:00Z") for expiry times in JSON and pages.
 std::string FormatUnixTime(int64_t unix_seconds);
+
+/// "12 seconds", "3 minutes", "1 hour 5 minutes".
+std::string DurationInWords(int64_t seconds);
 
 }  // namespace sluice::http

@@ -25,8 +25,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "assets.h"
 #include "multipart.h"
 #include "pages.h"
+#include "sluice/render/highlighter.h"
 #include "sluice/service/text.h"
 
 namespace sluice::http {
@@ -61,11 +63,16 @@ enum class RouteName {
   kMetrics,
   kLimits,
   kDebugFaults,
+  kStatic,
+  kStatus,
+  kStatusApi,
+  kDeleteForm,
   kOther
 };
-constexpr std::array<const char*, 11> kRouteLabels = {
-    "index",   "create_form", "create_api", "raw",   "view", "delete",
-    "healthz", "metrics",     "limits",     "debug", "other"};
+constexpr std::array<const char*, 15> kRouteLabels = {
+    "index",  "create_form", "create_api", "raw",         "view",
+    "delete", "healthz",     "metrics",    "limits",      "debug",
+    "static", "status",      "status_api", "delete_form", "other"};
 
 struct RouteMatch {
   RouteName name = RouteName::kOther;
@@ -87,6 +94,17 @@ RouteMatch Match(bhttp::verb method, std::string_view path) {
   if (path == "/healthz") return make(RouteName::kHealthz, IsReadMethod(method), "GET, HEAD");
   if (path == "/metrics") return make(RouteName::kMetrics, IsReadMethod(method), "GET, HEAD");
   if (path == "/api/v1/limits") return make(RouteName::kLimits, IsReadMethod(method), "GET, HEAD");
+  if (path == "/status") return make(RouteName::kStatus, IsReadMethod(method), "GET, HEAD");
+  if (path == "/api/v1/status")
+    return make(RouteName::kStatusApi, IsReadMethod(method), "GET, HEAD");
+  if (path.starts_with("/static/"))
+    return make(RouteName::kStatic, IsReadMethod(method), "GET, HEAD");
+  constexpr std::string_view kDeleteForm = "/delete/";
+  if (path.starts_with(kDeleteForm) &&
+      path.find('/', kDeleteForm.size()) == std::string_view::npos) {
+    return make(RouteName::kDeleteForm, IsReadMethod(method) || method == bhttp::verb::post,
+                "GET, HEAD, POST", path.substr(kDeleteForm.size()));
+  }
   if (path == "/debug/faults") {
     return make(RouteName::kDebugFaults, IsReadMethod(method) || method == bhttp::verb::put,
                 "GET, HEAD, PUT");
@@ -243,6 +261,56 @@ Response ErrorResponse(ErrorCode code, std::string message, std::string reason) 
   return ErrorResponse(MakeError(code, std::move(message), std::move(reason)));
 }
 
+Response HtmlResponse(bhttp::status status, std::string body) {
+  Response res = MakeResponse(status, std::move(body), "text/html; charset=utf-8");
+  res.set("Content-Security-Policy", kPageCsp);
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("Referrer-Policy", "no-referrer");
+  return res;
+}
+
+// A browser navigating to a page; API clients and curl ask for anything (*/*) and keep JSON.
+bool WantsHtml(const bhttp::request<bhttp::string_body>& req) {
+  return req[bhttp::field::accept].find("text/html") != beast::string_view::npos;
+}
+
+// The JSON error a route produced, as a page a person understands. Status and headers stay
+// (Retry-After, RateLimit): only the body and its type change.
+void AsErrorPage(Response& res) {
+  const auto type = res[bhttp::field::content_type];
+  if (!type.starts_with("application/json")) return;
+  const auto j = nlohmann::json::parse(res.body(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;
+  std::optional<int64_t> retry_after;
+  if (j.contains("retry_after") && j["retry_after"].is_number_integer()) {
+    retry_after = j["retry_after"].get<int64_t>();
+  }
+  res.body() = ErrorPage(res.result_int(), j.value("reason", ""), j.value("error", ""), retry_after,
+                         SystemClock::Instance().UnixSeconds());
+  res.set(bhttp::field::content_type, "text/html; charset=utf-8");
+  res.set("Content-Security-Policy", kPageCsp);
+  res.set("X-Content-Type-Options", "nosniff");
+}
+
+// Browsers send a text area's line breaks as CRLF whatever the person typed (HTML's form
+// submission rules); a file part keeps its bytes.
+std::string FromTextArea(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    out += text[i];
+  }
+  return out;
+}
+
+std::string LanguageLabel(std::string_view language) {
+  for (const render::Language& l : render::Languages()) {
+    if (l.name == language) return l.label;
+  }
+  return "Plain text";
+}
+
 // The client of one request: the socket peer and, behind a trusted balancer, the hop it appended.
 // Worked out on first use only (a cache hit never asks).
 class RequestClient final : public service::ClientKeySource {
@@ -283,10 +351,12 @@ struct RouteStats {
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(std::vector<asio::io_context*> ios_in, ServerOptions options_in,
-       service::PasteService& service_in, MetricsRegistry& metrics_in)
+       service::PasteService& service_in, render::ViewRenderer& renderer_in,
+       MetricsRegistry& metrics_in)
       : ios(std::move(ios_in)),
         options(std::move(options_in)),
         service(service_in),
+        renderer(renderer_in),
         metrics(metrics_in),
         in_flight_gauge(metrics_in.GetGauge("sluice_http_in_flight", "Requests being served now")),
         connections_gauge(
@@ -318,6 +388,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::vector<asio::io_context*> ios;
   const ServerOptions options;
   service::PasteService& service;
+  render::ViewRenderer& renderer;
   MetricsRegistry& metrics;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::string base_url;
@@ -506,6 +577,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       const bool wants_keep_alive = parser.get().keep_alive();
       const RequestClient client(peer, parser.get(), self->options.trusted_proxies);
       Outcome outcome = co_await self->Handle(stream, buffer, parser, client, consumed);
+      if (outcome.response.result_int() >= 400 && WantsHtml(parser.get())) {
+        AsErrorPage(outcome.response);
+      }
       const bool close = outcome.close || !wants_keep_alive || self->draining.load();
       const bool written = co_await self->Write(stream, outcome, head, close);
       self->CountResponse(
@@ -611,17 +685,25 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         co_return Outcome{MakeResponse(bhttp::status::ok, metrics.Render(),
                                        "text/plain; version=0.0.4; charset=utf-8"),
                           route.name};
-      case RouteName::kIndex: {
-        Outcome out{MakeResponse(bhttp::status::ok, IndexPage(DefaultTtlName()),
-                                 "text/html; charset=utf-8"),
-                    route.name};
-        out.response.set("Content-Security-Policy", kPageCsp);
-        out.response.set("X-Content-Type-Options", "nosniff");
+      case RouteName::kIndex:
+        co_return Outcome{HtmlResponse(bhttp::status::ok, IndexPage(DefaultTtlName())), route.name};
+      case RouteName::kStatic:
+        co_return HandleStatic(req, route);
+      case RouteName::kStatus: {
+        Outcome out{
+            HtmlResponse(bhttp::status::ok,
+                         StatusPage(metrics.Collect(), SystemClock::Instance().UnixSeconds())),
+            route.name};
+        out.response.set(bhttp::field::cache_control, "no-store");
         co_return out;
       }
+      case RouteName::kStatusApi:
+        co_return HandleStatusApi(route);
+      case RouteName::kDeleteForm:
+        co_return co_await HandleDeleteForm(req, route, query);
       case RouteName::kRaw:
       case RouteName::kView:
-        co_return co_await HandleRead(req, route, client);
+        co_return co_await HandleRead(req, route, client, query);
       case RouteName::kLimits:
         co_return HandleLimits(route, client.Key());
       case RouteName::kDebugFaults:
@@ -642,6 +724,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   std::string PasteUrl(std::string_view id) const { return fmt::format("{}/{}", base_url, id); }
+  // The chosen language travels in the link: nothing about it is stored with the paste.
+  std::string PasteUrl(std::string_view id, std::string_view language) const {
+    if (language != "text" && !render::IsLanguage(language)) return PasteUrl(id);
+    return fmt::format("{}/{}?lang={}", base_url, id, language);
+  }
   std::string RawUrl(std::string_view id) const { return fmt::format("{}/raw/{}", base_url, id); }
   std::string DeleteUrl(std::string_view id) const {
     return fmt::format("{}/api/v1/pastes/{}", base_url, id);
@@ -688,6 +775,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     }
     std::string body = std::move(req.body());
     std::string ttl;
+    std::string language = QueryParam(query, "lang").value_or("auto");
     if (auto from_query = QueryParam(query, "ttl")) ttl = *from_query;
     if (ttl.empty()) ttl = std::string(req["Sluice-TTL"]);
     if (boundary) {
@@ -699,9 +787,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       std::optional<std::string> content;
       for (const FormPart& part : *parts) {
-        if ((part.name == "file" || part.name == "content") && !content)
-          content = std::string(part.content);
+        if (part.name == "file" && !content) content = std::string(part.content);
+        if (part.name == "content" && !content) content = FromTextArea(part.content);
         if (part.name == "ttl" && ttl.empty()) ttl = std::string(part.content);
+        if (part.name == "lang") language = std::string(part.content);
       }
       if (!content) {
         co_return Outcome{
@@ -711,14 +800,15 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       body = std::move(*content);
     }
+    const bool browser = route == RouteName::kCreateForm && WantsHtml(req);
+    // The page after a browser create shows the paste, so it keeps the text the service consumes.
+    auto text = browser ? std::make_shared<const std::string>(body) : nullptr;
     auto create = service.Create(std::move(*ticket), std::move(body), ttl);  // see RunBlocking
     auto created = co_await std::move(create);
     if (!created.ok()) co_return Outcome{ErrorResponse(created.error()), route};
     const std::string id = created->id.str();
     Outcome out;
     out.route = route;
-    const bool browser = route == RouteName::kCreateForm &&
-                         req[bhttp::field::accept].find("text/html") != beast::string_view::npos;
     if (route == RouteName::kCreateApi) {
       nlohmann::json j = {{"id", id},
                           {"url", PasteUrl(id)},
@@ -728,26 +818,45 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
                           {"delete_token", created->delete_token}};
       out.response = MakeResponse(bhttp::status::created, j.dump() + "\n", "application/json");
     } else if (browser) {
-      out.response = MakeResponse(bhttp::status::created,
-                                  CreatedPage(PasteUrl(id), RawUrl(id), DeleteUrl(id),
-                                              created->delete_token, created->expires_at),
-                                  "text/html; charset=utf-8");
-      out.response.set("Content-Security-Policy", kPageCsp);
+      auto rendering = renderer.Render(id, text, language, client_key);
+      const render::RenderedView view = co_await std::move(rendering);
+      PasteView page;
+      page.id = id;
+      page.url = PasteUrl(id, language);
+      page.raw_url = "/raw/" + id;
+      page.expires_at = created->expires_at;
+      page.size_bytes = text->size();
+      page.language_label = LanguageLabel(view.language);
+      page.rung_tag = view.Tag();
+      page.shed = view.rung == admission::Rung::kPlain && !view.language.empty();
+      page.lines = *view.html;
+      page.created =
+          CreatedNotice{fmt::format("{}/delete/{}?token={}", base_url, id, created->delete_token)};
+      out.response = HtmlResponse(bhttp::status::created, PastePage(page));
+      out.response.set("X-Sluice-Rung", view.Tag());
     } else {
       out.response =
           MakeResponse(bhttp::status::created, PasteUrl(id) + "\n", "text/plain; charset=utf-8");
       out.response.set("X-Delete-Token", created->delete_token);
     }
-    out.response.set(bhttp::field::location, PasteUrl(id));
+    out.response.set(bhttp::field::location, PasteUrl(id, language));
     out.response.set(bhttp::field::cache_control, "no-store");
     co_return out;
   }
 
   awaitable<Outcome> HandleRead(const bhttp::request<bhttp::string_body>& req,
-                                const RouteMatch& route, const RequestClient& client) {
+                                const RouteMatch& route, const RequestClient& client,
+                                std::string_view query) {
     auto paste = co_await service.Read(client, route.id);
     if (!paste.ok()) co_return Outcome{ErrorResponse(paste.error()), route.name};
-    const std::string etag = fmt::format("\"{}\"", paste->meta.id.view());
+    // Only names from the list go further (links, the ETag): the query is the client's to write.
+    std::string language = QueryParam(query, "lang").value_or("auto");
+    if (language != "text" && !render::IsLanguage(language)) language = "auto";
+    // The view's ETag names full quality only: a plain-rung answer carries none, so a visitor shed
+    // under load revalidates into colours once the load is gone.
+    const std::string etag = route.name == RouteName::kRaw
+                                 ? fmt::format("\"{}\"", paste->meta.id.view())
+                                 : fmt::format("\"{}-{}\"", paste->meta.id.view(), language);
     const int64_t max_age =
         std::max<int64_t>(0, paste->meta.expires_at - SystemClock::Instance().UnixSeconds());
     const std::string cache_control = fmt::format("public, max-age={}", max_age);
@@ -768,15 +877,92 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       out.response = MakeResponse(bhttp::status::ok, "", "text/plain; charset=utf-8");
       out.shared_body = paste->body;
       out.response.set("Content-Security-Policy", "default-src 'none'; sandbox");
-    } else {
-      out.response = MakeResponse(bhttp::status::ok,
-                                  PastePage(id, *paste->body, RawUrl(id), paste->meta.expires_at),
-                                  "text/html; charset=utf-8");
-      out.response.set("Content-Security-Policy", kPageCsp);
+      out.response.set("X-Content-Type-Options", "nosniff");
+      if (QueryParam(query, "download")) {
+        out.response.set(bhttp::field::content_disposition,
+                         fmt::format("attachment; filename=\"{}.txt\"", id));
+      }
+      out.response.set(bhttp::field::etag, etag);
+      out.response.set(bhttp::field::cache_control, cache_control);
+      co_return out;
     }
+    auto rendering = renderer.Render(id, paste->body, language, client.Key());
+    const render::RenderedView view = co_await std::move(rendering);
+    PasteView page;
+    page.id = id;
+    page.url = PasteUrl(id, language);
+    page.raw_url = "/raw/" + id;
+    page.expires_at = paste->meta.expires_at;
+    page.size_bytes = paste->body->size();
+    page.language_label = LanguageLabel(view.language);
+    page.rung_tag = view.Tag();
+    page.shed = view.rung == admission::Rung::kPlain && !view.language.empty();
+    page.lines = *view.html;
+    out.response = HtmlResponse(bhttp::status::ok, PastePage(page));
+    out.response.set("X-Sluice-Rung", view.Tag());
+    if (view.rung == admission::Rung::kPlain && !view.language.empty()) {
+      out.response.set(bhttp::field::cache_control, "no-cache");
+    } else {
+      out.response.set(bhttp::field::etag, etag);
+      out.response.set(bhttp::field::cache_control, cache_control);
+    }
+    co_return out;
+  }
+
+  Outcome HandleStatic(const bhttp::request<bhttp::string_body>& req, const RouteMatch& route) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const Asset* asset = FindAsset(target);
+    if (asset == nullptr) {
+      return Outcome{ErrorResponse(ErrorCode::kNotFound, "no such file", "no_route"), route.name};
+    }
+    const auto if_none_match = req[bhttp::field::if_none_match];
+    Outcome out;
+    out.route = route.name;
+    if (!if_none_match.empty() && if_none_match.find(asset->etag) != beast::string_view::npos) {
+      out.response = Response{bhttp::status::not_modified, 11};
+      out.response.set(bhttp::field::server, "sluice");
+    } else {
+      out.response = MakeResponse(bhttp::status::ok, std::string(asset->body), asset->content_type);
+    }
+    out.response.set(bhttp::field::etag, asset->etag);
+    // Pages link the versioned URL, so a long lifetime never serves an old build's file.
+    out.response.set(bhttp::field::cache_control, target.find("?v=") != std::string_view::npos
+                                                      ? "public, max-age=31536000, immutable"
+                                                      : "public, max-age=300");
     out.response.set("X-Content-Type-Options", "nosniff");
-    out.response.set(bhttp::field::etag, etag);
-    out.response.set(bhttp::field::cache_control, cache_control);
+    return out;
+  }
+
+  Outcome HandleStatusApi(const RouteMatch& route) {
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [key, value] : metrics.Collect()) {
+      values[key] = std::isfinite(value) ? value : 0.0;
+    }
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    nlohmann::json j = {{"time_ms", now_ms}, {"metrics", std::move(values)}};
+    Outcome out{MakeResponse(bhttp::status::ok, j.dump() + "\n", "application/json"), route.name};
+    out.response.set(bhttp::field::cache_control, "no-store");
+    return out;
+  }
+
+  // The delete link of the created page: a GET only asks (a link preview or prefetch must never
+  // delete), the form's POST deletes.
+  awaitable<Outcome> HandleDeleteForm(const bhttp::request<bhttp::string_body>& req,
+                                      const RouteMatch& route, std::string_view query) {
+    if (req.method() != bhttp::verb::post) {
+      const std::string token = QueryParam(query, "token").value_or("");
+      Outcome out{HtmlResponse(bhttp::status::ok, DeleteConfirmPage(route.id, token)), route.name};
+      out.response.set(bhttp::field::cache_control, "no-store");
+      co_return out;
+    }
+    const std::string token = QueryParam(req.body(), "token").value_or("");
+    Status deleted = co_await service.Delete(route.id, token);
+    if (!deleted.ok()) co_return Outcome{ErrorResponse(deleted.error()), route.name};
+    renderer.Forget(route.id);
+    Outcome out{HtmlResponse(bhttp::status::ok, DeletedPage(route.id)), route.name};
+    out.response.set(bhttp::field::cache_control, "no-store");
     co_return out;
   }
 
@@ -838,6 +1024,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     const std::string token(auth.substr(kBearer.size()));
     Status deleted = co_await service.Delete(route.id, token);
     if (!deleted.ok()) co_return Outcome{ErrorResponse(deleted.error()), route.name};
+    renderer.Forget(route.id);
     Outcome out{Response{bhttp::status::no_content, 11}, route.name};
     out.response.set(bhttp::field::server, "sluice");
     out.response.set(bhttp::field::cache_control, "no-store");
@@ -846,8 +1033,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 };
 
 HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options,
-                       service::PasteService& service, MetricsRegistry& metrics)
-    : impl_(std::make_shared<Impl>(std::move(ios), std::move(options), service, metrics)) {}
+                       service::PasteService& service, render::ViewRenderer& renderer,
+                       MetricsRegistry& metrics)
+    : impl_(
+          std::make_shared<Impl>(std::move(ios), std::move(options), service, renderer, metrics)) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -531,7 +531,10 @@ class ReadTest(ApiTestCase):
         self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;", page)
         pres = re.findall(r"<pre[^>]*>(.*?)</pre>", page, re.S)
         self.assertEqual(len(pres), 1, page)
-        shown = pres[0]
+        # Lines are wrapped in the view's own spans (line numbers, highlighting); the paste's text
+        # is everything between them.
+        self.assertEqual(res.header("X-Sluice-Rung"), "highlighted")
+        shown = re.sub(r'<span class="[a-z_-]+">|</span>', "", pres[0]).rstrip("\n")
         for ch in "<>\"'":
             self.assertNotIn(ch, shown)
         self.assertIsNone(re.search(r"&(?!(amp|lt|gt|quot|#39|#x27|#34|apos);)", shown), shown)
@@ -569,7 +572,7 @@ class ReadTest(ApiTestCase):
 
     def test_unknown_routes_are_404(self):
         for path in ("/api/v2/pastes", "/api/v1/pastes/ABCDEFGHIJKL/extra", "/raw/a/b",
-                     "/static/app.js", "/api/v1"):
+                     "/static/nope.js", "/api/v1"):
             with self.subTest(path=path):
                 self.assertJsonError(self.s.get(path), 404)
 

@@ -29,7 +29,7 @@ enum class RungReason { kNone, kShedForLoad, kRenderFailed, kRenderTimeout };
 /// Why a view was shed, for per-cause counters. All are tagged `shed_for_load` to the client.
 enum class ShedCause { kPlainText, kLarge, kKeySlice, kSlotsFull };
 
-/// "cached", "highlight", "plain": the X-Sluice-Rung value.
+/// "cached", "highlighted", "plain": the X-Sluice-Rung value.
 const char* RungName(Rung rung);
 /// "", "shed_for_load", "render_failed", "render_timeout": the X-Sluice-Rung reason.
 const char* RungReasonName(RungReason reason);
@@ -61,6 +61,11 @@ struct DegradationLadderOptions {
   int rate_buckets = 10;
   /// Pastes at least this large are shed before the visitor slice. Default: 256 KiB.
   int64_t large_paste_bytes = int64_t{256} << 10;
+  /// Share of the sustainable rate the shed aims to admit. Below 1 leaves the slots some idle
+  /// time, so the planned shed (plain text, large, the key slice) does the work and a view rarely
+  /// finds every slot busy (`slots_full`, which picks visitors by chance, not by hash).
+  /// Precondition: in (0, 1]. Default: 1 (Little's law exactly).
+  double target_utilization = 1.0;
   /// Release only below sustainable x (1 - margin): the hysteresis band. Default: 0.1.
   double release_margin = 0.1;
   /// The shed falls by at most this many percentage points per second. Default: 5.

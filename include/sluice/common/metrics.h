@@ -80,6 +80,10 @@ class MetricsRegistry {
   /// The text exposition format, version 0.0.4.
   std::string Render() const;
 
+  /// Every series as `name{labels}` and its value, the same numbers Render() prints (histograms as
+  /// their _sum and _count only): what the status page charts.
+  std::vector<std::pair<std::string, double>> Collect() const;
+
  private:
   enum class Kind { kCounter, kGauge, kHistogram };
   struct Series {

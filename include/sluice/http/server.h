@@ -12,6 +12,7 @@
 
 #include "sluice/admission/client_key.h"
 #include "sluice/common/metrics.h"
+#include "sluice/render/view_renderer.h"
 #include "sluice/service/paste_service.h"
 
 namespace sluice::http {
@@ -48,8 +49,11 @@ struct ServerOptions {
 class HttpServer {
  public:
   /// Precondition: `ios` is not empty and outlives the server.
+  /// `renderer` makes the HTML view of a paste (its degradation ladder); it must outlive the
+  /// server.
   HttpServer(std::vector<boost::asio::io_context*> ios, ServerOptions options,
-             service::PasteService& service, MetricsRegistry& metrics);
+             service::PasteService& service, render::ViewRenderer& renderer,
+             MetricsRegistry& metrics);
   ~HttpServer();
 
   /// Binds and starts accepting. Throws std::runtime_error if the address cannot be bound.

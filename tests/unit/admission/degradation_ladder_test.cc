@@ -136,6 +136,24 @@ TEST(DegradationLadderTest, ShedPercentFollowsLittlesLaw) {
             2 * shed[static_cast<size_t>(ShedCause::kSlotsFull)]);
 }
 
+TEST(DegradationLadderTest, AUtilizationTargetShedsToThatShareOfTheSustainableRate) {
+  // 8,000/s sustainable, admitted up to 80% of it: at 12,000/s arriving, 6,400/s stay highlighted.
+  DegradationLadderOptions options = SpecSlots();
+  options.target_utilization = 0.8;
+  LadderSim sim(options, milliseconds(8));
+  std::string key;
+  sim.Run(12000, seconds(2), [&](int64_t n) { return Mixed(n, 0, 0, &key); });
+  const uint64_t before = sim.ladder.Snapshot().counts.highlighted;
+  sim.Run(12000, seconds(4), [&](int64_t n) { return Mixed(n, 0, 0, &key); });
+  const LadderSnapshot snapshot = sim.ladder.Snapshot();
+  EXPECT_NEAR(snapshot.shed_percent, 100.0 * (1 - 6400.0 / 12000), 1);
+  EXPECT_NEAR(static_cast<double>(snapshot.counts.highlighted - before), 6400.0 * 4, 6400.0 * 0.1);
+  // With idle time left in the slots, the full-slot fallback becomes rare.
+  const auto& shed = snapshot.counts.shed;
+  EXPECT_GT(shed[static_cast<size_t>(ShedCause::kKeySlice)],
+            5 * shed[static_cast<size_t>(ShedCause::kSlotsFull)]);
+}
+
 TEST(DegradationLadderTest, PlainTextPastesAreShedFirst) {
   // 8,800/s, a fifth plain text: 9% must go, and the plain-text fifth covers it.
   LadderSim sim(SpecSlots(), milliseconds(8));
@@ -275,6 +293,7 @@ TEST(DegradationLadderTest, FailuresAreTaggedApartFromSheds) {
   EXPECT_STREQ(RungReasonName(RungReason::kRenderFailed), "render_failed");
   EXPECT_STREQ(RungReasonName(RungReason::kRenderTimeout), "render_timeout");
   EXPECT_STREQ(RungName(Rung::kPlain), "plain");
+  EXPECT_STREQ(RungName(Rung::kHighlight), "highlighted");
   EXPECT_STREQ(ShedCauseName(ShedCause::kKeySlice), "key_slice");
 }
 

@@ -1,0 +1,87 @@
+// ViewRenderer: the rendered view's degradation ladder in motion. The pure decision lives in
+// admission::DegradationLadder; this thin Asio layer adds what must wait or block: the highlighter
+// pool (one thread per slot, so an admitted render never queues), the render timeout, the cache of
+// renderings, and the metrics. A slot is taken at admission by try-acquire; a view that finds none
+// goes to the plain rung at once.
+#pragma once
+
+#include <array>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "sluice/admission/degradation_ladder.h"
+#include "sluice/common/clock.h"
+#include "sluice/common/metrics.h"
+#include "sluice/render/render_cache.h"
+
+namespace sluice::render {
+
+struct ViewRendererOptions {
+  /// Highlighter slots (and threads) per process. Precondition: > 0. Default: 4.
+  int slots = 4;
+  /// Memory for highlighted renderings, in bytes (0: off). Default: 32 MiB.
+  size_t cache_bytes = size_t{32} << 20;
+  /// A render still running after this is abandoned for the plain rung (`render_timeout`); its
+  /// slot stays held until the work really ends. Default: 2 s.
+  std::chrono::milliseconds render_timeout{2000};
+  /// Pastes at least this large are shed before the visitor slice. Default: 256 KiB.
+  int64_t large_paste_bytes = int64_t{256} << 10;
+  /// Extra time every render takes, to make the highlighter's capacity small in tests. Default: 0.
+  std::chrono::milliseconds render_delay{0};
+  /// Share of slots / service time the ladder admits before shedding. Default: 0.8.
+  double target_utilization = 0.8;
+  /// As load falls the shed share drops by at most this many percentage points a second.
+  /// Default: 5.
+  double release_points_per_second = 5;
+  /// Service time assumed before any render is measured. Default: 20 ms.
+  std::chrono::milliseconds initial_service_time{20};
+};
+
+/// One view's body fragment and how it was made.
+struct RenderedView {
+  /// Lines as produced by Highlight or PlainLines.
+  std::shared_ptr<const std::string> html;
+  /// The language highlighted, or "" for plain text.
+  std::string language;
+  admission::Rung rung = admission::Rung::kPlain;
+  admission::RungReason reason = admission::RungReason::kNone;
+  std::optional<admission::ShedCause> cause;
+
+  /// The X-Sluice-Rung value: "highlighted", "cached", "plain; reason=shed_for_load; cause=large".
+  std::string Tag() const;
+};
+
+/// Thread-safe. Destroying it waits for renders in progress.
+class ViewRenderer {
+ public:
+  ViewRenderer(ViewRendererOptions options, const Clock& clock, MetricsRegistry& metrics);
+  ~ViewRenderer();
+
+  /// Renders paste `id` for the visitor `client_key`. `language`: a name from Languages(),
+  /// "text" for plain text, anything else (or "") to detect it. Never waits for a slot.
+  boost::asio::awaitable<RenderedView> Render(std::string id,
+                                              std::shared_ptr<const std::string> text,
+                                              std::string language, std::string client_key);
+
+  /// Drops a deleted paste's renderings.
+  void Forget(std::string_view id);
+
+  admission::LadderSnapshot Snapshot() const { return ladder_.Snapshot(); }
+  const ViewRendererOptions& options() const { return options_; }
+
+ private:
+  struct Job;
+  void Count(const RenderedView& view);
+
+  const ViewRendererOptions options_;
+  admission::DegradationLadder ladder_;
+  RenderCache cache_;
+  boost::asio::thread_pool pool_;
+  // By rung, then reason: resolved once, so counting a view takes no registry lock.
+  std::array<std::array<Counter*, 4>, 3> rung_counters_{};
+};
+
+}  // namespace sluice::render

@@ -1,0 +1,208 @@
+#include "sluice/render/view_renderer.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <mutex>
+#include <thread>
+
+#include "sluice/asio/completion.h"
+#include "sluice/render/highlighter.h"
+
+namespace sluice::render {
+
+namespace asio = boost::asio;
+using admission::Rung;
+using admission::RungReason;
+
+namespace {
+
+constexpr const char* kRungHelp = "Rendered views by ladder rung and reason";
+
+admission::DegradationLadderOptions LadderOptions(const ViewRendererOptions& options) {
+  admission::DegradationLadderOptions ladder;
+  ladder.slots = options.slots;
+  ladder.large_paste_bytes = options.large_paste_bytes;
+  ladder.initial_service_time = options.initial_service_time;
+  ladder.release_points_per_second = options.release_points_per_second;
+  ladder.target_utilization = options.target_utilization;
+  return ladder;
+}
+
+// The first of the render and its timer to finish answers the view; the other finds it answered.
+struct Race {
+  std::mutex mu;
+  asio_glue::Completion<Result<std::string>> done;
+  void Finish(Result<std::string> value) {
+    asio_glue::Completion<Result<std::string>> take;
+    {
+      std::lock_guard lock(mu);
+      take = std::move(done);
+    }
+    if (take) take(std::move(value));
+  }
+};
+
+}  // namespace
+
+std::string RenderedView::Tag() const {
+  std::string tag = admission::RungName(rung);
+  if (reason != RungReason::kNone) {
+    tag += "; reason=";
+    tag += admission::RungReasonName(reason);
+  }
+  if (cause) {
+    tag += "; cause=";
+    tag += admission::ShedCauseName(*cause);
+  }
+  return tag;
+}
+
+ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
+                           MetricsRegistry& metrics)
+    : options_(options),
+      ladder_(LadderOptions(options), clock),
+      cache_(options.cache_bytes),
+      pool_(static_cast<size_t>(std::max(1, options.slots))) {
+  // Only the pairs that happen: a full-quality rung has no reason, the plain rung always has one.
+  const std::pair<Rung, RungReason> series[] = {{Rung::kCached, RungReason::kNone},
+                                                {Rung::kHighlight, RungReason::kNone},
+                                                {Rung::kPlain, RungReason::kShedForLoad},
+                                                {Rung::kPlain, RungReason::kRenderFailed},
+                                                {Rung::kPlain, RungReason::kRenderTimeout}};
+  for (const auto& [rung, reason] : series) {
+    rung_counters_[static_cast<size_t>(rung)][static_cast<size_t>(reason)] = &metrics.GetCounter(
+        "sluice_view_rung_total", kRungHelp,
+        {{"rung", admission::RungName(rung)}, {"reason", admission::RungReasonName(reason)}});
+  }
+  for (auto cause : {admission::ShedCause::kPlainText, admission::ShedCause::kLarge,
+                     admission::ShedCause::kKeySlice, admission::ShedCause::kSlotsFull}) {
+    metrics.AddGaugeCallback(
+        "sluice_view_shed_total", "Views shed to the plain rung, by why they were chosen",
+        {{"cause", admission::ShedCauseName(cause)}}, [this, cause] {
+          return double(ladder_.Snapshot().counts.shed[static_cast<size_t>(cause)]);
+        });
+  }
+  metrics.AddGaugeCallback("sluice_pool_in_use", "Units in flight per admission pool",
+                           {{"pool", "highlight"}},
+                           [this] { return double(ladder_.Snapshot().in_use); });
+  metrics.AddGaugeCallback("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
+                           {{"pool", "highlight"}}, [this] { return double(options_.slots); });
+  metrics.AddGaugeCallback("sluice_view_shed_percent",
+                           "Share of views needing a render sent to the plain rung now", {},
+                           [this] { return ladder_.Snapshot().shed_percent; });
+  metrics.AddGaugeCallback("sluice_view_arrival_rate",
+                           "Views needing a render per second, over the ladder's window", {},
+                           [this] { return ladder_.Snapshot().arrival_rate; });
+  metrics.AddGaugeCallback("sluice_view_sustainable_rate",
+                           "Renders per second the highlighter sustains: slots / service time", {},
+                           [this] { return ladder_.Snapshot().sustainable_rate; });
+  metrics.AddGaugeCallback(
+      "sluice_view_service_seconds", "Measured highlighter service time (moving average)", {},
+      [this] { return std::chrono::duration<double>(ladder_.Snapshot().service_time).count(); });
+  metrics.AddGaugeCallback("sluice_render_cache_bytes", "Bytes held by the rendering cache", {},
+                           [this] { return double(cache_.bytes_used()); });
+}
+
+ViewRenderer::~ViewRenderer() { pool_.join(); }
+
+void ViewRenderer::Forget(std::string_view id) {
+  cache_.Erase(RenderCache::Key(id, ""));
+  for (const Language& language : Languages()) cache_.Erase(RenderCache::Key(id, language.name));
+}
+
+void ViewRenderer::Count(const RenderedView& view) {
+  Counter* counter =
+      rung_counters_[static_cast<size_t>(view.rung)][static_cast<size_t>(view.reason)];
+  if (counter != nullptr) counter->Inc();
+}
+
+asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
+                                                   std::shared_ptr<const std::string> text,
+                                                   std::string language, std::string client_key) {
+  RenderedView view;
+  if (language == "text") {
+    view.language.clear();
+  } else if (IsLanguage(language)) {
+    view.language = language;
+  } else {
+    view.language = DetectLanguage(*text);
+  }
+  const std::string key = RenderCache::Key(id, view.language);
+  if (auto cached = cache_.Get(key)) {
+    ladder_.Decide({.client_key = client_key, .is_cached = true});
+    view.html = std::move(cached);
+    view.rung = Rung::kCached;
+    Count(view);
+    co_return view;
+  }
+  auto decision = ladder_.Decide({.client_key = client_key,
+                                  .is_plain_text = view.language.empty(),
+                                  .size_bytes = static_cast<int64_t>(text->size())});
+  if (!decision.slot) {
+    view.html = std::make_shared<const std::string>(PlainLines(*text));
+    view.rung = Rung::kPlain;
+    view.reason = decision.reason;
+    view.cause = decision.cause;
+    Count(view);
+    co_return view;
+  }
+
+  // The slot travels with the work: a render abandoned at its timeout still holds it until the
+  // thread is free again, so the ladder never counts a busy thread as a free slot.
+  auto race = std::make_shared<Race>();
+  auto executor = co_await asio::this_coro::executor;
+  auto timer = std::make_shared<asio::steady_timer>(executor);
+  auto slot = std::make_shared<admission::DegradationLadder::RenderSlot>(std::move(*decision.slot));
+  const ViewRendererOptions options = options_;
+  RenderCache* cache = &cache_;
+  const std::string lang = view.language;
+  auto start = [&, race, timer, slot, text, key, lang, options,
+                cache](asio_glue::Completion<Result<std::string>> done) mutable {
+    race->done = std::move(done);
+    timer->expires_after(options.render_timeout);
+    timer->async_wait([race](const boost::system::error_code& ec) {
+      if (!ec) {
+        race->Finish(MakeError(ErrorCode::kDeadlineExceeded, "render timed out", "render_timeout"));
+      }
+    });
+    asio::post(pool_, [race, timer, slot, text, key, lang, options, cache] {
+      if (options.render_delay.count() > 0) std::this_thread::sleep_for(options.render_delay);
+      Result<std::string> out =
+          lang.empty() ? Result<std::string>(PlainLines(*text)) : Highlight(*text, lang);
+      bool late = false;
+      {
+        std::lock_guard lock(race->mu);
+        late = !race->done;
+      }
+      if (!out.ok()) {
+        slot->Failed(RungReason::kRenderFailed);
+      } else {
+        cache->Put(key, std::make_shared<const std::string>(*out));
+        if (late) {
+          slot->Failed(RungReason::kRenderTimeout);
+        } else {
+          slot->Done();
+        }
+      }
+      race->Finish(std::move(out));
+      asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    });
+  };
+  auto awaiting = asio_glue::AwaitCompletion<Result<std::string>>(std::move(start));
+  Result<std::string> rendered = co_await std::move(awaiting);
+  if (rendered.ok()) {
+    view.html = std::make_shared<const std::string>(std::move(*rendered));
+    view.rung = Rung::kHighlight;
+  } else {
+    view.html = std::make_shared<const std::string>(PlainLines(*text));
+    view.rung = Rung::kPlain;
+    view.reason = rendered.error().code == ErrorCode::kDeadlineExceeded ? RungReason::kRenderTimeout
+                                                                        : RungReason::kRenderFailed;
+  }
+  Count(view);
+  co_return view;
+}
+
+}  // namespace sluice::render

@@ -1,0 +1,74 @@
+// Starts the real sluice binary on a free port for the browser tests, and headless Chromium
+// (Debian's package) through playwright-core. Each test file owns its processes and stops them.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const { chromium } = require(join(repoRoot, 'node_modules', 'playwright-core'));
+
+// The README's screenshots are refreshed only on request (SLUICE_SCREENSHOT_DIR=docs/screenshots):
+// an ordinary test run must not rewrite tracked files.
+export const screenshotDir = process.env.SLUICE_SCREENSHOT_DIR
+  ? resolve(process.env.SLUICE_SCREENSHOT_DIR)
+  : mkdtempSync(join(tmpdir(), 'sluice-screenshots-'));
+if (!process.env.SLUICE_SCREENSHOT_DIR) {
+  process.on('exit', () => rmSync(screenshotDir, { recursive: true, force: true }));
+}
+
+// Limits a browser test would trip by accident are lifted, as in tests/lib/sluice_harness.py.
+const RELAXED = ['--ip-create-rate', '1000', '--ip-create-burst', '1000', '--ip-read-rate',
+  '10000', '--ip-read-burst', '10000', '--ip-create-bytes-rate', '100000000',
+  '--ip-create-bytes-burst', '100000000'];
+
+export async function startSluice(extraArgs = [], { relaxed = true } = {}) {
+  const bin = process.env.SLUICE_BIN || join(repoRoot, 'build', 'dev', 'sluice');
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-browser-'));
+  const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'),
+    '--threads', '2', ...(relaxed ? RELAXED : []), ...extraArgs];
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('sluice did not start:\n' + log)), 15000);
+    const onData = (chunk) => {
+      log += chunk.toString();
+      const m = log.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`sluice exited ${code}:\n${log}`)); });
+  });
+  child.removeAllListeners('exit');
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// playwright gives every launch a fresh temporary profile of its own (it refuses --user-data-dir).
+export async function launchBrowser() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    browser,
+    async close() {
+      await browser.close();
+    },
+  };
+}
