@@ -3,7 +3,7 @@ JOBS ?= 2
 DEV := build/dev
 
 .PHONY: all deps build run test test-dev test-asan test-tsan test-fuzz bench chaos fuzz fuzz-run \
-	format clean
+	stack stack-down format clean
 
 all: build
 
@@ -46,6 +46,17 @@ bench:
 	bench/run_admission_bench.sh
 	bench/run_embedded_bench.sh
 	bench/run_shed_bench.sh
+	bench/run_stack_bench.sh
+
+# The scale-out stack on loopback (PostgreSQL, Redis, s3rver, STACK_PROCESSES sluice processes, nginx,
+# Varnish) until Ctrl-C; stack-down stops one started in the background by scripts/stack.sh up.
+STACK_PROCESSES ?= 2
+stack: build
+	@scripts/install-deps.sh test
+	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES)
+
+stack-down:
+	scripts/stack.sh down
 
 # Long versions of the scenario tests (the short ones run in make test), figures written to
 # bench/results/scenarios.md, then the crash test for 50 kill -9 cycles.

@@ -185,9 +185,19 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     ticket.slot.Done(put_outcome, put_latency);
     // The body stays for the orphan reaper: deleting it here could race an insert that did commit.
     spdlog::error("create {}: row not stored: {}", id.view(), insert.error().message);
+    const std::string reason =
+        insert.error().reason.empty() ? "insert_failed" : insert.error().reason;
+    // A primary that is down or slow is an overload answer (503, retry later), like a failed PUT;
+    // only what the store itself calls internal (an id collision) is a 500.
+    if (insert.error().code == ErrorCode::kUnavailable ||
+        insert.error().code == ErrorCode::kDeadlineExceeded) {
+      co_return WithRetryAfter(MakeError(
+          ErrorCode::kUnavailable,
+          "the paste index is unavailable; nothing was published, try again later", reason));
+    }
     co_return MakeError(ErrorCode::kInternal,
                         "the paste could not be recorded; nothing was published, try again",
-                        insert.error().reason.empty() ? "insert_failed" : insert.error().reason);
+                        reason);
   }
   ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
   cache_.Put(CachedPaste{meta, std::move(shared_body)});

@@ -27,7 +27,6 @@ using namespace contract;  // NOLINT(google-build-using-namespace)
 using testing::RunSync;
 namespace fs = std::filesystem;
 
-
 struct MemoryBackend : Backend {
   std::unique_ptr<MetaStore> meta_ = MakeMemoryMetaStore();
   std::unique_ptr<BlobStore> blobs_ = MakeMemoryBlobStore();

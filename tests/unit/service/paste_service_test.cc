@@ -112,11 +112,12 @@ TEST_F(PasteServiceTest, FailedBodyWriteIsUnavailableAndLeavesNoRow) {
   EXPECT_EQ(StoredRows(), 0u);
 }
 
-TEST_F(PasteServiceTest, FailedInsertIsInternalAndNotAcknowledged) {
+TEST_F(PasteServiceTest, InsertIntoAnUnavailablePrimaryIsUnavailableAndNotAcknowledged) {
   meta_.fail = true;
   auto created = TryCreate("hello");
   ASSERT_FALSE(created.ok());
-  EXPECT_EQ(created.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(created.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(created.error().retry_after_seconds.has_value());
   EXPECT_EQ(StoredRows(), 0u);
   EXPECT_EQ(StoredBodies(), 1u);  // left for the orphan reaper, never served
 }

@@ -1,0 +1,293 @@
+"""The scale-out stack, end to end: Varnish -> nginx (least_conn) -> 2 sluice processes on
+PostgreSQL, Redis and s3rver, all started by scripts/stack.sh on free loopback ports and stopped
+at the end. Each test breaks one dependency and restores it.
+
+Run: cd tests/stack && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_stack
+"""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from sluice_harness import metric, parse_metrics, sluice_bin, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+PROCESSES = 2
+# Small tier-wide create budget, so the per-process fallback share (20 / 2 x 1.2 = 12) is
+# reachable in a test; per-client limits stay at their defaults (burst 10, 1/s).
+STACK_ARGS = ["--global-create-rate", "20", "--global-create-burst", "20",
+              "--breaker-open-for", "1s", "--breaker-refusals", "3", "--ip-read-rate", "1000", "--ip-read-burst", "1000"]
+
+
+def free_base_port():
+    """A base port with the 20 ports above it free (best effort; loopback only)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base > 60000:
+            continue
+        ok = True
+        for p in range(base, base + 20):
+            with socket.socket() as t:
+                try:
+                    t.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range")
+
+
+class Stack:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-stack-")
+        self.base = free_base_port()
+        self.edge = self.base
+        self.nginx = self.base + 1
+        self.apps = [self.base + 10 + i for i in range(PROCESSES)]
+
+    def up(self):
+        env = dict(os.environ, SLUICE_BIN=sluice_bin())
+        res = subprocess.run([os.path.join(ROOT, "scripts", "stack.sh"), "up", "--processes",
+                              str(PROCESSES), "--base-port", str(self.base), "--dir", self.dir,
+                              "--", *STACK_ARGS], env=env, capture_output=True, text=True,
+                             timeout=180)
+        if res.returncode != 0:
+            raise AssertionError(f"stack did not start:\n{res.stdout}\n{res.stderr}\n{self.logs()}")
+
+    def down(self):
+        subprocess.run([os.path.join(ROOT, "scripts", "stack.sh"), "down", "--dir", self.dir],
+                       capture_output=True, timeout=120)
+
+    def logs(self):
+        out = []
+        for i in range(PROCESSES):
+            path = os.path.join(self.dir, f"app{i}", "log")
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    out.append(f"--- app{i} ---\n" + "".join(f.readlines()[-40:]))
+        return "\n".join(out)
+
+    def script(self, name, *args):
+        subprocess.run([os.path.join(ROOT, "scripts", "testenv", name), *args], check=True,
+                       capture_output=True, timeout=120)
+
+    def request(self, port, method, path, body=None, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            res = conn.getresponse()
+            return res.status, dict(res.getheaders()), res.read()
+        finally:
+            conn.close()
+
+    def create(self, body, client="10.0.0.1", port=None, headers=None):
+        """Through nginx (which believes a loopback hop's X-Forwarded-For), as client `client`."""
+        h = {"X-Forwarded-For": client, "Content-Type": "text/plain"}
+        h.update(headers or {})
+        return self.request(port or self.nginx, "POST", "/api/v1/pastes", body=body, headers=h)
+
+    def metrics(self, app):
+        status, _, body = self.request(self.apps[app], "GET", "/metrics")
+        assert status == 200, status
+        return parse_metrics(body.decode())
+
+    def metric_sum(self, name, **labels):
+        return sum(metric(self.metrics(i), name, **labels) for i in range(PROCESSES))
+
+
+class StackTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = Stack()
+        try:
+            cls.stack.up()
+        except Exception:
+            cls.stack.down()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stack.down()
+
+    def run(self, result=None):
+        result = result if result is not None else self.defaultTestResult()
+        before = len(result.failures) + len(result.errors)
+        super().run(result)
+        if len(result.failures) + len(result.errors) > before:
+            print(self.stack.logs())
+        return result
+
+    def new_paste(self, text, client):
+        status, _, body = self.stack.create(text.encode(), client=client)
+        self.assertEqual(status, 201, body)
+        return json.loads(body)
+
+    # ---- the API contract through the edge -------------------------------------------------
+    def test_1_api_contract_through_the_edge(self):
+        s = self.stack
+        created = self.new_paste("hello from the stack\n", "10.1.0.1")
+        paste_id = created["id"]
+        self.assertTrue(created["url"].startswith(f"http://127.0.0.1:{s.edge}/"), created)
+        status, headers, body = s.request(s.edge, "GET", f"/raw/{paste_id}")
+        self.assertEqual((status, body), (200, b"hello from the stack\n"))
+        self.assertEqual(headers.get("X-Content-Type-Options"), "nosniff")
+        etag = headers["ETag"]
+        status, headers, _ = s.request(s.edge, "GET", f"/raw/{paste_id}")
+        self.assertEqual((status, headers.get("X-Cache")), (200, "HIT"))
+        self.assertEqual(s.request(s.edge, "GET", f"/raw/{paste_id}",
+                                   headers={"If-None-Match": etag})[0], 304)
+        status, headers, body = s.request(s.edge, "GET", f"/{paste_id}")
+        self.assertEqual(status, 200)
+        self.assertIn("text/html", headers["Content-Type"])
+        self.assertEqual(s.request(s.edge, "GET", "/raw/nosuchpaste1")[0], 404)
+        self.assertEqual(s.request(s.edge, "GET", "/raw/nosuchpaste1")[1].get("X-Cache"), "MISS")
+        # Refusals from the headers alone, through both proxies.
+        # Headers first, as curl does with Expect: the answer comes before any of the body. (A
+        # client that pushes the whole body regardless may see the balancer's 502 instead: the app
+        # closes rather than read a body it refused.)
+        with socket.create_connection(("127.0.0.1", s.nginx), timeout=10) as raw:
+            raw.sendall(b"POST /api/v1/pastes HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.1.0.2\r\n"
+                        b"Content-Length: 1000001\r\n\r\n")
+            head = raw.recv(4096)
+        self.assertTrue(head.startswith(b"HTTP/1.1 413 "), head[:200])
+        self.assertEqual(s.request(s.nginx, "DELETE", f"/api/v1/pastes/{paste_id}",
+                                   headers={"Authorization": "Bearer " + "A" * 22})[0], 404)
+        self.assertEqual(s.request(s.edge, "DELETE", f"/api/v1/pastes/{paste_id}", headers={
+            "Authorization": "Bearer " + created["delete_token"]})[0], 204)
+        # Both processes see the same data: every paste read through each process directly.
+        other = self.new_paste("shared rows and bodies\n", "10.1.0.3")
+        for port in s.apps:
+            self.assertEqual(s.request(port, "GET", f"/raw/{other['id']}")[2],
+                             b"shared rows and bodies\n")
+
+    # ---- one budget across processes -------------------------------------------------------
+    def test_2_one_client_key_gets_one_budget_across_processes(self):
+        s = self.stack
+        statuses = [s.create(f"budget {i}".encode(), client="10.2.0.1")[0] for i in range(20)]
+        served_by = [s.metric_sum("sluice_http_requests_total", route="create_api", status="201")]
+        self.assertEqual(statuses.count(201), 10, statuses)  # burst 10, not 10 per process
+        self.assertEqual(statuses.count(429), 10, statuses)
+        # Both processes took part (least_conn with idle processes alternates).
+        per_process = [metric(s.metrics(i), "sluice_shared_limit_decisions_total", outcome="allowed")
+                       for i in range(PROCESSES)]
+        self.assertTrue(all(n > 0 for n in per_process), (per_process, served_by))
+
+    # ---- Redis down: fail open ------------------------------------------------------------
+    def test_3_redis_down_creates_continue_per_client_opens_global_holds_per_process(self):
+        s = self.stack
+        redis_dir = os.path.join(s.dir, "redis")
+        redis_port = s.base + 3
+        s.script("redis.sh", "stop", redis_dir)
+        try:
+            wait_until(lambda: s.metric_sum("sluice_redis_connected") == 0, timeout=20,
+                       message="both processes notice Redis is gone")
+            statuses = [s.create(f"flood {i}".encode(), client="10.3.0.1")[0] for i in range(40)]
+            # Per-client limit open: one key gets far past its burst of 10; the tier's global
+            # budget of 20 falls back to 12 per process, so about 24 succeed, then 429.
+            created = statuses.count(201)
+            self.assertGreater(created, 10, statuses)
+            self.assertLessEqual(created, 12 * PROCESSES + 2, statuses)
+            self.assertIn(429, statuses)
+            self.assertTrue(all(code in (201, 429) for code in statuses), statuses)
+            for i in range(PROCESSES):
+                self.assertEqual(metric(s.metrics(i), "sluice_limiter_fail_open"), 1)
+        finally:
+            s.script("redis.sh", "start", redis_dir, str(redis_port))
+        def restored(i):
+            # The fail-open gauge follows decisions: ask each process for one.
+            s.create(b"probe", client=f"10.3.9.{i}", port=s.apps[i])
+            m = s.metrics(i)
+            return (metric(m, "sluice_limiter_fail_open") == 0 and
+                    metric(m, "sluice_redis_connected") == 1)
+        wait_until(lambda: all(restored(i) for i in range(PROCESSES)), timeout=30, interval=0.5,
+                   message="shared limits restored after Redis returns")
+        time.sleep(1.5)  # the global budget refills
+        statuses = [s.create(f"again {i}".encode(), client="10.3.0.2")[0] for i in range(14)]
+        self.assertEqual(statuses.count(201), 10, statuses)
+
+    # ---- PostgreSQL down -------------------------------------------------------------------
+    def test_4_postgres_down_cached_reads_continue_creates_503_and_recover(self):
+        s = self.stack
+        paste = self.new_paste("read me while the primary is down\n", "10.4.0.1")
+        for port in s.apps:  # in each process's cache
+            self.assertEqual(s.request(port, "GET", f"/raw/{paste['id']}")[0], 200)
+        pg_dir = os.path.join(s.dir, "postgres")
+        s.script("postgres.sh", "pause", pg_dir)
+        try:
+            started = time.monotonic()
+            # Enough creates that each process, after its pooled connections break, meets more
+            # consecutive refusals than breaker_refusals (3), and fewer than the tier's global
+            # budget of 20 (an admitted create spends its token even when the primary fails it).
+            time.sleep(1.0)
+            statuses = [s.create(f"no primary {i}".encode(), client=f"10.4.1.{i}")[0]
+                        for i in range(18)]
+            elapsed = time.monotonic() - started
+            self.assertEqual(set(statuses), {503}, statuses)
+            self.assertLess(elapsed / len(statuses), 1.0,
+                            "creates must fail fast, not wait out the 2 s budget")
+            for port in s.apps:
+                self.assertEqual(s.request(port, "GET", f"/raw/{paste['id']}")[0], 200)
+            self.assertGreater(s.metric_sum("sluice_breaker_transitions_total", dependency="meta",
+                                            to="open"), 0)
+        finally:
+            s.script("postgres.sh", "resume", pg_dir)
+        # Every process recovers (its breaker lets a probe through, then closes).
+        for i, port in enumerate(s.apps):
+            wait_until(lambda: s.create(b"primary back", client=f"10.4.2.{i}", port=port)[0] == 201,
+                       timeout=30, interval=0.5,
+                       message=f"creates succeed on process {i} after PostgreSQL returns")
+
+    # ---- the bucket slows down -------------------------------------------------------------
+    def test_5_slow_bucket_sheds_creates_and_the_edge_keeps_serving(self):
+        s = self.stack
+        paste = self.new_paste("served by the edge\n", "10.5.0.1")
+        s.request(s.edge, "GET", f"/raw/{paste['id']}")  # now cached at the edge
+        with open(os.path.join(s.dir, "s3", "s3rver.pid")) as f:
+            s3_pid = int(f.read().strip())
+        os.kill(s3_pid, signal.SIGSTOP)
+        try:
+            statuses = [s.create(f"slow {i}".encode(), client=f"10.5.1.{i}")[0] for i in range(6)]
+            self.assertEqual(set(statuses), {503}, statuses)
+            status, headers, body = s.request(s.edge, "GET", f"/raw/{paste['id']}")
+            self.assertEqual((status, headers.get("X-Cache"), body),
+                             (200, "HIT", b"served by the edge\n"))
+        finally:
+            os.kill(s3_pid, signal.SIGCONT)
+        for i, port in enumerate(s.apps):
+            wait_until(lambda: s.create(b"bucket back", client=f"10.5.2.{i}", port=port)[0] == 201,
+                       timeout=30, interval=0.5,
+                       message=f"creates succeed on process {i} after the bucket recovers")
+
+    # ---- delete purges the edge ------------------------------------------------------------
+    def test_6_a_deleted_paste_is_gone_at_the_edge_within_the_purge_window(self):
+        s = self.stack
+        paste = self.new_paste("delete me everywhere\n", "10.6.0.1")
+        for path in (f"/raw/{paste['id']}", f"/{paste['id']}"):
+            # A view shed to plain text under load is not cacheable (no-cache): ask again until a
+            # full-quality rendering is cached at the edge.
+            wait_until(lambda: s.request(s.edge, "GET", path)[1].get("X-Cache") == "HIT",
+                       timeout=20, interval=0.3, message=f"{path} cached at the edge")
+        status = s.request(s.edge, "DELETE", f"/api/v1/pastes/{paste['id']}", headers={
+            "Authorization": "Bearer " + paste["delete_token"]})[0]
+        self.assertEqual(status, 204)
+        deleted_at = time.monotonic()
+        for path in (f"/raw/{paste['id']}", f"/{paste['id']}"):
+            wait_until(lambda: s.request(s.edge, "GET", path)[0] == 404, timeout=15,
+                       interval=0.2, message=f"{path} gone at the edge")
+        print(f"\nedge purge: gone at the edge {time.monotonic() - deleted_at:.1f} s after the 204",
+              flush=True)
+        self.assertGreater(s.metric_sum("sluice_edge_purges_total", result="ok"), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
