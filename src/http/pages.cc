@@ -6,6 +6,7 @@
 #include <map>
 
 #include "assets.h"
+#include "sluice/common/html.h"
 #include "sluice/render/highlighter.h"
 #include "sluice/service/text.h"
 
@@ -109,32 +110,7 @@ Explanation Explain(unsigned status, std::string_view reason) {
 
 }  // namespace
 
-std::string EscapeHtml(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + text.size() / 8);
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeHtml(std::string_view text) { return HtmlEscaped(text); }
 
 std::string FormatUnixTime(int64_t unix_seconds) {
   const std::time_t t = static_cast<std::time_t>(unix_seconds);
@@ -295,9 +271,10 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
         "<span data-metric=\"{}\">{:.4g}</span></td></tr>",
         EscapeHtml(labels), EscapeHtml(key), value, EscapeHtml(limit_key), limit);
   }
-  return Layout("sluice: status",
-                fmt::format(
-                    R"(<h1>Admission status</h1>
+  return Layout(
+      "sluice: status",
+      fmt::format(
+          R"(<h1>Admission status</h1>
 <p class="meta">Live numbers from this process, the same ones <a href="/metrics">/metrics</a> serves. Updated <span id="updated">{}</span>; the charts refresh every 2 seconds.</p>
 <div class="grid" id="live"></div>
 <h2>Now</h2>
@@ -309,11 +286,10 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
 <section class="card"><h2>Outbox</h2><table>{}</table></section>
 <section class="card"><h2>Highlighter ladder</h2><table>{}</table></section>
 </div>)",
-                    FormatUnixTime(now_unix), pools,
-                    rows("sluice_admission_rejections_total"), rows("sluice_view_rung_total"),
-                    rows("sluice_breaker_state"), rows("sluice_limiter"), rows("sluice_outbox_age"),
-                    rows("sluice_view_s") + rows("sluice_view_a")),
-                true);
+          FormatUnixTime(now_unix), pools, rows("sluice_admission_rejections_total"),
+          rows("sluice_view_rung_total"), rows("sluice_breaker_state"), rows("sluice_limiter"),
+          rows("sluice_outbox_age"), rows("sluice_view_s") + rows("sluice_view_a")),
+      true);
 }
 
 }  // namespace sluice::http

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 
+#include "sluice/common/html.h"
+
 namespace sluice::render {
 namespace {
 
@@ -66,30 +68,6 @@ const LanguageDef* FindLanguage(std::string_view name) {
   return nullptr;
 }
 
-void AppendEscaped(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
-
 // Writes one element's runs as a span with our class; the library hands over raw source text.
 class SpanFormatter final : public srchilite::Formatter {
  public:
@@ -105,13 +83,13 @@ class SpanFormatter final : public srchilite::Formatter {
   void format(const std::string& s, const srchilite::FormatterParams*) override {
     if (s.empty()) return;
     if (element_.empty() || element_ == "normal") {
-      AppendEscaped(*out_, s);
+      AppendHtmlEscaped(*out_, s);
       return;
     }
     *out_ += "<span class=\"hl-";
     *out_ += element_;
     *out_ += "\">";
-    AppendEscaped(*out_, s);
+    AppendHtmlEscaped(*out_, s);
     *out_ += "</span>";
   }
 
@@ -271,7 +249,7 @@ std::string PlainLines(std::string_view text) {
   out.reserve(text.size() + text.size() / 4 + 64);
   ForEachLine(text, [&](std::string_view line) {
     out += "<span class=\"l\">";
-    AppendEscaped(out, line);
+    AppendHtmlEscaped(out, line);
     out += "</span>\n";
   });
   return out;
