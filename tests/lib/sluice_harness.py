@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -36,6 +37,26 @@ LISTENING_LOCAL = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 
 
 _live = set()  # servers not yet stopped: killed at exit whatever happened
+
+# Extra settings for every server this harness starts, e.g. "--meta postgres://... --blob s3://...
+# --cache redis://...": the same suites then run unchanged against the scaled-out backends
+# (tests/stack/api_on_backends.sh). A test that inspects the embedded store's files is skipped then.
+BACKEND_ARGS = shlex.split(os.environ.get("SLUICE_TEST_BACKEND_ARGS", ""))
+
+
+def _embedded_only():
+    if BACKEND_ARGS:
+        raise unittest.SkipTest("inspects the embedded store's files; this run uses "
+                                + " ".join(BACKEND_ARGS))
+
+
+def _flush_shared_cache():
+    """Each server starts with an empty shared cache, as an embedded one starts with empty limits."""
+    for arg in BACKEND_ARGS:
+        if arg.startswith("redis://"):
+            host, _, port = arg[len("redis://"):].partition(":")
+            subprocess.run(["redis-cli", "-h", host, "-p", port.rstrip("/"), "flushall"],
+                           capture_output=True, timeout=10, check=True)
 
 
 @atexit.register
@@ -141,10 +162,13 @@ class SluiceServer:
         cmd = [sluice_bin(), "serve", "--listen", f"127.0.0.1:{self.requested_port}"]
         if self.data_dir_flag and "--data-dir" not in self.args:
             cmd += ["--data-dir", self.data_dir]
-        return cmd + self.args
+        backends = [] if {"--meta", "--blob", "--cache"} & set(self.args) else BACKEND_ARGS
+        return cmd + backends + self.args
 
     def start(self):
         assert self.proc is None, "already running"
+        if self.starts == 0:
+            _flush_shared_cache()
         self.starts += 1
         with open(self.log_path, "ab") as log:
             log.write(f"===== start #{self.starts}: {' '.join(self.command())}\n".encode())
@@ -319,17 +343,21 @@ class SluiceServer:
     # ---- data dir --------------------------------------------------------------------------
     @property
     def db_path(self):
+        _embedded_only()
         return os.path.join(self.data_dir, "meta.db")
 
     @property
     def blobs_dir(self):
+        _embedded_only()
         return os.path.join(self.data_dir, "blobs")
 
     def blob_path(self, paste_id):
+        _embedded_only()
         return os.path.join(self.blobs_dir, paste_id[:2], paste_id)
 
     def query(self, sql, params=()):
         """Runs a read-only query on meta.db (safe while the server runs: WAL)."""
+        _embedded_only()
         conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=10)
         try:
             return conn.execute(sql, params).fetchall()
@@ -338,6 +366,7 @@ class SluiceServer:
 
     def execute(self, sql, params=()):
         """Writes to meta.db; only while the server is stopped."""
+        _embedded_only()
         assert not self.running(), "write meta.db only while the server is stopped"
         conn = sqlite3.connect(self.db_path, timeout=10)
         try:
@@ -349,6 +378,7 @@ class SluiceServer:
 
     def blob_files(self, include_tmp=True):
         """Every regular file under blobs/, as paths relative to it."""
+        _embedded_only()
         out = []
         for dirpath, _dirs, files in os.walk(self.blobs_dir):
             rel = os.path.relpath(dirpath, self.blobs_dir)
