@@ -20,7 +20,7 @@ run: build
 
 # Everything, in order of speed: unit, integration and scenario tests on the dev build, then the unit
 # tests again under AddressSanitizer+UBSan, then the admission library under ThreadSanitizer, then
-# a 10 s run of every libFuzzer target.
+# a 5 s run of every libFuzzer target.
 test:
 	@scripts/install-deps.sh test
 	$(MAKE) test-dev test-asan test-tsan test-fuzz
@@ -66,7 +66,7 @@ chaos: build
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
 
 # libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus;
-# the executions per target are printed at the end. `make test` runs each for 10 s (test-fuzz).
+# the executions per target are printed at the end. `make test` runs each for 5 s (test-fuzz).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := text ids multipart durations config request
 fuzz:
@@ -74,13 +74,14 @@ fuzz:
 	$(MAKE) fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 test-fuzz:
-	$(MAKE) fuzz-run FUZZ_SECONDS=10
+	$(MAKE) fuzz-run FUZZ_SECONDS=5
 
 fuzz-run:
 	CXX=clang++ cmake -S . -B build/fuzz -DSLUICE_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build/fuzz -j$(JOBS)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build/fuzz/corpus/$$t; \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp \
 	  build/fuzz/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/ build/fuzz/corpus/$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; \
 	  rc=$$?; \

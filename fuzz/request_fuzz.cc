@@ -26,6 +26,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/http/server.h"
+#include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/service/paste_service.h"
@@ -52,8 +53,10 @@ struct Fixture {
     options.header_timeout = std::chrono::seconds(2);
     options.idle_timeout = std::chrono::seconds(2);
     options.body_timeout = std::chrono::seconds(2);
+    renderer = std::make_unique<sluice::render::ViewRenderer>(
+        sluice::render::ViewRendererOptions{}, sluice::SystemClock::Instance(), metrics);
     server = std::make_unique<sluice::http::HttpServer>(std::vector<boost::asio::io_context*>{&io},
-                                                        options, *service, metrics);
+                                                        options, *service, *renderer, metrics);
     server->Start();
     runner = std::thread([this] {
       auto work = boost::asio::make_work_guard(io);
@@ -68,6 +71,7 @@ struct Fixture {
   sluice::service::PasteCache cache{1 << 20};
   std::unique_ptr<sluice::service::AdmissionControl> admission_control;
   std::unique_ptr<sluice::service::PasteService> service;
+  std::unique_ptr<sluice::render::ViewRenderer> renderer;
   std::unique_ptr<sluice::http::HttpServer> server;
   std::thread runner;  // never joined: the process ends with the fuzzer
 };
