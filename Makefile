@@ -77,7 +77,8 @@ test-fuzz:
 	$(MAKE) fuzz-run FUZZ_SECONDS=5
 
 fuzz-run:
-	CXX=clang++ cmake -S . -B build/fuzz -DSLUICE_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	CXX=clang++ cmake -S . -B build/fuzz -DSLUICE_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null
 	cmake --build build/fuzz -j$(JOBS)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build/fuzz/corpus/$$t; \
