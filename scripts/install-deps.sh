@@ -12,7 +12,7 @@ packages=(g++ cmake make pkg-config ccache
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
-  postgresql redis-server varnish nginx-light chromium)
+  postgresql redis-server varnish nginx-light chromium python3-botocore)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;
