@@ -19,8 +19,9 @@ run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
 # Everything, in order of speed: unit, integration and scenario tests on the dev build, then the unit
-# tests again under AddressSanitizer+UBSan, then the admission library under ThreadSanitizer, then
-# a 5 s run of every libFuzzer target.
+# tests (the highlighter's worker pool included) again under AddressSanitizer+UBSan, then the
+# admission library and the worker pool under ThreadSanitizer, then a 5 s run of every libFuzzer
+# target.
 test:
 	@scripts/install-deps.sh test
 	$(MAKE) test-dev test-asan test-tsan test-fuzz
@@ -32,13 +33,13 @@ test-dev:
 
 test-asan:
 	cmake --preset asan >/dev/null
-	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests
+	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests highlight_tests
 	ctest --test-dir build/asan -L 'unit|admission' --output-on-failure -j$(JOBS)
 
 test-tsan:
 	cmake --preset tsan >/dev/null
 	cmake --build build/tsan -j$(JOBS)
-	ctest --test-dir build/tsan -L admission --output-on-failure
+	ctest --test-dir build/tsan -L 'admission|highlight' --output-on-failure
 
 # Each writes its figures, with the machine's description, to bench/results/.
 bench:

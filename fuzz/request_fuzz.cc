@@ -53,8 +53,10 @@ struct Fixture {
     options.header_timeout = std::chrono::seconds(2);
     options.idle_timeout = std::chrono::seconds(2);
     options.body_timeout = std::chrono::seconds(2);
+    sluice::render::ViewRendererOptions render;
+    render.worker_command = {"/proc/self/exe", "highlight-worker"};
     renderer = std::make_unique<sluice::render::ViewRenderer>(
-        sluice::render::ViewRendererOptions{}, sluice::SystemClock::Instance(), metrics);
+        render, sluice::SystemClock::Instance(), metrics);
     server = std::make_unique<sluice::http::HttpServer>(std::vector<boost::asio::io_context*>{&io},
                                                         options, *service, *renderer, metrics);
     server->Start();
@@ -75,6 +77,18 @@ struct Fixture {
   std::unique_ptr<sluice::http::HttpServer> server;
   std::thread runner;  // never joined: the process ends with the fuzzer
 };
+
+}  // namespace
+
+// The highlighter's worker processes are this binary again, started with `highlight-worker`.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  if (*argc > 1 && std::string_view((*argv)[1]) == "highlight-worker") {
+    std::exit(sluice::render::HighlightWorkerMain(*argc, *argv));
+  }
+  return 0;
+}
+
+namespace {
 
 Fixture& TheServer() {
   static Fixture* fixture = new Fixture();  // leaked on purpose: see `runner`

@@ -97,7 +97,8 @@ constexpr SettingSpec kServeSettings[] = {
     {"breaker_open_for", "5s", "How long an open breaker refuses before one probe"},
     {"retry_budget_ratio", "0.1", "Retries allowed per request, over a 10 s window"},
     {"highlight_slots", "4",
-     "Highlighter slots (and threads) per process; a view finding none is shown plain at once"},
+     "Highlighter slots (and worker processes) per process; a view finding none is shown plain at "
+     "once"},
     {"highlight_cache_bytes", "33554432", "Memory for highlighted renderings, in bytes (0: off)"},
     {"render_timeout", "2s", "A highlight still running after this is shown plain instead"},
     {"large_paste_bytes", "262144",

@@ -106,12 +106,13 @@ constexpr std::array<const char*, 22> kElements = {
     "todo",    "label",     "url",        "regexp",     "usertype",    "property",
     "value",   "attribute", "predef_var", "predef_func"};
 
-// Parsed language definitions are per thread: the library's state graph is not documented as
-// safe to share, and the highlighter pool has few threads.
+// Parsed once per process and kept: loading a definition runs the library's flex scanners, whose
+// state is global, so only one thread of a process may ever call this (see
+// include/sluice/render/highlight_workers.h: the server calls it only in single-threaded workers).
 srchilite::HighlightStatePtr StateFor(const LanguageDef& def) {
-  thread_local srchilite::RegexRuleFactory rule_factory;
-  thread_local srchilite::LangDefManager lang_defs(&rule_factory);
-  thread_local std::map<std::string, srchilite::HighlightStatePtr> states;
+  static srchilite::RegexRuleFactory rule_factory;
+  static srchilite::LangDefManager lang_defs(&rule_factory);
+  static std::map<std::string, srchilite::HighlightStatePtr> states;
   auto it = states.find(def.file);
   if (it == states.end()) {
     it = states.emplace(def.file, lang_defs.getHighlightState(kDataDir, def.file)).first;

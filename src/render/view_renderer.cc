@@ -64,6 +64,10 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
     : options_(options),
       ladder_(LadderOptions(options), clock),
       cache_(options.cache_bytes),
+      workers_({.workers = std::max(1, options.slots),
+                .command = options.worker_command,
+                .memory_limit_bytes = options.worker_memory_limit_bytes},
+               metrics),
       pool_(static_cast<size_t>(std::max(1, options.slots))) {
   // Only the pairs that happen: a full-quality rung has no reason, the plain rung always has one.
   const std::pair<Rung, RungReason> series[] = {{Rung::kCached, RungReason::kNone},
@@ -105,7 +109,37 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
                            [this] { return double(cache_.bytes_used()); });
 }
 
-ViewRenderer::~ViewRenderer() { pool_.join(); }
+ViewRenderer::~ViewRenderer() {
+  // Killing the workers first ends every render in progress at once, so the join cannot wait on
+  // a pathological paste.
+  workers_.Shutdown();
+  pool_.join();
+}
+
+// A timeout can also come from a machine briefly too loaded to render anything in time; the
+// memory lapses so that such a paste is highlighted again later.
+constexpr std::chrono::minutes kTimedOutMemory{10};
+constexpr size_t kTimedOutRemembered = 4096;
+
+bool ViewRenderer::TimedOutBefore(const std::string& key) {
+  std::lock_guard lock(timed_out_mu_);
+  auto it = timed_out_.find(key);
+  if (it == timed_out_.end()) return false;
+  if (std::chrono::steady_clock::now() - it->second < kTimedOutMemory) return true;
+  timed_out_.erase(it);
+  return false;
+}
+
+void ViewRenderer::RememberTimedOut(const std::string& key) {
+  std::lock_guard lock(timed_out_mu_);
+  auto [it, inserted] = timed_out_.insert_or_assign(key, std::chrono::steady_clock::now());
+  if (!inserted) return;
+  timed_out_order_.push_back(key);
+  while (timed_out_order_.size() > kTimedOutRemembered) {
+    timed_out_.erase(timed_out_order_.front());
+    timed_out_order_.pop_front();
+  }
+}
 
 void ViewRenderer::Forget(std::string_view id) {
   cache_.Erase(RenderCache::Key(id, ""));
@@ -137,6 +171,13 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
     Count(view);
     co_return view;
   }
+  if (TimedOutBefore(key)) {
+    view.html = std::make_shared<const std::string>(PlainLines(*text));
+    view.rung = Rung::kPlain;
+    view.reason = RungReason::kRenderTimeout;
+    Count(view);
+    co_return view;
+  }
   auto decision = ladder_.Decide({.client_key = client_key,
                                   .is_plain_text = view.language.empty(),
                                   .size_bytes = static_cast<int64_t>(text->size())});
@@ -156,10 +197,10 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
   auto timer = std::make_shared<asio::steady_timer>(executor);
   auto slot = std::make_shared<admission::DegradationLadder::RenderSlot>(std::move(*decision.slot));
   const ViewRendererOptions options = options_;
-  RenderCache* cache = &cache_;
-  const std::string lang = view.language;
-  auto start = [&, race, timer, slot, text, key, lang, options,
-                cache](asio_glue::Completion<Result<std::string>> done) mutable {
+  // The worker is killed at this deadline, so the slot is back soon after the view is answered.
+  const auto deadline = std::chrono::steady_clock::now() + options.render_timeout;
+  auto start = [this, race, timer, slot, text, key, lang = view.language, options,
+                deadline](asio_glue::Completion<Result<std::string>> done) mutable {
     race->done = std::move(done);
     timer->expires_after(options.render_timeout);
     timer->async_wait([race](const boost::system::error_code& ec) {
@@ -167,19 +208,21 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
         race->Finish(MakeError(ErrorCode::kDeadlineExceeded, "render timed out", "render_timeout"));
       }
     });
-    asio::post(pool_, [race, timer, slot, text, key, lang, options, cache] {
+    asio::post(pool_, [this, race, timer, slot, text, key, lang, options, deadline] {
       if (options.render_delay.count() > 0) std::this_thread::sleep_for(options.render_delay);
-      Result<std::string> out =
-          lang.empty() ? Result<std::string>(PlainLines(*text)) : Highlight(*text, lang);
+      Result<std::string> out = lang.empty() ? Result<std::string>(PlainLines(*text))
+                                             : workers_.Highlight(*text, lang, deadline);
       bool late = false;
       {
         std::lock_guard lock(race->mu);
         late = !race->done;
       }
       if (!out.ok()) {
-        slot->Failed(RungReason::kRenderFailed);
+        const bool timed_out = out.error().code == ErrorCode::kDeadlineExceeded;
+        if (timed_out) RememberTimedOut(key);
+        slot->Failed(timed_out ? RungReason::kRenderTimeout : RungReason::kRenderFailed);
       } else {
-        cache->Put(key, std::make_shared<const std::string>(*out));
+        cache_.Put(key, std::make_shared<const std::string>(*out));
         if (late) {
           slot->Failed(RungReason::kRenderTimeout);
         } else {

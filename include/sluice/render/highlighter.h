@@ -30,8 +30,9 @@ bool IsLanguage(std::string_view name);
 /// keywords); "" when nothing is convincing, and the paste is then shown as plain text.
 std::string DetectLanguage(std::string_view text);
 
-/// Highlights `text` as `language`. Blocking CPU work: call it on the highlighter pool, never on an
-/// event loop. Thread-safe (each thread keeps its own parsed language definitions).
+/// Highlights `text` as `language`. Blocking CPU work of unbounded cost. NOT thread-safe: the
+/// library's definition loader keeps global state, so one thread per process may call it. The
+/// server calls it only inside HighlightWorkers' processes (highlight_workers.h).
 /// Returns InvalidArgument for an unknown language and Internal when the library throws (a regex
 /// too complex for a hostile input); retrying the same text does not help.
 /// The fragment is one `<span class="l">` per line, each followed by a newline; inside, runs are

@@ -1,20 +1,27 @@
 // ViewRenderer: the rendered view's degradation ladder in motion. The pure decision lives in
 // admission::DegradationLadder; this thin Asio layer adds what must wait or block: the highlighter
-// pool (one thread per slot, so an admitted render never queues), the render timeout, the cache of
-// renderings, and the metrics. A slot is taken at admission by try-acquire; a view that finds none
-// goes to the plain rung at once.
+// pool (one thread and one worker process per slot, so an admitted render never queues), the
+// render timeout, the cache of renderings, and the metrics. A slot is taken at admission by
+// try-acquire; a view that finds none goes to the plain rung at once. The highlighting itself runs
+// in worker processes (highlight_workers.h), killed at the render timeout, so a slot is never held
+// much past it and a crash of the library costs one view its highlighting, not the server.
 #pragma once
 
 #include <array>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "sluice/admission/degradation_ladder.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
+#include "sluice/render/highlight_workers.h"
 #include "sluice/render/render_cache.h"
 
 namespace sluice::render {
@@ -38,6 +45,10 @@ struct ViewRendererOptions {
   double release_points_per_second = 5;
   /// Service time assumed before any render is measured. Default: 20 ms.
   std::chrono::milliseconds initial_service_time{20};
+  /// How to start a highlighter worker process (see HighlightWorkersOptions::command). Required.
+  std::vector<std::string> worker_command;
+  /// RLIMIT_AS of each worker (0: none). Default: 1 GiB.
+  uint64_t worker_memory_limit_bytes = uint64_t{1} << 30;
 };
 
 /// One view's body fragment and how it was made.
@@ -54,7 +65,7 @@ struct RenderedView {
   std::string Tag() const;
 };
 
-/// Thread-safe. Destroying it waits for renders in progress.
+/// Thread-safe. Destroying it kills the workers, so it waits for no render.
 class ViewRenderer {
  public:
   ViewRenderer(ViewRendererOptions options, const Clock& clock, MetricsRegistry& metrics);
@@ -71,14 +82,24 @@ class ViewRenderer {
 
   admission::LadderSnapshot Snapshot() const { return ladder_.Snapshot(); }
   const ViewRendererOptions& options() const { return options_; }
+  /// The worker processes alive now (tests kill one from outside).
+  std::vector<pid_t> WorkerPids() const { return workers_.Pids(); }
 
  private:
-  struct Job;
   void Count(const RenderedView& view);
+  bool TimedOutBefore(const std::string& key);
+  void RememberTimedOut(const std::string& key);
 
   const ViewRendererOptions options_;
   admission::DegradationLadder ladder_;
   RenderCache cache_;
+  HighlightWorkers workers_;
+  // Renderings that ran out of time once: the same paste in the same language would again, so
+  // its later views go plain without spending a slot for the whole timeout. Bounded, oldest out;
+  // an entry whose key was erased on lapse may linger in the order until pushed out.
+  std::mutex timed_out_mu_;
+  std::deque<std::string> timed_out_order_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> timed_out_;
   boost::asio::thread_pool pool_;
   // By rung, then reason: resolved once, so counting a view takes no registry lock.
   std::array<std::array<Counter*, 4>, 3> rung_counters_{};

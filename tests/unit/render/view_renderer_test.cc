@@ -1,6 +1,7 @@
 #include "sluice/render/view_renderer.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -31,10 +32,16 @@ std::vector<RenderedView> RenderAll(asio::io_context& io, ViewRenderer& renderer
   return views;
 }
 
+ViewRendererOptions Options() {
+  ViewRendererOptions options;
+  options.worker_command = {SLUICE_HIGHLIGHT_WORKER};
+  return options;
+}
+
 TEST(ViewRendererTest, AViewFindingEverySlotBusyIsShownPlainAtOnce) {
   asio::io_context io;
   MetricsRegistry metrics;
-  ViewRendererOptions options;
+  ViewRendererOptions options = Options();
   options.slots = 1;
   options.cache_bytes = 0;
   options.render_delay = std::chrono::milliseconds(100);
@@ -53,25 +60,46 @@ TEST(ViewRendererTest, AViewFindingEverySlotBusyIsShownPlainAtOnce) {
   EXPECT_EQ(full, 2);
 }
 
-TEST(ViewRendererTest, ARenderPastItsTimeoutIsPlainAndTaggedApartFromAShed) {
+TEST(ViewRendererTest, ARenderPastItsTimeoutIsPlainTaggedApartFromAShedAndNotTriedAgain) {
   asio::io_context io;
   MetricsRegistry metrics;
-  ViewRendererOptions options;
+  ViewRendererOptions options = Options();
   options.slots = 1;
-  options.render_delay = std::chrono::milliseconds(300);
-  options.render_timeout = std::chrono::milliseconds(50);
+  options.render_timeout = std::chrono::milliseconds(300);
   ViewRenderer renderer(options, SystemClock::Instance(), metrics);
-  const auto text = std::make_shared<const std::string>("x = 1\n");
-  const auto views = RenderAll(io, renderer, 1, "python", text);
+  // Quadratic for the library: minutes of CPU if it were let run.
+  const auto text = std::make_shared<const std::string>("x = " + std::string(100000, '('));
+  const auto views = RenderAll(io, renderer, 1, "c", text);
   EXPECT_EQ(views[0].rung, admission::Rung::kPlain);
   EXPECT_EQ(views[0].Tag(), "plain; reason=render_timeout");
-  // The abandoned render still finishes and fills the cache: the next view is full quality.
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  const auto again = RenderAll(io, renderer, 1, "python", text);
-  EXPECT_EQ(again[0].Tag(), "cached");
+  // The worker was killed at the deadline, so the slot comes back without the render finishing.
+  while (renderer.Snapshot().in_use != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(renderer.WorkerPids().empty());
+
+  const auto again = RenderAll(io, renderer, 1, "c", text);
+  EXPECT_EQ(again[0].Tag(), "plain; reason=render_timeout");
+  EXPECT_TRUE(renderer.WorkerPids().empty()) << "the second view took no slot and no worker";
   EXPECT_NE(
-      metrics.Render().find("sluice_view_rung_total{rung=\"plain\",reason=\"render_timeout\"} 1"),
+      metrics.Render().find("sluice_view_rung_total{rung=\"plain\",reason=\"render_timeout\"} 2"),
       std::string::npos);
+  // Remembered by paste and language: the same paste in another language is tried afresh.
+  const auto other = RenderAll(io, renderer, 1, "python", std::make_shared<const std::string>("x"));
+  EXPECT_EQ(other[0].Tag(), "highlighted");
+}
+
+TEST(ViewRendererTest, AWorkerKilledFromOutsideCostsOneViewItsHighlighting) {
+  asio::io_context io;
+  MetricsRegistry metrics;
+  ViewRendererOptions options = Options();
+  options.slots = 1;
+  options.cache_bytes = 0;
+  ViewRenderer renderer(options, SystemClock::Instance(), metrics);
+  const auto text = std::make_shared<const std::string>("x = 1\n");
+  ASSERT_EQ(RenderAll(io, renderer, 1, "python", text)[0].Tag(), "highlighted");
+  ASSERT_EQ(renderer.WorkerPids().size(), 1u);
+  ::kill(renderer.WorkerPids()[0], SIGKILL);
+  EXPECT_EQ(RenderAll(io, renderer, 1, "python", text)[0].Tag(), "plain; reason=render_failed");
+  EXPECT_EQ(RenderAll(io, renderer, 1, "python", text)[0].Tag(), "highlighted");
 }
 
 }  // namespace
