@@ -12,9 +12,11 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "data_dir_lock.h"
 #include "paste_command.h"
 #include "settings.h"
 #include "sluice/admission/littles_law.h"
@@ -214,6 +216,11 @@ int Serve(const Settings& s) {
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
   const std::filesystem::path data_dir = s.String("data_dir");
   std::filesystem::create_directories(data_dir);
+  // Two processes on one embedded metadata store each trust their own memory of it, so a delete
+  // through one is still served by the other. With a shared cache (Redis) deletes are announced to
+  // every process, and with PostgreSQL the data dir holds at most bodies, which are immutable.
+  std::optional<DataDirLock> data_dir_lock;
+  if (s.String("meta").empty() && s.String("cache").empty()) data_dir_lock.emplace(data_dir);
 
   service::ServiceOptions service_options;
   service_options.max_paste_bytes = static_cast<uint64_t>(s.Integer("max_paste_bytes"));
@@ -391,6 +398,9 @@ int Serve(const Settings& s) {
   if (render_options.render_delay.count() > 0 && !s.Boolean("fault_injection")) {
     throw std::invalid_argument("render_delay is set but fault_injection is false");
   }
+  // The server's own binary, by the kernel's link to it: still the right one if a deploy replaces
+  // the file while this process runs.
+  render_options.worker_command = {"/proc/self/exe", "highlight-worker"};
   render::ViewRenderer renderer(render_options, clock, metrics);
 
   auto server =
@@ -441,6 +451,10 @@ int Serve(const Settings& s) {
 }  // namespace sluice::app
 
 int main(int argc, char** argv) {
+  // Not a CLI subcommand: the server starts it (src/render/highlight_workers.cc), people do not.
+  if (argc > 1 && std::string_view(argv[1]) == "highlight-worker") {
+    return sluice::render::HighlightWorkerMain(argc, argv);
+  }
   CLI::App app{"sluice: a pastebin that stays up when its dependencies do not"};
   app.set_version_flag("--version", std::string("sluice ") + SLUICE_VERSION);
   app.require_subcommand(1);

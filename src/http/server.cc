@@ -429,6 +429,21 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     const tcp::endpoint endpoint(
         address, static_cast<uint16_t>(std::stoi(options.listen.substr(colon + 1))));
     using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    if (endpoint.port() != 0) {
+      // SO_REUSEPORT, which lets this process's event loops share the port, would also let it
+      // join a port another process listens on, and the kernel would split connections between
+      // two servers that know nothing of each other. A socket without it cannot bind beside a
+      // listener, so one bound and closed first tells whether anyone listens there.
+      tcp::acceptor probe(*ios.front());
+      probe.open(endpoint.protocol());
+      probe.set_option(asio::socket_base::reuse_address(true));
+      probe.bind(endpoint, ec);
+      if (ec == asio::error::address_in_use) {
+        throw std::runtime_error("cannot listen on " + options.listen +
+                                 ": another process is already listening there");
+      }
+      ec.clear();
+    }
     tcp::endpoint bind_to = endpoint;
     for (asio::io_context* io : ios) {
       auto acceptor = std::make_unique<tcp::acceptor>(*io);
@@ -598,8 +613,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     stream.expires_after(std::chrono::seconds(1));
     std::array<char, 4096> sink;
     for (size_t drained = 0; drained < 64 * 1024;) {
-      drained += co_await stream.async_read_some(asio::buffer(sink),
-                                                 asio::redirect_error(asio::use_awaitable, ignored));
+      drained += co_await stream.async_read_some(
+          asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ignored));
       if (ignored) break;
     }
     self->connections.fetch_sub(1);
