@@ -217,10 +217,10 @@ int Serve(const Settings& s) {
   const std::filesystem::path data_dir = s.String("data_dir");
   std::filesystem::create_directories(data_dir);
   // Two processes on one embedded metadata store each trust their own memory of it, so a delete
-  // through one is still served by the other. With a shared cache (Redis) deletes are announced to
-  // every process, and with PostgreSQL the data dir holds at most bodies, which are immutable.
+  // through one is still served by the other. With PostgreSQL the data dir holds at most bodies,
+  // which are immutable, and a shared folder of them is a bucket like any other.
   std::optional<DataDirLock> data_dir_lock;
-  if (s.String("meta").empty() && s.String("cache").empty()) data_dir_lock.emplace(data_dir);
+  if (s.String("meta").empty()) data_dir_lock.emplace(data_dir);
 
   service::ServiceOptions service_options;
   service_options.max_paste_bytes = static_cast<uint64_t>(s.Integer("max_paste_bytes"));

@@ -10,6 +10,8 @@ than skips, when redis-server is missing. No timing is asserted: waits poll with
 import unittest
 
 from sluice_harness import RedisServer, SluiceTestCase, metric, wait_until
+# The module, not its classes: a TestCase imported by name would run here too.
+import test_postgres
 
 # Refills so slowly (one token in about 15 minutes) that nothing comes back during a test.
 SLOW = "0.001"
@@ -94,9 +96,13 @@ class RedisSharedStateTest(SluiceTestCase):
         self.assertIn("limiter store answers again", a.log())
 
     def test_delete_on_one_process_is_not_served_by_the_other(self):
-        # One primary and one bucket for both; local entries trusted for an hour, so only the
+        # One primary (PostgreSQL: an embedded data dir serves one process only) and one bucket
+        # (a shared folder of bodies) for both; local entries trusted for an hour, so only the
         # invalidation message (not the age bound) can make b stop serving the paste.
-        args = ["--local-cache-ttl", "1h", "--cache-timeout", "5s"]
+        pg = test_postgres.PostgresServer()
+        self.addCleanup(pg.stop)
+        args = ["--local-cache-ttl", "1h", "--cache-timeout", "5s", "--meta", pg.url,
+                *test_postgres.PostgresMetaTest.RELAXED]
         a = self.server(args, cache=self.redis)
         b = self.server(args, cache=self.redis, data_dir=a.data_dir)
         doc = a.create_ok(b"soon gone")
