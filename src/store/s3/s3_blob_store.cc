@@ -126,11 +126,16 @@ class Connection {
   beast::ssl_stream<beast::tcp_stream>* tls() { return tls_ ? &*tls_ : nullptr; }
   beast::tcp_stream* plain() { return plain_ ? &*plain_ : nullptr; }
   beast::flat_buffer& buffer() { return buffer_; }
-  /// Only while no operation is pending on the socket (an idle connection under a lease).
+  /// Bytes received and not parsed yet: in our buffer, or decrypted and held by OpenSSL.
+  bool HasBufferedBytes() {
+    return buffer_.size() > 0 || (tls_ && ::SSL_pending(tls_->native_handle()) > 0);
+  }
+  /// Also bytes waiting on the socket. Only while no operation is pending on the connection (an
+  /// idle connection under a lease).
   bool HasUnreadBytes() {
     boost::system::error_code ec;
     const size_t waiting = tcp().socket().available(ec);
-    return buffer_.size() > 0 || ec || waiting > 0;
+    return HasBufferedBytes() || ec || waiting > 0;
   }
 
   bool connected = false;
@@ -422,7 +427,7 @@ awaitable<void> Transfer(Stream& stream, Connection* c, const SignedRequest& sig
     // ends exactly where the bytes received end. Bytes past it mean the framing lied (a short
     // Content-Length, a stray answer): the body read is not to be trusted, and the connection is
     // out of step with the peer, so it is closed rather than reused.
-    out.in_step = c->buffer().size() == 0;
+    out.in_step = !c->HasBufferedBytes();
     // A 101 switched the connection to a protocol we did not ask for; an answer framed by the
     // end of the stream leaves nothing to reuse.
     out.keep_alive =
