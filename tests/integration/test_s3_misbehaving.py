@@ -123,11 +123,14 @@ class S3MisbehavingTest(SluiceTestCase):
 
     def test_interim_answers_on_a_put_do_not_shift_creates(self):
         s = self.sluice()
+        # The first PUT is answered "100 Continue" then 200: the 200 is its answer, not the
+        # second's, whose PUT fails and must fail the create.
+        self.s3.add_rule("put", interim=1, left=1)
         first = self.create_ok(s, "first")
-        # The PUT of the second create fails, after an interim answer: it must fail, not pass
-        # with the first create's 200, and the create after it must be whole.
-        self.s3.add_rule("put", interim=1, status=500, left=1)
+        self.s3.add_rule("put", status=500, left=1)
         self.assertRefused(s.create("second"))
+        self.s3.add_rule("put", interim=1, status=500, left=1)
+        self.assertRefused(s.create("second, again"))
         third = self.create_ok(s, "third")
         self.assertReads(s, first, "first")
         self.assertReads(s, third, "third")
