@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "sluice/admission/adaptive_concurrency_limiter.h"
@@ -125,13 +126,18 @@ Error AdmissionControl::Refuse(ErrorCode code, const char* reason, std::string m
 
 Error AdmissionControl::RateLimited(const char* reason, const admission::TokenBucketPolicy& policy,
                                     const admission::TakeDecision& decision, double available) {
+  // Clamped to retry_after_max: the wait may come from the shared store, whose answer can be
+  // nonsense (1e308 s, negative once converted), and a client told "1" or "in a century" is told
+  // wrong either way. A take larger than the burst never succeeds, however long one waits.
+  const int retry = decision.exceeds_burst ? 3600
+                    : decision.retry_after < Duration::zero()
+                        ? options_.retry_after_max
+                        : std::clamp(decision.RetryAfterSeconds(), 1, options_.retry_after_max);
   Error e =
       Refuse(ErrorCode::kResourceExhausted, reason,
              decision.exceeds_burst
                  ? fmt::format("this request is larger than the {} limit allows at once", reason)
-                 : fmt::format("rate limit {} reached; retry after {} s", reason,
-                               decision.RetryAfterSeconds()));
-  const int retry = decision.exceeds_burst ? 3600 : decision.RetryAfterSeconds();
+                 : fmt::format("rate limit {} reached; retry after {} s", reason, retry));
   e.retry_after_seconds = retry;
   e.limit = LimitInfo{reason, policy.burst, policy.burst / policy.rate_per_second,
                       std::floor(std::max(0.0, available)), retry};

@@ -44,6 +44,13 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
                                          "Expired pastes whose row and body were removed")),
       orphans_reaped_(metrics.GetCounter("sluice_orphans_reaped_total",
                                          "Bodies with no row removed by the reaper")),
+      orphans_undated_(metrics.GetCounter(
+          "sluice_orphans_undated_total",
+          "Listed bodies the reaper kept because the store gave no readable modification time "
+          "(counted each time they are listed)")),
+      reaper_stalls_(metrics.GetCounter(
+          "sluice_reaper_stalls_total",
+          "Reaper passes ended early because the store's listing failed or did not advance")),
       outbox_age_(metrics.GetGauge("sluice_outbox_age_seconds",
                                    "Age of the oldest pending outbox entry")) {}
 
@@ -141,21 +148,67 @@ awaitable<size_t> Janitor::SweepExpiredOnce() {
   co_return gone.size();
 }
 
+ReapDecision DecideReap(const std::vector<store::BlobInfo>& page, std::string_view after,
+                        int64_t cutoff, size_t batch_size) {
+  ReapDecision d;
+  std::string_view last = after;
+  for (const store::BlobInfo& info : page) {
+    // Ids come in ascending order after `after`. One that does not is a listing that ignores the
+    // cursor: acting on the rest would count and delete the same bodies again and again.
+    if (info.id.view() <= last) {
+      d.stalled = true;
+      break;
+    }
+    last = info.id.view();
+    if (!info.modified_at || *info.modified_at < kEarliestCredibleModification) {
+      ++d.undated;
+    } else if (*info.modified_at <= cutoff) {
+      d.candidates.push_back(info.id);
+    } else {
+      ++d.young;
+    }
+  }
+  // A short page is the end of the store: start over next time. So is a stalled listing, so a
+  // store that ignores the cursor is still walked from its beginning rather than not at all.
+  if (!d.stalled && page.size() >= batch_size && !page.empty()) d.next_cursor = std::string(last);
+  return d;
+}
+
 awaitable<size_t> Janitor::ReapOrphansOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
-  auto page = co_await blobs_.List(reap_cursor_, options_.batch_size, deadline);
-  if (!page.ok()) co_return 0;
-  reap_cursor_ =
-      page->size() < options_.batch_size || page->empty() ? std::string() : page->back().id.str();
-  const int64_t cutoff = clock_.UnixSeconds() - options_.orphan_age_floor.count();
-  std::vector<store::PasteId> old_enough;
-  for (const store::BlobInfo& info : *page) {
-    if (info.modified_at <= cutoff) old_enough.push_back(info.id);
+  // One List per pass: the store bounds the requests behind it (src/store/s3/s3_blob_store.cc),
+  // so a pass is a bounded amount of work however the store answers.
+  auto listing = blobs_.List(reap_cursor_, options_.batch_size, deadline);
+  auto page = co_await std::move(listing);
+  if (!page.ok()) {
+    reaper_stalls_.Inc();
+    spdlog::warn("reaper: listing after '{}' failed, pass ended: {}", reap_cursor_,
+                 page.error().message);
+    co_return 0;
   }
+  const int64_t cutoff = clock_.UnixSeconds() - options_.orphan_age_floor.count();
+  ReapDecision decision = DecideReap(*page, reap_cursor_, cutoff, options_.batch_size);
+  if (decision.stalled) {
+    reaper_stalls_.Inc();
+    spdlog::warn(
+        "reaper: the store's listing after '{}' does not advance (an id at or before one already "
+        "listed); pass ended, the next starts from the beginning",
+        reap_cursor_);
+  }
+  if (decision.undated > 0) {
+    orphans_undated_.Inc(decision.undated);
+    spdlog::warn("reaper: kept {} bodies the store gave no readable modification time for",
+                 decision.undated);
+  }
+  reap_cursor_ = std::move(decision.next_cursor);
+  const std::vector<store::PasteId>& old_enough = decision.candidates;
   if (old_enough.empty()) co_return 0;
   auto lookup = meta_.Existing(old_enough, deadline);
   auto existing = co_await std::move(lookup);
-  if (!existing.ok()) co_return 0;
+  if (!existing.ok()) {
+    spdlog::warn("reaper: row lookup failed, nothing reaped: {}", existing.error().message);
+    co_return 0;
+  }
   size_t reaped = 0;
   for (const store::PasteId& id : old_enough) {
     if (std::find(existing->begin(), existing->end(), id) != existing->end()) continue;

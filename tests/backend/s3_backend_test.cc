@@ -327,7 +327,8 @@ TEST_F(PeerTest, ListPagesAcrossMoreObjectsThanTheLimit) {
     page_sizes.push_back(got->size());
     for (const BlobInfo& info : *got) {
       seen.push_back(info.id.str());
-      EXPECT_GT(info.modified_at, 1'600'000'000);  // a real modification time, in Unix seconds
+      ASSERT_TRUE(info.modified_at.has_value());    // s3rver's LastModified read as a date
+      EXPECT_GT(*info.modified_at, 1'600'000'000);  // a real modification time, in Unix seconds
     }
     cursor = got->back().id.str();
   }

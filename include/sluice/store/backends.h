@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "sluice/common/clock.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
 
@@ -27,8 +28,10 @@ std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_p
 /// filesystem flush per batch. Throws std::runtime_error if `root` cannot be created.
 std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools);
 
-/// In-memory stores for tests and experiments; thread-safe; nothing survives the process.
+/// In-memory stores for tests and experiments; thread-safe; nothing survives the process. The blob
+/// store dates each body by `clock` (which must outlive it) when it is written; without a clock it
+/// lists bodies undated, which the orphan reaper never deletes.
 std::unique_ptr<MetaStore> MakeMemoryMetaStore();
-std::unique_ptr<BlobStore> MakeMemoryBlobStore();
+std::unique_ptr<BlobStore> MakeMemoryBlobStore(const Clock* clock = nullptr);
 
 }  // namespace sluice::store

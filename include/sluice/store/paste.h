@@ -55,7 +55,9 @@ struct OutboxEntry {
 /// A stored body as listed for the orphan reaper.
 struct BlobInfo {
   PasteId id;
-  int64_t modified_at = 0;
+  /// Last write, in Unix seconds; nothing when the store could not say. The reaper deletes only
+  /// what it can date (src/worker/janitor.cc), so a store must never fill in a guess here.
+  std::optional<int64_t> modified_at;
 };
 
 }  // namespace sluice::store

@@ -4,7 +4,9 @@
 //  with exponential backoff + jitter;
 //  - expiry sweeper: removes expired rows and their bodies whether or not anyone reads them;
 //  - orphan reaper: removes bodies with no row older than an age floor (a create whose insert
-//    failed, or a crash between PUT and insert).
+//    failed, or a crash between PUT and insert). It deletes only what it can date: a body whose
+//    store gives no readable modification time may be a create still in flight, so it is kept and
+//    counted (sluice_orphans_undated_total), never taken for old.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
@@ -38,6 +42,32 @@ struct JanitorOptions {
   /// Longest backoff between outbox attempts. Default: 5 min.
   std::chrono::seconds max_backoff{300};
 };
+
+/// What one reaper pass makes of a page the store listed. Pure: ReapOrphansOnce acts on it.
+struct ReapDecision {
+  /// Bodies old enough to be orphans, each once, in id order: the reaper looks for their rows and
+  /// deletes those that have none.
+  std::vector<store::PasteId> candidates;
+  /// Bodies kept because the store could not date them (or gave a date before
+  /// kEarliestCredibleModification).
+  size_t undated = 0;
+  /// Bodies younger than the age floor.
+  size_t young = 0;
+  /// The listing repeated ids, went backwards or did not move past `after`: the pass ends there
+  /// and the next one starts from the beginning.
+  bool stalled = false;
+  /// Where the next pass lists from (empty: the beginning).
+  std::string next_cursor;
+};
+
+/// 2000-01-01: a modification time before it is not a date but a placeholder (0, Go's zero time
+/// 0001-01-01), so it counts as undated.
+inline constexpr int64_t kEarliestCredibleModification = 946'684'800;
+
+/// Decides a reaper pass over `page`, listed after `after` with at most `batch_size` entries;
+/// bodies modified at or before `cutoff` (Unix seconds) are old enough.
+ReapDecision DecideReap(const std::vector<store::BlobInfo>& page, std::string_view after,
+                        int64_t cutoff, size_t batch_size);
 
 /// Runs the three loops as coroutines on one executor. Thread-safe to Stop from any thread.
 class Janitor {
@@ -76,6 +106,8 @@ class Janitor {
   Counter& outbox_retries_;
   Counter& expired_purged_;
   Counter& orphans_reaped_;
+  Counter& orphans_undated_;
+  Counter& reaper_stalls_;
   Gauge& outbox_age_;
 };
 

@@ -165,8 +165,13 @@ class FsBlobStore final : public BlobStore {
       }
       for (const std::string& name : names) {
         struct stat st {};
-        if (::stat((root_ / shard / name).c_str(), &st) != 0) continue;  // deleted meanwhile
-        out.push_back(BlobInfo{*PasteId::Parse(name), static_cast<int64_t>(st.st_mtime)});
+        if (::stat((root_ / shard / name).c_str(), &st) != 0) {
+          if (errno == ENOENT) continue;  // deleted meanwhile
+          // Listed undated, so the reaper keeps it and counts it, rather than dropped unseen.
+          out.push_back(BlobInfo{*PasteId::Parse(name), std::nullopt});
+        } else {
+          out.push_back(BlobInfo{*PasteId::Parse(name), static_cast<int64_t>(st.st_mtime)});
+        }
         if (out.size() >= limit) return out;
       }
     }

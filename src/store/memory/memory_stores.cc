@@ -115,10 +115,13 @@ class MemoryMetaStore final : public MetaStore {
 
 class MemoryBlobStore final : public BlobStore {
  public:
+  explicit MemoryBlobStore(const Clock* clock) : clock_(clock) {}
+
   awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
                         admission::Deadline) override {
     std::lock_guard lock(mu_);
     bodies_[id] = *body;
+    if (clock_) written_[id] = clock_->UnixSeconds();
     co_return Ok();
   }
 
@@ -132,6 +135,7 @@ class MemoryBlobStore final : public BlobStore {
   awaitable<Status> Delete(PasteId id, admission::Deadline) override {
     std::lock_guard lock(mu_);
     bodies_.erase(id);
+    written_.erase(id);
     co_return Ok();
   }
 
@@ -140,19 +144,26 @@ class MemoryBlobStore final : public BlobStore {
     std::lock_guard lock(mu_);
     std::vector<BlobInfo> out;
     for (const auto& [id, body] : bodies_) {
-      if (id.view() > after && out.size() < limit) out.push_back(BlobInfo{id, 0});
+      if (id.view() <= after || out.size() >= limit) continue;
+      const auto written = written_.find(id);
+      out.push_back(BlobInfo{
+          id, written == written_.end() ? std::nullopt : std::optional<int64_t>(written->second)});
     }
     co_return out;
   }
 
  private:
+  const Clock* const clock_;
   std::mutex mu_;
   std::map<PasteId, std::string> bodies_;
+  std::map<PasteId, int64_t> written_;
 };
 
 }  // namespace
 
 std::unique_ptr<MetaStore> MakeMemoryMetaStore() { return std::make_unique<MemoryMetaStore>(); }
-std::unique_ptr<BlobStore> MakeMemoryBlobStore() { return std::make_unique<MemoryBlobStore>(); }
+std::unique_ptr<BlobStore> MakeMemoryBlobStore(const Clock* clock) {
+  return std::make_unique<MemoryBlobStore>(clock);
+}
 
 }  // namespace sluice::store

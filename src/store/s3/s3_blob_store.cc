@@ -60,6 +60,10 @@ constexpr std::string_view kEmptySha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /// ListObjectsV2 answers at most this many keys per page.
 constexpr size_t kMaxKeysPerPage = 1000;
+/// Interim answers skipped before the real one; real peers send at most one.
+constexpr int kMaxInterimAnswers = 8;
+/// List requests one List call may make while it skips keys that are not paste ids.
+constexpr size_t kMaxListRequests = 4;
 
 struct Endpoint {
   bool tls = false;
@@ -122,6 +126,17 @@ class Connection {
   beast::ssl_stream<beast::tcp_stream>* tls() { return tls_ ? &*tls_ : nullptr; }
   beast::tcp_stream* plain() { return plain_ ? &*plain_ : nullptr; }
   beast::flat_buffer& buffer() { return buffer_; }
+  /// Bytes received and not parsed yet: in our buffer, or decrypted and held by OpenSSL.
+  bool HasBufferedBytes() {
+    return buffer_.size() > 0 || (tls_ && ::SSL_pending(tls_->native_handle()) > 0);
+  }
+  /// Also bytes waiting on the socket. Only while no operation is pending on the connection (an
+  /// idle connection under a lease).
+  bool HasUnreadBytes() {
+    boost::system::error_code ec;
+    const size_t waiting = tcp().socket().available(ec);
+    return HasBufferedBytes() || ec || waiting > 0;
+  }
 
   bool connected = false;
   TimePoint idle_since{};
@@ -303,6 +318,9 @@ struct Exchange {
   bool stale = false;
   unsigned status = 0;
   std::string body;
+  /// Nothing was received past the end of the answer.
+  bool in_step = true;
+  /// The connection may carry another request.
   bool keep_alive = false;
 };
 
@@ -385,18 +403,38 @@ awaitable<void> Transfer(Stream& stream, Connection* c, const SignedRequest& sig
     co_return;
   }
   out.stage = Exchange::Stage::kReceive;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(max_body);
-  co_await http::async_read(stream, c->buffer(), parser,
-                            asio::redirect_error(asio::use_awaitable, out.ec));
-  if (out.ec) {
-    out.stale = reused && !parser.got_some() && PeerClosed(out.ec);
+  // Interim (1xx) answers come before the real one and must be skipped (RFC 9110 section 15.2):
+  // taking a "100 Continue" as the answer would leave the real answer in the buffer, to be read as
+  // the answer to the next request on this connection. Bounded so a peer cannot keep us here.
+  for (int interim = 0;; ++interim) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(max_body);
+    co_await http::async_read(stream, c->buffer(), parser,
+                              asio::redirect_error(asio::use_awaitable, out.ec));
+    if (out.ec) {
+      out.stale = reused && interim == 0 && !parser.got_some() && PeerClosed(out.ec);
+      co_return;
+    }
+    const unsigned status = parser.get().result_int();
+    if (status >= 100 && status < 200 && status != 101) {
+      if (interim < kMaxInterimAnswers) continue;
+      out.ec = http::error::bad_status;
+      co_return;
+    }
+    out.stage = Exchange::Stage::kDone;
+    out.status = status;
+    // We never send a second request before the answer to the first, so a well-framed answer
+    // ends exactly where the bytes received end. Bytes past it mean the framing lied (a short
+    // Content-Length, a stray answer): the body read is not to be trusted, and the connection is
+    // out of step with the peer, so it is closed rather than reused.
+    out.in_step = !c->HasBufferedBytes();
+    // A 101 switched the connection to a protocol we did not ask for; an answer framed by the
+    // end of the stream leaves nothing to reuse.
+    out.keep_alive =
+        out.in_step && status != 101 && parser.get().keep_alive() && !parser.get().need_eof();
+    out.body = std::move(parser.get().body());
     co_return;
   }
-  out.stage = Exchange::Stage::kDone;
-  out.status = parser.get().result_int();
-  out.keep_alive = parser.get().keep_alive();
-  out.body = std::move(parser.get().body());
 }
 
 // Runs on the connection's strand: everything that touches its sockets happens there.
@@ -499,9 +537,16 @@ class S3BlobStoreImpl final : public S3BlobStore {
                                                 Deadline deadline) override {
     std::vector<BlobInfo> out;
     // Keys under the prefix that are not paste ids are skipped, so a page may yield fewer ids
-    // than asked for: keep paging from the last key seen until the limit or the end.
+    // than asked for: keep paging from the last key seen until the limit, the end, or the bound
+    // on requests per call (a caller is never held in a loop of Lists).
     std::string start_after = after.empty() ? std::string() : options_.key_prefix + after;
-    while (out.size() < limit) {
+    for (size_t request = 0; out.size() < limit; ++request) {
+      if (request == kMaxListRequests) {
+        if (!out.empty()) break;
+        co_return BadAnswer("List", fmt::format("{} pages of keys that are not paste ids after "
+                                                "'{}'; giving up this scan",
+                                                kMaxListRequests, start_after));
+      }
       std::vector<std::pair<std::string, std::string>> query = {
           {"list-type", "2"},
           {"prefix", options_.key_prefix},
@@ -513,11 +558,15 @@ class S3BlobStoreImpl final : public S3BlobStore {
       if (!answer.ok()) co_return answer.error();
       if (answer->status != 200) co_return StatusError("List", *answer);
       auto page = s3::ParseListObjectsV2(answer->body);
-      if (!page) {
-        co_return MakeError(ErrorCode::kInternal, "S3 List: the answer is not a ListBucketResult",
-                            "storage_bad_answer");
-      }
+      if (!page) co_return BadAnswer("List", "the answer is not a ListBucketResult");
       for (const s3::ListedObject& object : page->objects) {
+        // Keys come in ascending byte order after start-after. One that does not is a listing
+        // that ignores where we asked it to start: following it would walk the same page forever.
+        if (object.key <= start_after) {
+          co_return BadAnswer("List", fmt::format("the listing does not advance: key '{}' after "
+                                                  "'{}' (start-after ignored?)",
+                                                  object.key, start_after));
+        }
         start_after = object.key;
         if (!object.key.starts_with(options_.key_prefix)) continue;
         auto id = PasteId::Parse(std::string_view(object.key).substr(options_.key_prefix.size()));
@@ -525,7 +574,10 @@ class S3BlobStoreImpl final : public S3BlobStore {
         out.push_back(BlobInfo{*id, object.modified_at});
         if (out.size() >= limit) break;
       }
-      if (!page->truncated || page->objects.empty()) break;
+      if (!page->truncated) break;
+      if (page->objects.empty()) {
+        co_return BadAnswer("List", "a truncated page with no keys: the listing does not advance");
+      }
     }
     co_return out;
   }
@@ -587,6 +639,9 @@ class S3BlobStoreImpl final : public S3BlobStore {
                           "deadline_exceeded");
     }
     const std::string sni = ResolvableHost(endpoint_.host);
+    // An idle connection has nothing to say: bytes waiting on it are the tail of an answer we did
+    // not frame right, and would be read as the answer to our request.
+    if ((*lease)->connected && (*lease)->HasUnreadBytes()) lease->Replace();
     for (int attempt = 0;; ++attempt) {
       // Signed per attempt: the date in the signature is part of what the peer checks.
       auto request = Sign(method, path, query, body, payload_sha256);
@@ -597,6 +652,10 @@ class S3BlobStoreImpl final : public S3BlobStore {
       Exchange out = co_await std::move(exchange);
       if (out.stage == Exchange::Stage::kDone) {
         lease->reusable = out.keep_alive;
+        if (!out.in_step) {
+          co_return BadAnswer(http::to_string(method),
+                              fmt::format("HTTP {} followed by bytes past its end", out.status));
+        }
         co_return Answer{out.status, std::move(out.body)};
       }
       if (out.stale && attempt == 0 && !deadline.Expired(SystemClock::Instance())) {
@@ -644,9 +703,22 @@ class S3BlobStoreImpl final : public S3BlobStore {
                        fmt::format("S3 {} failed (HTTP {}){}", what, answer.status, detail),
                        body.code == "SlowDown" ? "storage_slow_down" : "storage_unavailable");
     }
-    return MakeError(ErrorCode::kInternal,
-                     fmt::format("S3 {}: unexpected HTTP {}{}", what, answer.status, detail),
-                     "storage_bad_answer");
+    // Redirects, interim or unknown statuses: the store answered wrongly, which is its failure
+    // and a 503, not ours (500 is kept for broken invariants of this process). A redirect is not
+    // followed: the endpoint and region are configuration, and a signed request is bound to them.
+    const bool redirect = answer.status >= 300 && answer.status < 400;
+    return MakeError(
+        ErrorCode::kUnavailable,
+        fmt::format("S3 {}: unexpected HTTP {}{}{}", what, answer.status, detail,
+                    redirect ? "; redirects are not followed: check the endpoint and region" : ""),
+        "storage_bad_answer");
+  }
+
+  Error BadAnswer(boost::string_view method, std::string_view what) const {
+    return MakeError(
+        ErrorCode::kUnavailable,
+        fmt::format("S3 {} {}:{}: {}", std::string(method), endpoint_.host, endpoint_.port, what),
+        "storage_bad_answer");
   }
 
   S3Options options_;

@@ -1,7 +1,7 @@
 #include "s3_xml.h"
 
+#include <algorithm>
 #include <charconv>
-#include <ctime>
 
 namespace sluice::store::s3 {
 namespace {
@@ -81,25 +81,129 @@ std::optional<std::string> XmlUnescape(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil): pure
+// arithmetic, where timegm would be a C library call of unknown thread safety.
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool IsLeap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+// Unix seconds of a UTC calendar time, or nothing if a field is out of range. A leap second (:60)
+// is read as :59: a second early is harmless for what this dates.
+std::optional<int64_t> UnixSeconds(int year, int month, int day, int hour, int minute, int second) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (year < 1 || year > 9999 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 ||
+      second > 60 || hour < 0 || minute < 0 || second < 0) {
+    return std::nullopt;
+  }
+  if (day > kDays[month - 1] + (month == 2 && IsLeap(year) ? 1 : 0)) return std::nullopt;
+  return DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
+         hour * 3600 + minute * 60 + std::min(second, 59);
+}
+
+// Exactly `len` decimal digits at `at`.
+bool Digits(std::string_view text, size_t at, size_t len, int& out) {
+  if (at + len > text.size()) return false;
+  for (size_t i = at; i < at + len; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+  }
+  out = 0;
+  for (size_t i = at; i < at + len; ++i) out = out * 10 + (text[i] - '0');
+  return true;
+}
+
+}  // namespace
+
 std::optional<int64_t> ParseIso8601(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS, then optional fraction, then Z.
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
-      text[16] != ':' || text.back() != 'Z') {
+  // YYYY-MM-DDTHH:MM:SS, then an optional fraction, then Z or +HH:MM / -HH:MM.
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
     return std::nullopt;
   }
-  auto number = [&](size_t at, size_t len, int& out) {
-    const auto [end, ec] = std::from_chars(text.data() + at, text.data() + at + len, out);
-    return ec == std::errc() && end == text.data() + at + len;
-  };
-  std::tm tm{};
-  int year = 0, month = 0;
-  if (!number(0, 4, year) || !number(5, 2, month) || !number(8, 2, tm.tm_mday) ||
-      !number(11, 2, tm.tm_hour) || !number(14, 2, tm.tm_min) || !number(17, 2, tm.tm_sec)) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!Digits(text, 0, 4, year) || !Digits(text, 5, 2, month) || !Digits(text, 8, 2, day) ||
+      !Digits(text, 11, 2, hour) || !Digits(text, 14, 2, minute) || !Digits(text, 17, 2, second)) {
     return std::nullopt;
   }
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  return static_cast<int64_t>(::timegm(&tm));
+  size_t at = 19;
+  if (text[at] == '.' || text[at] == ',') {
+    const size_t first = ++at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+    if (at == first) return std::nullopt;
+  }
+  int offset = 0;
+  const std::string_view zone = text.substr(at);
+  if (zone == "Z" || zone == "z") {
+    offset = 0;
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    int oh = 0, om = 0;
+    if (!Digits(zone, 1, 2, oh) || !Digits(zone, 4, 2, om) || oh > 23 || om > 59) {
+      return std::nullopt;
+    }
+    offset = (zone[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+  } else {
+    return std::nullopt;
+  }
+  auto local = UnixSeconds(year, month, day, hour, minute, second);
+  if (!local) return std::nullopt;
+  return *local - offset;
+}
+
+std::optional<int64_t> ParseRfc1123(std::string_view text) {
+  // "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110 section 5.6.7; a one-digit day as RFC 5322 allows).
+  static constexpr std::string_view kWeekdays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (text.size() < 5 || text.substr(3, 2) != ", ") return std::nullopt;
+  bool weekday = false;
+  for (std::string_view w : kWeekdays) weekday = weekday || text.substr(0, 3) == w;
+  if (!weekday) return std::nullopt;
+  text.remove_prefix(5);
+  int day = 0;
+  const size_t day_len = text.size() > 1 && text[1] == ' ' ? 1 : 2;
+  if (!Digits(text, 0, day_len, day) || text.size() < day_len + 1 || text[day_len] != ' ') {
+    return std::nullopt;
+  }
+  text.remove_prefix(day_len + 1);
+  // "Nov 1994 08:49:37 GMT"
+  if (text.size() != 21 || text[3] != ' ' || text[8] != ' ' || text[11] != ':' || text[14] != ':' ||
+      text[17] != ' ') {
+    return std::nullopt;
+  }
+  int month = 0;
+  for (int i = 0; i < 12; ++i) {
+    if (text.substr(0, 3) == kMonths[i]) month = i + 1;
+  }
+  int year = 0, hour = 0, minute = 0, second = 0;
+  if (month == 0 || !Digits(text, 4, 4, year) || !Digits(text, 9, 2, hour) ||
+      !Digits(text, 12, 2, minute) || !Digits(text, 15, 2, second)) {
+    return std::nullopt;
+  }
+  const std::string_view zone = text.substr(18);
+  if (zone != "GMT" && zone != "UTC") return std::nullopt;
+  return UnixSeconds(year, month, day, hour, minute, second);
+}
+
+std::optional<int64_t> ParseLastModified(std::string_view text) {
+  // Whitespace around the value is the XML writer's, not part of the date.
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\n' || text.front() == '\t' ||
+                           text.front() == '\r')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' ||
+                           text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  if (auto iso = ParseIso8601(text)) return iso;
+  return ParseRfc1123(text);
 }
 
 std::optional<ListPage> ParseListObjectsV2(std::string_view xml) {
@@ -113,9 +217,9 @@ std::optional<ListPage> ParseListObjectsV2(std::string_view xml) {
     if (!key) return std::nullopt;
     auto unescaped = XmlUnescape(*key);
     if (!unescaped) return std::nullopt;
-    ListedObject object{std::move(*unescaped), 0, 0};
+    ListedObject object{std::move(*unescaped), std::nullopt, 0};
     if (auto modified = Element(*contents, "LastModified", 0)) {
-      object.modified_at = ParseIso8601(*modified).value_or(0);
+      object.modified_at = ParseLastModified(*modified);
     }
     if (auto size = Element(*contents, "Size", 0)) {
       std::from_chars(size->data(), size->data() + size->size(), object.size);

@@ -15,8 +15,9 @@ namespace sluice::store::s3 {
 
 struct ListedObject {
   std::string key;
-  /// Unix seconds from LastModified; 0 if absent or unreadable.
-  int64_t modified_at = 0;
+  /// Unix seconds from LastModified; nothing if absent or unreadable, never a guess: the reaper
+  /// deletes by age, and a body it cannot date must look young rather than old.
+  std::optional<int64_t> modified_at;
   uint64_t size = 0;
 };
 
@@ -39,7 +40,15 @@ S3ErrorBody ParseErrorBody(std::string_view xml);
 /// nothing on a malformed or unknown reference.
 std::optional<std::string> XmlUnescape(std::string_view text);
 
-/// Unix seconds of an ISO 8601 UTC time such as 2015-08-30T12:36:00.000Z; nothing if malformed.
+/// Unix seconds of an ISO 8601 time such as 2015-08-30T12:36:00.000Z (Z or a +HH:MM offset, any
+/// fraction, which is dropped); nothing if malformed or out of range.
 std::optional<int64_t> ParseIso8601(std::string_view text);
+
+/// Unix seconds of an RFC 1123 (HTTP) time such as "Sun, 06 Nov 1994 08:49:37 GMT", which some
+/// S3-compatible stores put in LastModified; nothing if malformed or out of range.
+std::optional<int64_t> ParseRfc1123(std::string_view text);
+
+/// LastModified in either form above; nothing otherwise.
+std::optional<int64_t> ParseLastModified(std::string_view text);
 
 }  // namespace sluice::store::s3

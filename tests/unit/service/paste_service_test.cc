@@ -17,7 +17,7 @@ using testing::RunSync;
 class PasteServiceTest : public ::testing::Test {
  protected:
   std::unique_ptr<store::MetaStore> meta_impl_ = store::MakeMemoryMetaStore();
-  std::unique_ptr<store::BlobStore> blob_impl_ = store::MakeMemoryBlobStore();
+  std::unique_ptr<store::BlobStore> blob_impl_ = store::MakeMemoryBlobStore(&clock_);
   FaultyMetaStore meta_{*meta_impl_};
   FaultyBlobStore blobs_{*blob_impl_};
   PasteCache cache_{1 << 20};
@@ -195,6 +195,9 @@ TEST_F(PasteServiceTest, ReaperRemovesOnlyBodiesWithoutRows) {
   ASSERT_FALSE(TryCreate("orphan").ok());
   meta_.fail = false;
   ASSERT_EQ(StoredBodies(), 2u);
+  RunSync(janitor_.ReapOrphansOnce());
+  EXPECT_EQ(StoredBodies(), 2u);  // younger than the age floor
+  clock_.Advance(worker::JanitorOptions{}.orphan_age_floor);
   RunSync(janitor_.ReapOrphansOnce());
   EXPECT_EQ(StoredBodies(), 1u);
   EXPECT_TRUE(Read((kept.id.view())).ok());
