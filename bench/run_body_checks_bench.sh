@@ -111,6 +111,10 @@ parse() {  # FILE -> "rps p50_ms p99_ms bad" (bad: socket errors and unexpected 
   local f=$1
   echo "$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$f") $(to_ms "$(awk '$1 == "50%" {print $2}' "$f")") $(to_ms "$(awk '$1 == "99%" {print $2}' "$f")") $(awk '/Socket errors:/ {gsub(/,/, ""); s += $4 + $6 + $8 + $10} /^non_20[01] / {s += $2} END {print s + 0}' "$f")"
 }
+statuses() {  # FILE -> "201 x 7000, 503 x 3, timeouts 0"
+  { grep '^status ' "$1" | awk '{printf "%s%s x %s", (NR > 1 ? ", " : ""), $2, $3}'
+    awk '/Socket errors:/ {gsub(/,/, ""); printf ", socket errors %d (timeouts %d)", $4 + $6 + $8 + $10, $10}' "$1"; }
+}
 run() {  # run OUT CONNS wrk-args...
   local out=$1 conns=$2
   shift 2
@@ -148,14 +152,24 @@ mean() {
   for r in $(seq "$ROUNDS"); do parse "$work/$1-$2-r$r.txt"; done |
     awk '{rps += $1; p50 += $2; p99 += $3; bad += $4; n++} END {printf "%.0f %.2f %.2f %d", rps / n, p50 / n, p99 / n, bad}'
 }
-row() {  # row LABEL FIGURE
-  local on off
+# range FIGURE NAME -> "min-max" of the rounds' req/s: the noise the means carry
+range() {
+  for r in $(seq "$ROUNDS"); do parse "$work/$1-$2-r$r.txt"; done |
+    awk 'NR == 1 {lo = hi = $1} {if ($1 < lo) lo = $1; if ($1 > hi) hi = $1} END {printf "%d-%d", lo, hi}'
+}
+# hashing BYTES RPS -> "µs per body, share of one core at RPS" from OpenSSL's speed
+hashing() {
+  awk -v b="$1" -v r="$2" -v k="$sha" 'BEGIN {
+    if (k + 0 <= 0) { print "?"; exit }
+    us = b / (k * 1000) * 1e6; printf "%.1f µs per body, %.1f%% of one core at %s/s", us, us * r / 1e4, r }'
+}
+row() {  # row LABEL FIGURE BYTES
   read -r on_rps on_p50 on_p99 on_bad <<<"$(mean "$2" on)"
   read -r off_rps off_p50 off_p99 off_bad <<<"$(mean "$2" off)"
-  echo "| $1 | $on_rps | $off_rps | $(awk -v a="$on_rps" -v b="$off_rps" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') | $on_p50 / $off_p50 | $on_p99 / $off_p99 | $on_bad / $off_bad |"
+  echo "| $1 | $on_rps ($(range "$2" on)) | $off_rps ($(range "$2" off)) | $(awk -v a="$on_rps" -v b="$off_rps" 'BEGIN {printf "%+.1f%%", (a / b - 1) * 100}') | $on_p50 / $off_p50 | $on_p99 / $off_p99 | $on_bad / $off_bad | $(hashing "$3" "$on_rps") |"
 }
-sha=$(openssl speed -seconds 1 -bytes 10240 sha256 2>/dev/null | awk '/^sha256/ {print $2}')
-sha_large=$(openssl speed -seconds 1 -bytes 524288 sha256 2>/dev/null | awk '/^sha256/ {print $2}')
+sha=$(openssl speed -seconds 1 -bytes 10240 sha256 2>/dev/null | awk '/^sha256/ {sub(/k$/, "", $2); print $2}')
+sha_large=$(openssl speed -seconds 1 -bytes 524288 sha256 2>/dev/null | awk '/^sha256/ {sub(/k$/, "", $2); print $2}')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
 if [ -n "$(git status --porcelain --untracked-files=no -- src include 2>/dev/null)" ]; then
   commit="$commit (with uncommitted changes to src/include)"
@@ -183,15 +197,16 @@ out=bench/results/body-checks.md
   echo "$ROUNDS rounds of ${DURATION}s per figure, and the table gives the mean of the rounds. wrk and both"
   echo "servers share the same $(nproc) cores, so differences of a few percent are within the noise."
   echo
-  echo "| figure | on: req/s | off: req/s | on vs off | p50 ms on / off | p99 ms on / off | errors on / off |"
-  echo "|---|---:|---:|---:|---:|---:|---:|"
-  row "durable creates, 10 KB, $CREATE_CONNS connections" create
-  row "origin reads, 10 KB, $READ_CONNS connections" read10k
-  row "origin reads, $LARGE_BYTES bytes, $READ_CONNS connections" readlarge
+  echo "| figure | on: req/s (rounds' range) | off: req/s (range) | on vs off | p50 ms on / off | p99 ms on / off | errors on / off | SHA-256 work when on |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---|"
+  row "durable creates, 10 KB, $CREATE_CONNS connections" create 10240
+  row "origin reads, 10 KB, $READ_CONNS connections" read10k 10240
+  row "origin reads, $LARGE_BYTES bytes, $READ_CONNS connections" readlarge "$LARGE_BYTES"
   echo
-  echo "For scale, OpenSSL's SHA-256 on this machine (\`openssl speed sha256\`): ${sha:-?} for 10 KB blocks,"
-  echo "${sha_large:-?} for 512 KB blocks (k = 1000 bytes per second): a 10 KB body costs a few"
-  echo "microseconds to hash, against a request that costs hundreds."
+  echo "The last column is the hashing itself, from OpenSSL's SHA-256 speed on this machine"
+  echo "(\`openssl speed sha256\`: ${sha:-?} kB/s for 10 KB blocks, ${sha_large:-?} kB/s for 512 KB blocks) and"
+  echo "the measured rate: the part of the difference the checks can explain. When the rounds' ranges"
+  echo "overlap, the on/off difference is the machine's noise, not the checks."
   echo
   echo "Body mismatches counted during the run (must be 0): $mismatches."
   echo
@@ -199,9 +214,12 @@ out=bench/results/body-checks.md
   echo
   for f in create read10k readlarge; do
     for r in $(seq "$ROUNDS"); do
-      echo "- $f round $r: on $(parse "$work/$f-on-r$r.txt"); off $(parse "$work/$f-off-r$r.txt")"
+      echo "- $f round $r: on $(parse "$work/$f-on-r$r.txt") [$(statuses "$work/$f-on-r$r.txt")]; off $(parse "$work/$f-off-r$r.txt") [$(statuses "$work/$f-off-r$r.txt")]"
     done
   done
+  echo
+  echo "Errors are wrk's socket errors (timeouts at 2 s) plus answers other than 201/200; the 503s are"
+  echo "sluice shedding origin reads past its read budget (300 ms) or caps on a machine this loaded."
 } >"$out"
 echo "wrote $out"
 cat "$out"
