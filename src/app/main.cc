@@ -235,6 +235,7 @@ int Serve(const Settings& s) {
   service_options.read_budget = s.Duration("read_budget");
   service_options.delete_budget = s.Duration("delete_budget");
   service_options.cache_timeout = s.Duration("cache_timeout");
+  service_options.verify_bodies = s.Boolean("verify_bodies");
 
   service::CallTimeouts timeouts;
   timeouts.blob_put = s.Duration("put_timeout");

@@ -63,6 +63,9 @@ constexpr SettingSpec kServeSettings[] = {
     {"delete_budget", "1s", "Whole time budget of one delete"},
     {"meta_get_timeout", "20ms", "Timeout of one metadata read"},
     {"blob_get_timeout", "200ms", "Timeout of one body read"},
+    {"verify_bodies", "true",
+     "true: record each body's SHA-256 and serve a body only if it matches its row (false only "
+     "to measure what the check costs)"},
     {"edge_purge", "",
      "Edge caches (Varnish, a CDN) to purge deleted pastes from: base URLs, comma-separated, "
      "e.g. http://127.0.0.1:6081"},

@@ -88,6 +88,17 @@ Explanation Explain(unsigned status, std::string_view reason) {
         "Too many pastes are being looked up at once. The paste itself is not missing."}},
       {"connections",
        {"The server is overloaded", "It has as many open connections as it can take."}},
+      {"outcome_unknown",
+       {"Your paste may or may not have been saved",
+        "The storage service stopped answering while it recorded your paste, so the server cannot "
+        "tell. Its link was not given out: if you need the paste, send it again."}},
+      {"body_mismatch",
+       {"This paste cannot be shown right now",
+        "The storage service returned text that is not this paste's, so it is not shown. Try "
+        "again later."}},
+      {"body_missing",
+       {"This paste cannot be shown right now",
+        "The storage service did not return this paste's text. Try again later."}},
   };
   if (auto it = kReasons.find(reason); it != kReasons.end()) return it->second;
   switch (status) {

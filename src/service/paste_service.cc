@@ -5,9 +5,13 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "sluice/asio/completion.h"
+#include "sluice/service/body_check.h"
 #include "sluice/service/ids.h"
 #include "sluice/service/text.h"
 
@@ -26,6 +30,13 @@ Error NotFound() {
 Error Invalid(std::string message, std::string reason) {
   return MakeError(ErrorCode::kInvalidArgument, std::move(message), std::move(reason));
 }
+
+constexpr const char* kMismatchHelp =
+    "Bodies from the blob store that did not match their row, by what differed (answered 503 "
+    "body_mismatch, never served or cached)";
+constexpr const char* kUnknownHelp =
+    "Creates whose insert answer was lost, by what the check by id found (confirmed: 201; "
+    "unknown: 503 outcome_unknown)";
 
 }  // namespace
 
@@ -59,6 +70,14 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
           "sluice_shared_meta_cache_total",
           "Shared metadata cache calls by outcome (error: slow or unreachable, served anyway)",
           {{"outcome", "error"}})),
+      size_mismatches_(
+          metrics.GetCounter("sluice_body_mismatches_total", kMismatchHelp, {{"kind", "size"}})),
+      checksum_mismatches_(metrics.GetCounter("sluice_body_mismatches_total", kMismatchHelp,
+                                              {{"kind", "checksum"}})),
+      confirmed_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
+                                            {{"outcome", "confirmed"}})),
+      unknown_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
+                                          {{"outcome", "unknown"}})),
       fills_(Result<CachedPaste>(
           MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
   if (shared_) {
@@ -155,7 +174,9 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   const store::PasteId id = MintPasteId();
   std::string token = MintDeleteToken();
   const int64_t now = clock_.UnixSeconds();
-  store::PasteMeta meta{id, now, now + ttl.count(), body.size(), HashDeleteToken(token), false};
+  store::PasteMeta meta{id,    now,         now + ttl.count(), body.size(), HashDeleteToken(token),
+                        false, std::nullopt};
+  if (options_.verify_bodies) meta.body_sha256 = DigestBody(body);
 
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);
@@ -179,9 +200,22 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     e.message = "the paste store is unavailable; nothing was saved, try again later";
     co_return WithRetryAfter(std::move(e));
   }
-  if (Status insert =
-          co_await meta_.Insert(meta, deadline.ForCall(clock_, options_.insert_timeout));
-      !insert.ok()) {
+  auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options_.insert_timeout));
+  Status insert = co_await std::move(inserting);
+  if (!insert.ok() && store::InsertOutcomeUnknown(insert.error())) {
+    // The row may have been written: say so only after looking. The body stays either way (the
+    // orphan reaper takes it if no row ever appears).
+    spdlog::warn("create {}: insert answer lost ({}); checking the row", id.view(),
+                 insert.error().message);
+    auto confirming = ConfirmInsert(meta, insert.error(), deadline);
+    Status confirmed = co_await std::move(confirming);
+    if (!confirmed.ok()) {
+      ticket.slot.Done(put_outcome, put_latency);
+      co_return WithRetryAfter(confirmed.error());
+    }
+    insert = Ok();
+  }
+  if (!insert.ok()) {
     ticket.slot.Done(put_outcome, put_latency);
     // The body stays for the orphan reaper: deleting it here could race an insert that did commit.
     spdlog::error("create {}: row not stored: {}", id.view(), insert.error().message);
@@ -202,6 +236,47 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
   cache_.Put(CachedPaste{meta, std::move(shared_body)});
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
+}
+
+awaitable<Status> PasteService::ConfirmInsert(const store::PasteMeta& meta, const Error& lost,
+                                              Deadline deadline) {
+  // Two looks: an insert that reached the primary just before its answer was lost may not have
+  // committed yet when the first look runs (the look goes out at once, on another connection).
+  constexpr auto kSecondLookAfter = std::chrono::milliseconds(50);
+  std::string why = "the row was not there";
+  for (int look = 0; look < 2; ++look) {
+    if (look > 0) {
+      if (deadline.Remaining(clock_) < 2 * kSecondLookAfter) break;
+      boost::asio::steady_timer pause(co_await boost::asio::this_coro::executor);
+      pause.expires_after(kSecondLookAfter);
+      boost::system::error_code ec;
+      co_await pause.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+    }
+    Result<store::PasteMeta> row = co_await meta_.Get(meta.id, deadline);
+    if (row.ok()) {
+      if (row->token_hash != meta.token_hash || row->created_at != meta.created_at) {
+        // Another create's row under the same id: ours was refused by the key, surely not written.
+        spdlog::error("create {}: the check found another paste's row", meta.id.view());
+        co_return MakeError(ErrorCode::kInternal,
+                            "the paste could not be recorded; nothing was published, try again",
+                            "id_collision");
+      }
+      confirmed_inserts_.Inc();
+      spdlog::info("create {}: the row is there; the create stands", meta.id.view());
+      co_return Ok();
+    }
+    if (row.error().code != ErrorCode::kNotFound) {
+      why = "the check failed: " + row.error().message;
+      break;
+    }
+  }
+  unknown_inserts_.Inc();
+  spdlog::error("create {}: outcome unknown ({}; {}); the body is kept", meta.id.view(),
+                lost.message, why);
+  co_return MakeError(ErrorCode::kUnavailable,
+                      "the paste index did not confirm this paste: it may or may not have been "
+                      "published, and its link was not handed out; send it again if you need it",
+                      std::string(store::kOutcomeUnknown));
 }
 
 awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
@@ -276,6 +351,7 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
   auto from_shared = SharedMeta(id, deadline);
   std::optional<store::PasteMeta> cached = co_await std::move(from_shared);
   Result<store::PasteMeta> meta = MakeError(ErrorCode::kInternal, "unset", "unset");
+  const bool from_primary = !cached;
   if (cached) {
     meta = *cached;  // a shared-cache hit spares the primary and takes no fill slot
   } else {
@@ -284,30 +360,53 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     meta = co_await meta_.Get(id, deadline);
     ticket->slot.Done(admission::Outcome::kSuccess);
     ticket->client_share.Release();
-    if (meta.ok() && shared_) {
-      auto keeping = shared_->PutMeta(*meta, SharedTtl(*meta),
-                                      deadline.ForCall(clock_, options_.cache_timeout));
-      const Status kept = co_await std::move(keeping);
-      if (!kept.ok()) shared_errors_.Inc();
-    }
   }
   if (!meta.ok()) {
     if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
     co_return WithRetryAfter(meta.error());
   }
-  if (!IsLive(*meta)) co_return NotFound();
+  if (!IsLive(*meta)) {
+    if (from_primary) co_await KeepShared(*meta, deadline);  // tombstones spare the primary too
+    co_return NotFound();
+  }
   Result<std::string> body = co_await blobs_.Get(id, deadline);
   if (!body.ok()) {
     if (body.error().code == ErrorCode::kNotFound) {
-      // A live row always has its body (the PUT precedes the insert): this is damage, not absence.
+      // A live row always has its body (the PUT precedes the insert): this is damage, not absence,
+      // and a dependency's wrong answer, not ours.
       spdlog::error("read {}: row without body", id.view());
-      co_return MakeError(ErrorCode::kInternal, "the paste body is missing", "body_missing");
+      co_return WithRetryAfter(MakeError(
+          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
     }
     co_return WithRetryAfter(body.error());
   }
+  if (options_.verify_bodies) {
+    if (const auto mismatch = CheckBody(*meta, *body)) {
+      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
+      spdlog::error(
+          "read {}: the body store returned a body that does not match the row ({}: {} "
+          "bytes, the row says {}); not served, not cached",
+          id.view(), BodyMismatchName(*mismatch), body->size(), meta->size_bytes);
+      co_return WithRetryAfter(MakeError(
+          ErrorCode::kUnavailable,
+          "the paste store returned a damaged body for this paste; it was not served, try again "
+          "later",
+          "body_mismatch"));
+    }
+  }
+  // Only a row whose body checked out goes to the shared cache: a wrong row must not spread.
+  if (from_primary) co_await KeepShared(*meta, deadline);
   CachedPaste paste{*meta, std::make_shared<const std::string>(std::move(*body))};
   cache_.Put(paste);
   co_return paste;
+}
+
+awaitable<void> PasteService::KeepShared(const store::PasteMeta& meta, Deadline deadline) {
+  if (!shared_) co_return;
+  auto keeping =
+      shared_->PutMeta(meta, SharedTtl(meta), deadline.ForCall(clock_, options_.cache_timeout));
+  const Status kept = co_await std::move(keeping);
+  if (!kept.ok()) shared_errors_.Inc();
 }
 
 awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token) {

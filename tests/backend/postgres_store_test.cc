@@ -137,6 +137,52 @@ TEST(PostgresMigrations, ConcurrentMigratorsApplyEachStepOnce) {
             std::to_string(PostgresSchemaVersion()));
 }
 
+// A database as a binary from before body checksums left it (schema version 1 of
+// src/meta/postgres/postgres_migrate.cc), with one paste.
+TEST(PostgresMigrations, MigratesADatabaseFromBeforeChecksumsKeepingItsRows) {
+  testenv::TestDatabase db;
+  testenv::Session(db.url()).Exec(R"sql(
+    CREATE TABLE schema_migrations (version integer PRIMARY KEY,
+                                    applied_at timestamptz NOT NULL DEFAULT now());
+    CREATE TABLE pastes (
+      id text PRIMARY KEY,
+      created_at bigint NOT NULL,
+      expires_at bigint NOT NULL,
+      size_bytes bigint NOT NULL,
+      token_hash bytea NOT NULL,
+      deleted boolean NOT NULL DEFAULT false
+    );
+    CREATE INDEX pastes_by_expiry ON pastes (expires_at);
+    CREATE TABLE outbox (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      paste_id text NOT NULL,
+      kind text NOT NULL,
+      attempts integer NOT NULL DEFAULT 0,
+      enqueued_at bigint NOT NULL,
+      next_attempt_at bigint NOT NULL
+    );
+    CREATE INDEX outbox_by_due ON outbox (next_attempt_at);
+    CREATE INDEX outbox_by_paste ON outbox (paste_id);
+    INSERT INTO schema_migrations (version) VALUES (1);
+    INSERT INTO pastes VALUES ('old000000001', 100, 5000, 5, decode(repeat('00', 32), 'hex'), false);
+  )sql");
+  int applied = -1;
+  ASSERT_TRUE(MigratePostgres(db.url(), &applied).ok());
+  EXPECT_EQ(applied, PostgresSchemaVersion() - 1);
+  ASSERT_TRUE(MigratePostgres(db.url(), &applied).ok());
+  EXPECT_EQ(applied, 0);
+  PostgresOptions options;
+  options.url = db.url();
+  auto store = MakePostgresMetaStore(options);
+  auto old = RunSync(store->Get(Id("old000000001"), Deadline::Never()));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(old->size_bytes, 5u);
+  EXPECT_FALSE(old->body_sha256.has_value());
+  ASSERT_TRUE(RunSync(store->Insert(Row("new000000001", 5000), Deadline::Never())).ok());
+  EXPECT_EQ(RunSync(store->Get(Id("new000000001"), Deadline::Never()))->body_sha256,
+            Row("new000000001", 5000).body_sha256);
+}
+
 TEST(PostgresMigrations, RefusesADatabaseFromANewerSchema) {
   testenv::TestDatabase db;
   ASSERT_TRUE(MigratePostgres(db.url()).ok());
@@ -157,6 +203,40 @@ TEST(PostgresMetaStore, EachPoolRunsWithItsOwnStatementTimeout) {
   EXPECT_EQ(*RunSync(store->ShowForTest(PostgresPurpose::kRead, "statement_timeout")), "25ms");
   EXPECT_EQ(*RunSync(store->ShowForTest(PostgresPurpose::kWrite, "statement_timeout")), "1250ms");
   EXPECT_EQ(*RunSync(store->ShowForTest(PostgresPurpose::kCleanup, "statement_timeout")), "6250ms");
+}
+
+// An insert sent and then cut off (its backend killed while it waits on a lock) cannot say whether
+// it committed: it says "outcome unknown", never a plain failure that would read as "not written".
+TEST(PostgresMetaStore, InsertWhoseConnectionDiesAfterTheSendIsOutcomeUnknown) {
+  testenv::TestDatabase db;
+  PostgresOptions options;
+  options.write.call_timeout = 30s;
+  auto store = MigratedStore(db.url(), options);
+  testenv::Session blocker(db.url());
+  blocker.Exec("BEGIN");
+  blocker.Exec("LOCK TABLE pastes IN ACCESS EXCLUSIVE MODE");
+  Background background;
+  auto insert = background.Start(store->Insert(Row("cut000000000", 5000), Deadline::Never()));
+  testenv::Session killer(db.url());
+  // Wait until the insert is on the server (waiting for the lock), then end its backend.
+  for (int i = 0; i < 500; ++i) {
+    if (killer.Exec("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                    "'sluice-write' AND wait_event_type = 'Lock'") == "1") {
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  killer.Exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+      "'sluice-write'");
+  ASSERT_EQ(insert.wait_for(20s), std::future_status::ready);
+  Status s = insert.get();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().reason, "outcome_unknown") << s.error().message;
+  EXPECT_FALSE(s.error().never_sent);
+  blocker.Exec("ROLLBACK");
+  // The store recovers by itself: the next insert gets a new connection.
+  EXPECT_TRUE(RunSync(store->Insert(Row("after0000000", 5000), Deadline::Never())).ok());
 }
 
 // The server ends a statement the app stopped waiting for, even when the app set no deadline.

@@ -92,7 +92,7 @@ TEST_P(SharedStateContract, MetaCacheMissesThenHoldsTheRow) {
   auto miss = RunSync(state_->GetMeta(id, Deadline()));
   ASSERT_TRUE(miss.ok()) << miss.error().message;
   EXPECT_FALSE(miss->has_value());
-  store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 42, {}, false};
+  store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 42, {}, false, {}};
   row.token_hash[0] = 0xab;
   row.token_hash[31] = 0x01;
   ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
@@ -104,11 +104,27 @@ TEST_P(SharedStateContract, MetaCacheMissesThenHoldsTheRow) {
   EXPECT_EQ((*hit)->size_bytes, 42u);
   EXPECT_EQ((*hit)->token_hash, row.token_hash);
   EXPECT_FALSE((*hit)->deleted);
+  EXPECT_FALSE((*hit)->body_sha256.has_value());  // none stays none
+}
+
+// A read served from the cached row checks the body against it: the checksum must travel too.
+TEST_P(SharedStateContract, MetaCacheCarriesTheBodyChecksum) {
+  const auto id = Id("SuM000000001");
+  store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 42, {}, false, store::BodyDigest{}};
+  for (size_t i = 0; i < row.body_sha256->size(); ++i) {
+    (*row.body_sha256)[i] = static_cast<unsigned char>(0xf0 - i);
+  }
+  ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
+  auto hit = RunSync(state_->GetMeta(id, Deadline()));
+  ASSERT_TRUE(hit.ok());
+  ASSERT_TRUE(hit->has_value());
+  EXPECT_EQ((*hit)->size_bytes, 42u);
+  EXPECT_EQ((*hit)->body_sha256, row.body_sha256);
 }
 
 TEST_P(SharedStateContract, TombstoneReplacesTheRowAndAFillCannotUndoIt) {
   const auto id = Id("ZZZZZZ000000");
-  store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 5, {}, false};
+  store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 5, {}, false, {}};
   ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
   ASSERT_TRUE(RunSync(state_->Invalidate(row, std::chrono::seconds(60), Deadline())).ok());
   ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
@@ -126,7 +142,7 @@ TEST_P(SharedStateContract, InvalidationReachesSubscribers) {
     seen.push_back(id.str());
   });
   const auto id = Id("inval1234567");
-  store::PasteMeta row{id, 1, 2'000'000'000, 5, {}, false};
+  store::PasteMeta row{id, 1, 2'000'000'000, 5, {}, false, {}};
   // A subscription is asynchronous on a real server: announce until it is heard, then check.
   for (int attempt = 0; attempt < 100; ++attempt) {
     ASSERT_TRUE(RunSync(state_->Invalidate(row, std::chrono::seconds(60), Deadline())).ok());

@@ -35,9 +35,13 @@ inline std::shared_ptr<const std::string> Body(std::string text) {
   return std::make_shared<const std::string>(std::move(text));
 }
 
+// A row as a create writes it: a 5-byte body and its checksum (any 32 bytes will do here).
 inline PasteMeta Row(std::string_view id, int64_t expires_at, unsigned char token_byte = 7) {
-  PasteMeta m{Id(id), 100, expires_at, 5, {}, false};
+  PasteMeta m{Id(id), 100, expires_at, 5, {}, false, BodyDigest{}};
   m.token_hash.fill(token_byte);
+  for (size_t i = 0; i < m.body_sha256->size(); ++i) {
+    (*m.body_sha256)[i] = static_cast<unsigned char>(0xa0 + i);  // every byte differs
+  }
   return m;
 }
 
@@ -93,6 +97,31 @@ TYPED_TEST_P(StoreContract, InsertedRowReadsBackIdentically) {
   EXPECT_EQ(got->size_bytes, 5u);
   EXPECT_EQ(got->token_hash, row.token_hash);
   EXPECT_FALSE(got->deleted);
+  EXPECT_EQ(got->body_sha256, row.body_sha256);
+}
+
+// What the read path checks a body against: its size and checksum, exactly as written, and no
+// checksum (never a made-up one) for a row written without one.
+TYPED_TEST_P(StoreContract, BodySizeAndChecksumRoundTrip) {
+  PasteMeta big = Row("sum000000001", 5000);
+  big.size_bytes = 1'000'000;
+  big.body_sha256->fill(0x00);
+  (*big.body_sha256)[31] = 0xff;
+  PasteMeta none = Row("sum000000002", 5000);
+  none.size_bytes = 3;
+  none.body_sha256.reset();
+  for (const PasteMeta& row : {big, none}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  }
+  this->backend_.Reopen();
+  for (const PasteMeta& row : {big, none}) {
+    auto got = RunSync(this->meta().Get(row.id, this->deadline()));
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->size_bytes, row.size_bytes);
+    EXPECT_EQ(got->body_sha256, row.body_sha256) << row.id.view();
+  }
+  ASSERT_TRUE(RunSync(this->meta().MarkDeleted(big.id, 200, this->deadline())).ok());
+  EXPECT_EQ(RunSync(this->meta().Get(big.id, this->deadline()))->body_sha256, big.body_sha256);
 }
 
 TYPED_TEST_P(StoreContract, MissingRowIsNotFound) {
@@ -254,7 +283,8 @@ TYPED_TEST_P(StoreContract, ConcurrentWritersAreAllDurable) {
   }
 }
 
-REGISTER_TYPED_TEST_SUITE_P(StoreContract, InsertedRowReadsBackIdentically, MissingRowIsNotFound,
+REGISTER_TYPED_TEST_SUITE_P(StoreContract, InsertedRowReadsBackIdentically,
+                            BodySizeAndChecksumRoundTrip, MissingRowIsNotFound,
                             DuplicateInsertFailsAndKeepsTheFirstRow,
                             MarkDeletedLeavesATombstoneAndOneOutboxEntry,
                             MarkDeletedOfMissingRowIsNotFound, OutboxRetryPostponesAndFinishRemoves,

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
 
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
@@ -18,6 +21,9 @@ class FaultyBlobStore final : public store::BlobStore {
   explicit FaultyBlobStore(store::BlobStore& inner) : inner_(inner) {}
   std::atomic<bool> fail{false};
   std::atomic<int> calls{0};
+  /// When set, alters every body Get returns (a store answering wrongly). Set it between calls,
+  /// never while one runs.
+  std::function<void(std::string&)> damage;
 
   boost::asio::awaitable<Status> Put(store::PasteId id, std::shared_ptr<const std::string> body,
                                      admission::Deadline d) override {
@@ -30,7 +36,9 @@ class FaultyBlobStore final : public store::BlobStore {
                                                   admission::Deadline d) override {
     ++calls;
     if (fail) co_return StoreDown();
-    co_return co_await inner_.Get(id, d);
+    Result<std::string> body = co_await inner_.Get(id, d);
+    if (body.ok() && damage) damage(*body);
+    co_return body;
   }
   boost::asio::awaitable<Status> Delete(store::PasteId id, admission::Deadline d) override {
     ++calls;
@@ -54,6 +62,15 @@ class FaultyMetaStore final : public store::MetaStore {
   explicit FaultyMetaStore(store::MetaStore& inner) : inner_(inner) {}
   std::atomic<bool> fail{false};
   std::atomic<int> calls{0};
+  /// Insert answers "outcome unknown" (its answer lost after the send); with `insert_lands` the
+  /// row is written first, as when the reply alone was lost.
+  std::atomic<bool> lose_insert_answer{false};
+  std::atomic<bool> insert_lands{true};
+  /// Get fails (the primary unreachable), so an unknown outcome cannot be checked.
+  std::atomic<bool> fail_gets{false};
+  std::atomic<int> gets{0};
+  /// When set, Insert answers this without writing. Set it between calls, never while one runs.
+  std::optional<Error> insert_error;
 
   bool Fails() {
     ++calls;
@@ -62,11 +79,21 @@ class FaultyMetaStore final : public store::MetaStore {
 
   boost::asio::awaitable<Status> Insert(store::PasteMeta m, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
+    if (insert_error) co_return *insert_error;
+    if (lose_insert_answer) {
+      if (insert_lands) {
+        Status landed = co_await inner_.Insert(m, d);
+        if (!landed.ok()) co_return landed;
+      }
+      co_return MakeError(ErrorCode::kUnavailable, "injected: connection reset after the send",
+                          std::string(store::kOutcomeUnknown));
+    }
     co_return co_await inner_.Insert(m, d);
   }
   boost::asio::awaitable<Result<store::PasteMeta>> Get(store::PasteId id,
                                                        admission::Deadline d) override {
-    if (Fails()) co_return StoreDown();
+    ++gets;
+    if (Fails() || fail_gets) co_return StoreDown();
     co_return co_await inner_.Get(id, d);
   }
   boost::asio::awaitable<Status> MarkDeleted(store::PasteId id, int64_t now,

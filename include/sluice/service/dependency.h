@@ -158,8 +158,10 @@ boost::asio::awaitable<Result<T>> Dependency::Call(
     if (call_deadline.Expired(clock_)) {
       pass.TimedOut();
       stats.timeouts->Inc();
-      co_return MakeError(ErrorCode::kDeadlineExceeded, "no time left in the request's budget",
+      Error e = MakeError(ErrorCode::kDeadlineExceeded, "no time left in the request's budget",
                           "deadline_exceeded");
+      e.never_sent = true;  // the attempt never started: a write surely did not happen
+      co_return e;
     }
     const TimePoint started = clock_.Now();
     auto race = RaceTimeout<T>(attempt, call_deadline, call_deadline.Remaining(clock_));

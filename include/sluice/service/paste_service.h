@@ -45,6 +45,11 @@ struct ServiceOptions {
   /// Longest a row stays in the shared metadata cache. Bounds how long a delete whose
   /// invalidation was lost (the cache was unreachable then) can be served. Default: 60 s.
   std::chrono::seconds shared_meta_ttl{60};
+  /// Record each body's SHA-256 at create and check every body fetched from the blob store against
+  /// its row (size and checksum) before it is served or cached. Off only to measure what the
+  /// checks cost (bench/run_body_checks_bench.sh): then a short, empty or altered body is served
+  /// as the paste. Default: true.
+  bool verify_bodies = true;
 };
 
 /// What a create's request line and headers say, before any of the body is read.
@@ -101,11 +106,16 @@ class PasteService {
 
   /// Validates the body and TTL (InvalidArgument), stores the body, then the row. Nothing durable
   /// happens for a rejected create; a failed or timed-out PUT is Unavailable and leaves no row.
+  /// An insert whose answer was lost (see store::InsertOutcomeUnknown) is checked by reading the
+  /// row: found, the create succeeded; otherwise Unavailable with reason "outcome_unknown" (the
+  /// paste may or may not exist), and the body stays for the orphan reaper.
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
                                                       std::string_view ttl);
 
   /// Returns a live paste: NotFound for malformed ids (without touching storage), absent, expired
-  /// or deleted pastes; Unavailable when a store fails, never NotFound. A cache hit costs no slot
+  /// or deleted pastes; Unavailable when a store fails, never NotFound, and Unavailable with reason
+  /// "body_mismatch" when the blob store's body is not the one the row describes (never served,
+  /// never cached). A cache hit costs no slot
   /// and no limit; a miss takes the client's origin-read budget, a read slot, and (shared by every
   /// concurrent reader of the id) one fill within the fill cap.
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
@@ -126,10 +136,17 @@ class PasteService {
   /// wave of clients either.
   Error WithRetryAfter(Error e);
   boost::asio::awaitable<Result<CachedPaste>> Fill(store::PasteId id, std::string client_key);
+  /// After an insert whose outcome is unknown: reads the row to learn whether it was written.
+  /// Success if `meta` is there; otherwise the outcome_unknown error.
+  boost::asio::awaitable<Status> ConfirmInsert(const store::PasteMeta& meta, const Error& lost,
+                                               admission::Deadline deadline);
   boost::asio::awaitable<Result<CachedPaste>> FillShared(store::PasteId id, std::string client_key);
   /// The row from the shared metadata cache, or nullopt on a miss or any failure of the cache.
   boost::asio::awaitable<std::optional<store::PasteMeta>> SharedMeta(store::PasteId id,
                                                                      admission::Deadline deadline);
+  /// Puts a row read from the primary into the shared metadata cache; a failure only counts.
+  boost::asio::awaitable<void> KeepShared(const store::PasteMeta& meta,
+                                          admission::Deadline deadline);
   /// How long the shared cache may keep `meta`: never past its expiry, at most shared_meta_ttl.
   std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
 
@@ -152,6 +169,10 @@ class PasteService {
   Counter& shared_hits_;
   Counter& shared_misses_;
   Counter& shared_errors_;
+  Counter& size_mismatches_;
+  Counter& checksum_mismatches_;
+  Counter& confirmed_inserts_;
+  Counter& unknown_inserts_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "sluice/admission/deadline.h"
@@ -11,6 +12,15 @@
 #include "sluice/store/paste.h"
 
 namespace sluice::store {
+
+/// The reason of an Insert error whose outcome is unknown (see MetaStore::Insert).
+inline constexpr std::string_view kOutcomeUnknown = "outcome_unknown";
+
+/// True if the row of a failed Insert may nevertheless have been written: the store said so, or
+/// the call timed out without proof that the statement never left (never_sent).
+inline bool InsertOutcomeUnknown(const Error& e) {
+  return e.reason == kOutcomeUnknown || (e.code == ErrorCode::kDeadlineExceeded && !e.never_sent);
+}
 
 /// Stores paste metadata and the outbox. Implementations are thread-safe. Every write is durable
 /// when its call returns success.
@@ -20,6 +30,12 @@ class MetaStore {
 
   /// Inserts a new row. Returns Internal if the id exists (a minting collision), Unavailable on a
   /// storage failure. Not retried by the caller: a timed-out insert may have committed.
+  ///
+  /// An error with reason kOutcomeUnknown (code Unavailable or DeadlineExceeded) says the statement
+  /// was sent and its answer lost (connection reset, timeout after the send): the row may or may
+  /// not exist, and only a read of it can tell. DeadlineExceeded is unknown too unless never_sent
+  /// (the deadline passed before the statement left). Any other error means the row was surely not
+  /// written.
   virtual boost::asio::awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) = 0;
 
   /// Returns the row, tombstones and expired rows included (the caller decides what they mean);

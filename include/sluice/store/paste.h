@@ -32,6 +32,10 @@ class PasteId {
 /// SHA-256 of a delete token. The token itself is never stored.
 using TokenHash = std::array<unsigned char, 32>;
 
+/// SHA-256 of a paste body, recorded in its row at create so a read can tell the body the store
+/// returned from the one that was acknowledged.
+using BodyDigest = std::array<unsigned char, 32>;
+
 /// One metadata row. Times are Unix seconds.
 struct PasteMeta {
   PasteId id;
@@ -41,6 +45,9 @@ struct PasteMeta {
   TokenHash token_hash{};
   /// A tombstone: deleted by its owner; the body may still be on its way out.
   bool deleted = false;
+  /// SHA-256 of the body. Empty on rows written before checksums were recorded: their body is
+  /// checked by size alone.
+  std::optional<BodyDigest> body_sha256;
 };
 
 /// What the background worker owes the outside world after a commit (at least once).

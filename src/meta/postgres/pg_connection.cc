@@ -139,7 +139,12 @@ bool Connection::Usable() {
 }
 
 asio::awaitable<Result<PgResult>> Connection::Exec(const char* sql, std::vector<Param> params,
-                                                   TimePoint give_up) {
+                                                   TimePoint give_up, bool* answer_lost) {
+  // Every failure past the send but the server's own error answer: the statement may have run.
+  auto lost = [answer_lost](Error e) {
+    if (answer_lost) *answer_lost = true;
+    return e;
+  };
   std::vector<const char*> values;
   std::vector<int> lengths;
   std::vector<int> formats;
@@ -158,26 +163,34 @@ asio::awaitable<Result<PgResult>> Connection::Exec(const char* sql, std::vector<
   for (;;) {
     const int flushed = PQflush(conn_);
     if (flushed == 0) break;
-    if (flushed < 0) co_return LostError("send");
+    if (flushed < 0) co_return lost(LostError("send"));
     auto wait = WaitFor(asio::posix::descriptor_base::wait_write, give_up);
     if (!co_await std::move(wait)) {
       MarkBroken();
-      co_return MakeError(ErrorCode::kDeadlineExceeded, "postgres: send did not finish in time",
-                          "deadline_exceeded");
+      co_return lost(MakeError(ErrorCode::kDeadlineExceeded,
+                               "postgres: send did not finish in time", "deadline_exceeded"));
     }
-    if (PQconsumeInput(conn_) == 0) co_return LostError("send");
+    if (PQconsumeInput(conn_) == 0) co_return lost(LostError("send"));
   }
   // Consume before every wait: the descriptor is edge-triggered, so input that arrived before the
   // wait began would otherwise never wake it. Nothing runs on this thread in between.
   PgResult first_error;
   PgResult last;
   for (;;) {
-    if (PQconsumeInput(conn_) == 0) co_return LostError("query");
+    if (PQconsumeInput(conn_) == 0) co_return lost(LostError("query"));
     while (PQisBusy(conn_) == 0) {
       PgResult r(PQgetResult(conn_));
       if (!r) {
-        if (first_error) co_return ServerError(first_error.get());
-        if (!last) co_return LostError("query");
+        if (first_error) {
+          // A server shutting the session down (57P01..57P03) may say so after the statement
+          // committed: that is not a "no", only the end of the conversation.
+          const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
+          if (state != nullptr && std::string_view(state).starts_with("57P")) {
+            co_return lost(ServerError(first_error.get()));
+          }
+          co_return ServerError(first_error.get());
+        }
+        if (!last) co_return lost(LostError("query"));
         co_return std::move(last);
       }
       const ExecStatusType status = PQresultStatus(r.get());
@@ -186,14 +199,15 @@ asio::awaitable<Result<PgResult>> Connection::Exec(const char* sql, std::vector<
       } else if (!first_error) {
         first_error = std::move(r);
       }
-      if (PQstatus(conn_) != CONNECTION_OK) co_return LostError("query");
+      if (PQstatus(conn_) != CONNECTION_OK) co_return lost(LostError("query"));
     }
     auto wait = WaitFor(asio::posix::descriptor_base::wait_read, give_up);
     if (!co_await std::move(wait)) {
       MarkBroken();
-      co_return MakeError(ErrorCode::kDeadlineExceeded,
-                          "postgres: no answer even past the statement timeout; connection closed",
-                          "deadline_exceeded");
+      co_return lost(
+          MakeError(ErrorCode::kDeadlineExceeded,
+                    "postgres: no answer even past the statement timeout; connection closed",
+                    "deadline_exceeded"));
     }
   }
 }

@@ -53,8 +53,10 @@ class Connection {
   /// Sends one statement and returns its result (rows or command status), or the server's error
   /// mapped to an ErrorCode. Precondition: Usable(). Past `give_up` the connection is closed and
   /// marked broken: a server that never answers must not hold the connection for ever.
+  /// `answer_lost`, if given, is set when the call fails after the statement (partly) left without
+  /// the server's answer (connection lost, no answer in time): the statement may have run.
   boost::asio::awaitable<Result<PgResult>> Exec(const char* sql, std::vector<Param> params,
-                                                TimePoint give_up);
+                                                TimePoint give_up, bool* answer_lost = nullptr);
 
   /// True if a call may use the connection. Reads whatever an idle connection received without
   /// waiting: a server that shut down sends a FATAL and closes, and this notices it.

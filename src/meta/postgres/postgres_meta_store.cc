@@ -37,6 +37,24 @@ Error DeadlineError(std::string message) {
   return MakeError(ErrorCode::kDeadlineExceeded, std::move(message), "deadline_exceeded");
 }
 
+// The deadline passed before the statement left: it surely did not run.
+Error NotSentError(std::string message) {
+  Error e = DeadlineError(std::move(message));
+  e.never_sent = true;
+  return e;
+}
+
+// A write that left and whose answer did not come back: it may have committed (MetaStore::Insert).
+Error OutcomeUnknown(Error e) {
+  e.reason = std::string(kOutcomeUnknown);
+  e.message += " (sent; it may have committed)";
+  e.never_sent = false;
+  return e;
+}
+
+// Which statements say "outcome unknown" when their answer is lost after the send.
+enum class LostAnswer { kPlainError, kOutcomeUnknown };
+
 std::string DurationSetting(Duration d) {
   // statement_timeout takes whole milliseconds; 0 would mean "no limit", so never round to it.
   const auto ms = std::max<int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(d).count());
@@ -101,7 +119,7 @@ class Pool {
         co_return Lease(this, std::move(*conn));
       }
       if (deadline.Expired(SystemClock::Instance())) {
-        co_return DeadlineError("postgres: no free connection before the deadline");
+        co_return NotSentError("postgres: no free connection before the deadline");
       }
       auto waiter = std::make_shared<Waiter>(executor_);
       waiter->timer.expires_at(deadline.at());
@@ -114,7 +132,7 @@ class Pool {
       std::erase(waiters_, waiter);
       Publish();
       if (!waiter->slot_freed) {
-        co_return DeadlineError("postgres: no free connection before the deadline");
+        co_return NotSentError("postgres: no free connection before the deadline");
       }
     }
   }
@@ -289,27 +307,42 @@ class PgMetaStore final : public PostgresMetaStore {
 
   awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
     std::string hash(reinterpret_cast<const char*>(meta.token_hash.data()), meta.token_hash.size());
+    // An empty bytea stands for "no checksum" (NULL): a text parameter cannot carry NULL here.
+    std::string digest;
+    if (meta.body_sha256) {
+      digest.assign(reinterpret_cast<const char*>(meta.body_sha256->data()),
+                    meta.body_sha256->size());
+    }
     return Command(
         PostgresPurpose::kWrite, deadline,
-        "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted) "
-        "VALUES ($1, $2, $3, $4, $5, false)",
+        "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
+        "body_sha256) VALUES ($1, $2, $3, $4, $5, false, NULLIF($6::bytea, ''::bytea))",
         {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
-         P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true}});
+         P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
+         Param{std::move(digest), true}},
+        nullptr, LostAnswer::kOutcomeUnknown);
   }
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override {
     return Query<PasteMeta>(
         PostgresPurpose::kRead, deadline,
-        "SELECT created_at, expires_at, size_bytes, token_hash, deleted FROM pastes WHERE id = $1",
+        "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256 FROM pastes "
+        "WHERE id = $1",
         {P(id.view())}, [id](const PGresult* r) -> Result<PasteMeta> {
           if (PQntuples(r) == 0)
             return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
-          return PasteMeta{id,
-                           Int(r, 0, 0),
-                           Int(r, 0, 1),
-                           static_cast<uint64_t>(Int(r, 0, 2)),
-                           Hash(Text(r, 0, 3)),
-                           Text(r, 0, 4) == "t"};
+          PasteMeta m{id,
+                      Int(r, 0, 0),
+                      Int(r, 0, 1),
+                      static_cast<uint64_t>(Int(r, 0, 2)),
+                      Hash(Text(r, 0, 3)),
+                      Text(r, 0, 4) == "t",
+                      std::nullopt};
+          // NULL on rows from before checksums ("\x" and 64 hex digits otherwise).
+          if (!PQgetisnull(r, 0, 5) && Text(r, 0, 5).size() == 2 + 2 * BodyDigest().size()) {
+            m.body_sha256 = Hash(Text(r, 0, 5));
+          }
+          return m;
         });
   }
 
@@ -434,24 +467,26 @@ class PgMetaStore final : public PostgresMetaStore {
   // non-trivial temporaries a coroutine here would hold in its co_await expressions.
   template <typename T>
   awaitable<Result<T>> Query(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
-                             std::vector<Param> params, Parser<T> parse) {
+                             std::vector<Param> params, Parser<T> parse,
+                             LostAnswer lost = LostAnswer::kPlainError) {
     auto start = [this, purpose, deadline, sql, params = std::move(params),
-                  parse = std::move(parse)](asio_glue::Completion<Result<T>> done) mutable {
+                  parse = std::move(parse), lost](asio_glue::Completion<Result<T>> done) mutable {
       auto answer = std::make_shared<Answer<T>>(std::move(done));
-      asio::co_spawn(
-          io_,
-          Run<T>(purpose, deadline, sql, std::move(params), std::move(parse), std::move(answer)),
-          asio::detached);
+      asio::co_spawn(io_,
+                     Run<T>(purpose, deadline, sql, std::move(params), std::move(parse),
+                            std::move(answer), lost),
+                     asio::detached);
     };
     return asio_glue::AwaitCompletion<Result<T>>(std::move(start));
   }
 
   // A statement whose rows say nothing beyond success, unless `check` finds otherwise.
   awaitable<Status> Command(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
-                            std::vector<Param> params, Parser<std::monostate> check = nullptr) {
+                            std::vector<Param> params, Parser<std::monostate> check = nullptr,
+                            LostAnswer lost = LostAnswer::kPlainError) {
     if (!check) check = [](const PGresult*) -> Result<std::monostate> { return std::monostate{}; };
     return AsStatus(
-        Query<std::monostate>(purpose, deadline, sql, std::move(params), std::move(check)));
+        Query<std::monostate>(purpose, deadline, sql, std::move(params), std::move(check), lost));
   }
 
   static awaitable<Status> AsStatus(awaitable<Result<std::monostate>> call) {
@@ -469,13 +504,22 @@ class PgMetaStore final : public PostgresMetaStore {
   // counting the work the server is still doing.
   template <typename T>
   awaitable<void> Run(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
-                      std::vector<Param> params, Parser<T> parse,
-                      std::shared_ptr<Answer<T>> answer) {
+                      std::vector<Param> params, Parser<T> parse, std::shared_ptr<Answer<T>> answer,
+                      LostAnswer lost) {
     asio::steady_timer timer(io_);
+    // Set once the statement may have left: a deadline past it leaves the outcome unknown.
+    auto sent = std::make_shared<bool>(false);
     if (!deadline.IsNever()) {
       timer.expires_at(deadline.at());
-      timer.async_wait([answer](const boost::system::error_code& ec) {
-        if (!ec) answer->Finish(DeadlineError("postgres: the call did not answer in time"));
+      timer.async_wait([answer, sent, lost](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (!*sent) {
+          answer->Finish(NotSentError("postgres: no answer in time, and nothing was sent"));
+          return;
+        }
+        Error e = DeadlineError("postgres: the call did not answer in time");
+        answer->Finish(lost == LostAnswer::kOutcomeUnknown ? OutcomeUnknown(std::move(e))
+                                                           : std::move(e));
       });
     }
     Pool& pool = *pools_[static_cast<size_t>(purpose)];
@@ -488,19 +532,25 @@ class PgMetaStore final : public PostgresMetaStore {
     std::optional<Pool::Lease> held(std::move(*lease));
     if (answer->answered() || deadline.Expired(SystemClock::Instance())) {
       held.reset();
-      answer->Finish(DeadlineError("postgres: abandoned before it was sent"));
+      answer->Finish(NotSentError("postgres: abandoned before it was sent"));
       co_return;
     }
     // Past this the server should have cancelled the statement itself; no answer by then means the
     // connection or the server is stuck, and the connection is closed rather than lent for ever.
     const Duration hard_limit =
         pool.statement_timeout() + std::max<Duration>(pool.statement_timeout(), kStuckGrace);
-    auto exec =
-        held->conn().Exec(sql, std::move(params), SystemClock::Instance().Now() + hard_limit);
+    *sent = true;
+    bool answer_lost = false;
+    auto exec = held->conn().Exec(sql, std::move(params),
+                                  SystemClock::Instance().Now() + hard_limit, &answer_lost);
     Result<PgResult> result = co_await std::move(exec);
     timer.cancel();
     // The connection goes back before the caller resumes, so the caller's next call finds it.
     held.reset();
+    if (!result.ok() && answer_lost && lost == LostAnswer::kOutcomeUnknown) {
+      answer->Finish(OutcomeUnknown(result.error()));
+      co_return;
+    }
     answer->Finish(result.ok() ? parse(result->get()) : Result<T>(result.error()));
   }
 

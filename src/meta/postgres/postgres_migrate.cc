@@ -38,6 +38,11 @@ constexpr const char* kMigrations[] = {
     CREATE INDEX outbox_by_due ON outbox (next_attempt_at);
     CREATE INDEX outbox_by_paste ON outbox (paste_id);
     )sql",
+    // 2: the SHA-256 of each body, recorded at create and checked on every read. Rows from before
+    // have none (NULL) and are checked by size alone. Adding a nullable column rewrites nothing.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS body_sha256 bytea;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

@@ -43,6 +43,11 @@ constexpr const char* kMigrations[] = {
     );
     CREATE INDEX outbox_by_due ON outbox (next_attempt_at);
     )sql",
+    // 2: the SHA-256 of each body, recorded at create and checked on every read. Rows from before
+    // have none (NULL) and are checked by size alone.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN body_sha256 BLOB;
+    )sql",
 };
 
 Error StorageError(Db& db, std::string_view what) {
@@ -53,9 +58,15 @@ Error StorageError(Db& db, std::string_view what) {
 }
 
 PasteMeta RowToMeta(const PasteId& id, Statement& s) {
-  PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0};
+  PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0, {}};
   auto hash = s.Blob(3);
   std::copy_n(hash.begin(), std::min(hash.size(), m.token_hash.size()), m.token_hash.begin());
+  // Anything but 32 bytes (NULL on rows from before checksums) is no checksum, never a wrong one.
+  auto digest = s.Blob(5);
+  if (digest.size() == BodyDigest().size()) {
+    m.body_sha256.emplace();
+    std::copy_n(digest.begin(), digest.size(), m.body_sha256->begin());
+  }
   return m;
 }
 
@@ -96,8 +107,9 @@ class SqliteMetaStore final : public MetaStore {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<PasteMeta> {
       return WithReader([&](Db& db) -> Result<PasteMeta> {
         Statement& s = db.Prepare(
-            "SELECT created_at, expires_at, size_bytes, token_hash, deleted FROM pastes WHERE id = "
-            "?");
+            "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256 FROM "
+            "pastes "
+            "WHERE id = ?");
         s.Bind(1, id.view());
         const int rc = s.Step();
         if (rc == SQLITE_ROW) return RowToMeta(id, s);
@@ -225,6 +237,15 @@ class SqliteMetaStore final : public MetaStore {
     for (int64_t v = current; v < known; ++v) {
       db.Exec("BEGIN IMMEDIATE");
       try {
+        // Read again under the write lock: another process opening the same file may have applied
+        // this step since, and ALTER TABLE is not idempotent.
+        read.Step();
+        const int64_t now_at = read.Int(0);
+        read.Reset();
+        if (now_at > v) {
+          db.Exec("COMMIT");
+          continue;
+        }
         db.Exec(kMigrations[v]);
         db.Exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", v + 1).c_str());
         db.Exec("COMMIT");
@@ -296,17 +317,21 @@ class SqliteMetaStore final : public MetaStore {
     // The embedded statement timeout (spec 003): an insert whose caller already gave up (and
     // answered 500) must not publish the paste afterwards.
     if (op.deadline.Expired(SystemClock::Instance())) {
-      return MakeError(ErrorCode::kDeadlineExceeded, "insert abandoned before it ran",
-                       "deadline_exceeded");
+      Error e = MakeError(ErrorCode::kDeadlineExceeded, "insert abandoned before it ran",
+                          "deadline_exceeded");
+      e.never_sent = true;  // surely not written (MetaStore::Insert)
+      return e;
     }
     try {
       Statement& s = db.Prepare(
-          "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted) "
-          "VALUES (?, ?, ?, ?, ?, 0)");
+          "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
+          "body_sha256) VALUES (?, ?, ?, ?, ?, 0, ?)");
       const PasteMeta& m = op.meta;
       s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
       s.Bind(4, static_cast<int64_t>(m.size_bytes))
           .Bind(5, std::span<const unsigned char>(m.token_hash));
+      // Left unbound, the checksum is NULL (Prepare clears the bindings).
+      if (m.body_sha256) s.Bind(6, std::span<const unsigned char>(*m.body_sha256));
       return Done(db, s, "insert");
     } catch (const std::exception& e) {
       return MakeError(ErrorCode::kUnavailable, e.what(), "storage_unavailable");

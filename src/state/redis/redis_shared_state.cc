@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -103,26 +104,36 @@ std::string Hex(const store::TokenHash& hash) {
   return out;
 }
 
+// The body's checksum rides as a 7th field ("-" for none), which readers of the 6-field form
+// ignore, so processes of both versions can share one cache during an upgrade.
 std::string EncodeMeta(const PasteMeta& m) {
-  return fmt::format("1 {} {} {} {} {}", m.created_at, m.expires_at, m.size_bytes,
-                     Hex(m.token_hash), m.deleted ? 1 : 0);
+  return fmt::format("1 {} {} {} {} {} {}", m.created_at, m.expires_at, m.size_bytes,
+                     Hex(m.token_hash), m.deleted ? 1 : 0,
+                     m.body_sha256 ? Hex(*m.body_sha256) : std::string("-"));
 }
 
 std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) {
-  PasteMeta m{id, 0, 0, 0, {}, false};
+  PasteMeta m{id, 0, 0, 0, {}, false, std::nullopt};
   char hex[65] = {};
+  char digest[65] = {};
   int version = 0, deleted = 0;
   long long created = 0, expires = 0;
   unsigned long long size = 0;
-  if (std::sscanf(text.c_str(), "%d %lld %lld %llu %64s %d", &version, &created, &expires, &size,
-                  hex, &deleted) != 6 ||
-      version != 1) {
-    return std::nullopt;
-  }
+  const int fields = std::sscanf(text.c_str(), "%d %lld %lld %llu %64s %d %64s", &version, &created,
+                                 &expires, &size, hex, &deleted, digest);
+  if (fields < 6 || version != 1) return std::nullopt;
   for (size_t i = 0; i < m.token_hash.size(); ++i) {
     unsigned value = 0;
     if (std::sscanf(hex + 2 * i, "%2x", &value) != 1) return std::nullopt;
     m.token_hash[i] = static_cast<unsigned char>(value);
+  }
+  if (fields == 7 && std::strlen(digest) == 2 * store::BodyDigest().size()) {
+    m.body_sha256.emplace();
+    for (size_t i = 0; i < m.body_sha256->size(); ++i) {
+      unsigned value = 0;
+      if (std::sscanf(digest + 2 * i, "%2x", &value) != 1) return std::nullopt;
+      (*m.body_sha256)[i] = static_cast<unsigned char>(value);
+    }
   }
   m.created_at = created;
   m.expires_at = expires;

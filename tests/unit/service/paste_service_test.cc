@@ -4,7 +4,9 @@
 
 #include "../../support/faulty_stores.h"
 #include "../../support/run_sync.h"
+#include "sluice/service/body_check.h"
 #include "sluice/store/backends.h"
+#include "sluice/store/shared_state.h"
 #include "sluice/worker/janitor.h"
 
 namespace sluice::service {
@@ -203,6 +205,217 @@ TEST_F(PasteServiceTest, ReaperRemovesOnlyBodiesWithoutRows) {
   EXPECT_TRUE(Read((kept.id.view())).ok());
 }
 
+// ---- body checks: the blob store answering wrongly -------------------------------------------
+
+class BodyCheckTest : public PasteServiceTest {
+ protected:
+  // A created paste, dropped from the process cache so the next read goes to the stores.
+  CreatedPaste Uncached(std::string body) {
+    const CreatedPaste p = MustCreate(std::move(body));
+    cache_.Erase(p.id);
+    return p;
+  }
+  uint64_t Mismatches(const char* kind) {
+    return metrics_.GetCounter("sluice_body_mismatches_total", "", {{"kind", kind}}).value();
+  }
+  // A read that must be refused as a damaged body, and leave nothing cached.
+  void ExpectMismatch(const CreatedPaste& p) {
+    auto read = Read(p.id.view());
+    ASSERT_FALSE(read.ok()) << "served a damaged body: " << *read->body;
+    EXPECT_EQ(read.error().code, ErrorCode::kUnavailable);
+    EXPECT_EQ(read.error().reason, "body_mismatch");
+    EXPECT_TRUE(read.error().retry_after_seconds.has_value());
+    EXPECT_FALSE(cache_.Get(p.id).has_value());
+  }
+};
+
+TEST_F(BodyCheckTest, CreateRecordsTheBodysSizeAndChecksum) {
+  const CreatedPaste p = MustCreate("hello, world");
+  auto row = RunSync(meta_impl_->Get(p.id, admission::Deadline::Never()));
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->size_bytes, 12u);
+  ASSERT_TRUE(row->body_sha256.has_value());
+  EXPECT_EQ(*row->body_sha256, DigestBody("hello, world"));
+}
+
+TEST_F(BodyCheckTest, ShortBodyIs503NotServedNotCachedAndCounted) {
+  const CreatedPaste p = Uncached("hello, world");
+  blobs_.damage = [](std::string& body) { body.resize(body.size() - 5); };
+  ExpectMismatch(p);
+  ExpectMismatch(p);  // still not cached: the second read went to the store again
+  EXPECT_EQ(Mismatches("size"), 2u);
+  blobs_.damage = nullptr;  // the store recovers: the paste reads back whole, and is cached
+  auto read = Read(p.id.view());
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read->body, "hello, world");
+  EXPECT_TRUE(cache_.Get(p.id).has_value());
+}
+
+TEST_F(BodyCheckTest, EmptyBodyIs503) {
+  const CreatedPaste p = Uncached("hello");
+  blobs_.damage = [](std::string& body) { body.clear(); };
+  ExpectMismatch(p);
+}
+
+TEST_F(BodyCheckTest, BodyOfTheRightSizeWithAFlippedByteIs503) {
+  const CreatedPaste p = Uncached("hello, world");
+  blobs_.damage = [](std::string& body) { body[3] ^= 0x20; };
+  ExpectMismatch(p);
+  EXPECT_EQ(Mismatches("checksum"), 1u);
+  EXPECT_EQ(Mismatches("size"), 0u);
+}
+
+TEST_F(BodyCheckTest, AnotherPastesBodyIsNotServedAsThisOne) {
+  const CreatedPaste p = Uncached("first paste");
+  blobs_.damage = [](std::string& body) { body = "other paste"; };  // same length
+  ExpectMismatch(p);
+}
+
+TEST_F(BodyCheckTest, RowFromBeforeChecksumsIsCheckedBySizeAlone) {
+  const auto id = *store::PasteId::Parse("old000000001");
+  store::PasteMeta old{id, clock_.UnixSeconds(), clock_.UnixSeconds() + 3600, 5, {}, false, {}};
+  ASSERT_TRUE(RunSync(meta_impl_->Insert(old, admission::Deadline::Never())).ok());
+  ASSERT_TRUE(RunSync(blob_impl_->Put(id, std::make_shared<const std::string>("hello"),
+                                      admission::Deadline::Never()))
+                  .ok());
+  auto read = Read(id.view());
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read->body, "hello");
+  cache_.Erase(id);
+  blobs_.damage = [](std::string& body) { body += "!"; };
+  auto longer = Read(id.view());
+  ASSERT_FALSE(longer.ok());
+  EXPECT_EQ(longer.error().reason, "body_mismatch");
+}
+
+TEST_F(BodyCheckTest, MissingBodyOfALiveRowIs503NotAnInternalError) {
+  const CreatedPaste p = Uncached("hello");
+  ASSERT_TRUE(RunSync(blob_impl_->Delete(p.id, admission::Deadline::Never())).ok());
+  auto read = Read(p.id.view());
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(read.error().reason, "body_missing");
+  EXPECT_TRUE(read.error().retry_after_seconds.has_value());
+}
+
+TEST_F(BodyCheckTest, RowOfAMismatchIsNotPutInTheSharedCache) {
+  std::unique_ptr<store::SharedState> shared = store::MakeMemorySharedState(clock_);
+  PasteCache cache(1 << 20);
+  PasteService service(meta_, blobs_, cache, admission_, clock_, metrics_, ServiceOptions{},
+                       shared.get());
+  auto ticket = RunSync(service.AdmitCreate("10.0.0.1", {5, false}));
+  ASSERT_TRUE(ticket.ok());
+  auto created = RunSync(service.Create(std::move(*ticket), "hello", ""));
+  ASSERT_TRUE(created.ok());
+  cache.Erase(created->id);
+  blobs_.damage = [](std::string& body) { body[0] = 'j'; };
+  auto read = RunSync(service.Read(FixedClient(), created->id.view()));
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().reason, "body_mismatch");
+  EXPECT_FALSE(cache.Get(created->id).has_value());
+  auto kept = RunSync(shared->GetMeta(created->id, admission::Deadline::Never()));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(kept->has_value());
+  blobs_.damage = nullptr;
+  ASSERT_TRUE(RunSync(service.Read(FixedClient(), created->id.view())).ok());
+  kept = RunSync(shared->GetMeta(created->id, admission::Deadline::Never()));
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_EQ((*kept)->body_sha256, DigestBody("hello"));
+}
+
+TEST_F(BodyCheckTest, WithChecksOffTheBodyIsServedAsTheStoreGaveIt) {
+  // The switch exists to measure the checks' cost (bench/run_body_checks_bench.sh), and this is
+  // what turning them off gives up.
+  ServiceOptions options;
+  options.verify_bodies = false;
+  PasteCache cache(1 << 20);
+  PasteService unchecked(meta_, blobs_, cache, admission_, clock_, metrics_, options);
+  auto ticket = RunSync(unchecked.AdmitCreate("10.0.0.1", {5, false}));
+  auto created = RunSync(unchecked.Create(std::move(*ticket), "hello", ""));
+  ASSERT_TRUE(created.ok());
+  EXPECT_FALSE(
+      RunSync(meta_impl_->Get(created->id, admission::Deadline::Never()))->body_sha256.has_value());
+  cache.Erase(created->id);
+  blobs_.damage = [](std::string& body) { body.clear(); };
+  auto read = RunSync(unchecked.Read(FixedClient(), created->id.view()));
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read->body, "");
+}
+
+// ---- creates whose insert answer was lost -------------------------------------------------------
+
+TEST_F(PasteServiceTest, LostInsertAnswerOfARowThatLandedIsACreatedPaste) {
+  meta_.lose_insert_answer = true;
+  auto created = TryCreate("hello");
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_GE(meta_.gets.load(), 1);  // checked by id before answering
+  meta_.lose_insert_answer = false;
+  cache_.Erase(created->id);
+  auto read = Read(created->id.view());
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read->body, "hello");
+  EXPECT_TRUE(RunSync(service_.Delete(created->id.view(), created->delete_token)).ok());
+  EXPECT_EQ(
+      metrics_.GetCounter("sluice_insert_outcome_unknown_total", "", {{"outcome", "confirmed"}})
+          .value(),
+      1u);
+}
+
+TEST_F(PasteServiceTest, LostInsertAnswerWithoutARowIsOutcomeUnknownAndKeepsTheBody) {
+  meta_.lose_insert_answer = true;
+  meta_.insert_lands = false;
+  auto created = TryCreate("hello");
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(created.error().reason, "outcome_unknown");
+  EXPECT_TRUE(created.error().retry_after_seconds.has_value());
+  EXPECT_NE(created.error().message.find("may or may not"), std::string::npos);
+  EXPECT_EQ(created.error().message.find("nothing was published"), std::string::npos);
+  EXPECT_GE(meta_.gets.load(), 1);
+  EXPECT_EQ(StoredRows(), 0u);
+  EXPECT_EQ(StoredBodies(), 1u);  // not deleted while the outcome is unknown
+}
+
+TEST_F(PasteServiceTest, LostInsertAnswerThatCannotBeCheckedIsOutcomeUnknownNeverNothingPublished) {
+  meta_.lose_insert_answer = true;
+  meta_.fail_gets = true;
+  auto created = TryCreate("hello");
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(created.error().reason, "outcome_unknown");
+  EXPECT_EQ(created.error().message.find("nothing was published"), std::string::npos);
+  EXPECT_EQ(StoredRows(), 1u);  // it did land: "nothing was published" would have been a lie
+  EXPECT_EQ(StoredBodies(), 1u);
+  EXPECT_EQ(metrics_.GetCounter("sluice_insert_outcome_unknown_total", "", {{"outcome", "unknown"}})
+                .value(),
+            1u);
+}
+
+TEST_F(PasteServiceTest, InsertTimeoutIsCheckedUnlessTheStatementNeverLeft) {
+  Error timeout = MakeError(ErrorCode::kDeadlineExceeded, "no answer in time", "deadline_exceeded");
+  meta_.insert_error = timeout;
+  auto sent = TryCreate("hello");
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().reason, "outcome_unknown");  // it may have run: looked for, not found
+  EXPECT_GE(meta_.gets.load(), 1);
+  const int gets = meta_.gets.load();
+  timeout.never_sent = true;
+  meta_.insert_error = timeout;
+  auto unsent = TryCreate("hello");
+  ASSERT_FALSE(unsent.ok());
+  EXPECT_EQ(unsent.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(unsent.error().message.find("nothing was published"), std::string::npos);
+  EXPECT_EQ(meta_.gets.load(), gets);  // nothing to check
+}
+
+TEST_F(PasteServiceTest, InsertThatSurelyFailedSaysNothingWasPublishedWithoutChecking) {
+  meta_.fail = true;
+  auto created = TryCreate("hello");
+  ASSERT_FALSE(created.ok());
+  EXPECT_NE(created.error().message.find("nothing was published"), std::string::npos);
+  EXPECT_EQ(meta_.gets.load(), 0);
+}
+
 TEST_F(PasteServiceTest, HeadersAloneDecideLengthRequiredAndTooLarge) {
   EXPECT_EQ(service_.CheckCreateHeaders({std::nullopt, false}).error().code,
             ErrorCode::kLengthRequired);
@@ -217,7 +430,7 @@ TEST(PasteCacheTest, EvictsLeastRecentlyUsedWithinItsByteBound) {
   for (int i = 0; i < 200; ++i) {
     char id[24];
     std::snprintf(id, sizeof id, "c%011d", i);
-    store::PasteMeta meta{*store::PasteId::Parse(id), 0, 1, 1000, {}, false};
+    store::PasteMeta meta{*store::PasteId::Parse(id), 0, 1, 1000, {}, false, {}};
     cache.Put(CachedPaste{meta, std::make_shared<const std::string>(1000, 'x')});
   }
   EXPECT_LE(cache.bytes_used(), 16u * 4096u);
@@ -228,7 +441,7 @@ TEST(PasteCacheTest, TombstoneWinsOverARacingFill) {
   PasteCache cache(1 << 20);
   const auto id = *store::PasteId::Parse("tomb00000000");
   cache.MarkDeleted(id);
-  cache.Put(CachedPaste{store::PasteMeta{id, 0, 1, 1, {}, false},
+  cache.Put(CachedPaste{store::PasteMeta{id, 0, 1, 1, {}, false, {}},
                         std::make_shared<const std::string>("x")});
   EXPECT_FALSE(cache.Get(id).has_value());
 }

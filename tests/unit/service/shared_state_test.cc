@@ -195,7 +195,7 @@ TEST(MemorySharedStateTest, TombstoneWinsOverARacingFill) {
   ManualClock clock;
   auto shared = store::MakeMemorySharedState(clock);
   auto id = store::PasteId::Parse("abcdefABCDEF");
-  store::PasteMeta live{*id, 1, 2'000'000'000, 5, {}, false};
+  store::PasteMeta live{*id, 1, 2'000'000'000, 5, {}, false, {}};
   store::PasteMeta dead = live;
   dead.deleted = true;
   const auto never = admission::Deadline::Never();
