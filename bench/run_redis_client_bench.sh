@@ -2,9 +2,11 @@
 # Limiter-decision latency (p50/p99) of the hiredis adapter and of sluice's RESP client, in one run
 # against one throwaway redis-server; writes bench/results/redis-client.md.
 #
-# The hiredis adapter was removed right after this comparison, so the benchmark is built from the
-# last commit that had both clients (BENCH_REV, default below), exported with git archive into
-# build/redis-bench-src: the script reruns the same comparison from any later checkout.
+# The hiredis adapter (and bench/redis/redis_client_bench.cc, which drives both clients) was removed
+# right after this comparison, so the benchmark is built from the last commit that had both: the
+# parent of the commit that deleted src/state/redis/redis_connection.cc, or BENCH_REV, exported
+# with git archive into build/redis-bench-src. It reruns the same comparison from any later
+# checkout (Debian's libhiredis-dev must be installed for it).
 # Usage: bench/run_redis_client_bench.sh [DECISIONS_PER_CLIENT]   (default 20000)
 set -euo pipefail
 cd "$(dirname "$0")/.."

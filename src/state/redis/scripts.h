@@ -1,5 +1,5 @@
-// The Lua scripts sluice runs in Redis, shared by the store (src/state/redis/redis_shared_state.cc)
-// and the client benchmark (bench/redis/redis_client_bench.cc).
+// The Lua scripts sluice runs in Redis (src/state/redis/redis_shared_state.cc); the client
+// benchmark (bench/run_redis_client_bench.sh) sends the bucket script too.
 #pragma once
 
 namespace sluice::state {
