@@ -69,7 +69,7 @@ chaos: build
 # libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus;
 # the executions per target are printed at the end. `make test` runs each for 5 s (test-fuzz).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := text ids multipart durations config request
+FUZZ_TARGETS := text ids multipart durations config request resp
 fuzz:
 	@scripts/install-deps.sh fuzz
 	$(MAKE) fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 profile="${1:-build}"
 packages=(g++ cmake make pkg-config ccache
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
-  libtomlplusplus-dev libcli11-dev libpq-dev libhiredis-dev libsource-highlight-dev source-highlight)
+  libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight)
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev

@@ -11,6 +11,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -207,8 +208,15 @@ std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clo
   auto options = store::ParseRedisUrl(url);
   if (!options.ok()) throw std::invalid_argument("cache: " + options.error().message);
   if (s.Integer("processes") < 1) throw std::invalid_argument("processes must be at least 1");
-  spdlog::info("shared limiter and cache: redis {}:{} (budget {} ms, {} processes)", options->host,
-               options->port, s.Duration("cache_timeout").count(), s.Integer("processes"));
+  // Kept out of the URL (and so out of ps and shell history) where the environment allows it.
+  if (const char* password = std::getenv("REDIS_PASSWORD");
+      options->password.empty() && password != nullptr) {
+    options->password = password;
+  }
+  options->ca_file = s.String("redis_ca_file");
+  spdlog::info("shared limiter and cache: {} (budget {} ms, {} processes)",
+               store::RedactedRedisUrl(*options), s.Duration("cache_timeout").count(),
+               s.Integer("processes"));
   return store::MakeRedisSharedState(*options, clock, metrics);
 }
 

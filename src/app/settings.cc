@@ -124,7 +124,10 @@ constexpr SettingSpec kServeSettings[] = {
      "kept)"},
     {"reap_interval", "10s", "Pause between the orphan reaper's pages while it finds no orphans"},
     {"cache", "",
-     "Shared limiter and metadata cache of a tier: redis://HOST:PORT (default: in-process)"},
+     "Shared limiter and metadata cache of a tier: redis[s]://[[USER]:PASSWORD@]HOST:PORT "
+     "(default: in-process; the password may come from REDIS_PASSWORD instead)"},
+    {"redis_ca_file", "",
+     "With rediss://: PEM file of the CAs that sign Redis' certificate (default: the system's)"},
     {"cache_timeout", "5ms",
      "Budget of one shared cache call; slower is a miss and the create limits fail open"},
     {"processes", "1",

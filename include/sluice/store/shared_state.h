@@ -97,14 +97,28 @@ struct RedisOptions {
   Duration reconnect_min = std::chrono::milliseconds(100);
   /// Default: 2 s.
   Duration reconnect_max = std::chrono::seconds(2);
+  /// Longest a connection attempt (TCP, TLS, AUTH) may take. Default: 1 s.
+  Duration connect_timeout = std::chrono::seconds(1);
+  /// TLS (rediss://): the certificate must chain to `ca_file` (the system's CAs when empty) and
+  /// name `host`.
+  bool tls = false;
+  std::string ca_file;
+  /// AUTH with an ACL user (empty: the default user) and a password (empty: no AUTH).
+  std::string user;
+  std::string password;
 };
 
-/// Parses "redis://HOST:PORT" (port defaults to 6379). InvalidArgument otherwise.
+/// Parses "redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/]" (port defaults to 6379; user and password
+/// may be percent-encoded). InvalidArgument otherwise, with a message that never shows the
+/// password.
 Result<RedisOptions> ParseRedisUrl(std::string_view url);
 
-/// Redis through hiredis on a thread of its own (one connection for commands, one for the
-/// invalidation channel), reconnecting with backoff. While disconnected every call fails at once
-/// with Unavailable. Never blocks the caller's thread. Defined in src/state/redis (link
+/// The URL of `options` for logs: the password, if any, as "***".
+std::string RedactedRedisUrl(const RedisOptions& options);
+
+/// Redis through sluice's own RESP client on a thread of its own (one connection for commands, one
+/// for the invalidation channel), reconnecting with backoff. While disconnected every call fails at
+/// once with Unavailable. Never blocks the caller's thread. Defined in src/state/redis (link
 /// sluice_state_redis).
 std::unique_ptr<SharedState> MakeRedisSharedState(RedisOptions options, const Clock& clock,
                                                   MetricsRegistry& metrics);

@@ -4,20 +4,20 @@
 // The metadata cache is plain keys with expiry; invalidations go out on a pub/sub channel.
 #include <fmt/format.h>
 #include <openssl/sha.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <csignal>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
-#include "redis_connection.h"
+#include "redis_client.h"
+#include "scripts.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/shared_state.h"
 
@@ -32,57 +32,6 @@ using store::BucketTake;
 using store::PasteId;
 using store::PasteMeta;
 using store::SharedTakeDecision;
-
-// ARGV[1] is "take" or "refund", then rate, burst and cost per key. A take answers {0} when every
-// bucket gave its tokens, or {i, tokens, seconds_to_wait, exceeds_burst} for the first bucket i
-// (1-based) that could not, having written nothing. A key expires when its bucket would be full
-// again, so idle clients cost no memory; a missing key is a full bucket, and a refund to it is a
-// no-op.
-constexpr const char* kBucketScript = R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local take = ARGV[1] == 'take'
-local left = {}
-for i = 1, #KEYS do
-  local rate = tonumber(ARGV[3 * i - 1])
-  local burst = tonumber(ARGV[3 * i])
-  local cost = tonumber(ARGV[3 * i + 1])
-  local state = redis.call('HMGET', KEYS[i], 'tokens', 'at')
-  local tokens = tonumber(state[1])
-  local at = tonumber(state[2])
-  local seen = tokens ~= nil and at ~= nil
-  if not seen then tokens = burst; at = now end
-  if now > at then tokens = math.min(burst, tokens + (now - at) * rate) end
-  if take then
-    if cost > burst then return {i, string.format('%.17g', tokens), '0', 1} end
-    if tokens + 1e-9 < cost then
-      return {i, string.format('%.17g', tokens), string.format('%.17g', (cost - tokens) / rate), 0}
-    end
-    left[i] = tokens - cost
-  elseif seen then
-    left[i] = math.min(burst, tokens + cost)
-  else
-    left[i] = false
-  end
-end
-for i = 1, #KEYS do
-  if left[i] then
-    local rate = tonumber(ARGV[3 * i - 1])
-    local burst = tonumber(ARGV[3 * i])
-    redis.call('HSET', KEYS[i], 'tokens', string.format('%.17g', left[i]), 'at',
-               string.format('%.6f', now))
-    redis.call('PEXPIRE', KEYS[i], math.ceil((burst - left[i]) / rate * 1000) + 1000)
-  end
-end
-return {0}
-)lua";
-
-// Replace the entry with the tombstone and announce it, in one step so no reader can see the
-// announcement before the tombstone.
-constexpr const char* kInvalidateScript = R"lua(
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return redis.call('PUBLISH', ARGV[3], ARGV[4])
-)lua";
 
 struct Script {
   std::string text;
@@ -104,10 +53,11 @@ std::string Hex(const store::TokenHash& hash) {
   return out;
 }
 
-// The body's checksum rides as a 7th field ("-" for none), which readers of the 6-field form
-// ignore, so processes of both versions can share one cache during an upgrade.
+// The entry names its own id, so that a value that reached the wrong caller (which the client's
+// tags should already prevent, src/state/redis/redis_client.h) cannot describe another paste. The
+// body's checksum rides last ("-" for a row that has none).
 std::string EncodeMeta(const PasteMeta& m) {
-  return fmt::format("1 {} {} {} {} {} {}", m.created_at, m.expires_at, m.size_bytes,
+  return fmt::format("2 {} {} {} {} {} {} {}", m.id.str(), m.created_at, m.expires_at, m.size_bytes,
                      Hex(m.token_hash), m.deleted ? 1 : 0,
                      m.body_sha256 ? Hex(*m.body_sha256) : std::string("-"));
 }
@@ -115,19 +65,24 @@ std::string EncodeMeta(const PasteMeta& m) {
 std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) {
   PasteMeta m{id, 0, 0, 0, {}, false, std::nullopt};
   char hex[65] = {};
+  char named[33] = {};
   char digest[65] = {};
   int version = 0, deleted = 0;
   long long created = 0, expires = 0;
   unsigned long long size = 0;
-  const int fields = std::sscanf(text.c_str(), "%d %lld %lld %llu %64s %d %64s", &version, &created,
-                                 &expires, &size, hex, &deleted, digest);
-  if (fields < 6 || version != 1) return std::nullopt;
+  int fields = 0;
+  if (text.find('\0') != std::string::npos ||
+      (fields = std::sscanf(text.c_str(), "%d %32s %lld %lld %llu %64s %d %64s", &version, named,
+                            &created, &expires, &size, hex, &deleted, digest)) < 7 ||
+      version != 2 || id.str() != named || std::strlen(hex) != 2 * m.token_hash.size()) {
+    return std::nullopt;
+  }
   for (size_t i = 0; i < m.token_hash.size(); ++i) {
     unsigned value = 0;
     if (std::sscanf(hex + 2 * i, "%2x", &value) != 1) return std::nullopt;
     m.token_hash[i] = static_cast<unsigned char>(value);
   }
-  if (fields == 7 && std::strlen(digest) == 2 * store::BodyDigest().size()) {
+  if (fields == 8 && std::strlen(digest) == 2 * store::BodyDigest().size()) {
     m.body_sha256.emplace();
     for (size_t i = 0; i < m.body_sha256->size(); ++i) {
       unsigned value = 0;
@@ -142,7 +97,58 @@ std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) 
   return m;
 }
 
-double ParseDouble(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
+// A number the bucket script formatted with %.17g: finite and not negative, or nullopt.
+std::optional<double> ParseNumber(const resp::Value& v) {
+  if (v.type != resp::Type::kBulk || v.str.empty() || v.str.size() > 40) return std::nullopt;
+  char* end = nullptr;
+  const double d = std::strtod(v.str.c_str(), &end);
+  if (end != v.str.c_str() + v.str.size() || !std::isfinite(d) || d < 0) return std::nullopt;
+  return d;
+}
+
+// The bucket script's answer: {0}, or {i, tokens, seconds, exceeds_burst} with i naming one of the
+// `n` buckets. Anything else is no answer at all (the caller fails open), never a decision.
+std::optional<SharedTakeDecision> TakeDecision(const resp::Value& r, size_t n) {
+  const auto& e = r.elements;
+  if (r.type != resp::Type::kArray || e.empty() || e[0].type != resp::Type::kInteger) {
+    return std::nullopt;
+  }
+  if (e[0].integer == 0) {
+    if (e.size() != 1) return std::nullopt;
+    return SharedTakeDecision{true, -1, 0, Duration::zero(), false};
+  }
+  if (e.size() != 4 || e[0].integer < 1 || static_cast<uint64_t>(e[0].integer) > n ||
+      e[3].type != resp::Type::kInteger || (e[3].integer != 0 && e[3].integer != 1)) {
+    return std::nullopt;
+  }
+  const auto available = ParseNumber(e[1]);
+  const auto wait = ParseNumber(e[2]);
+  // Past a day a wait means nothing for a rate limit, and a duration that large overflows.
+  if (!available || !wait || *wait > 86400) return std::nullopt;
+  SharedTakeDecision d;
+  d.refused_index = static_cast<int>(e[0].integer) - 1;
+  d.available = *available;
+  d.exceeds_burst = e[3].integer != 0;
+  d.retry_after = d.exceeds_burst
+                      ? Duration::max()
+                      : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*wait));
+  return d;
+}
+
+std::string Describe(const resp::Value& v) {
+  switch (v.type) {
+    case resp::Type::kArray:
+      return fmt::format("an array of {}", v.elements.size());
+    case resp::Type::kInteger:
+      return "an integer";
+    case resp::Type::kNil:
+      return "nil";
+    case resp::Type::kError:
+      return "an error";
+    default:
+      return "a string";
+  }
+}
 
 class RedisSharedState final : public store::SharedState {
  public:
@@ -153,35 +159,36 @@ class RedisSharedState final : public store::SharedState {
         work_(asio::make_work_guard(io_)),
         buckets_script_(kBucketScript),
         invalidate_script_(kInvalidateScript),
-        channel_(options_.key_prefix + "invalidate") {
+        channel_(options_.key_prefix + "invalidate"),
+        bad_script_replies_(metrics.GetCounter(
+            "sluice_redis_bad_script_replies_total",
+            "Limiter script replies of the wrong shape (each failed open, as no answer)")) {
     metrics.AddGaugeCallback("sluice_redis_connected",
                              "1 while the command connection to Redis is up", {},
                              [this] { return connected_.load() ? 1.0 : 0.0; });
-    thread_ = std::thread([this] {
-      // hiredis writes with write(2): a server that went away would otherwise raise SIGPIPE and
-      // end the process. Blocked in this thread, the write fails with EPIPE and we reconnect.
-      sigset_t pipe;
-      sigemptyset(&pipe);
-      sigaddset(&pipe, SIGPIPE);
-      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-      io_.run();
-    });
+    // Built here, on the caller's thread, so that an unreadable redis_ca_file stops the start.
+    auto tls = MakeRedisTlsContext(options_);
+    RedisClient::Hooks command_hooks;
+    command_hooks.on_up = [this] { connected_ = true; };
+    command_hooks.on_down = [this] { connected_ = false; };
+    commands_ = RedisClient::Make(io_, options_, "commands", tls, metrics, command_hooks);
+    RedisClient::Hooks subscriber_hooks;
+    subscriber_hooks.channel = channel_;
+    subscriber_hooks.on_message = [this](const std::string& payload) { OnMessage(payload); };
+    subscriber_ = RedisClient::Make(io_, options_, "invalidations", tls, metrics, subscriber_hooks);
     asio::post(io_, [this] {
-      commands_ = std::make_unique<RedisConnection>(
-          io_, options_, "commands", [this] { connected_ = true; }, [this] { connected_ = false; });
-      subscriber_ = std::make_unique<RedisConnection>(io_, options_, "invalidations",
-                                                      [this] { Subscribe(); });
-      on_message_ = [this](const redisReply* r) { OnMessage(r); };
       commands_->Start();
       subscriber_->Start();
     });
+    thread_ = std::thread([this] { io_.run(); });
   }
 
   ~RedisSharedState() override {
-    // The connections live and die on the io thread; freeing them fails every pending call.
+    // The clients live on the io thread; stopping them fails every pending call, and the thread
+    // ends once their last operations have completed.
     asio::post(io_, [this] {
-      commands_.reset();
-      subscriber_.reset();
+      commands_->Stop();
+      subscriber_->Stop();
     });
     work_.reset();
     thread_.join();
@@ -189,35 +196,31 @@ class RedisSharedState final : public store::SharedState {
 
   awaitable<Result<SharedTakeDecision>> TakeAll(std::vector<BucketTake> takes,
                                                 Deadline deadline) override {
+    const size_t buckets = takes.size();
     auto running = EvalBuckets("take", std::move(takes), deadline, "take");
-    Result<RedisReply> reply = co_await std::move(running);
+    Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
-    const auto& e = reply->elements;
-    if (reply->type != REDIS_REPLY_ARRAY || e.empty()) co_return Unavailable("odd script reply");
-    if (e[0].integer == 0) co_return SharedTakeDecision{true, -1, 0, Duration::zero(), false};
-    if (e.size() < 4) co_return Unavailable("odd script reply");
-    SharedTakeDecision d;
-    d.refused_index = static_cast<int>(e[0].integer) - 1;
-    d.available = ParseDouble(e[1].str);
-    d.exceeds_burst = e[3].integer != 0;
-    d.retry_after = d.exceeds_burst ? Duration::max()
-                                    : std::chrono::duration_cast<Duration>(
-                                          std::chrono::duration<double>(ParseDouble(e[2].str)));
-    co_return d;
+    auto decision = TakeDecision(*reply, buckets);
+    if (!decision) {
+      bad_script_replies_.Inc();
+      WarnBadScriptReply(*reply);
+      co_return Unavailable("the limiter script answered with a reply of the wrong shape");
+    }
+    co_return *decision;
   }
 
   awaitable<Status> Refund(std::vector<BucketTake> takes, Deadline deadline) override {
     auto running = EvalBuckets("refund", std::move(takes), deadline, "refund");
-    Result<RedisReply> reply = co_await std::move(running);
+    Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
     co_return Ok();
   }
 
   awaitable<Result<std::optional<PasteMeta>>> GetMeta(PasteId id, Deadline deadline) override {
     auto running = Call({"GET", MetaKey(id)}, deadline, "meta_get");
-    Result<RedisReply> reply = co_await std::move(running);
+    Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
-    if (reply->type != REDIS_REPLY_STRING) co_return std::optional<PasteMeta>();
+    if (reply->type != resp::Type::kBulk) co_return std::optional<PasteMeta>();
     // A value this build cannot read is a miss: the primary has the row.
     co_return DecodeMeta(id, reply->str);
   }
@@ -226,7 +229,7 @@ class RedisSharedState final : public store::SharedState {
     auto running = Call({"SET", MetaKey(meta.id), EncodeMeta(meta), "EX",
                          std::to_string(std::max<int64_t>(1, ttl.count())), "NX"},
                         deadline, "meta_put");
-    Result<RedisReply> reply = co_await std::move(running);
+    Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
     co_return Ok();
   }
@@ -238,7 +241,7 @@ class RedisSharedState final : public store::SharedState {
                         {EncodeMeta(tombstone), std::to_string(std::max<int64_t>(1, ttl.count())),
                          channel_, tombstone.id.str()},
                         deadline, "invalidate");
-    Result<RedisReply> reply = co_await std::move(running);
+    Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
     co_return Ok();
   }
@@ -252,16 +255,16 @@ class RedisSharedState final : public store::SharedState {
   // The state of one command: answered by its reply, by the loss of the connection or by its
   // deadline, whichever comes first; the others find it answered.
   struct Call_ {
-    Call_(asio::io_context& io, asio_glue::Completion<Result<RedisReply>> c, Histogram& h,
+    Call_(asio::io_context& io, asio_glue::Completion<Result<resp::Value>> c, Histogram& h,
           TimePoint start)
         : timer(io), done(std::move(c)), latency(h), started(start) {}
     asio::steady_timer timer;
-    asio_glue::Completion<Result<RedisReply>> done;
+    asio_glue::Completion<Result<resp::Value>> done;
     Histogram& latency;
     TimePoint started;
     bool answered = false;
 
-    void Answer(Result<RedisReply> r, const Clock& clock) {
+    void Answer(Result<resp::Value> r, const Clock& clock) {
       if (answered) return;
       answered = true;
       timer.cancel();
@@ -274,11 +277,11 @@ class RedisSharedState final : public store::SharedState {
 
   // Not a coroutine: returns the awaitable of the command's completion (see RunBlocking for why
   // the lambda must not be a temporary inside a co_await).
-  awaitable<Result<RedisReply>> Call(std::vector<std::string> args, Deadline deadline,
-                                     const char* op) {
-    return asio_glue::AwaitCompletion<Result<RedisReply>>(
+  awaitable<Result<resp::Value>> Call(std::vector<std::string> args, Deadline deadline,
+                                      const char* op) {
+    return asio_glue::AwaitCompletion<Result<resp::Value>>(
         [this, args = std::move(args), deadline,
-         op](asio_glue::Completion<Result<RedisReply>> done) mutable {
+         op](asio_glue::Completion<Result<resp::Value>> done) mutable {
           asio::post(
               io_, [this, args = std::move(args), deadline, op, done = std::move(done)]() mutable {
                 Start(std::move(args), deadline, op, std::move(done));
@@ -287,13 +290,13 @@ class RedisSharedState final : public store::SharedState {
   }
 
   void Start(std::vector<std::string> args, Deadline deadline, const char* op,
-             asio_glue::Completion<Result<RedisReply>> done) {
+             asio_glue::Completion<Result<resp::Value>> done) {
     const Labels labels = {{"dependency", "redis"}, {"op", op}};
     auto call = std::make_shared<Call_>(
         io_, std::move(done),
         metrics_.GetHistogram("sluice_dependency_duration_seconds", "Store call latency", labels),
         clock_.Now());
-    if (!commands_ || !commands_->connected()) {
+    if (!commands_->up()) {
       call->Answer(Unavailable("not connected"), clock_);
       return;
     }
@@ -309,9 +312,24 @@ class RedisSharedState final : public store::SharedState {
                    clock_);
       return;
     }
+    const uint64_t connection = commands_->Send(args, [this, call](Result<resp::Value> r) {
+      --in_flight_;
+      if (!r.ok()) {
+        call->Answer(r.error(), clock_);
+      } else if (r->IsError() && r->str.substr(0, 8) != "NOSCRIPT") {
+        call->Answer(Unavailable(r->str), clock_);
+      } else {
+        call->Answer(std::move(r), clock_);
+      }
+    });
+    if (connection == 0) {
+      call->Answer(Unavailable("not connected"), clock_);
+      return;
+    }
+    ++in_flight_;
     if (!deadline.IsNever()) {
       call->timer.expires_after(left);
-      call->timer.async_wait([this, call, op](const boost::system::error_code& ec) {
+      call->timer.async_wait([this, call, op, connection](const boost::system::error_code& ec) {
         if (ec || call->answered) return;
         metrics_
             .GetCounter("sluice_dependency_timeouts_total",
@@ -321,36 +339,23 @@ class RedisSharedState final : public store::SharedState {
         call->Answer(
             MakeError(ErrorCode::kDeadlineExceeded, "redis: past its budget", "cache_timeout"),
             clock_);
+        // Its reply may still come, and the next caller's would follow it: the connection can no
+        // longer be trusted to pair replies with calls, so it is remade.
+        commands_->Abandon(connection, "a call timed out");
       });
-    }
-    const bool sent = commands_->Send(args, [this, call](const redisReply* r) {
-      --in_flight_;
-      if (r == nullptr) {
-        call->Answer(Unavailable("connection lost"), clock_);
-      } else if (r->type == REDIS_REPLY_ERROR &&
-                 std::string_view(r->str, r->len).substr(0, 8) != "NOSCRIPT") {
-        call->Answer(Unavailable(std::string(r->str, r->len)), clock_);
-      } else {
-        call->Answer(RedisReply::CopyOf(*r), clock_);
-      }
-    });
-    if (sent) {
-      ++in_flight_;
-    } else {
-      call->Answer(Unavailable("not connected"), clock_);
     }
   }
 
   // EVALSHA first (the script body travels once per connection), EVAL when the server says it has
   // not seen the script (restarted, flushed, or a new connection to another server).
-  awaitable<Result<RedisReply>> Eval(const Script& script, std::vector<std::string> keys,
-                                     std::vector<std::string> args, Deadline deadline,
-                                     const char* op) {
+  awaitable<Result<resp::Value>> Eval(const Script& script, std::vector<std::string> keys,
+                                      std::vector<std::string> args, Deadline deadline,
+                                      const char* op) {
     std::vector<std::string> cmd = {"EVALSHA", script.sha, std::to_string(keys.size())};
     for (auto& k : keys) cmd.push_back(std::move(k));
     for (auto& a : args) cmd.push_back(std::move(a));
     auto first = Call(cmd, deadline, op);
-    Result<RedisReply> reply = co_await std::move(first);
+    Result<resp::Value> reply = co_await std::move(first);
     if (reply.ok() && reply->IsError()) {
       cmd[0] = "EVAL";
       cmd[1] = script.text;
@@ -361,8 +366,8 @@ class RedisSharedState final : public store::SharedState {
     co_return reply;
   }
 
-  awaitable<Result<RedisReply>> EvalBuckets(const char* mode, std::vector<BucketTake> takes,
-                                            Deadline deadline, const char* op) {
+  awaitable<Result<resp::Value>> EvalBuckets(const char* mode, std::vector<BucketTake> takes,
+                                             Deadline deadline, const char* op) {
     std::vector<std::string> keys;
     std::vector<std::string> args = {mode};
     for (const BucketTake& t : takes) {
@@ -374,21 +379,20 @@ class RedisSharedState final : public store::SharedState {
     return Eval(buckets_script_, std::move(keys), std::move(args), deadline, op);
   }
 
-  void Subscribe() {
-    if (!subscriber_->SendPersistent({"SUBSCRIBE", channel_}, &on_message_)) {
-      spdlog::warn("redis: could not subscribe to {}", channel_);
-    }
-  }
-
-  void OnMessage(const redisReply* r) {
-    if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 3) return;
-    const redisReply* kind = r->element[0];
-    const redisReply* payload = r->element[2];
-    if (kind->type != REDIS_REPLY_STRING || std::string_view(kind->str, kind->len) != "message" ||
-        payload->type != REDIS_REPLY_STRING) {
+  void WarnBadScriptReply(const resp::Value& reply) {
+    // At most one line a second: a broken server answers every decision this way.
+    const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+    int64_t last = last_bad_reply_log_.load();
+    if (now - last < std::chrono::nanoseconds(std::chrono::seconds(1)).count() ||
+        !last_bad_reply_log_.compare_exchange_strong(last, now)) {
       return;
     }
-    const auto id = PasteId::Parse(std::string_view(payload->str, payload->len));
+    spdlog::warn("redis: the limiter script answered with {}, not a decision; failing open",
+                 Describe(reply));
+  }
+
+  void OnMessage(const std::string& payload) {
+    const auto id = PasteId::Parse(payload);
     if (!id) return;
     std::lock_guard lock(subscribers_mu_);
     for (auto& notify : subscribers_) notify(*id);
@@ -402,9 +406,10 @@ class RedisSharedState final : public store::SharedState {
   const Script buckets_script_;
   const Script invalidate_script_;
   const std::string channel_;
-  std::unique_ptr<RedisConnection> commands_;
-  std::unique_ptr<RedisConnection> subscriber_;
-  RedisConnection::ReplyHandler on_message_;
+  Counter& bad_script_replies_;
+  std::atomic<int64_t> last_bad_reply_log_{0};
+  std::shared_ptr<RedisClient> commands_;
+  std::shared_ptr<RedisClient> subscriber_;
   std::atomic<bool> connected_{false};
   static constexpr int kMaxInFlight = 4096;
   int in_flight_ = 0;  // io thread only
