@@ -13,7 +13,9 @@
 # (tools/faultproxy/faultproxy.py) sits on the wire between sluice and PostgreSQL (P+5, control
 # P+20), Redis (P+6, control P+21) and s3rver (P+7, control P+22), and between Varnish and nginx
 # (P+8, control P+23). restart-apps restarts the sluice processes with other settings (the
-# stack's own plus SLUICE ARGS) on the same ports and dependencies. `up` waits until every part answers, prints the URLs and, with
+# stack's own plus SLUICE ARGS) on the same ports and dependencies.
+#
+# `up` waits until every part answers, prints the URLs and, with
 # --foreground (what `make stack` uses), stays until Ctrl-C and then stops everything. State
 # (pids, logs, data) lives in DIR (default ./build/stack); `down` stops a stack started without
 # --foreground.
@@ -133,7 +135,9 @@ up() {
   "$sluice_bin" migrate --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" >/dev/null
   {
     printf 'base=%q processes=%q fault_proxies=%q\n' "$base" "$processes" "$fault_proxies"
-    printf 'stack_args=('; printf '%q ' "${sluice_args[@]}"; printf ')\n'
+    printf 'stack_args=('
+    [ ${#sluice_args[@]} -eq 0 ] || printf '%q ' "${sluice_args[@]}"
+    printf ')\n'
   } >"$dir/stack.env"
   if [ "$fault_proxies" = 1 ]; then
     echo "starting the fault proxies..."
