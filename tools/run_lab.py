@@ -40,7 +40,8 @@ import chaoslab  # noqa: E402
 import run_chaos  # noqa: E402  (the machine's description, shared with make chaos)
 
 STATUS_COLOURS = {200: "tab:green", 201: "tab:blue", 204: "tab:cyan", 404: "tab:gray",
-                  429: "tab:orange", 500: "tab:brown", 503: "tab:red", 0: "black"}
+                  429: "tab:orange", 500: "tab:brown", 502: "tab:purple", 503: "tab:red",
+                  0: "black"}
 
 
 def per_second(times, t_end):
@@ -111,7 +112,7 @@ def plot_knee(res, path):
     xs = [lo * (hi / lo) ** (k / 200) for k in range(201)]
     ax.plot(xs, [min(p["offered"], p["inflight"] / x) for x in xs], color="tab:gray",
             label=f"predicted min({p['offered']:g}/s, {p['inflight']} in flight / L)")
-    ax.plot(Ls, [m for _, m, _, _ in res.knee_points], "o", color="tab:blue",
+    ax.plot(Ls, [pt[1] for pt in res.knee_points], "o", color="tab:blue",
             label="measured (201s per second, steady state)")
     knee = p["inflight"] / p["offered"]
     ax.axvline(knee, color="tab:red", linestyle=":", label=f"knee {knee:.2f} s")
@@ -190,7 +191,7 @@ def main():
                 print(f"  {fig}: predicted {pred}, measured {meas} {mark}", flush=True)
             results.append(res)
     finally:
-        lab.down()
+        lab.down(keep_logs=os.path.join(ROOT, "build", "lab", "logs"))
     elapsed = time.monotonic() - t_start
     write_report(args, results, started, load_before, elapsed)
     print(f"\nwrote {os.path.join(args.output, 'report.md')} in {elapsed / 60:.1f} min")
@@ -235,10 +236,12 @@ def write_report(args, results, started, load_before, elapsed):
     if knee:
         lines += ["## Headline: admitted creates against PUT latency", "",
                   f"![admitted creates vs PUT latency]({knee.extra_plot})", "",
-                  "| PUT latency | predicted admitted/s | measured admitted/s | measured 503/s |",
-                  "|---:|---:|---:|---:|"]
-        for L, m, p, shed in knee.knee_points:
-            lines.append(f"| {L:g} s | {p:.1f} | {m:.1f} | {shed:.1f} |")
+                  "| PUT latency | predicted admitted/s | measured admitted/s | measured/predicted "
+                  "| measured 503/s | create slots in use (mean, all processes) |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for L, m, p, shed, inflight in knee.knee_points:
+            lines.append(f"| {L:g} s | {p:.1f} | {m:.1f} | {m / p:.2f} | {shed:.1f} | "
+                         f"{inflight:.1f} of {knee.knee_params['inflight']} |")
         lines.append("")
     lines += ["## Summary", "", "| scenario | result | run time |", "|---|---|---:|"]
     for r in results:

@@ -102,8 +102,30 @@ class LabStack:
         if res.returncode != 0:
             raise RuntimeError(f"restart failed:\n{res.stdout}\n{res.stderr}\n{self.logs()}")
         self.extra = list(extra)
+        self.warm()
 
-    def down(self):
+    def warm(self, per_process=5):
+        """A few creates and reads on each fresh process, so its pools have opened their
+        connections (a PostgreSQL connect rarely fits in a 20 ms read) before anything is measured."""
+        for i, (host, port) in enumerate(self.apps):
+            for k in range(per_process):
+                rec = lg.request(host, port, "POST", "/api/v1/pastes",
+                                 headers=xff(client_ip(i * 100 + k, 250)), body=f"warm {k}\n")
+                if rec.status == 201:
+                    lg.request(host, port, "GET", f"/raw/{rec.json()['id']}")
+                lg.request(host, port, "GET", f"/raw/{random_id(k, 99)}")
+        time.sleep(1.0)
+
+    def down(self, keep_logs=None):
+        """Stops everything; with keep_logs, copies the logs (apps, proxies, nginx, Varnish) there
+        first (stack.sh down removes the folder)."""
+        if keep_logs:
+            import glob
+            import shutil
+            os.makedirs(keep_logs, exist_ok=True)
+            for path in glob.glob(os.path.join(self.dir, "*", "*log")):
+                part = os.path.basename(os.path.dirname(path))
+                shutil.copy(path, os.path.join(keep_logs, f"{part}-{os.path.basename(path)}"))
         self._stack("down", "--dir", self.dir, timeout=180)
 
     def clear_faults(self):
@@ -141,7 +163,13 @@ class LabStack:
         """n pastes created before the load (each from its own client key): [(id, token)]."""
         out = []
         for i in range(n):
-            rec = self.create(make_body(i), client_ip(i, net))
+            # A busy machine misses the 50 ms insert timeout now and then (a 503): seeding is
+            # set-up, not a measurement, so it tries again.
+            for attempt in range(10):
+                rec = self.create(make_body(i), client_ip(i, net))
+                if rec.status == 201 or rec.status < 500:
+                    break
+                time.sleep(0.2)
             if rec.status != 201:
                 raise RuntimeError(f"seeding paste {i}: {rec!r} {rec.body[:200]!r}")
             doc = rec.json()
@@ -323,6 +351,22 @@ def p99_ms(records):
     return None if not lat else 1000 * lg.percentile(lat, 99)
 
 
+SHED_REASONS = ("create_slots", "create_bytes")
+
+
+def sheds_and_failures(records):
+    """(503s shed at admission by a cap, every other non-2xx answer): the first are the claim, the
+    second are timeouts and errors, reported beside it."""
+    shed = [r for r in records if r.status == 503 and r.reason in SHED_REASONS]
+    other = [r for r in records if r not in shed and not 200 <= r.status < 300]
+    return shed, other
+
+
+def describe_failures(records):
+    c = collections.Counter((r.status, r.reason or r.error or "") for r in records)
+    return ", ".join(f"{st} {why}: {n}" for (st, why), n in sorted(c.items(), key=str)) or "none"
+
+
 def share(records, status):
     return (sum(1 for r in records if r.status == status) / len(records)) if records else None
 
@@ -371,6 +415,10 @@ def run_load(lab, result, streams, actions=(), progress=5.0, sample_every=1.0):
         for name, start in opened.items():
             result.windows.append((start, run.now(), name))
     result.run, result.sampler = run, sampler
+    dead = [i for i, pid in enumerate(sampler._pids) if not os.path.exists(f"/proc/{pid}")]
+    if dead:
+        result.row("sluice processes alive after the scenario", "all",
+                   f"process {', '.join(map(str, dead))} exited (see its log)", False)
     problem = run.schedule_problem()
     if problem:
         result.notes.append(f"load generator: {problem} (figures measured anyway; treat with care)")
@@ -416,17 +464,18 @@ def slow_bucket(lab, scale, duration=60.0, latency=SPEC_BUCKET_LATENCY, shed_p99
     a, b = warm + latency + 1.0, warm + duration
     window = [r for r in creates if run.t0 + a <= r.due < run.t0 + b]
     admitted = rate(creates, run.t0 + a, run.t0 + b, 201)
-    shed = [r for r in window if r.status == 503]
+    shed, failed = sheds_and_failures(window)
     res.within("admitted creates/s (steady state)", predicted, admitted, 0.15, "/s")
-    res.within("shed share of creates", 1 - predicted / offered,
+    res.within("shed share of creates (503 create_slots)", 1 - predicted / offered,
                len(shed) / len(window) if window else None, 0.10)
-    res.at_most("503 p99", shed_p99_ms, p99_ms(shed), " ms")
-    reasons = lg.by_reason(shed)
-    res.row("503 reasons", "create_slots", ", ".join(f"{k}: {v}" for k, v in reasons.items()),
-            set(reasons) <= {"create_slots"})
-    others = collections.Counter(r.status for r in window if r.status not in (201, 503))
-    res.row("other create answers in the window", "none",
-            ", ".join(f"{k}: {v}" for k, v in sorted(others.items())) or "none", None)
+    res.at_most("503 p99 of the shed creates", shed_p99_ms, p99_ms(shed), " ms")
+    res.at_most("creates neither 201 nor shed (share)", 0.02,
+                len(failed) / len(window) if window else None)
+    res.row("  which", "", describe_failures(failed), None)
+    inflight = [v for t, v in res.sampler.total("sluice_pool_in_use", pool="create")
+                if run.t0 + a <= t < run.t0 + b]
+    res.row("create slots in use, all processes (mean in the steady state)",
+            slots * lab.processes, _n(sum(inflight) / len(inflight)) if inflight else None, None)
     hot_recs = in_window(run.records("hot_read"), run.t0 + a, run.t0 + b)
     hits = sum(1 for r in hot_recs if r.header("x-cache") == "HIT")
     res.row("hot reads at the edge while the bucket is sick",
@@ -453,7 +502,8 @@ def knee(lab, scale, steps=(0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0), me
     lab.restart_apps("--create-slots", str(slots))
     plan, t = [], 1.0
     for L in steps:
-        length = L + 1.0 + measure
+        # At least two turnovers of the slots: admissions come in waves of one latency apart.
+        length = L + 1.0 + max(measure, 2 * L)
         plan.append((L, t, t + length))
         t += length
     actions = [(start, ("start", f"{L:g} s"),
@@ -469,8 +519,12 @@ def knee(lab, scale, steps=(0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0), me
         a, b = run.t0 + start + L + 1.0, run.t0 + end
         measured = rate(creates, a, b, 201)
         predicted = min(offered, cap_inflight / L)
-        points.append((L, measured, predicted, rate(creates, a, b, 503)))
-        res.within(f"admitted/s at PUT latency {L:g} s", predicted, measured, 0.15, "/s")
+        inflight = [v for t, v in res.sampler.total("sluice_pool_in_use", pool="create")
+                    if a <= t < b]
+        mean_inflight = sum(inflight) / len(inflight) if inflight else 0.0
+        points.append((L, measured, predicted, rate(creates, a, b, 503), mean_inflight))
+        res.within(f"admitted/s at PUT latency {L:g} s (slots in use: {mean_inflight:.0f} of "
+                   f"{cap_inflight})", predicted, measured, 0.15, "/s")
     res.row("the knee (cap starts to bite)", f"{cap_inflight / offered:.2f} s "
             f"({cap_inflight} in flight / {offered:g}/s)", "see the headline plot", None)
     res.knee_points = points
@@ -480,13 +534,14 @@ def knee(lab, scale, steps=(0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0), me
     return res
 
 
-def max_size_flood(lab, scale, duration=30.0, latency=8.0, offered=24.0):
+def max_size_flood(lab, scale, duration=30.0, latency=8.0, over=1.5):
     """1 MB creates against the 32 MiB byte cap of each process while S3 answers late: sheds with
     create_bytes, and each process's resident memory stays under baseline + cap + slack."""
     cap_bytes = 32 * 1024 * 1024
     slack = 64 * 1024 * 1024
     body = 1_000_000
-    offered = offered * min(1.0, max(scale, 0.5))
+    # 1.5x what the byte caps pass: floor(32 MiB / 1 MB) = 33 bodies per process per latency.
+    offered = round(over * (cap_bytes // body) * lab.processes / latency, 1)
     res = Result("max_size_flood", f"Max-size flood: {offered:g}/s of 1 MB creates, S3 answers "
                  f"{latency:g} s late", "memory bounded by the byte cap: baseline + 32 MiB + slack "
                  "per process; the excess shed with 503 create_bytes")
@@ -515,20 +570,18 @@ def max_size_flood(lab, scale, duration=30.0, latency=8.0, offered=24.0):
     predicted = min(offered, per_process * lab.processes / latency)
     admitted = rate(creates, run.t0 + latency + 1, run.t0 + duration, 201)
     res.within("admitted creates/s", predicted, admitted, 0.2, "/s")
-    shed = [r for r in creates if r.status == 503]
+    shed, failed = sheds_and_failures(creates)
     reasons = lg.by_reason(shed)
-    res.row("503 reasons", "create_bytes (and create_slots)",
+    res.row("503 reasons of the shed creates", "create_bytes",
             ", ".join(f"{k}: {v}" for k, v in reasons.items()) or "none", "create_bytes" in reasons)
-    res.at_most("503 p99", 50.0, p99_ms(shed), " ms")
+    res.at_most("503 p99 of the shed creates", 50.0, p99_ms(shed), " ms")
+    res.row("creates neither 201 nor shed", "", describe_failures(failed), None)
     in_use = max((v for _, v in res.sampler.total("sluice_create_bytes_in_use")), default=0)
     res.at_most("create bytes in use, peak summed over processes (MiB)",
                 lab.processes * cap_bytes / 2**20, in_use / 2**20)
     for i, (b0, pk) in enumerate(zip(baseline, peaks)):
         res.at_most(f"peak RSS process {i} (MiB; baseline {b0 / 2**20:.0f})",
                     (b0 + cap_bytes + slack) / 2**20, pk / 2**20)
-    others = collections.Counter(r.status for r in creates if r.status not in (201, 503))
-    if others:
-        res.notes.append(f"other create answers: {dict(others)}")
     res.figures = {"peaks_mib": [p / 2**20 for p in peaks],
                    "bounds_mib": [(b + cap_bytes + slack) / 2**20 for b in baseline]}
     return res
@@ -575,9 +628,12 @@ def primary_blip(lab, scale, duration=24.0, blip_at=8.0, blip=2.0, slow=2.0, fra
             f"{new_conns(blip_at, blip_at + blip + 1) / (blip + 1):.1f} / "
             f"{new_conns(after_from, duration) / (duration - after_from):.1f}", None)
     reads = run.records("miss_read")
-    outside = [r for r in reads if not (t0 + blip_at - 0.5 <= r.due < t0 + blip_at + blip + 2.5)]
-    res.at_least("reads outside the blip answered 404 (share)", 0.99,
-                 share(outside, 404))
+    base = share(in_window(reads, t0 + 1.0, t0 + blip_at), 404)
+    res.row("reads answered 404 before the blip (the baseline; every id is unknown)", "1",
+            _n(base), None)
+    after_reads = in_window(reads, t0 + blip_at + blip + 1.0, t0 + duration)
+    res.at_least("reads answered 404 from 1 s after the blip (baseline - 0.03)",
+                 round(min(base or 1, 1.0) - 0.03, 3), share(after_reads, 404))
     during = in_window(reads, t0 + blip_at, t0 + blip_at + blip)
     res.row("reads during the blip", f"~{fraction:.0%} 503 (the slow share), never a 404 for a "
             "timeout", lg.describe(during), None)
@@ -638,6 +694,12 @@ def abuse(lab, scale, duration=30.0):
         creates_stream(lab, "honest", 10 * max(scale, 0.5), duration, net=11),
     ]
     run = run_load(lab, res, streams)
+    decided = {o: res.sampler.delta("sluice_shared_limit_decisions_total", run.t0,
+                                    run.t0 + duration, outcome=o)
+               for o in ("allowed", "refused", "fail_open")}
+    total = sum(decided.values())
+    res.at_most("shared-limit decisions that failed open (Redis past its 5 ms budget)", 0.01,
+                decided["fail_open"] / total if total else None)
     for name in ("abusive", "nat"):
         recs = run.records(name)
         ok = sum(1 for r in recs if r.status == 201)
@@ -702,10 +764,13 @@ def redis_lost(lab, scale, duration=45.0, lost_at=8.0, refuse_for=12.0, hang_for
                (back, ("end", "black hole"), clear_proxy(lab, "redis"))]
     run = run_load(lab, res, streams, actions, sample_every=0.5)
     t0, creates = run.t0, run.records("create")
-    for label, a, b in (("before", 1.0, lost_at), ("refused", lost_at, lost_at + refuse_for),
+    base = share(in_window(creates, t0 + 1.0, t0 + lost_at), 201)
+    res.row("share of creates answered 201 before (the baseline)", "1", _n(base), None)
+    for label, a, b in (("refused", lost_at, lost_at + refuse_for),
                         ("black-holed", lost_at + refuse_for, back), ("after", back, duration)):
         w = in_window(creates, t0 + a, t0 + b)
-        res.at_least(f"share of creates answered 201: {label}", 0.98, share(w, 201))
+        res.at_least(f"share of creates answered 201: {label} (baseline - 0.03)",
+                     round(min(base or 1, 1.0) - 0.03, 3), share(w, 201))
     gone = [r for r in creates if t0 + lost_at <= r.due < t0 + back]
     res.at_most("201 p99 while it is gone", 500.0, p99_ms([r for r in gone if r.status == 201]),
                 " ms")
