@@ -3,7 +3,7 @@ JOBS ?= 2
 DEV := build/dev
 
 .PHONY: all deps build run test test-dev test-asan test-tsan test-fuzz bench chaos fuzz fuzz-run \
-	stack stack-down format clean
+	stack stack-down lab format clean
 
 all: build
 
@@ -65,6 +65,14 @@ chaos: build
 	python3 tools/run_chaos.py --bin $(DEV)/sluice
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
+
+# The chaos lab: the whole stack (4 processes) with a fault proxy on every wire, each overload
+# scenario at the spec's scale, the report and plots written to bench/results/lab/. LAB_SCALE < 1
+# offers proportionally less load to proportionally fewer slots (same knee, same shed share).
+LAB_SCALE ?= 1.0
+lab: build
+	@scripts/install-deps.sh lab
+	python3 tools/run_lab.py --bin $(DEV)/sluice --scale $(LAB_SCALE)
 
 # libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus;
 # the executions per target are printed at the end. `make test` runs each for 5 s (test-fuzz).

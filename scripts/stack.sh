@@ -3,11 +3,19 @@
 # PostgreSQL (metadata), Redis (shared limits and cache), s3rver (bodies, S3 API), N sluice
 # processes, nginx (least_conn balancer) and Varnish (the edge) in front.
 #
-#   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [-- SLUICE ARGS]
+#   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies]
+#                       [-- SLUICE ARGS]
+#   scripts/stack.sh restart-apps [--dir DIR] [-- SLUICE ARGS]
 #   scripts/stack.sh down [--dir DIR]
 #
 # Ports, from P (default 18000): Varnish P, nginx P+1, PostgreSQL P+2, Redis P+3, s3rver P+4,
-# sluice P+10 .. P+10+N-1. `up` waits until every part answers, prints the URLs and, with
+# sluice P+10 .. P+10+N-1. With --fault-proxies (the chaos lab), a fault proxy
+# (tools/faultproxy/faultproxy.py) sits on the wire between sluice and PostgreSQL (P+5, control
+# P+20), Redis (P+6, control P+21) and s3rver (P+7, control P+22), and between Varnish and nginx
+# (P+8, control P+23). restart-apps restarts the sluice processes with other settings (the
+# stack's own plus SLUICE ARGS) on the same ports and dependencies.
+#
+# `up` waits until every part answers, prints the URLs and, with
 # --foreground (what `make stack` uses), stays until Ctrl-C and then stops everything. State
 # (pids, logs, data) lives in DIR (default ./build/stack); `down` stops a stack started without
 # --foreground.
@@ -20,6 +28,7 @@ processes=2
 base=18000
 dir="$here/build/stack"
 foreground=0
+fault_proxies=0
 sluice_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,11 +36,18 @@ while [ $# -gt 0 ]; do
     --base-port) base=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --foreground) foreground=1; shift ;;
+    --fault-proxies) fault_proxies=1; shift ;;
     --) shift; sluice_args=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 sluice_bin=${SLUICE_BIN:-$here/build/dev/sluice}
+# restart-apps takes the stack's shape from the folder it was started in.
+stack_args=()
+if [ "$cmd" = restart-apps ] && [ -f "$dir/stack.env" ]; then
+  # shellcheck disable=SC1091
+  . "$dir/stack.env"
+fi
 
 edge_port=$base
 nginx_port=$((base + 1))
@@ -39,6 +55,12 @@ pg_port=$((base + 2))
 redis_port=$((base + 3))
 s3_port=$((base + 4))
 bucket=sluice-stack
+# What sluice and Varnish connect to: the dependency itself, or its fault proxy.
+if [ "$fault_proxies" = 1 ]; then
+  pg_dial=$((base + 5)) redis_dial=$((base + 6)) s3_dial=$((base + 7)) edge_backend=$((base + 8))
+else
+  pg_dial=$pg_port redis_dial=$redis_port s3_dial=$s3_port edge_backend=$nginx_port
+fi
 
 wait_http() {  # URL NAME
   for _ in $(seq 1 200); do
@@ -56,13 +78,36 @@ start_app() {  # INDEX
   # when Redis is down); the shared buckets in Redis hold the tier's total.
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
-    --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" \
-    --cache "redis://127.0.0.1:$redis_port" --processes "$processes" \
-    --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_port" \
+    --meta "postgres://postgres@127.0.0.1:$pg_dial/sluice" \
+    --cache "redis://127.0.0.1:$redis_dial" --processes "$processes" \
+    --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_dial" \
     --trusted-proxy 127.0.0.1 --public-url "http://127.0.0.1:$edge_port" \
     --edge-purge "http://127.0.0.1:$edge_port" "${sluice_args[@]}" \
-    >"$dir/app$i/log" 2>&1 &
+    >>"$dir/app$i/log" 2>&1 &
   echo $! >"$dir/app$i/pid"
+}
+
+start_proxy() {  # NAME LISTEN UPSTREAM CONTROL
+  mkdir -p "$dir/proxy-$1"
+  setsid python3 "$here/tools/faultproxy/faultproxy.py" serve --name "$1" \
+    --listen "127.0.0.1:$2" --upstream "127.0.0.1:$3" --control "127.0.0.1:$4" \
+    >"$dir/proxy-$1/log" 2>&1 &
+  echo $! >"$dir/proxy-$1/pid"
+  for _ in $(seq 1 100); do
+    if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$4/stats"; then return 0; fi
+    sleep 0.1
+  done
+  echo "fault proxy $1 did not start; its log:" >&2
+  cat "$dir/proxy-$1/log" >&2
+  return 1
+}
+
+start_apps() {
+  for ((i = 0; i < processes; i++)); do start_app "$i"; done
+  for ((i = 0; i < processes; i++)); do
+    wait_http "http://127.0.0.1:$((base + 10 + i))/healthz" "sluice $i" ||
+      { tail -20 "$dir/app$i/log" >&2; return 1; }
+  done
 }
 
 render_nginx() {
@@ -88,13 +133,22 @@ up() {
   "$here/scripts/testenv/redis.sh" start "$dir/redis" "$redis_port" >/dev/null
   "$here/scripts/testenv/s3rver.sh" start "$dir/s3" "$s3_port" "$bucket" >/dev/null
   "$sluice_bin" migrate --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" >/dev/null
+  {
+    printf 'base=%q processes=%q fault_proxies=%q\n' "$base" "$processes" "$fault_proxies"
+    printf 'stack_args=('
+    [ ${#sluice_args[@]} -eq 0 ] || printf '%q ' "${sluice_args[@]}"
+    printf ')\n'
+  } >"$dir/stack.env"
+  if [ "$fault_proxies" = 1 ]; then
+    echo "starting the fault proxies..."
+    start_proxy postgres "$pg_dial" "$pg_port" $((base + 20))
+    start_proxy redis "$redis_dial" "$redis_port" $((base + 21))
+    start_proxy s3 "$s3_dial" "$s3_port" $((base + 22))
+    start_proxy edge "$edge_backend" "$nginx_port" $((base + 23))
+  fi
 
   echo "starting $processes sluice processes..."
-  for ((i = 0; i < processes; i++)); do start_app "$i"; done
-  for ((i = 0; i < processes; i++)); do
-    wait_http "http://127.0.0.1:$((base + 10 + i))/healthz" "sluice $i" ||
-      { tail -20 "$dir/app$i/log" >&2; exit 1; }
-  done
+  start_apps || exit 1
 
   echo "starting nginx and Varnish..."
   mkdir -p "$dir/nginx"
@@ -103,7 +157,7 @@ up() {
   wait_http "http://127.0.0.1:$nginx_port/healthz" nginx
 
   mkdir -p "$dir/varnish"
-  sed -e "s|.port = \"8080\";|.port = \"$nginx_port\";|" "$here/deploy/varnish/sluice.vcl" \
+  sed -e "s|.port = \"8080\";|.port = \"$edge_backend\";|" "$here/deploy/varnish/sluice.vcl" \
     >"$dir/varnish/sluice.vcl"
   # -n: a private working folder, so several stacks (and tests) can run side by side.
   varnishd -a "127.0.0.1:$edge_port" -f "$dir/varnish/sluice.vcl" -n "$dir/varnish/work" \
@@ -120,6 +174,24 @@ sluice stack is up ($processes processes), state in $dir
   Redis:                      redis://127.0.0.1:$redis_port
   S3 (s3rver):                http://127.0.0.1:$s3_port  bucket $bucket
 EOF
+  if [ "$fault_proxies" = 1 ]; then
+    cat <<EOF
+  fault proxies (listen -> upstream, control):
+    PostgreSQL  127.0.0.1:$pg_dial -> $pg_port  http://127.0.0.1:$((base + 20))/faults
+    Redis       127.0.0.1:$redis_dial -> $redis_port  http://127.0.0.1:$((base + 21))/faults
+    s3rver      127.0.0.1:$s3_dial -> $s3_port  http://127.0.0.1:$((base + 22))/faults
+    edge->nginx 127.0.0.1:$edge_backend -> $nginx_port  http://127.0.0.1:$((base + 23))/faults
+EOF
+  fi
+}
+
+restart_apps() {
+  [ -f "$dir/stack.env" ] || { echo "no stack in $dir" >&2; exit 1; }
+  dir=$(cd "$dir" && pwd)
+  # The stack's own settings, then this restart's.
+  sluice_args=("${stack_args[@]}" "${sluice_args[@]}")
+  for app in "$dir"/app*; do stop_pidfile "$app/pid"; done
+  start_apps || exit 1
 }
 
 stop_pidfile() {  # FILE
@@ -137,6 +209,7 @@ down() {
   stop_pidfile "$dir/varnish/varnish.pid"
   stop_pidfile "$dir/nginx/nginx.pid"
   for app in "$dir"/app*; do stop_pidfile "$app/pid"; done
+  for proxy in "$dir"/proxy-*; do [ -d "$proxy" ] && stop_pidfile "$proxy/pid"; done
   "$here/scripts/testenv/s3rver.sh" stop "$dir/s3" || true
   "$here/scripts/testenv/redis.sh" stop "$dir/redis" || true
   "$here/scripts/testenv/postgres.sh" stop "$dir/postgres" || true
@@ -157,5 +230,6 @@ case "$cmd" in
     fi
     ;;
   down) down ;;
-  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] | down [--dir DIR]" >&2; exit 2 ;;
+  restart-apps) restart_apps ;;
+  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] | restart-apps [--dir DIR] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
 esac

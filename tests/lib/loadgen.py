@@ -276,15 +276,24 @@ def request(host, port, method, path, headers=None, body=None, timeout=15.0, kee
 
 class Stream:
     """Arrivals at `rate` per second for `duration` seconds, from `offset` seconds after the run's
-    start. `make(i)` returns the Request of arrival i (called when it is sent)."""
+    start. `make(i)` returns the Request of arrival i (called when it is sent).
 
-    def __init__(self, name, rate, duration, make, offset=0.0, timeout=15.0):
+    `target` (host, port) sends this stream somewhere other than the run's address (the chaos lab
+    sends creates to the balancer and reads to the edge); `keep_body` bounds what each record keeps
+    of its answer; `on_done(record)` is called from the worker once the answer is in (the lab feeds
+    created ids to its read and delete streams this way)."""
+
+    def __init__(self, name, rate, duration, make, offset=0.0, timeout=15.0, target=None,
+                 keep_body=65536, on_done=None):
         self.name = name
         self.rate = float(rate)
         self.duration = float(duration)
         self.make = make
         self.offset = float(offset)
         self.timeout = timeout
+        self.target = target
+        self.keep_body = keep_body
+        self.on_done = on_done
 
     def count(self):
         return int(math.floor(self.rate * self.duration + 1e-9))
@@ -303,7 +312,10 @@ class Run:
 
     LATE = 0.050  # an arrival started more than this late counts as the harness falling behind
 
-    def __init__(self, host, port, streams, threads=None, lead_in=0.3):
+    def __init__(self, host, port, streams, threads=None, lead_in=0.3, progress=None,
+                 progress_out=None):
+        self.progress = progress  # seconds between progress lines (None: quiet)
+        self.progress_out = progress_out
         self.host = host
         self.port = port
         self.streams = list(streams)
@@ -347,7 +359,35 @@ class Run:
         self._dispatcher = threading.Thread(target=self._dispatch, name="loadgen-dispatch",
                                             daemon=True)
         self._dispatcher.start()
+        if self.progress:
+            threading.Thread(target=self._report_progress, name="loadgen-progress",
+                             daemon=True).start()
         return self
+
+    def _report_progress(self):
+        """One line every `progress` seconds: how far the schedule is, what is in flight, and the
+        statuses answered since the last line."""
+        import sys
+        out = self.progress_out or sys.stderr
+        seen = 0
+        end = self.plan[-1][0] if self.plan else 0.0
+        while True:
+            time.sleep(self.progress)
+            with self._lock:
+                recs = self._records[seen:]
+                seen = len(self._records)
+                queued = len(self._queue)
+            done = self._done_dispatching and seen >= len(self.plan)
+            counts = collections.Counter(r.status for r in recs)
+            sent = sum(1 for t, _, _ in self.plan if t <= self.now())
+            late = [r.lag for r in recs if r.lag is not None]
+            text = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+            out.write(f"  [{self.now():6.1f}/{end:.0f} s] sent {sent}/{len(self.plan)} answered "
+                      f"{seen} in flight {sent - seen - queued} | last {self.progress:g} s: "
+                      f"{text or '-'} | lag p99 {fmt_ms(percentile(late, 99))}\n")
+            out.flush()
+            if done:
+                return
 
     def now(self):
         """Seconds since the run's time zero."""
@@ -394,7 +434,10 @@ class Run:
             try:
                 req = stream.make(i)
                 rec.tag = req.tag
-                exchange(self.host, self.port, req, rec, timeout=stream.timeout)
+                host, port = stream.target or (self.host, self.port)
+                exchange(host, port, req, rec, timeout=stream.timeout, keep_body=stream.keep_body)
+                if stream.on_done is not None:
+                    stream.on_done(rec)
             except Exception as e:  # a bug in the test's request factory: record it, keep going
                 rec.start = rec.start or time.monotonic()
                 rec.end = time.monotonic()
@@ -416,6 +459,23 @@ class Run:
         if stream is not None:
             recs = [r for r in recs if r.stream == stream]
         return sorted(recs, key=lambda r: r.due)
+
+    def write_records(self, path, t0=None):
+        """Every response as CSV: stream, index, tag, due/start/end (seconds from t0, default the
+        run's time zero), latency, status (0: no answer), reason, Retry-After, error."""
+        import csv
+        t0 = self.t0 if t0 is None else t0
+        rel = (lambda v: "" if v is None else f"{v - t0:.4f}")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["stream", "index", "tag", "due", "start", "end", "latency", "status",
+                        "reason", "retry_after", "error"])
+            for r in self.records():
+                w.writerow([r.stream, r.index, "" if r.tag is None else r.tag, rel(r.due),
+                            rel(r.start), rel(r.end),
+                            "" if r.latency is None else f"{r.latency:.4f}", r.status,
+                            r.reason or "", r.header("retry-after") or "", r.error or ""])
+        return path
 
     # ---- the harness's own health ----------------------------------------------------------
     def lags(self):
@@ -448,16 +508,110 @@ class Run:
                 f"max {fmt_ms(max(lags) if lags else None)}")
 
 
-def run_streams(host, port, streams, actions=(), threads=None):
+def run_streams(host, port, streams, actions=(), threads=None, progress=None):
     """Starts the streams, runs `actions` [(offset seconds, callable)] at their times on this
     thread, waits for the arrivals, and returns the Run."""
-    run = Run(host, port, streams, threads=threads).start()
+    run = Run(host, port, streams, threads=threads, progress=progress).start()
     for offset, fn in sorted(actions, key=lambda a: a[0]):
         run.sleep_until(offset)
         fn()
         run.action_log.append((run.now(), getattr(fn, "__name__", "action")))
     run.wait()
     return run
+
+
+# ------------------------------------------------------------------------------------------------
+# Operation mixes: sizes, a pool of created pastes for reads and deletes, client addresses.
+
+class SizeDist:
+    """Paste sizes drawn from weighted choices, e.g. SizeDist([(200, 0.5), (4000, 0.4),
+    (100_000, 0.1)]); deterministic per arrival index, so a rerun sends the same bodies."""
+
+    def __init__(self, choices):
+        self.sizes = [int(size) for size, _ in choices]
+        total = float(sum(w for _, w in choices))
+        acc, self.cum = 0.0, []
+        for _, w in choices:
+            acc += w / total
+            self.cum.append(acc)
+
+    def size(self, i):
+        import random
+        x = random.Random(i * 7919 + 13).random()
+        for size, edge in zip(self.sizes, self.cum):
+            if x <= edge:
+                return size
+        return self.sizes[-1]
+
+    def mean(self):
+        prev, m = 0.0, 0.0
+        for size, edge in zip(self.sizes, self.cum):
+            m += size * (edge - prev)
+            prev = edge
+        return m
+
+
+def body_of(size, i, stream="paste"):
+    """A valid UTF-8 body of exactly `size` bytes whose first line names the arrival."""
+    head = f"{stream} {i}\n".encode()
+    if size <= len(head):
+        return head[:max(1, size)]
+    line = b"the quick brown fox jumps over the lazy dog 0123456789\n"
+    rest = size - len(head)
+    return head + (line * (rest // len(line) + 1))[:rest]
+
+
+class PastePool:
+    """Pastes created during a run (id, delete token), shared between streams: a create stream's
+    on_done adds them, read streams pick hot or cold ones, a delete stream takes each once."""
+
+    def __init__(self, seed=()):
+        import random
+        self._lock = threading.Lock()
+        self._all = list(seed)
+        self._deletable = collections.deque(self._all)
+        self._rng = random.Random(1)
+
+    def __len__(self):
+        with self._lock:
+            return len(self._all)
+
+    def add(self, paste_id, token=None):
+        with self._lock:
+            self._all.append((paste_id, token))
+            if token:
+                self._deletable.append((paste_id, token))
+
+    def on_created(self, rec):
+        """Stream on_done for creates through the JSON API."""
+        if rec.status == 201:
+            try:
+                doc = rec.json()
+                self.add(doc["id"], doc.get("delete_token"))
+            except (ValueError, KeyError, UnicodeDecodeError):
+                pass
+
+    def hot(self, i, n=10):
+        """One of the first n pastes (the hot set), round robin."""
+        with self._lock:
+            return self._all[i % min(n, len(self._all))][0] if self._all else None
+
+    def cold(self, i):
+        """A paste picked uniformly from all of them."""
+        with self._lock:
+            return self._all[self._rng.randrange(len(self._all))][0] if self._all else None
+
+    def take_deletable(self):
+        with self._lock:
+            return self._deletable.popleft() if self._deletable else None
+
+
+def random_id(i, seed=0):
+    """A well-formed paste id (12 base62 characters) that almost surely names nothing."""
+    import random
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    rng = random.Random(i * 1_000_003 + seed)
+    return "".join(rng.choice(alphabet) for _ in range(12))
 
 
 # ------------------------------------------------------------------------------------------------
