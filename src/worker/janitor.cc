@@ -18,6 +18,8 @@ namespace asio = boost::asio;
 namespace {
 // Background calls have no user waiting, but still must not hang forever.
 constexpr std::chrono::seconds kBackgroundCallTimeout{30};
+// Shortest time between two warnings of one kind from the reaper.
+constexpr int64_t kWarningIntervalSeconds = 600;
 }  // namespace
 
 Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
@@ -174,6 +176,15 @@ ReapDecision DecideReap(const std::vector<store::BlobInfo>& page, std::string_vi
   return d;
 }
 
+bool Janitor::WarnAgain(int64_t& last) const {
+  const int64_t now = clock_.UnixSeconds();
+  if (last != std::numeric_limits<int64_t>::min() && now - last < kWarningIntervalSeconds) {
+    return false;
+  }
+  last = now;
+  return true;
+}
+
 awaitable<size_t> Janitor::ReapOrphansOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
   // One List per pass: the store bounds the requests behind it (src/store/s3/s3_blob_store.cc),
@@ -182,23 +193,33 @@ awaitable<size_t> Janitor::ReapOrphansOnce() {
   auto page = co_await std::move(listing);
   if (!page.ok()) {
     reaper_stalls_.Inc();
-    spdlog::warn("reaper: listing after '{}' failed, pass ended: {}", reap_cursor_,
-                 page.error().message);
+    if (WarnAgain(last_stall_warning_)) {
+      spdlog::warn(
+          "reaper: listing after '{}' failed, pass ended (sluice_reaper_stalls_total "
+          "counts every pass; next warning in {} s at the earliest): {}",
+          reap_cursor_, kWarningIntervalSeconds, page.error().message);
+    }
     co_return 0;
   }
   const int64_t cutoff = clock_.UnixSeconds() - options_.orphan_age_floor.count();
   ReapDecision decision = DecideReap(*page, reap_cursor_, cutoff, options_.batch_size);
   if (decision.stalled) {
     reaper_stalls_.Inc();
-    spdlog::warn(
-        "reaper: the store's listing after '{}' does not advance (an id at or before one already "
-        "listed); pass ended, the next starts from the beginning",
-        reap_cursor_);
+    if (WarnAgain(last_stall_warning_)) {
+      spdlog::warn(
+          "reaper: the store's listing after '{}' does not advance (an id at or before one "
+          "already listed); pass ended, the next starts from the beginning",
+          reap_cursor_);
+    }
   }
   if (decision.undated > 0) {
     orphans_undated_.Inc(decision.undated);
-    spdlog::warn("reaper: kept {} bodies the store gave no readable modification time for",
-                 decision.undated);
+    if (WarnAgain(last_undated_warning_)) {
+      spdlog::warn(
+          "reaper: kept {} bodies the store gave no readable modification time for "
+          "(sluice_orphans_undated_total counts them on every pass)",
+          decision.undated);
+    }
   }
   reap_cursor_ = std::move(decision.next_cursor);
   const std::vector<store::PasteId>& old_enough = decision.candidates;

@@ -14,6 +14,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,9 @@ class Janitor {
  private:
   boost::asio::awaitable<void> Loop(std::chrono::milliseconds interval,
                                     boost::asio::awaitable<size_t> (Janitor::*pass)());
+  /// True at most once per kWarningInterval for `last` (Unix seconds of the last warning): a store
+  /// that misbehaves on every pass fills the metrics, not the log.
+  bool WarnAgain(int64_t& last) const;
 
   store::MetaStore& meta_;
   store::BlobStore& blobs_;
@@ -100,6 +104,9 @@ class Janitor {
   const JanitorOptions options_;
   std::atomic<bool> stopping_{false};
   std::string reap_cursor_;
+  // Touched only by the reaper's loop, one pass at a time.
+  int64_t last_stall_warning_ = std::numeric_limits<int64_t>::min();
+  int64_t last_undated_warning_ = std::numeric_limits<int64_t>::min();
   Counter& bodies_deleted_;
   Counter& edge_purges_;
   Counter& edge_purge_failures_;
