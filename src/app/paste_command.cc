@@ -6,8 +6,10 @@
 //    make a second paste. We wait at least what it asked, plus up to 20% jitter so refused clients
 //    do not come back as one wave, and only while the total stays within --max-wait;
 //  - a connect that failed: nothing left this process. Once, after a short jittered pause.
-// Everything else is final. A reset, a timeout or a 500 after the request may have left means the
-// paste may exist: a second send could make a second paste, so we say so and stop.
+// Everything else is final, including a 503 `outcome_unknown`: the server itself could not tell
+// whether its insert committed, so that one is not a refusal at the door. A reset, a timeout or a
+// 500 after the request may have left means the paste may exist: a second send could make a second
+// paste, so we say so and stop.
 //
 // The body is announced with `Expect: 100-continue`, so a refusal decided from the headers (411,
 // 413, 429, 503) arrives before the body is sent, and the server never has to discard unread
@@ -529,7 +531,7 @@ int RunPaste(const PasteCommandOptions& options) {
     }
 
     const ErrorDoc doc = ParseErrorDoc(a);
-    if (a.status == 429 || a.status == 503) {
+    if ((a.status == 429 || a.status == 503) && doc.reason != "outcome_unknown") {
       const std::optional<int> retry_after = RetryAfterSeconds(a, doc);
       if (retry_after) {
         // At least what the server asked, plus up to 20% so refused clients spread out; trimmed to

@@ -278,6 +278,17 @@ class PasteClientTest(SluiceTestCase):
         self.assertGreaterEqual(took, 1.0, "never sooner than the server asked")
         self.assertEqual(f.requests[0][2], f.requests[1][2])
 
+    def test_a_503_outcome_unknown_is_never_sent_again_despite_its_retry_after(self):
+        unknown = json.dumps({"error": "it may or may not have been published",
+                              "reason": "outcome_unknown", "retry_after": 1})
+        created = json.dumps({"id": "abcdefghijkl", "url": "http://x/abcdefghijkl",
+                              "delete_token": "tok"})
+        f = self.fake([(503, {"Retry-After": "1"}, unknown), (201, {}, created)])
+        proc, _ = paste(f.url, ["--max-wait", "5s"], stdin="x\n")
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("may or may not exist", proc.stderr)
+        self.assertEqual(len(f.requests), 1)
+
     def test_a_503_without_retry_after_is_final(self):
         down = json.dumps({"error": "the bucket is slow", "reason": "put_timeout"})
         f = self.fake([(503, {}, down), (503, {}, down)])
