@@ -205,7 +205,7 @@ TEST(RedisSharedStateTest, ConcurrentCallsOfEveryShapeGetTheirOwnAnswers) {
         const std::string n = std::to_string(t * 1000 + i);
         const auto id = *store::PasteId::Parse(("p" + std::string(11 - n.size(), '0') + n));
         store::PasteMeta meta{id, 1000 + t, 2000 + i, static_cast<uint64_t>(t * 1000 + i),
-                              {}, false};
+                              {}, false,    {}};
         if (!RunSync(state->PutMeta(meta, std::chrono::seconds(60), Soon())).ok()) ++wrong;
         auto got = RunSync(state->GetMeta(id, Soon()));
         if (!got.ok() || !got->has_value() || (*got)->size_bytes != meta.size_bytes ||
