@@ -118,7 +118,7 @@ constexpr SettingSpec kServeSettings[] = {
     {"orphan_age_floor", "1h", "Bodies with no row are reaped only when older than this"},
     {"reap_interval", "10s", "Pause between the orphan reaper's pages while it finds no orphans"},
     {"cache", "",
-     "Shared limiter and metadata cache of a tier: redis[s]://[[USER]:PASSWORD@]HOST:PORT "
+     "Shared limiter and metadata cache of a tier: redis[s]://[USER[:PASSWORD]@]HOST:PORT "
      "(default: in-process; the password may come from REDIS_PASSWORD instead)"},
     {"redis_ca_file", "",
      "With rediss://: PEM file of the CAs that sign Redis' certificate (default: the system's)"},
