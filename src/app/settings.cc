@@ -124,7 +124,7 @@ constexpr SettingSpec kServeSettings[] = {
      "kept)"},
     {"reap_interval", "10s", "Pause between the orphan reaper's pages while it finds no orphans"},
     {"cache", "",
-     "Shared limiter and metadata cache of a tier: redis[s]://[[USER]:PASSWORD@]HOST:PORT "
+     "Shared limiter and metadata cache of a tier: redis[s]://[USER[:PASSWORD]@]HOST:PORT "
      "(default: in-process; the password may come from REDIS_PASSWORD instead)"},
     {"redis_ca_file", "",
      "With rediss://: PEM file of the CAs that sign Redis' certificate (default: the system's)"},
@@ -201,11 +201,23 @@ std::chrono::milliseconds Settings::Duration(std::string_view key) const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
 }
 
+// "scheme://user:password@host" as "scheme://user:***@host": a password in a URL setting (the
+// cache's rediss://, a database's) must not reach the log.
+static std::string WithoutPassword(const std::string& value) {
+  const size_t scheme = value.find("://");
+  if (scheme == std::string::npos) return value;
+  const size_t at = value.rfind('@');
+  if (at == std::string::npos || at < scheme) return value;
+  const size_t colon = value.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return value;
+  return value.substr(0, colon + 1) + "***" + value.substr(at);
+}
+
 std::string Settings::Describe() const {
   std::string out;
   for (const auto& [key, value] : values_) {
     if (value.second != "default")
-      out += fmt::format(" {}={} ({})", key, value.first, value.second);
+      out += fmt::format(" {}={} ({})", key, WithoutPassword(value.first), value.second);
   }
   return out.empty() ? " all defaults" : out;
 }

@@ -56,13 +56,10 @@ Result<RedisOptions> ParseRedisUrl(std::string_view url) {
     auto password = PercentDecoded(colon == std::string_view::npos ? std::string_view()
                                                                    : credentials.substr(colon + 1));
     if (!user || !password) return BadUrl("bad percent-encoding in the cache URL's credentials");
-    if (colon == std::string_view::npos) {
-      // "redis://SECRET@host", as many clients accept it: the password alone.
-      o.password = *user;
-    } else {
-      o.user = *user;
-      o.password = *password;
-    }
+    // "USER@" alone names the user (its password from REDIS_PASSWORD); ":PASSWORD@" is the
+    // default user's password.
+    o.user = *user;
+    o.password = *password;
   }
   const std::string shown = (o.tls ? "rediss://" : "redis://") + std::string(rest);
   const size_t colon = rest.rfind(':');

@@ -67,7 +67,7 @@ class Fake:
         self.data = {}
         self.scripts = {}  # sha -> kind
         self.subscribers = {}  # writer -> channel
-        self.stats = {"connections": 0, "commands": 0}
+        self.stats = {"connections": 0, "commands": 0, "auth": 0}
         self.data_count = itertools.count()
         self.wrong = itertools.cycle(WRONG_SHAPES)
 
@@ -102,6 +102,8 @@ class Fake:
 
     def answer(self, args):
         name = args[0].upper()
+        if name == b"AUTH":
+            self.stats["auth"] += 1
         if name == b"AUTH" or name == b"PING":
             return b"+OK\r\n" if name == b"AUTH" else b"+PONG\r\n"
         if name == b"ECHO":

@@ -214,6 +214,30 @@ class RedisMisbehavingTest(SluiceTestCase):
         self.wait_recovered()
         self.storm(creates=2)
 
+    def test_the_password_never_reaches_the_log(self):
+        # The fake accepts any AUTH; what matters is what sluice writes about the connection.
+        url = f"redis://sluice:hunter2-in-url@127.0.0.1:{self.fake.port}"
+        in_url = self.server(["--cache-timeout", "1s"], cache=url)
+        in_env = self.server(["--cache-timeout", "1s"], cache=f"redis://sluice@127.0.0.1:{self.fake.port}",
+                             env={"REDIS_PASSWORD": "hunter2-in-env"})
+        for s in (in_url, in_env):
+            wait_until(lambda: metric(s.metrics(), "sluice_redis_connected") == 1, timeout=30,
+                       message="connected with AUTH")
+        self.fake.mode("push-ints")  # warnings that name the connection
+        wait_until(lambda: protocol_errors(in_url) > 0 and protocol_errors(in_env) > 0,
+                   timeout=30, message="protocol errors logged")
+        self.fake.mode("good")
+        self.assertIn(":***@127.0.0.1", in_url.log())
+        for s in (in_url, in_env, self.sluice):
+            # The harness's own "===== start" line shows the command line it ran; sluice's lines
+            # must not.
+            own = [line for line in s.log().splitlines() if not line.startswith("=====")]
+            self.assertTrue(own)
+            self.assertNotIn("hunter2", "\n".join(own))
+        auths = [line for line in self.fake.command("FAKE.STATS").split(b"\r\n")
+                 if line.startswith(b"auth=")]
+        self.assertTrue(auths and int(auths[0][5:]) >= 2, auths)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -108,7 +108,7 @@ struct RedisOptions {
   std::string password;
 };
 
-/// Parses "redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/]" (port defaults to 6379; user and password
+/// Parses "redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/]" (port defaults to 6379; user and password
 /// may be percent-encoded). InvalidArgument otherwise, with a message that never shows the
 /// password.
 Result<RedisOptions> ParseRedisUrl(std::string_view url);

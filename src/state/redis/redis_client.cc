@@ -10,6 +10,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <random>
+#include <stdexcept>
 
 namespace sluice::state {
 
@@ -25,7 +26,12 @@ std::shared_ptr<asio::ssl::context> MakeRedisTlsContext(const store::RedisOption
     if (options.ca_file.empty()) {
       ctx->set_default_verify_paths();
     } else {
-      ctx->load_verify_file(options.ca_file);
+      boost::system::error_code ec;
+      ctx->load_verify_file(options.ca_file, ec);
+      if (ec) {
+        throw std::invalid_argument("redis_ca_file: cannot use " + options.ca_file +
+                                    " as PEM certificates");
+      }
     }
   }
   return ctx;

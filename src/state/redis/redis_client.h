@@ -30,7 +30,7 @@
 namespace sluice::state {
 
 /// A TLS context for `options`: the system's CAs, or only `options.ca_file` when set. Throws
-/// std::system_error when the file cannot be read. Plain connections need one too (unused).
+/// std::invalid_argument when that file cannot be read. Plain connections need one too (unused).
 std::shared_ptr<boost::asio::ssl::context> MakeRedisTlsContext(const store::RedisOptions& options);
 
 class RedisClient : public std::enable_shared_from_this<RedisClient> {

@@ -123,15 +123,15 @@ std::optional<SharedTakeDecision> TakeDecision(const resp::Value& r, size_t n) {
   }
   const auto available = ParseNumber(e[1]);
   const auto wait = ParseNumber(e[2]);
-  // Past a day a wait means nothing for a rate limit, and a duration that large overflows.
-  if (!available || !wait || *wait > 86400) return std::nullopt;
+  if (!available || !wait) return std::nullopt;
   SharedTakeDecision d;
   d.refused_index = static_cast<int>(e[0].integer) - 1;
   d.available = *available;
   d.exceeds_burst = e[3].integer != 0;
-  d.retry_after = d.exceeds_burst
-                      ? Duration::max()
-                      : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*wait));
+  // Capped at about 30 years, short of where nanoseconds overflow.
+  d.retry_after = d.exceeds_burst ? Duration::max()
+                                  : std::chrono::duration_cast<Duration>(
+                                        std::chrono::duration<double>(std::min(*wait, 1e9)));
   return d;
 }
 

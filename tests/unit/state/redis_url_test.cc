@@ -32,10 +32,15 @@ TEST(RedisUrlTest, PasswordAloneIsTheDefaultUser) {
   ASSERT_TRUE(with_colon.ok());
   EXPECT_EQ(with_colon->user, "");
   EXPECT_EQ(with_colon->password, "pw");
-  auto bare = ParseRedisUrl("redis://pw@h:1");
-  ASSERT_TRUE(bare.ok());
-  EXPECT_EQ(bare->password, "pw");
-  EXPECT_EQ(RedactedRedisUrl(*bare), "redis://:***@h:1");
+  EXPECT_EQ(RedactedRedisUrl(*with_colon), "redis://:***@h:1");
+}
+
+TEST(RedisUrlTest, AUserAloneTakesItsPasswordFromElsewhere) {
+  auto o = ParseRedisUrl("rediss://alice@h:1");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->user, "alice");
+  EXPECT_EQ(o->password, "");
+  EXPECT_EQ(RedactedRedisUrl(*o), "rediss://alice@h:1");
 }
 
 TEST(RedisUrlTest, ErrorsNeverShowThePassword) {
