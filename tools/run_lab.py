@@ -129,6 +129,29 @@ def plot_knee(res, path):
     plt.close(fig)
 
 
+def proxy_overhead(lab, n=300):
+    """Redis PING round trips straight to Redis and through its fault proxy (no fault): the lab's
+    own hop, which every dependency call pays."""
+    import socket
+    def pings(port):
+        times = []
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for _ in range(n):
+                t = time.monotonic()
+                s.sendall(b"PING\r\n")
+                buf = b""
+                while not buf.endswith(b"\r\n"):
+                    buf += s.recv(64)
+                times.append(time.monotonic() - t)
+        return times
+    direct, proxied = pings(lab.base + 3), pings(lab.base + 6)
+    pct = chaoslab.lg.percentile
+    return (f"Redis PING straight p50 {1000 * pct(direct, 50):.2f} ms p99 "
+            f"{1000 * pct(direct, 99):.2f} ms; through the fault proxy p50 "
+            f"{1000 * pct(proxied, 50):.2f} ms p99 {1000 * pct(proxied, 99):.2f} ms")
+
+
 def cell(v):
     return str(v).replace("|", "\\|")
 
@@ -163,6 +186,8 @@ def main():
                    capture_output=True)
     os.makedirs(lab.dir, exist_ok=True)
     print(lab.up(), flush=True)
+    args.overhead = proxy_overhead(lab)
+    print(f"the proxy's own hop: {args.overhead}", flush=True)
     results = []
     try:
         for fn in scenarios:
@@ -230,6 +255,7 @@ def write_report(args, results, started, load_before, elapsed):
               f"| command | `python3 tools/run_lab.py --scale {args.scale:g}"
               f"{' --only ' + ' '.join(args.only) if args.only else ''}` |",
               f"| lab run time | {elapsed / 60:.1f} min |",
+              f"| the fault proxy's own hop (no fault) | {args.overhead} |",
               f"| result | {sum(r.passed() for r in results)} of {len(results)} scenarios "
               "within every stated tolerance |", ""]
     knee = next((r for r in results if getattr(r, "knee_points", None)), None)

@@ -438,6 +438,31 @@ def clear_proxy(lab, name):
 # Scenarios. Each restarts the processes it needs with its own settings, so one cannot leave
 # memory, caches or breakers behind for the next.
 
+def baseline(lab, scale, duration=20.0):
+    """No fault: the same kinds of load as the scenarios, to show what this machine does on a good
+    day (the timeouts a busy machine misses are counted here, so the scenarios can be read against
+    them)."""
+    offered = SPEC_RATE * scale
+    res = Result("baseline", f"Baseline, no fault: {offered:g} creates/s, cold and hot reads",
+                 "every create 201, every unknown id 404, every hot read 200")
+    lab.restart_apps("--create-slots", str(max(1, round(SPEC_SLOTS * scale))))
+    hot = [pid for pid, _ in lab.seed(5, lambda i: f"hot paste {i}\n" * 40)]
+    streams = [creates_stream(lab, "create", offered, duration),
+               Stream("miss_read", 30, duration, lambda i: Request(
+                   "GET", f"/raw/{random_id(i, 3)}", xff(client_ip(i, 4))), target=lab.nginx,
+                   keep_body=512),
+               edge_reads(lab, "hot_read", 20, duration, hot)]
+    run = run_load(lab, res, streams)
+    for name, want in (("create", 201), ("miss_read", 404), ("hot_read", 200)):
+        recs = run.records(name)
+        res.at_least(f"{name}: share answered {want}", 0.99, share(recs, want))
+        failed = [r for r in recs if r.status != want]
+        res.row(f"  {name}: the others", "", describe_failures(failed), None)
+        res.row(f"  {name}: p50 / p99", "", f"{_n(1000 * lg.percentile(lg.latencies(recs), 50))} / "
+                f"{_n(p99_ms(recs))} ms", None)
+    return res
+
+
 def slow_bucket(lab, scale, duration=60.0, latency=SPEC_BUCKET_LATENCY, shed_p99_ms=50.0):
     """350 creates/s offered while every S3 answer takes 5 s: 40/s admitted, 89% shed."""
     slots = max(1, round(SPEC_SLOTS * scale))
@@ -824,8 +849,13 @@ def delete_slow_bucket(lab, scale, pastes=None, latency=6.0, delete_rate=5.0):
             set(gone) == {404})
     age = max((v for _, v in res.sampler.total("sluice_outbox_age_seconds")), default=0)
     res.at_least("outbox age while the bucket is slow (max over processes, summed)", 1.0, age, " s")
-    caught = lab.wait_outbox_empty(90)
-    res.at_most("outbox empty after the bucket recovers", 60.0, caught, " s")
+    recovered = run.t0 + duration + 4
+    ages = [(t, v) for t, v in res.sampler.total("sluice_outbox_age_seconds") if t >= recovered]
+    caught = next((t - recovered for t, v in ages if v == 0), None)
+    if caught is None:
+        waited = lab.wait_outbox_empty(90)
+        caught = None if waited is None else (time.monotonic() - recovered)
+    res.at_most("outbox empty, counted from the bucket's recovery", 60.0, caught, " s")
     hot_recs = run.records("hot_read")
     res.row("hot reads at the edge meanwhile", "all 200",
             f"{lg.describe(hot_recs)}, "
@@ -864,5 +894,5 @@ def view_ladder(lab, scale, duration=30.0, render_delay=0.2):
     return res
 
 
-SCENARIOS = [slow_bucket, knee, max_size_flood, primary_blip, primary_refusing, abuse,
+SCENARIOS = [baseline, slow_bucket, knee, max_size_flood, primary_blip, primary_refusing, abuse,
              neighbour_crawl, redis_lost, delete_slow_bucket, view_ladder]
