@@ -74,7 +74,7 @@ wait_http() {  # URL NAME
 start_app() {  # INDEX
   local i=$1 port=$((base + 10 + $1))
   mkdir -p "$dir/app$i"
-  # Each process holds its own share of the global create budget (DESIGN: global / N with slack
+  # Each process holds its own share of the global create budget (docs/overload.md, "Shared state": global / N with slack
   # when Redis is down); the shared buckets in Redis hold the tier's total.
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \

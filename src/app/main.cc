@@ -171,9 +171,9 @@ int Migrate(const std::string& url) {
 }
 
 // The bucket: files under the data folder, or an S3-compatible store when `blob` is s3://BUCKET.
-// The S3 pools are sized to the slots that feed them (spec 001): GET to the read slots, PUT to the
-// create slots, cleanup to the cleanup threads. Its sockets run on one event loop; the signing and
-// body hashing run on the callers' loops.
+// The S3 pools are sized to the slots that feed them (docs/overload.md, "Read"): GET to the read
+// slots, PUT to the create slots, cleanup to the cleanup threads. Its sockets run on one event
+// loop; the signing and body hashing run on the callers' loops.
 std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
                                                   const std::filesystem::path& data_dir,
                                                   store::BlockingPools pools,

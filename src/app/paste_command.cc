@@ -1,4 +1,5 @@
-// `sluice paste`: one create over HTTP/1.1, with the client side of the retry rule (spec 003).
+// `sluice paste`: one create over HTTP/1.1, with the client side of the retry rule
+// (docs/overload.md, "Retries, breakers, timeouts").
 //
 // What may be sent again, and why:
 //  - a 429 or 503 that names a Retry-After: the server refused before creating anything (its order

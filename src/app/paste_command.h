@@ -1,7 +1,8 @@
 // `sluice paste [FILE]`: the polite client. It creates one paste and prints its URL; it waits out a
 // 429 or 503 for the Retry-After the server named (plus jitter, within --max-wait), retries a
 // connect that failed before anything was sent once, and never re-sends a create whose fate it
-// does not know (spec 003: nobody retries a create that may have landed).
+// does not know (docs/overload.md, "Retries, breakers, timeouts": nobody retries a create that may
+// have landed).
 #pragma once
 
 #include <string>

@@ -301,8 +301,9 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
 }
 
 awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::string client_key) {
-  // Every concurrent miss of one id waits on one fill (spec 001). The leader runs the fill in its
-  // own coroutine so that its waiters, which may be on other connections, are resumed by it.
+  // Every concurrent miss of one id waits on one fill (docs/overload.md, "Read"). The leader runs
+  // the fill in its own coroutine so that its waiters, which may be on other connections, are
+  // resumed by it.
   auto executor = co_await boost::asio::this_coro::executor;
   auto waiting = asio_glue::AwaitCompletion<Result<CachedPaste>>(
       [this, id, executor,

@@ -1,4 +1,4 @@
-"""Scenario 2: abuse of anonymous creates (spec 004, rate limits and abuse control).
+"""Scenario 2: abuse of anonymous creates (docs/overload.md, "Create", rate limits and abuse control).
 
 One client key floods creates of 1 MB bodies: after its burst it gets 429, and the server reads no
 more than a small fixed amount of each rejected body (sluice_http_bytes_received_total counts every
@@ -19,7 +19,7 @@ import loadgen as lg
 from loadgen import Request, Stream, client_ip, pick, xff
 
 MAX_BODY = 1_000_000
-# Per-key defaults (DESIGN.md): 1 create/s burst 10; 100 KB/s burst 2 MB.
+# Per-key defaults (docs/overload.md, "Create"): 1 create/s burst 10; 100 KB/s burst 2 MB.
 IP_RATE, IP_BURST = 1.0, 10
 IP_BYTES_RATE, IP_BYTES_BURST = 100_000, 2_000_000
 # "A small fixed amount" of a rejected body the server may read: its first socket read after the

@@ -1,4 +1,4 @@
-"""Scenario 6: deletes while the bucket is slow (spec 000 "Deleters", spec 001 pools split by purpose).
+"""Scenario 6: deletes while the bucket is slow (docs/overload.md, "Delete" and the pools of "Retries, breakers, timeouts").
 
 Every object-store call takes longer than the worker's cleanup timeout (fault `blob.*:latency`), and
 pastes are deleted open-loop meanwhile. A delete commits a tombstone and an outbox entry and answers

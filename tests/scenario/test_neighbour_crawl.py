@@ -1,4 +1,4 @@
-"""Scenario 5: a neighbour crawls cold ids while one paste is viral (spec 001, noisy neighbours).
+"""Scenario 5: a neighbour crawls cold ids while one paste is viral (docs/overload.md, "Read", noisy neighbours).
 
 Many client keys request distinct cold ids (each one a metadata miss: a "fill"), one greedy key
 crawls fast on its own, and one hot id is read heavily; creates keep arriving. Metadata reads take

@@ -1,4 +1,4 @@
-"""Scenario 3: the primary blips, then the primary is slow (spec 003, timeouts and retry storms).
+"""Scenario 3: the primary blips, then the primary is slow (docs/overload.md, "Retries, breakers, timeouts", timeouts and retry storms).
 
 Blip: every metadata call hangs for a few seconds (fault `meta.*:hang`), then the primary recovers.
 Reads (with the in-process cache off, so every read is an origin read) and creates arrive open-loop

@@ -1,4 +1,4 @@
-"""Scenario 4: the primary refuses connections (spec 003: a breaker for refusal, not for slowness).
+"""Scenario 4: the primary refuses connections (docs/overload.md, "Retries, breakers, timeouts": a breaker for refusal, not for slowness).
 
 Fault `meta.*:refuse` makes every metadata call fail at once as a refused connect would. The breaker
 must open after --breaker-refusals refusals, after which calls stop reaching the store except one

@@ -1,4 +1,4 @@
-"""Scenario 1: the bucket slows down (spec 000, backpressure and load shedding).
+"""Scenario 1: the bucket slows down (docs/overload.md, "Create", backpressure and load shedding).
 
 PUT latency is raised to L by fault injection while creates arrive open-loop at R > slots / L. By
 Little's law the create slots pass slots / L creates a second; everything else must be shed at once

@@ -1,4 +1,4 @@
-"""Scenario: views arrive faster than the highlighter can serve them (spec 002, the ladder).
+"""Scenario: views arrive faster than the highlighter can serve them (docs/overload.md, "The view", the ladder).
 
 The highlighter gets 4 slots and every render takes 200 ms more (render_delay, test-only), so it
 sustains about 4 / 0.2 s = 20 renders a second, of which the ladder admits 80% (the utilization

@@ -1,4 +1,4 @@
-// A count cap that finds itself (spec 000, "the grown-up version"): additive increase while the
+// A count cap that finds itself (docs/overload.md, "Create"): additive increase while the
 // dependency answers under the target latency, multiplicative decrease on a timeout, a drop or a
 // slow answer, as in Netflix concurrency-limits' AIMDLimit. Usable wherever the static
 // ConcurrencyLimiter is; the byte cap stays fixed, because memory does not grow with the limit.
@@ -21,7 +21,7 @@ struct AdaptiveConcurrencyOptions {
   /// The limit never goes above this. Precondition: <= 1'048'575. Default: 200.
   int64_t max_limit = 200;
   /// A success slower than this counts as overload. Default: 500 ms (half the 1 s PUT timeout,
-  /// where spec 000 says shedding is about to begin).
+  /// where shedding is about to begin: docs/overload.md, "Planning the caps").
   Duration target_latency = std::chrono::milliseconds(500);
   /// The limit is multiplied by this on overload. Precondition: in (0, 1). Default: 0.9.
   double backoff_ratio = 0.9;

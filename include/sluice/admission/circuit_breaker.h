@@ -1,7 +1,8 @@
-// CircuitBreaker: stops sending to a dependency that refuses connections (spec 003). It opens on
-// fast failures only; slowness is the caps' job, and a breaker counting timeouts would open on a
-// slow-but-working dependency and send its load somewhere worse. Open for 5 s, then exactly one
-// probe at a time: a probe that succeeds closes it, a probe refused re-opens it.
+// CircuitBreaker: stops sending to a dependency that refuses connections (docs/overload.md,
+// "Retries, breakers, timeouts"). It opens on fast failures only; slowness is the caps' job, and a
+// breaker counting timeouts would open on a slow-but-working dependency and send its load somewhere
+// worse. Open for 5 s, then exactly one probe at a time: a probe that succeeds closes it, a probe
+// refused re-opens it.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Client-key derivation for per-client limits (spec 004): the address the trusted balancer
-// appended to X-Forwarded-For, never a hop the client wrote, and IPv6 keyed on its /64 because one
-// subscriber usually holds a whole /64 and could otherwise walk around its bucket.
+// Client-key derivation for per-client limits (docs/overload.md, "Create"): the address the trusted
+// balancer appended to X-Forwarded-For, never a hop the client wrote, and IPv6 keyed on its /64
+// because one subscriber usually holds a whole /64 and could otherwise walk around its bucket.
 #pragma once
 
 #include <array>

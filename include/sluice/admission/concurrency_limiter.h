@@ -1,7 +1,7 @@
-// In-flight caps over count and bytes together (spec 000): at most 50 creates and 32 MB of
-// buffered bodies per process by default. Never a queue: TryAcquire answers at once, and a refusal
-// becomes a 503 before the body is read. Permits release on destruction, so a slot cannot leak on
-// an error path; a slot that never returns is the same as no cap.
+// In-flight caps over count and bytes together (docs/overload.md, "Create"): at most 50 creates and
+// 32 MB of buffered bodies per process by default. Never a queue: TryAcquire answers at once, and a
+// refusal becomes a 503 before the body is read. Permits release on destruction, so a slot cannot
+// leak on an error path; a slot that never returns is the same as no cap.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,7 @@
 // Deadline: a point in time past which nobody waits for the answer. It propagates: each call gets
-// the smaller of its own timeout and what is left of the request's budget (spec 003), so every hop
-// can be within its own timeout and the request still within its budget.
+// the smaller of its own timeout and what is left of the request's budget (docs/overload.md,
+// "Retries, breakers, timeouts"), so every hop can be within its own timeout and the request still
+// within its budget.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The degradation ladder of the rendered view (spec 002, DESIGN "The degradation ladder"): a cached
+// The degradation ladder of the rendered view (docs/overload.md, "The view"): a cached
 // rendering, syntax highlighting now, or escaped plain text. Shedding is decided at admission, not
 // after a deadline: the highlighter's sustainable rate is slots / service time (Little's law), and
 // when arrivals exceed it the excess goes to the plain rung at once instead of queueing and then

@@ -1,6 +1,7 @@
 // Jitter: spreads out clients told to come back, so 310 creators refused in one second do not
-// return together five seconds later as one wave (spec 000), and spreads a retry over tens of
-// milliseconds so every process does not hit a dependency in the same millisecond (spec 003).
+// return together five seconds later as one wave (docs/overload.md, "Create"), and spreads a retry
+// over tens of milliseconds so every process does not hit a dependency in the same millisecond
+// (docs/overload.md, "Retries, breakers, timeouts").
 #pragma once
 
 #include <atomic>

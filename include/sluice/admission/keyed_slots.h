@@ -1,6 +1,7 @@
-// KeyedSlots: at most N units in flight per key (spec 001: "a per-IP share of the fill cap, two or
-// three slots per address, so one address can never hold more than about 1% of the slots"). Used
-// beside a global ConcurrencyLimiter, which bounds the total and so the number of keys held here.
+// KeyedSlots: at most N units in flight per key (docs/overload.md, "Read": "a per-IP share of the
+// fill cap, two or three slots per address, so one address can never hold more than about 1% of the
+// slots"). Used beside a global ConcurrencyLimiter, which bounds the total and so the number of
+// keys held here.
 #pragma once
 
 #include <cstdint>

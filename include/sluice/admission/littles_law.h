@@ -1,6 +1,7 @@
-// Little's law for capacity planning (spec 000): slots divided by latency is throughput. Used by
-// `sluice plan` to turn a cap into the numbers an operator alerts on: what the caps let through at
-// a given dependency latency, the fraction shed, and the latency at which shedding starts.
+// Little's law for capacity planning (docs/overload.md, "Planning the caps"): slots divided by
+// latency is throughput. Used by `sluice plan` to turn a cap into the numbers an operator alerts
+// on: what the caps let through at a given dependency latency, the fraction shed, and the latency
+// at which shedding starts.
 #pragma once
 
 #include <string>

@@ -1,7 +1,8 @@
 // RetryBudget: retries allowed as a fraction of requests over a sliding window, plus a small floor
-// so a quiet process can still retry a connect failure (spec 003). With a 10% budget our own
-// retries cannot amplify a failing dependency's load by more than about 1.1x, whatever the rule
-// above it decides. The idea is Finagle's RetryBudget, also in Envoy and gRPC.
+// so a quiet process can still retry a connect failure (docs/overload.md, "Retries, breakers,
+// timeouts"). With a 10% budget our own retries cannot amplify a failing dependency's load by more
+// than about 1.1x, whatever the rule above it decides. The idea is Finagle's RetryBudget, also in
+// Envoy and gRPC.
 #pragma once
 
 #include <cstdint>

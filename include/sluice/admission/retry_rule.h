@@ -1,7 +1,8 @@
-// The retry rule of spec 003 as one function: retry only a call that provably never left (connect
-// failed before send), at most once, only if the deadline still has room for the whole second
-// attempt, only if the retry budget allows, and never a non-idempotent call. A timeout is never
-// retried: the work may still be running, and a retry adds its twin.
+// The retry rule (docs/overload.md, "Retries, breakers, timeouts") as one function: retry only a
+// call that provably never left (connect failed before send), at most once, only if the deadline
+// still has room for the whole second attempt, only if the retry budget allows, and never a
+// non-idempotent call. A timeout is never retried: the work may still be running, and a retry adds
+// its twin.
 #pragma once
 
 #include "sluice/admission/deadline.h"

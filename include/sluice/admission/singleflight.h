@@ -1,6 +1,7 @@
 // Singleflight: concurrent requests for one key share one fill and its result, errors included
-// (spec 001: a hot id's misses collapse to about one primary read per process). Callback-based and
-// pure; the Asio awaitable wrapper lives a layer up and posts each waiter to its own executor.
+// (docs/overload.md, "Read": a hot id's misses collapse to about one primary read per process).
+// Callback-based and pure; the Asio awaitable wrapper lives a layer up and posts each waiter to its
+// own executor.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,7 @@
-// Token bucket: a rate with an exact burst, refilled continuously (spec 004). Unlike a counter that
-// resets each second, it cannot admit twice the limit across a window boundary, and a refusal can
-// say exactly how long until the tokens exist, which becomes Retry-After. A byte bucket is the same
-// type counting bytes.
+// Token bucket: a rate with an exact burst, refilled continuously (docs/overload.md, "Create").
+// Unlike a counter that resets each second, it cannot admit twice the limit across a window
+// boundary, and a refusal can say exactly how long until the tokens exist, which becomes
+// Retry-After. A byte bucket is the same type counting bytes.
 #pragma once
 
 #include <mutex>

@@ -1,5 +1,5 @@
-// AdmissionControl: the limits and caps of DESIGN.md, asked in order before any expensive call.
-// Creates: per-client count and byte buckets, global count and byte buckets (429), then the
+// AdmissionControl: the limits and caps of docs/overload.md, asked in order before any expensive
+// call. Creates: per-client count and byte buckets, global count and byte buckets (429), then the
 // per-process in-flight caps on count and buffered bytes (503). Reads that miss the cache: the
 // per-client origin GET limit (429), the read pool (503), and for metadata fills the fill cap with
 // its per-client share (503). It knows client keys and sizes, not sockets.
@@ -7,7 +7,7 @@
 // With a SharedState (Redis) the create buckets live there, so one client key has one budget across
 // every process of the tier. The shared store is never a create dependency: when it does not answer
 // within its budget, per-client buckets fail open and the global caps fall back to this process's
-// local share of them (spec 004, DESIGN.md "Limiter store down").
+// local share of them (docs/overload.md, "Shared state").
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,8 @@
-// Dependency: the one place every call to a store goes through (DESIGN: "Every dependency call goes
-// through one wrapper that applies its timeout, its pool, its breaker and the retry rule, and
-// records its latency histogram"). The pools are the stores' own (read pool, cleanup pool, write
-// committer), already split by purpose; this wrapper adds the rest.
+// Dependency: the one place every call to a store goes through (docs/overload.md, "Retries,
+// breakers, timeouts": "Every dependency call goes through one wrapper that applies its timeout,
+// its pool, its breaker and the retry rule, and records its latency histogram"). The pools are the
+// stores' own (read pool, cleanup pool, write committer), already split by purpose; this wrapper
+// adds the rest.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -94,7 +95,8 @@ boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
     admission::Deadline call_deadline, Duration wait) {
   namespace asio = boost::asio;
   // Whichever ends first, the call or the timer, answers the caller; the other is ignored. The
-  // call keeps running after a timeout: a request cannot be taken back once sent (spec 003).
+  // call keeps running after a timeout: a request cannot be taken back once sent (docs/overload.md,
+  // "Retries, breakers, timeouts").
   struct Race {
     std::mutex mu;
     bool answered = false;

@@ -10,7 +10,8 @@
 
 namespace sluice::service {
 
-/// Per-call timeouts (spec 003). Each is capped by what is left of the request's deadline.
+/// Per-call timeouts (docs/overload.md, "Retries, breakers, timeouts"). Each is capped by what is
+/// left of the request's deadline.
 struct CallTimeouts {
   /// Body PUT, inside the 2 s create budget. Default: 1 s.
   Duration blob_put = std::chrono::seconds(1);

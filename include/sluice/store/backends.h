@@ -13,7 +13,7 @@
 namespace sluice::store {
 
 /// Thread pools for blocking backends. They stand in for connection pools, split by purpose so a
-/// cleanup backlog cannot starve reads (spec 001). Both must outlive the stores.
+/// cleanup backlog cannot starve reads (docs/overload.md, "Read"). Both must outlive the stores.
 struct BlockingPools {
   boost::asio::thread_pool* read = nullptr;
   boost::asio::thread_pool* cleanup = nullptr;

@@ -14,7 +14,7 @@
 namespace sluice::store {
 
 /// Which connection pool a call uses. Split by purpose so a cleanup backlog or a burst of creates
-/// cannot take the connections that reads need (spec 001).
+/// cannot take the connections that reads need (docs/overload.md, "Read").
 enum class PostgresPurpose {
   /// Get.
   kRead,
@@ -31,7 +31,7 @@ struct PostgresPoolOptions {
   size_t connections = 8;
   /// The app's timeout for calls of this purpose. Every connection of the pool runs with
   /// `statement_timeout` = StatementTimeoutFor(call_timeout), so a query the app abandoned dies on
-  /// the server too (spec 003). Default: 1 s.
+  /// the server too (docs/overload.md, "Retries, breakers, timeouts"). Default: 1 s.
   Duration call_timeout = std::chrono::seconds(1);
   /// Connections opened at start, before any call needs them: a connect (TCP, start-up, auth)
   /// rarely fits in a read's 20 ms, so a cold pool would fail its first calls. At most

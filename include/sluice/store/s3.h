@@ -35,8 +35,8 @@ struct S3Options {
   /// Every object key is this prefix plus a validated paste id. Default: "pastes/".
   std::string key_prefix = "pastes/";
   /// Connections per purpose, each pool bounded on its own so a cleanup backlog cannot take the
-  /// connections of reads or creates (spec 001). Size them to the slots that feed them.
-  /// Defaults: 200 (GET, the read slots), 50 (PUT, the create slots), 4 (DELETE and List).
+  /// connections of reads or creates (docs/overload.md, "Read"). Size them to the slots that feed
+  /// them. Defaults: 200 (GET, the read slots), 50 (PUT, the create slots), 4 (DELETE and List).
   size_t get_connections = 200;
   size_t put_connections = 50;
   size_t cleanup_connections = 4;

@@ -1,4 +1,4 @@
-// SharedState: what the app processes of one tier share ("the cache tier" of spec 004): token
+// SharedState: what the app processes of one tier share (docs/overload.md, "Shared state"): token
 // buckets that one client key spends from whichever process it reaches, and a cache of metadata
 // rows with cross-process invalidation. Nothing in it is durable; losing it resets budgets and
 // empties a cache, which is why every caller treats a failure as a miss and fails open.

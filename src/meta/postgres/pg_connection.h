@@ -35,7 +35,8 @@ struct ConnectSpec {
   std::string options;
 };
 
-/// The error of a connection that could not be made: the request never left (spec 003).
+/// The error of a connection that could not be made: the request never left (docs/overload.md,
+/// "Retries, breakers, timeouts").
 Error RefusedError(std::string_view detail);
 
 class Connection {

@@ -314,8 +314,8 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   Status Apply(Db& db, const InsertOp& op) {
-    // The embedded statement timeout (spec 003): an insert whose caller already gave up (and
-    // answered 500) must not publish the paste afterwards.
+    // The embedded statement timeout (docs/overload.md, "Retries, breakers, timeouts"): an insert
+    // whose caller already gave up (and answered 500) must not publish the paste afterwards.
     if (op.deadline.Expired(SystemClock::Instance())) {
       Error e = MakeError(ErrorCode::kDeadlineExceeded, "insert abandoned before it ran",
                           "deadline_exceeded");

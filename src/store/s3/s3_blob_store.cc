@@ -5,10 +5,10 @@
 // the backend, like it lives in src/http for the server.
 //
 // Connections: three bounded pools (GET; PUT; DELETE and List), so a reaper backlog can never hold
-// the connections that reads and creates need (spec 001). A caller waits for a free connection no
-// longer than its deadline. Each exchange runs on its connection's strand, with the socket's
-// expiry set to the call's deadline: past it Beast closes the socket, so a connection whose state
-// is unknown is never reused.
+// the connections that reads and creates need (docs/overload.md, "Read"). A caller waits for a free
+// connection no longer than its deadline. Each exchange runs on its connection's strand, with the
+// socket's expiry set to the call's deadline: past it Beast closes the socket, so a connection
+// whose state is unknown is never reused.
 //
 // A request on a reused connection that fails before any byte of an answer arrives is sent once
 // more on a new connection: the peer closed the idle connection while we picked it, so it most
