@@ -76,7 +76,15 @@ def plot_scenario(res, path):
         if any(v for _, v in pts):
             ax.plot([t - t0 for t, _ in pts], [v for _, v in pts], label=f"{pool} (all processes)")
     ax.set_ylabel("in flight")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left")
+    age = s.total("sluice_outbox_age_seconds")
+    if any(v for _, v in age):
+        # The delete backlog, on its own scale: the oldest pending delete's age, summed.
+        twin = ax.twinx()
+        twin.plot([t - t0 for t, _ in age], [v for _, v in age], color="tab:purple",
+                  linestyle=":", label="outbox age (s, right)")
+        twin.set_ylabel("outbox age s")
+        twin.legend(fontsize=7, loc="upper right")
     ax = axes[2]
     for dep in ("blob", "meta", "redis"):
         pts = s.mean_latency(dep)
