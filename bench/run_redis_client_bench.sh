@@ -24,7 +24,7 @@ if [ -n "$rev" ]; then
   mkdir -p "$src"
   git archive "$rev" | tar -x -C "$src"
 fi
-build=$repo/build/redis-bench
+build=$repo/build/redis-bench${rev:+-archive}
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
   -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_SERVER=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target redis_client_bench >/dev/null
