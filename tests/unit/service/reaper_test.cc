@@ -115,7 +115,7 @@ class ReaperTest : public ::testing::Test {
     return o;
   }
   void Row(std::string_view id) {
-    store::PasteMeta meta{Id(id), kNow - 2 * kFloor, kNow + 86400, 1, {}, false};
+    store::PasteMeta meta{Id(id), kNow - 2 * kFloor, kNow + 86400, 1, {}, false, {}};
     ASSERT_TRUE(RunSync(meta_->Insert(meta, admission::Deadline::Never())).ok());
   }
   uint64_t CounterValue(const std::string& name) { return metrics_.GetCounter(name, "").value(); }
