@@ -134,6 +134,17 @@ std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
                    std::min(kWarm, connections("meta_write_connections"))};
   options.cleanup = {connections("meta_cleanup_connections"), timeouts.meta_background, 1};
   auto meta = store::MakePostgresMetaStore(options);
+  // Not ready until the warm connections are: a request that arrives first would connect inside
+  // its own 20 ms or 50 ms timeout and fail. Bounded, since a slow primary must not stop a start.
+  const auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto warmed = [&] {
+    return meta->Stats(store::PostgresPurpose::kRead).idle >= options.read.warm &&
+           meta->Stats(store::PostgresPurpose::kWrite).idle >= options.write.warm;
+  };
+  while (!warmed() && std::chrono::steady_clock::now() < ready_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!warmed()) spdlog::warn("PostgreSQL connections not all open after 5 s; serving anyway");
   const std::pair<const char*, store::PostgresPurpose> pools_by_name[] = {
       {"read", store::PostgresPurpose::kRead},
       {"write", store::PostgresPurpose::kWrite},
