@@ -191,12 +191,15 @@ class StackTest(unittest.TestCase):
         try:
             wait_until(lambda: s.metric_sum("sluice_redis_connected") == 0, timeout=20,
                        message="both processes notice Redis is gone")
+            started = time.monotonic()
             statuses = [s.create(f"flood {i}".encode(), client="10.3.0.1")[0] for i in range(40)]
+            took = time.monotonic() - started
             # Per-client limit open: one key gets far past its burst of 10; the tier's global
-            # budget of 20 falls back to 12 per process, so about 24 succeed, then 429.
+            # budget of 20/s (burst 20) falls back to 12 per process (burst 12, refilled at 12/s),
+            # so about 24 succeed, then 429, plus what the buckets refilled while the flood ran.
             created = statuses.count(201)
             self.assertGreater(created, 10, statuses)
-            self.assertLessEqual(created, 12 * PROCESSES + 2, statuses)
+            self.assertLessEqual(created, PROCESSES * (12 + 12 * took) + 2, (took, statuses))
             self.assertIn(429, statuses)
             self.assertTrue(all(code in (201, 429) for code in statuses), statuses)
             for i in range(PROCESSES):
@@ -251,7 +254,9 @@ class StackTest(unittest.TestCase):
     def test_5_slow_bucket_sheds_creates_and_the_edge_keeps_serving(self):
         s = self.stack
         paste = self.new_paste("served by the edge\n", "10.5.0.1")
-        s.request(s.edge, "GET", f"/raw/{paste['id']}")  # now cached at the edge
+        # Until the edge holds it: a first read that met a busy moment (503) is not cached.
+        wait_until(lambda: s.request(s.edge, "GET", f"/raw/{paste['id']}")[1].get("X-Cache")
+                   == "HIT", timeout=20, interval=0.2, message="the paste cached at the edge")
         with open(os.path.join(s.dir, "s3", "s3rver.pid")) as f:
             s3_pid = int(f.read().strip())
         os.kill(s3_pid, signal.SIGSTOP)
@@ -277,8 +282,14 @@ class StackTest(unittest.TestCase):
             # full-quality rendering is cached at the edge.
             wait_until(lambda: s.request(s.edge, "GET", path)[1].get("X-Cache") == "HIT",
                        timeout=20, interval=0.3, message=f"{path} cached at the edge")
-        status = s.request(s.edge, "DELETE", f"/api/v1/pastes/{paste['id']}", headers={
-            "Authorization": "Bearer " + paste["delete_token"]})[0]
+        # A delete is idempotent: a 503 (a primary still catching up after the earlier tests'
+        # faults) is asked again, as the status table tells a client to.
+        for _ in range(10):
+            status = s.request(s.edge, "DELETE", f"/api/v1/pastes/{paste['id']}", headers={
+                "Authorization": "Bearer " + paste["delete_token"]})[0]
+            if status != 503:
+                break
+            time.sleep(0.5)
         self.assertEqual(status, 204)
         deleted_at = time.monotonic()
         for path in (f"/raw/{paste['id']}", f"/{paste['id']}"):
