@@ -34,7 +34,7 @@ test-dev:
 test-asan:
 	cmake --preset asan >/dev/null
 	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests highlight_tests
-	ctest --test-dir build/asan -L 'unit|admission' --output-on-failure -j$(JOBS)
+	ctest --test-dir build/asan -L 'unit|admission|highlight' --output-on-failure -j$(JOBS)
 
 test-tsan:
 	cmake --preset tsan >/dev/null
