@@ -23,7 +23,7 @@ import time
 
 import loadgen as lg
 from loadgen import PastePool, Request, SizeDist, Stream, body_of, client_ip, random_id, xff
-from sluice_harness import parse_metrics, sluice_bin
+from sluice_harness import free_port_range, parse_metrics, sluice_bin
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "faultproxy"))
@@ -42,23 +42,7 @@ SIZES = SizeDist([(300, 0.45), (3000, 0.35), (30_000, 0.17), (200_000, 0.03)])
 
 
 def free_base_port(span=30):
-    """A base port with `span` free ports above it, below the kernel's ephemeral range (so the
-    load's own outgoing connections never take one of them)."""
-    import random
-    for _ in range(200):
-        base = random.randrange(20000, 32000 - span)
-        ok = True
-        for p in range(base, base + span):
-            with socket.socket() as t:
-                t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    t.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range on loopback")
+    return free_port_range(span)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -538,6 +538,26 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_range(span):
+    """A base port with `span` free loopback ports above it, below the kernel's ephemeral range (so
+    no outgoing connection, the tests' own included, takes one of them meanwhile)."""
+    import random
+    for _ in range(200):
+        base = random.randrange(20000, 32000 - span)
+        ok = True
+        for p in range(base, base + span):
+            with socket.socket() as t:
+                t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    t.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range on loopback")
+
+
 class RedisServer:
     """A throwaway redis-server (scripts/testenv/redis.sh) on a free port, in its own folder.
     Starting fails the test, never skips it, when redis-server is missing."""

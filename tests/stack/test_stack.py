@@ -15,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from sluice_harness import metric, parse_metrics, sluice_bin, wait_until
+from sluice_harness import free_port_range, metric, parse_metrics, sluice_bin, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -26,31 +26,12 @@ STACK_ARGS = ["--global-create-rate", "20", "--global-create-burst", "20",
               "--breaker-open-for", "1s", "--breaker-refusals", "3", "--ip-read-rate", "1000", "--ip-read-burst", "1000"]
 
 
-def free_base_port():
-    """A base port with the 20 ports above it free (best effort; loopback only)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base > 60000:
-            continue
-        ok = True
-        for p in range(base, base + 20):
-            with socket.socket() as t:
-                try:
-                    t.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range")
 
 
 class Stack:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="sluice-stack-")
-        self.base = free_base_port()
+        self.base = free_port_range(20)
         self.edge = self.base
         self.nginx = self.base + 1
         self.apps = [self.base + 10 + i for i in range(PROCESSES)]
