@@ -139,6 +139,8 @@ class Pool {
 
   /// Opens one connection ahead of need, so the first calls after start do not pay for a connect
   /// inside a timeout of a few milliseconds. A failure is only logged: calls connect on demand.
+  /// It also reads the table once: a new server process loads the catalog entries of the table
+  /// and its index on its first statement, which on a busy host takes longer than a 20 ms read.
   awaitable<void> Warm() {
     if (open_ >= options_.connections) co_return;
     ++open_;
@@ -152,6 +154,11 @@ class Pool {
       Publish();
       spdlog::warn("{}: {}", spec_.application_name, conn.error().message);
       co_return;
+    }
+    auto warming = (*conn)->Exec("SELECT 1 FROM pastes WHERE id = ''", {},
+                                 SystemClock::Instance().Now() + connect_timeout_);
+    if (auto warmed = co_await std::move(warming); !warmed.ok()) {
+      spdlog::warn("{}: {}", spec_.application_name, warmed.error().message);
     }
     Release(std::move(*conn));
   }
