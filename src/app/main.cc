@@ -306,14 +306,10 @@ int Serve(const Settings& s) {
   server_options.listen = s.String("listen");
   server_options.max_connections = ConnectionCap(s.Integer("max_connections"));
   server_options.public_url = s.String("public_url");
-  server_options.idle_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("idle_timeout"));
-  server_options.header_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("header_timeout"));
-  server_options.body_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("body_timeout"));
-  server_options.drain_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("drain_timeout"));
+  server_options.idle_timeout = s.Duration("idle_timeout");
+  server_options.header_timeout = s.Duration("header_timeout");
+  server_options.body_timeout = s.Duration("body_timeout");
+  server_options.drain_timeout = s.Duration("drain_timeout");
 
   worker::JanitorOptions janitor_options;
   janitor_options.sweep_interval = s.Duration("sweep_interval");
