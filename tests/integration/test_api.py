@@ -12,7 +12,7 @@ import socket
 import time
 import unittest
 
-from sluice_harness import (SluiceTestCase, metric, run_sluice, wait_until)
+from sluice_harness import (PATIENT_ARGS, SluiceTestCase, metric, run_sluice, wait_until)
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{12}$")
 TTLS = {"10m": 600, "1h": 3600, "1d": 86400, "1w": 7 * 86400, "30d": 30 * 86400}
@@ -65,7 +65,7 @@ def id_from_url(url):
 
 class ApiTestCase(SluiceTestCase):
     # Short sweep so background work is observable within a test.
-    ARGS = ("--sweep-interval", "200ms")
+    ARGS = ("--sweep-interval", "200ms", *PATIENT_ARGS)
 
     def setUp(self):
         super().setUp()
