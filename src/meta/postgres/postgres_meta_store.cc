@@ -104,18 +104,8 @@ class Pool {
         --open_;  // closed while idle (a server restart): forget it, try the next
       }
       if (open_ < options_.connections) {
-        ++open_;
-        Publish();
-        auto opening =
-            Connection::Open(executor_, spec_, SystemClock::Instance().Now() + connect_timeout_);
-        Result<std::unique_ptr<Connection>> conn = co_await std::move(opening);
-        if (!conn.ok()) {
-          --open_;
-          // A waiter may now connect in this slot; it learns at once if the server is down.
-          WakeOne(nullptr);
-          Publish();
-          co_return conn.error();
-        }
+        Result<std::unique_ptr<Connection>> conn = co_await OpenOne();
+        if (!conn.ok()) co_return conn.error();
         co_return Lease(this, std::move(*conn));
       }
       if (deadline.Expired(SystemClock::Instance())) {
@@ -143,15 +133,8 @@ class Pool {
   /// and its index on its first statement, which on a busy host takes longer than a 20 ms read.
   awaitable<void> Warm() {
     if (open_ >= options_.connections) co_return;
-    ++open_;
-    Publish();
-    auto opening =
-        Connection::Open(executor_, spec_, SystemClock::Instance().Now() + connect_timeout_);
-    Result<std::unique_ptr<Connection>> conn = co_await std::move(opening);
+    Result<std::unique_ptr<Connection>> conn = co_await OpenOne();
     if (!conn.ok()) {
-      --open_;
-      WakeOne(nullptr);
-      Publish();
       spdlog::warn("{}: {}", spec_.application_name, conn.error().message);
       co_return;
     }
@@ -176,6 +159,23 @@ class Pool {
   }
 
  private:
+  // Opens a connection in a free slot (the caller checked there is one), holding the slot while
+  // it connects.
+  awaitable<Result<std::unique_ptr<Connection>>> OpenOne() {
+    ++open_;
+    Publish();
+    auto opening =
+        Connection::Open(executor_, spec_, SystemClock::Instance().Now() + connect_timeout_);
+    Result<std::unique_ptr<Connection>> conn = co_await std::move(opening);
+    if (!conn.ok()) {
+      --open_;
+      // A waiter may now connect in this slot; it learns at once if the server is down.
+      WakeOne(nullptr);
+      Publish();
+    }
+    co_return conn;
+  }
+
   struct Waiter {
     explicit Waiter(Connection::Executor executor) : timer(executor) {}
     asio::steady_timer timer;
