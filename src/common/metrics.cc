@@ -111,6 +111,12 @@ void MetricsRegistry::AddGaugeCallback(const std::string& name, const std::strin
   FamilyFor(name, help, Kind::kGauge).series[RenderLabels(labels)].callback = std::move(read);
 }
 
+void MetricsRegistry::AddCounterCallback(const std::string& name, const std::string& help,
+                                         const Labels& labels, std::function<double()> read) {
+  std::lock_guard lock(mu_);
+  FamilyFor(name, help, Kind::kCounter).series[RenderLabels(labels)].callback = std::move(read);
+}
+
 std::string MetricsRegistry::Render() const {
   std::lock_guard lock(mu_);
   std::string out;

@@ -137,33 +137,28 @@ class RawConnection:
     def closed_by_peer(self, timeout=10):
         """True when the server closes the connection (EOF or reset) within `timeout`."""
         self.sock.settimeout(timeout)
-        try:
-            while True:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    return True
-                self.buf += chunk
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
+        return self._read_to_end()
 
     def read_until_quiet(self, quiet=1.0):
         """Reads into `buf` until the server closes (True), or, once a whole response is in, stays
         silent for `quiet` seconds or, before that, for the connection's timeout (False)."""
+        return self._read_to_end(quiet_after_response=quiet)
+
+    def _read_to_end(self, quiet_after_response=None):
         try:
             while True:
                 chunk = self.sock.recv(65536)
                 if not chunk:
                     return True
                 self.buf += chunk
-                if b"\r\n\r\n" in self.buf and not _needs_more(self.buf):
+                if (quiet_after_response is not None and b"\r\n\r\n" in self.buf
+                        and not _needs_more(self.buf)):
                     # One full response: closed only if the server ends the connection now.
-                    self.sock.settimeout(quiet)
-        except socket.timeout:
-            return False
+                    self.sock.settimeout(quiet_after_response)
         except ConnectionResetError:
             return True
+        except socket.timeout:
+            return False
 
     def close(self):
         self.sock.close()

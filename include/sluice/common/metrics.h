@@ -76,6 +76,10 @@ class MetricsRegistry {
   /// A gauge read at render time, for values owned elsewhere (pool occupancy, queue age).
   void AddGaugeCallback(const std::string& name, const std::string& help, const Labels& labels,
                         std::function<double()> read);
+  /// A counter read at render time, for counts owned elsewhere (the view ladder's shed counts):
+  /// `read` must never go down, or rate() over it lies.
+  void AddCounterCallback(const std::string& name, const std::string& help, const Labels& labels,
+                          std::function<double()> read);
 
   /// The text exposition format, version 0.0.4.
   std::string Render() const;
