@@ -105,16 +105,34 @@ Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::str
   return *s.histogram;
 }
 
-void MetricsRegistry::AddGaugeCallback(const std::string& name, const std::string& help,
-                                       const Labels& labels, std::function<double()> read) {
+uint64_t MetricsRegistry::AddGaugeCallback(const std::string& name, const std::string& help,
+                                           const Labels& labels, std::function<double()> read) {
   std::lock_guard lock(mu_);
-  FamilyFor(name, help, Kind::kGauge).series[RenderLabels(labels)].callback = std::move(read);
+  Series& series = FamilyFor(name, help, Kind::kGauge).series[RenderLabels(labels)];
+  series.callback = std::move(read);
+  series.callback_id = next_callback_id_++;
+  return series.callback_id;
 }
 
-void MetricsRegistry::AddCounterCallback(const std::string& name, const std::string& help,
-                                         const Labels& labels, std::function<double()> read) {
+void MetricsRegistry::RemoveGaugeCallback(uint64_t id) {
+  // Render and Collect call callbacks under the same lock, so none runs once this returns.
   std::lock_guard lock(mu_);
-  FamilyFor(name, help, Kind::kCounter).series[RenderLabels(labels)].callback = std::move(read);
+  for (auto& [name, family] : families_) {
+    for (auto it = family.series.begin(); it != family.series.end(); ++it) {
+      if (it->second.callback_id != id) continue;
+      family.series.erase(it);
+      return;
+    }
+  }
+}
+
+uint64_t MetricsRegistry::AddCounterCallback(const std::string& name, const std::string& help,
+                                             const Labels& labels, std::function<double()> read) {
+  std::lock_guard lock(mu_);
+  Series& series = FamilyFor(name, help, Kind::kCounter).series[RenderLabels(labels)];
+  series.callback = std::move(read);
+  series.callback_id = next_callback_id_++;
+  return series.callback_id;
 }
 
 std::string MetricsRegistry::Render() const {

@@ -70,7 +70,8 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       fill_slots_(admission::ConcurrencyLimiterOptions{options.fill_cap, 0}, clock),
       fill_per_client_(options.fill_cap_per_client),
       retry_after_(
-          admission::RetryAfterOptions{options.retry_after_min, options.retry_after_max, 0}) {
+          admission::RetryAfterOptions{options.retry_after_min, options.retry_after_max, 0}),
+      gauges_(metrics) {
   // Every reason exists from the start, so a dashboard shows zeros rather than gaps.
   for (const char* reason :
        {"ip_create_count", "ip_create_bytes", "global_count", "global_bytes", "create_slots",
@@ -82,27 +83,27 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
   for (const auto& [pool, pool_limiter] : pools) {
     // A named copy: clang 14 cannot capture a structured binding.
     const admission::SlotLimiter* limiter = pool_limiter;
-    metrics.AddGaugeCallback("sluice_pool_in_use", "Units in flight per admission pool",
+    gauges_.Add("sluice_pool_in_use", "Units in flight per admission pool",
                              {{"pool", pool}},
                              [limiter] { return double(limiter->Gauges().in_use); });
-    metrics.AddGaugeCallback("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
+    gauges_.Add("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
                              {{"pool", pool}},
                              [limiter] { return double(limiter->Gauges().limit); });
   }
-  metrics.AddGaugeCallback("sluice_pool_peak", "Highest in-flight count seen per pool",
+  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool",
                            {{"pool", "create"}}, [this] { return double(create_peak_.load()); });
-  metrics.AddGaugeCallback("sluice_pool_peak", "Highest in-flight count seen per pool",
+  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool",
                            {{"pool", "read"}}, [this] { return double(read_peak_.load()); });
-  metrics.AddGaugeCallback("sluice_pool_peak", "Highest in-flight count seen per pool",
+  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool",
                            {{"pool", "fill"}}, [this] { return double(fill_peak_.load()); });
-  metrics.AddGaugeCallback(
+  gauges_.Add(
       "sluice_create_bytes_in_use",
       "Create body bytes counted against the byte cap (abandoned PUTs included)", {},
       [this] { return double(create_slots_->Gauges().bytes_in_use); });
-  metrics.AddGaugeCallback("sluice_create_bytes_limit", "The create byte cap", {},
+  gauges_.Add("sluice_create_bytes_limit", "The create byte cap", {},
                            [this] { return double(create_slots_->Gauges().max_bytes); });
   if (shared_) {
-    metrics.AddGaugeCallback(
+    gauges_.Add(
         "sluice_limiter_fail_open",
         "1 while the shared limiter store does not answer: per-client create limits are open and "
         "the global caps run on this process's local share",

@@ -73,13 +73,17 @@ class MetricsRegistry {
   Histogram& GetHistogram(const std::string& name, const std::string& help,
                           const Labels& labels = {},
                           std::vector<double> buckets = LatencyBuckets());
-  /// A gauge read at render time, for values owned elsewhere (pool occupancy, queue age).
-  void AddGaugeCallback(const std::string& name, const std::string& help, const Labels& labels,
-                        std::function<double()> read);
+  /// A gauge read at render time, for values owned elsewhere (pool occupancy, queue age). Its
+  /// owner holds the returned id and removes it (RemoveGaugeCallback) before it goes;
+  /// GaugeCallbacks below does both.
+  uint64_t AddGaugeCallback(const std::string& name, const std::string& help, const Labels& labels,
+                            std::function<double()> read);
   /// A counter read at render time, for counts owned elsewhere (the view ladder's shed counts):
-  /// `read` must never go down, or rate() over it lies.
-  void AddCounterCallback(const std::string& name, const std::string& help, const Labels& labels,
-                          std::function<double()> read);
+  /// `read` must never go down, or rate() over it lies. Removed like a gauge callback, by its id.
+  uint64_t AddCounterCallback(const std::string& name, const std::string& help,
+                              const Labels& labels, std::function<double()> read);
+  /// Removes a gauge or counter callback. Once this returns, the callback is never called again.
+  void RemoveGaugeCallback(uint64_t id);
 
   /// The text exposition format, version 0.0.4.
   std::string Render() const;
@@ -95,6 +99,7 @@ class MetricsRegistry {
     std::unique_ptr<Gauge> gauge;
     std::unique_ptr<Histogram> histogram;
     std::function<double()> callback;
+    uint64_t callback_id = 0;
   };
   struct Family {
     Kind kind;
@@ -105,6 +110,34 @@ class MetricsRegistry {
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;
+  uint64_t next_callback_id_ = 1;
+};
+
+/// The gauge callbacks of one owner, removed when it goes. Declare it as the owner's last member,
+/// so it goes first, while everything its callbacks read still exists.
+class GaugeCallbacks {
+ public:
+  explicit GaugeCallbacks(MetricsRegistry& registry) : registry_(registry) {}
+  GaugeCallbacks(const GaugeCallbacks&) = delete;
+  GaugeCallbacks& operator=(const GaugeCallbacks&) = delete;
+  ~GaugeCallbacks() { Clear(); }
+  /// Removes every callback added so far; none runs once this returns.
+  void Clear() {
+    for (uint64_t id : ids_) registry_.RemoveGaugeCallback(id);
+    ids_.clear();
+  }
+  void Add(const std::string& name, const std::string& help, const Labels& labels,
+           std::function<double()> read) {
+    ids_.push_back(registry_.AddGaugeCallback(name, help, labels, std::move(read)));
+  }
+  void AddCounter(const std::string& name, const std::string& help, const Labels& labels,
+                  std::function<double()> read) {
+    ids_.push_back(registry_.AddCounterCallback(name, help, labels, std::move(read)));
+  }
+
+ private:
+  MetricsRegistry& registry_;
+  std::vector<uint64_t> ids_;
 };
 
 }  // namespace sluice

@@ -1,5 +1,6 @@
-// HttpServer: the Beast/Asio front of sluice. It parses requests, asks the service layer, and maps
-// results to statuses; Beast itself stays inside src/http.
+// HttpServer: the Beast/Asio front of sluice, and all a caller needs of it. Inside src/http it is
+// a session (session.h: Beast I/O), a route table (routes.h), handlers (handlers.h) and one
+// presenter (presenter.h); docs/architecture.md follows a request through them.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "sluice/admission/client_key.h"
+#include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/paste_service.h"
@@ -23,14 +25,14 @@ struct ServerOptions {
   /// Base of the links handed out ("https://paste.example"); empty: http://<listen address>.
   std::string public_url;
   /// How long an open connection may sit with no request started. Default: 30 s.
-  std::chrono::seconds idle_timeout{30};
+  Duration idle_timeout = std::chrono::seconds(30);
   /// How long a request's headers may take once their first byte arrived, so a client sending
   /// them a byte at a time (slowloris) is cut off. Default: 10 s.
-  std::chrono::seconds header_timeout{10};
+  Duration header_timeout = std::chrono::seconds(10);
   /// How long a request body may take to arrive once admitted. Default: 30 s.
-  std::chrono::seconds body_timeout{30};
+  Duration body_timeout = std::chrono::seconds(30);
   /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
-  std::chrono::seconds drain_timeout{10};
+  Duration drain_timeout = std::chrono::seconds(10);
   /// Open connections per process; one more gets a 503 and is closed, so file descriptors are
   /// never exhausted by idle or slow clients. Default: 10,000.
   int64_t max_connections = 10'000;
@@ -53,7 +55,7 @@ class HttpServer {
   /// server.
   HttpServer(std::vector<boost::asio::io_context*> ios, ServerOptions options,
              service::PasteService& service, render::ViewRenderer& renderer,
-             MetricsRegistry& metrics);
+             MetricsRegistry& metrics, const Clock& clock = SystemClock::Instance());
   ~HttpServer();
 
   /// Binds and starts accepting. Throws std::runtime_error if the address cannot be bound.

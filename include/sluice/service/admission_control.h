@@ -166,6 +166,7 @@ class AdmissionControl {
   Counter* shared_allowed_ = nullptr;
   Counter* shared_refused_ = nullptr;
   Counter* shared_fail_open_ = nullptr;
+  GaugeCallbacks gauges_;  // last: its callbacks read the members above
 };
 
 }  // namespace sluice::service

@@ -162,8 +162,9 @@ class RedisSharedState final : public store::SharedState {
         channel_(options_.key_prefix + "invalidate"),
         bad_script_replies_(metrics.GetCounter(
             "sluice_redis_bad_script_replies_total",
-            "Limiter script replies of the wrong shape (each failed open, as no answer)")) {
-    metrics.AddGaugeCallback("sluice_redis_connected",
+            "Limiter script replies of the wrong shape (each failed open, as no answer)")),
+        gauges_(metrics) {
+    gauges_.Add("sluice_redis_connected",
                              "1 while the command connection to Redis is up", {},
                              [this] { return connected_.load() ? 1.0 : 0.0; });
     // Built here, on the caller's thread, so that an unreadable redis_ca_file stops the start.
@@ -416,6 +417,7 @@ class RedisSharedState final : public store::SharedState {
   std::mutex subscribers_mu_;
   std::vector<std::function<void(const PasteId&)>> subscribers_;
   std::thread thread_;
+  GaugeCallbacks gauges_;  // last: its callback reads connected_
 };
 
 }  // namespace

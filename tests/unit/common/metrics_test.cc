@@ -36,5 +36,22 @@ TEST(MetricsRegistry, OneNameCannotBeBothCounterAndGauge) {
                std::logic_error);
 }
 
+// The renderer's shed counts read `this`: once their owner's GaugeCallbacks goes, they are gone
+// from /metrics and never called again.
+TEST(MetricsRegistry, CounterCallbackGoesWithItsOwner) {
+  MetricsRegistry metrics;
+  int calls = 0;
+  {
+    GaugeCallbacks owned(metrics);
+    owned.AddCounter("demo_shed_total", "Views shed", {}, [&calls] {
+      ++calls;
+      return 1.0;
+    });
+    EXPECT_NE(metrics.Render().find("demo_shed_total 1\n"), std::string::npos);
+  }
+  EXPECT_EQ(metrics.Render().find("demo_shed_total 1"), std::string::npos);
+  EXPECT_EQ(calls, 1);
+}
+
 }  // namespace
 }  // namespace sluice

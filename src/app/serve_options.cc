@@ -1,0 +1,191 @@
+#include "serve_options.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <thread>
+
+#include "sluice/service/text.h"
+
+namespace sluice::app {
+
+namespace {
+
+// Raises the soft file-descriptor limit to the hard one and keeps the connection cap below it, with
+// room for the stores' files and the listening sockets: refusing with a 503 beats failing accept().
+int64_t ConnectionCap(int64_t wanted) {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return wanted;
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  constexpr int64_t kReserved = 256;
+  const int64_t room = files.rlim_cur == RLIM_INFINITY
+                           ? wanted
+                           : std::max<int64_t>(1, static_cast<int64_t>(files.rlim_cur) - kReserved);
+  if (room < wanted) {
+    spdlog::warn("max_connections {} lowered to {} to stay under the file-descriptor limit {}",
+                 wanted, room, files.rlim_cur);
+  }
+  return std::min(wanted, room);
+}
+
+std::chrono::seconds TtlSetting(const Settings& s, std::string_view key) {
+  auto ttl = service::ParseTtl(s.String(key));
+  if (!ttl) throw std::invalid_argument(std::string(key) + ": choose one of 10m, 1h, 1d, 1w, 30d");
+  return *ttl;
+}
+
+template <typename To>
+To In(const Settings& s, std::string_view key) {
+  return std::chrono::duration_cast<To>(s.Duration(key));
+}
+
+service::ServiceOptions ReadService(const Settings& s) {
+  service::ServiceOptions o;
+  o.max_paste_bytes = static_cast<uint64_t>(s.Integer("max_paste_bytes"));
+  o.default_ttl = TtlSetting(s, "default_ttl");
+  o.max_ttl = TtlSetting(s, "max_ttl");
+  if (o.default_ttl > o.max_ttl) throw std::invalid_argument("default_ttl is longer than max_ttl");
+  o.create_budget = s.Duration("create_budget");
+  o.put_timeout = s.Duration("put_timeout");
+  o.insert_timeout = s.Duration("insert_timeout");
+  o.read_budget = s.Duration("read_budget");
+  o.delete_budget = s.Duration("delete_budget");
+  o.cache_timeout = s.Duration("cache_timeout");
+  o.verify_bodies = s.Boolean("verify_bodies");
+  return o;
+}
+
+service::CallTimeouts ReadTimeouts(const Settings& s) {
+  service::CallTimeouts t;
+  t.blob_put = s.Duration("put_timeout");
+  t.blob_get = s.Duration("blob_get_timeout");
+  t.meta_insert = s.Duration("insert_timeout");
+  t.meta_get = s.Duration("meta_get_timeout");
+  return t;
+}
+
+service::AdmissionOptions ReadAdmission(const Settings& s) {
+  service::AdmissionOptions a;
+  a.ip_create_count = {s.Number("ip_create_rate"), s.Number("ip_create_burst")};
+  a.ip_create_bytes = {s.Number("ip_create_bytes_rate"), s.Number("ip_create_bytes_burst")};
+  a.global_create_count = {s.Number("global_create_rate"), s.Number("global_create_burst")};
+  a.global_create_bytes = {s.Number("global_create_bytes_rate"),
+                           s.Number("global_create_bytes_burst")};
+  a.create_slots = s.Integer("create_slots");
+  a.create_slot_bytes = s.Integer("create_slot_bytes");
+  const std::string create_cap = s.String("create_cap");
+  if (create_cap != "static" && create_cap != "aimd") {
+    throw std::invalid_argument("create_cap: choose static or aimd");
+  }
+  a.adaptive_create_cap = create_cap == "aimd";
+  a.adaptive_target = s.Duration("aimd_target");
+  a.read_slots = s.Integer("read_slots");
+  a.ip_read = {s.Number("ip_read_rate"), s.Number("ip_read_burst")};
+  a.fill_cap = s.Integer("fill_cap");
+  a.fill_cap_per_client = s.Integer("fill_cap_per_client");
+  a.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));
+  a.retry_after_max = static_cast<int>(s.Integer("retry_after_max"));
+  a.processes = s.Integer("processes");
+  a.shared_timeout = s.Duration("cache_timeout");
+  for (const auto* bucket : {&a.ip_create_count, &a.ip_create_bytes, &a.global_create_count,
+                             &a.global_create_bytes, &a.ip_read}) {
+    if (bucket->rate_per_second <= 0 || bucket->burst <= 0) {
+      throw std::invalid_argument("every rate and burst must be above zero");
+    }
+  }
+  if (a.create_slots < 1 || a.read_slots < 1 || a.fill_cap < 1 || a.fill_cap_per_client < 1 ||
+      a.retry_after_min > a.retry_after_max) {
+    throw std::invalid_argument(
+        "slots and caps must be at least 1, retry_after_min <= retry_after_max");
+  }
+  return a;
+}
+
+http::ServerOptions ReadServer(const Settings& s) {
+  http::ServerOptions o;
+  auto trusted = admission::TrustedProxies::Parse(CommaList(s.String("trusted_proxy")));
+  if (!trusted.ok()) throw std::invalid_argument("trusted_proxy: " + trusted.error().message);
+  o.trusted_proxies = *trusted;
+  o.listen = s.String("listen");
+  o.max_connections = ConnectionCap(s.Integer("max_connections"));
+  o.public_url = s.String("public_url");
+  o.idle_timeout = s.Duration("idle_timeout");
+  o.header_timeout = s.Duration("header_timeout");
+  o.body_timeout = s.Duration("body_timeout");
+  o.drain_timeout = s.Duration("drain_timeout");
+  return o;
+}
+
+render::ViewRendererOptions ReadRender(const Settings& s) {
+  render::ViewRendererOptions o;
+  o.slots = static_cast<int>(s.Integer("highlight_slots"));
+  o.cache_bytes = static_cast<size_t>(s.Integer("highlight_cache_bytes"));
+  o.render_timeout = In<std::chrono::milliseconds>(s, "render_timeout");
+  o.large_paste_bytes = s.Integer("large_paste_bytes");
+  o.render_delay = In<std::chrono::milliseconds>(s, "render_delay");
+  o.release_points_per_second = s.Number("shed_release_rate");
+  o.target_utilization = s.Number("highlight_utilization");
+  if (o.target_utilization <= 0 || o.target_utilization > 1) {
+    throw std::invalid_argument("highlight_utilization must be in (0, 1]");
+  }
+  if (o.slots < 1) throw std::invalid_argument("highlight_slots must be at least 1");
+  if (o.render_delay.count() > 0 && !s.Boolean("fault_injection")) {
+    throw std::invalid_argument("render_delay is set but fault_injection is false");
+  }
+  // The server's own binary, by the kernel's link to it: still the right one if a deploy replaces
+  // the file while this process runs.
+  o.worker_command = {"/proc/self/exe", "highlight-worker"};
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::string> CommaList(const std::string& list) {
+  std::vector<std::string> entries;
+  for (size_t start = 0; start < list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string entry = list.substr(start, comma - start);
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    if (!entry.empty()) entries.push_back(entry);
+    start = comma + 1;
+  }
+  return entries;
+}
+
+ServeOptions ReadServeOptions(const Settings& s) {
+  ServeOptions o;
+  o.data_dir = s.String("data_dir");
+  o.threads = static_cast<int>(s.Integer("threads"));
+  if (o.threads == 0)
+    o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.read_threads = static_cast<size_t>(std::max<int64_t>(1, s.Integer("read_threads")));
+  o.cleanup_threads = static_cast<size_t>(std::max<int64_t>(1, s.Integer("cleanup_threads")));
+  o.service = ReadService(s);
+  o.timeouts = ReadTimeouts(s);
+  o.admission = ReadAdmission(s);
+  o.retry_budget.ratio = s.Number("retry_budget_ratio");
+  o.breaker.refusals_to_open = static_cast<int>(s.Integer("breaker_refusals"));
+  o.breaker.open_for = s.Duration("breaker_open_for");
+  o.cache_bytes = static_cast<size_t>(s.Integer("cache_bytes"));
+  // With a shared cache another process's delete reaches this one by a message that can be lost,
+  // so local entries are trusted only for local_cache_ttl; alone, nothing else can change them.
+  o.local_cache_ttl = s.String("cache").empty() ? Duration::zero() : s.Duration("local_cache_ttl");
+  o.edge_purge = CommaList(s.String("edge_purge"));
+  o.janitor.sweep_interval = In<std::chrono::milliseconds>(s, "sweep_interval");
+  o.janitor.reap_interval = In<std::chrono::milliseconds>(s, "reap_interval");
+  o.janitor.orphan_age_floor = In<std::chrono::seconds>(s, "orphan_age_floor");
+  o.render = ReadRender(s);
+  o.server = ReadServer(s);
+  if (!s.Boolean("fault_injection") && !s.String("faults").empty()) {
+    throw std::invalid_argument("faults are set but fault_injection is false");
+  }
+  return o;
+}
+
+}  // namespace sluice::app

@@ -1,0 +1,48 @@
+// `sluice serve`'s settings read into the option structs of each part of the server. Every
+// conversion from a setting and every check that spans several keys lives here, so the composition
+// root (server_process.h) only builds parts.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "settings.h"
+#include "sluice/admission/circuit_breaker.h"
+#include "sluice/admission/retry_budget.h"
+#include "sluice/http/server.h"
+#include "sluice/render/view_renderer.h"
+#include "sluice/service/admission_control.h"
+#include "sluice/service/guarded_stores.h"
+#include "sluice/service/paste_service.h"
+#include "sluice/worker/janitor.h"
+
+namespace sluice::app {
+
+struct ServeOptions {
+  std::filesystem::path data_dir;
+  /// Event loops (one per thread) and the blocking pools of the embedded stores.
+  int threads = 1;
+  size_t read_threads = 1;
+  size_t cleanup_threads = 1;
+  service::ServiceOptions service;
+  service::CallTimeouts timeouts;
+  service::AdmissionOptions admission;
+  admission::RetryBudgetOptions retry_budget;
+  admission::CircuitBreakerOptions breaker;
+  size_t cache_bytes = 0;
+  /// How long a local cache entry is trusted; zero (for ever) without a shared cache.
+  Duration local_cache_ttl{};
+  std::vector<std::string> edge_purge;
+  worker::JanitorOptions janitor;
+  render::ViewRendererOptions render;
+  http::ServerOptions server;
+};
+
+/// Throws std::invalid_argument naming the setting when a value or a combination is refused.
+ServeOptions ReadServeOptions(const Settings& s);
+
+/// "a, b ,c" -> {"a", "b", "c"}; empty entries dropped.
+std::vector<std::string> CommaList(const std::string& list);
+
+}  // namespace sluice::app

@@ -1,0 +1,178 @@
+#include "server_process.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "backends.h"
+#include "sluice/service/guarded_stores.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "dev"
+#endif
+
+namespace sluice::app {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Resident memory, for the operator and for the slow-bucket scenario's memory bound.
+double ResidentBytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  // With PostgreSQL the data dir holds at most bodies, which are immutable, and a shared folder of
+  // them is a bucket like any other.
+  if (!s.String("meta").empty()) return std::nullopt;
+  return std::optional<DataDirLock>(std::in_place, dir);
+}
+
+}  // namespace
+
+EventLoops::EventLoops(int count) {
+  for (int i = 0; i < count; ++i) loops_.push_back(std::make_unique<asio::io_context>(1));
+}
+
+std::vector<asio::io_context*> EventLoops::pointers() const {
+  std::vector<asio::io_context*> out;
+  for (const auto& loop : loops_) out.push_back(loop.get());
+  return out;
+}
+
+void EventLoops::Run() {
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
+  for (auto& loop : loops_) keep_running.push_back(asio::make_work_guard(*loop));
+  std::vector<std::thread> runners;
+  for (size_t i = 1; i < loops_.size(); ++i) {
+    runners.emplace_back([loop = loops_[i].get()] { loop->run(); });
+  }
+  loops_.front()->run();
+  for (auto& t : runners) t.join();
+}
+
+void EventLoops::Stop() {
+  for (auto& loop : loops_) loop->stop();
+}
+
+FaultLayer::FaultLayer(const Settings& s, MetricsRegistry& metrics, store::MetaStore& inner_meta,
+                       store::BlobStore& inner_blobs)
+    : meta(inner_meta), blobs(inner_blobs) {
+  if (!s.Boolean("fault_injection")) return;
+  auto plan = store::FaultPlan::Parse(s.String("faults"));
+  if (!plan.ok()) throw std::invalid_argument("faults: " + plan.error().message);
+  injector = std::make_unique<store::FaultInjector>(metrics, *plan);
+  faulty_meta = store::MakeFaultInjectingMetaStore(inner_meta, *injector);
+  faulty_blobs = store::MakeFaultInjectingBlobStore(inner_blobs, *injector);
+}
+
+http::ServerOptions FaultLayer::Control(http::ServerOptions options) {
+  if (!injector) return options;
+  store::FaultInjector* faults = injector.get();
+  options.get_faults = [faults] { return faults->plan().ToString(); };
+  options.set_faults = [faults](std::string_view text) -> Status {
+    auto parsed = store::FaultPlan::Parse(text);
+    if (!parsed.ok()) return parsed.error();
+    faults->SetPlan(*parsed);
+    return Ok();
+  };
+  return options;
+}
+
+ServerProcess::ServerProcess(const Settings& settings)
+    : settings_(settings),
+      options_(ReadServeOptions(settings)),
+      data_dir_lock_(LockIfEmbedded(settings, options_.data_dir)),
+      loops_(options_.threads),
+      clock_(SystemClock::Instance()),
+      process_gauges_(metrics_),
+      read_pool_(options_.read_threads),
+      cleanup_pool_(options_.cleanup_threads),
+      meta_backend_(MakeMetaStore(settings, options_.timeouts, {&read_pool_, &cleanup_pool_},
+                                  options_.data_dir)),
+      meta_gauges_(metrics_),
+      blob_backend_(MakeBlobBackend(settings, options_.data_dir, {&read_pool_, &cleanup_pool_},
+                                    loops_.front().get_executor())),
+      faults_(settings, metrics_, *meta_backend_, *blob_backend_),
+      retry_budget_(options_.retry_budget, clock_),
+      budget_gauges_(metrics_),
+      meta_dependency_("meta", clock_, metrics_, retry_budget_, options_.breaker),
+      blob_dependency_("blob", clock_, metrics_, retry_budget_, options_.breaker),
+      meta_(service::MakeGuardedMetaStore(faults_.faulty_meta ? *faults_.faulty_meta : faults_.meta,
+                                          meta_dependency_, options_.timeouts)),
+      blobs_(service::MakeGuardedBlobStore(
+          faults_.faulty_blobs ? *faults_.faulty_blobs : faults_.blobs, blob_dependency_,
+          options_.timeouts)),
+      cache_(options_.cache_bytes, clock_, options_.local_cache_ttl),
+      cache_gauges_(metrics_),
+      shared_state_(MakeSharedState(settings, clock_, metrics_)),
+      admission_(options_.admission, clock_, metrics_, shared_state_.get()),
+      service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
+               shared_state_.get()),
+      edge_cache_(options_.edge_purge.empty()
+                      ? nullptr
+                      : store::MakeHttpPurgeEdgeCache(options_.edge_purge, clock_)),
+      janitor_(*meta_, *blobs_, cache_, clock_, metrics_, options_.janitor, edge_cache_.get()),
+      renderer_(options_.render, clock_, metrics_),
+      server_(std::make_unique<http::HttpServer>(loops_.pointers(),
+                                                 faults_.Control(options_.server), service_,
+                                                 renderer_, metrics_, clock_)) {
+  process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
+                      ResidentBytes);
+  AddMetaPoolGauges(*meta_backend_, meta_gauges_);
+  budget_gauges_.Add("sluice_retry_budget_balance", "Retries the budget would allow now", {},
+                     [this] { return retry_budget_.Balance(); });
+  cache_gauges_.Add("sluice_paste_cache_bytes", "Bytes held by the paste cache", {},
+                    [this] { return static_cast<double>(cache_.bytes_used()); });
+}
+
+int ServerProcess::Run() {
+  server_->Start();
+  janitor_.Start(loops_.front().get_executor());
+  spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
+               SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),
+               options_.threads, std::filesystem::absolute(options_.data_dir).string(),
+               settings_.Describe());
+  spdlog::default_logger()->flush();
+  asio::signal_set signals(loops_.front(), SIGTERM, SIGINT);
+  signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    spdlog::info("signal {}: draining in-flight requests", signal);
+    janitor_.Stop();
+    server_->Drain([this] { loops_.Stop(); });
+  });
+  loops_.Run();
+  return 0;
+}
+
+ServerProcess::ShutdownOrder::~ShutdownOrder() {
+  // 1. Blocking work queued on the pools calls into the embedded stores: it finishes first.
+  p.read_pool_.join();
+  p.cleanup_pool_.join();
+  // 2. The stores' own threads post completions to the loops, so they stop while the loops
+  //    exist; the committers finish their last batch here.
+  p.server_.reset();
+  p.blobs_.reset();
+  p.meta_.reset();
+  p.blob_backend_.reset();
+  p.meta_gauges_.Clear();
+  p.meta_backend_.reset();
+  p.shared_state_.reset();
+  // 3. Requests abandoned at the drain timeout are coroutine frames still queued in the loops;
+  //    they hold permits of the admission control and entries of the service, so they go now,
+  //    while those still exist. The rest goes in reverse order of declaration.
+  p.loops_.Destroy();
+}
+
+}  // namespace sluice::app

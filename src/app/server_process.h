@@ -1,0 +1,112 @@
+// The composition root of `sluice serve`: every part of the server is a member, declared in the
+// order the parts depend on each other, so C++ builds them in that order and tears them down in
+// reverse. The three steps that cannot follow that order are in ShutdownOrder (the last member,
+// so it runs first), each with its reason.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "data_dir_lock.h"
+#include "serve_options.h"
+#include "settings.h"
+#include "sluice/admission/retry_budget.h"
+#include "sluice/common/metrics.h"
+#include "sluice/http/server.h"
+#include "sluice/render/view_renderer.h"
+#include "sluice/service/admission_control.h"
+#include "sluice/service/dependency.h"
+#include "sluice/service/paste_cache.h"
+#include "sluice/service/paste_service.h"
+#include "sluice/store/blob_store.h"
+#include "sluice/store/edge_cache.h"
+#include "sluice/store/fault_injection.h"
+#include "sluice/store/meta_store.h"
+#include "sluice/store/shared_state.h"
+#include "sluice/worker/janitor.h"
+
+namespace sluice::app {
+
+/// One event loop per thread (see http::HttpServer).
+class EventLoops {
+ public:
+  explicit EventLoops(int count);
+  boost::asio::io_context& front() { return *loops_.front(); }
+  std::vector<boost::asio::io_context*> pointers() const;
+  /// Runs every loop (the calling thread runs the first) until all are stopped.
+  void Run();
+  void Stop();
+  /// Destroys the loops, and with them the coroutine frames still queued in them.
+  void Destroy() { loops_.clear(); }
+
+ private:
+  std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
+};
+
+/// The stores a fault plan wraps, when fault injection is configured: it then says so loudly, in
+/// the log, on /metrics (sluice_fault_injection_enabled) and at /debug/faults.
+struct FaultLayer {
+  FaultLayer(const Settings& s, MetricsRegistry& metrics, store::MetaStore& meta,
+             store::BlobStore& blobs);
+  /// The control of /debug/faults, or unset options when there is no plan.
+  http::ServerOptions Control(http::ServerOptions options);
+
+  std::unique_ptr<store::FaultInjector> injector;
+  std::unique_ptr<store::MetaStore> faulty_meta;
+  std::unique_ptr<store::BlobStore> faulty_blobs;
+  store::MetaStore& meta;
+  store::BlobStore& blobs;
+};
+
+class ServerProcess {
+ public:
+  /// Builds every part; throws std::invalid_argument or std::runtime_error naming what is wrong.
+  explicit ServerProcess(const Settings& settings);
+  /// Listens and serves until SIGTERM or SIGINT, then drains; the exit code.
+  int Run();
+
+ private:
+  const Settings& settings_;
+  const ServeOptions options_;
+  // Two processes on one embedded metadata store each trust their own memory of it, so a delete
+  // through one is still served by the other: the data dir is locked when its SQLite is in use.
+  std::optional<DataDirLock> data_dir_lock_;
+  // Store threads post their completions to the loops until the stores are gone.
+  EventLoops loops_;
+  const Clock& clock_;
+  MetricsRegistry metrics_;
+  GaugeCallbacks process_gauges_;
+  boost::asio::thread_pool read_pool_;
+  boost::asio::thread_pool cleanup_pool_;
+  std::unique_ptr<store::MetaStore> meta_backend_;
+  GaugeCallbacks meta_gauges_;
+  std::unique_ptr<store::BlobStore> blob_backend_;
+  FaultLayer faults_;
+  admission::RetryBudget retry_budget_;
+  GaugeCallbacks budget_gauges_;
+  service::Dependency meta_dependency_;
+  service::Dependency blob_dependency_;
+  std::unique_ptr<store::MetaStore> meta_;
+  std::unique_ptr<store::BlobStore> blobs_;
+  service::PasteCache cache_;
+  GaugeCallbacks cache_gauges_;
+  // After the cache it invalidates, so it stops delivering before the cache goes.
+  std::unique_ptr<store::SharedState> shared_state_;
+  service::AdmissionControl admission_;
+  service::PasteService service_;
+  std::unique_ptr<store::EdgeCache> edge_cache_;
+  worker::Janitor janitor_;
+  render::ViewRenderer renderer_;
+  std::unique_ptr<http::HttpServer> server_;
+
+  // Runs first on the way out, once the loops have stopped.
+  struct ShutdownOrder {
+    ServerProcess& p;
+    ~ShutdownOrder();
+  } shutdown_order_{*this};
+};
+
+}  // namespace sluice::app

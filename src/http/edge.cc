@@ -1,0 +1,67 @@
+#include "edge.h"
+
+namespace sluice::http {
+
+std::optional<Held> Held::TryTake(std::atomic<int64_t>& count, Gauge& gauge, int64_t limit) {
+  if (count.fetch_add(1) >= limit) {
+    count.fetch_sub(1);
+    return std::nullopt;
+  }
+  gauge.Add(1);
+  return Held(&count, &gauge);
+}
+
+Held::Held(std::atomic<int64_t>& count, Gauge& gauge) : count_(&count), gauge_(&gauge) {
+  count_->fetch_add(1, std::memory_order_relaxed);
+  gauge_->Add(1);
+}
+
+Held::~Held() {
+  if (count_ == nullptr) return;
+  count_->fetch_sub(1, std::memory_order_relaxed);
+  gauge_->Add(-1);
+}
+
+EdgeMetrics::EdgeMetrics(MetricsRegistry& registry, const RouteTable& routes)
+    : in_flight(registry.GetGauge("sluice_http_in_flight", "Requests being served now")),
+      connections(registry.GetGauge("sluice_http_connections", "Open client connections")),
+      connections_refused(registry.GetCounter(
+          "sluice_admission_rejections_total",
+          "Requests refused by admission control, by the limit that refused them",
+          {{"reason", "connections"}})),
+      header_timeouts(
+          registry.GetCounter("sluice_http_timeouts_total",
+                              "Requests cut off because their headers or body arrived too slowly",
+                              {{"phase", "headers"}})),
+      body_timeouts(
+          registry.GetCounter("sluice_http_timeouts_total",
+                              "Requests cut off because their headers or body arrived too slowly",
+                              {{"phase", "body"}})),
+      bytes_received(registry.GetCounter("sluice_http_bytes_received_total",
+                                         "Bytes read from client sockets (a rejected body is "
+                                         "never read past the read buffer)")),
+      registry_(registry),
+      labels_(routes.Labels()),
+      stats_(std::make_unique<RouteStats[]>(labels_.size())) {
+  for (size_t i = 0; i < labels_.size(); ++i) {
+    stats_[i].latency = &registry.GetHistogram("sluice_http_request_duration_seconds",
+                                               "Time from full headers to response written",
+                                               {{"route", std::string(labels_[i])}});
+  }
+}
+
+void EdgeMetrics::CountResponse(size_t label_index, unsigned status, double seconds) {
+  RouteStats& stats = stats_[label_index];
+  stats.latency->Observe(seconds);
+  if (status >= stats.by_status.size()) return;
+  Counter* counter = stats.by_status[status].load(std::memory_order_acquire);
+  if (!counter) {
+    counter = &registry_.GetCounter(
+        "sluice_http_requests_total", "Responses by route and status",
+        {{"route", std::string(labels_[label_index])}, {"status", std::to_string(status)}});
+    stats.by_status[status].store(counter, std::memory_order_release);
+  }
+  counter->Inc();
+}
+
+}  // namespace sluice::http

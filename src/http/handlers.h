@@ -1,0 +1,51 @@
+// The handlers: each turns a Request into a Reply by asking the service layer, knowing nothing of
+// sockets or Beast. The paste routes live in paste_handlers.cc, the site's and operator's pages in
+// site_handlers.cc.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <string>
+
+#include "reply.h"
+#include "request.h"
+#include "sluice/common/clock.h"
+#include "sluice/common/metrics.h"
+#include "sluice/render/view_renderer.h"
+#include "sluice/service/paste_service.h"
+
+namespace sluice::http {
+
+/// What every handler may use; one per server, shared by its threads (all members thread-safe).
+struct Context {
+  service::PasteService& service;
+  render::ViewRenderer& renderer;
+  MetricsRegistry& metrics;
+  const Clock& clock;
+  /// The base of the links handed out, without a trailing slash ("https://paste.example").
+  std::string base_url;
+  /// Fault injection control (GET/PUT /debug/faults); unset unless configuration enables it,
+  /// and then the route answers 404.
+  std::function<std::string()> get_faults;
+  std::function<Status(std::string_view)> set_faults;
+};
+
+using boost::asio::awaitable;
+
+awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx);
+awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx);
+awaitable<Reply> HandleRaw(const Request& req, Context& ctx);
+awaitable<Reply> HandleView(const Request& req, Context& ctx);
+awaitable<Reply> HandleDelete(const Request& req, Context& ctx);
+awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx);
+
+awaitable<Reply> HandleIndex(const Request& req, Context& ctx);
+awaitable<Reply> HandleHealthz(const Request& req, Context& ctx);
+awaitable<Reply> HandleMetrics(const Request& req, Context& ctx);
+awaitable<Reply> HandleLimits(const Request& req, Context& ctx);
+awaitable<Reply> HandleStatusPage(const Request& req, Context& ctx);
+awaitable<Reply> HandleStatusApi(const Request& req, Context& ctx);
+awaitable<Reply> HandleFaults(const Request& req, Context& ctx);
+awaitable<Reply> HandleStatic(const Request& req, Context& ctx);
+
+}  // namespace sluice::http

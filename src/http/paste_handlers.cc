@@ -1,0 +1,250 @@
+// The paste routes: create (API, form, curl), raw, view, and the two ways to delete.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "handlers.h"
+#include "multipart.h"
+#include "pages.h"
+#include "sluice/render/highlighter.h"
+
+namespace sluice::http {
+
+namespace {
+
+// Multipart framing (boundaries, part headers) allowed on top of the paste size limit.
+constexpr uint64_t kMultipartAllowance = 16 * 1024;
+
+std::string PasteUrl(const Context& ctx, std::string_view id) {
+  return fmt::format("{}/{}", ctx.base_url, id);
+}
+// The chosen language travels in the link: nothing about it is stored with the paste.
+std::string PasteUrl(const Context& ctx, std::string_view id, std::string_view language) {
+  if (language != "text" && !render::IsLanguage(language)) return PasteUrl(ctx, id);
+  return fmt::format("{}/{}?lang={}", ctx.base_url, id, language);
+}
+
+// Browsers send a text area's line breaks as CRLF whatever the person typed (HTML's form
+// submission rules); a file part keeps its bytes.
+std::string FromTextArea(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    out += text[i];
+  }
+  return out;
+}
+
+std::string LanguageLabel(std::string_view language) {
+  for (const render::Language& l : render::Languages()) {
+    if (l.name == language) return l.label;
+  }
+  return "Plain text";
+}
+
+// The paste page of a rendered view, for a read and for a browser's create alike.
+PasteView MakePasteView(const Context& ctx, std::string_view id, std::string_view language,
+                        int64_t expires_at, uint64_t size, const render::RenderedView& view) {
+  PasteView page;
+  page.id = std::string(id);
+  page.url = PasteUrl(ctx, id, language);
+  page.raw_url = fmt::format("/raw/{}", id);
+  page.expires_at = expires_at;
+  page.size_bytes = size;
+  page.language_label = LanguageLabel(view.language);
+  page.rung_tag = view.Tag();
+  page.shed = view.rung == admission::Rung::kPlain && !view.language.empty();
+  page.lines = *view.html;
+  return page;
+}
+
+// What a create carries besides its text, from the query, the Sluice-TTL header and form fields.
+struct CreateInput {
+  std::string text;
+  std::string ttl;
+  std::string language;
+};
+
+std::optional<Reply> ReadForm(std::string body, std::string_view boundary, CreateInput& in) {
+  auto parts = ParseMultipart(body, boundary);
+  if (!parts) {
+    return Reply::Refuse(ErrorCode::kInvalidArgument, "malformed multipart body", "bad_multipart");
+  }
+  std::optional<std::string> content;
+  for (const FormPart& part : *parts) {
+    if (part.name == "file" && !content) content = std::string(part.content);
+    if (part.name == "content" && !content) content = FromTextArea(part.content);
+    if (part.name == "ttl" && in.ttl.empty()) in.ttl = std::string(part.content);
+    if (part.name == "lang") in.language = std::string(part.content);
+  }
+  if (!content) {
+    return Reply::Refuse(ErrorCode::kInvalidArgument, "the form has no 'file' or 'content' field",
+                         "bad_multipart");
+  }
+  in.text = std::move(*content);
+  return std::nullopt;
+}
+
+enum class CreateFrom { kApi, kForm };
+
+awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
+  const auto boundary = from == CreateFrom::kForm
+                            ? MultipartBoundary(req.headers.Get("Content-Type"))
+                            : std::optional<std::string>();
+  service::CreateHeaders headers{req.content_length, req.chunked};
+  // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
+  // never read, so the connection cannot be reused.
+  auto admitting =
+      ctx.service.AdmitCreate(req.client.Key(), headers, boundary ? kMultipartAllowance : 0);
+  auto ticket = co_await std::move(admitting);
+  if (!ticket.ok()) co_return Reply::Refuse(ticket.error()).Closing();
+  auto reading = req.body->Read(*headers.declared_length);
+  Result<std::string> body = co_await std::move(reading);
+  if (!body.ok()) {
+    const bool slow = body.error().code == ErrorCode::kDeadlineExceeded;
+    co_return Reply::Refuse(body.error(), slow ? 408 : 0).Closing();
+  }
+  CreateInput in{std::move(*body), req.Query("ttl").value_or(""),
+                 req.Query("lang").value_or("auto")};
+  if (in.ttl.empty()) in.ttl = std::string(req.headers.Get("Sluice-TTL"));
+  if (boundary) {
+    if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
+  }
+  const bool browser = from == CreateFrom::kForm && req.WantsHtml();
+  // The page after a browser create shows the paste, so it keeps the text the service consumes.
+  auto text = browser ? std::make_shared<const std::string>(in.text) : nullptr;
+  auto creating = ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl);
+  auto created = co_await std::move(creating);
+  if (!created.ok()) co_return Reply::Refuse(created.error());
+  const std::string id = created->id.str();
+  Reply reply;
+  if (from == CreateFrom::kApi) {
+    nlohmann::json j = {{"id", id},
+                        {"url", PasteUrl(ctx, id)},
+                        {"raw_url", fmt::format("{}/raw/{}", ctx.base_url, id)},
+                        {"delete_url", fmt::format("{}/api/v1/pastes/{}", ctx.base_url, id)},
+                        {"expires_at", FormatUnixTime(created->expires_at)},
+                        {"delete_token", created->delete_token}};
+    reply = Reply::Json(201, j.dump() + "\n");
+  } else if (browser) {
+    auto rendering = ctx.renderer.Render(id, text, in.language, req.client.Key());
+    const render::RenderedView view = co_await std::move(rendering);
+    PasteView page = MakePasteView(ctx, id, in.language, created->expires_at, text->size(), view);
+    page.created = CreatedNotice{
+        fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token)};
+    reply = Reply::Html(201, PastePage(page));
+    reply.Set("X-Sluice-Rung", view.Tag());
+  } else {
+    reply = Reply::Text(201, PasteUrl(ctx, id) + "\n");
+    reply.Set("X-Delete-Token", created->delete_token);
+  }
+  reply.Set("Location", PasteUrl(ctx, id, in.language));
+  reply.Set("Cache-Control", "no-store");
+  co_return reply;
+}
+
+awaitable<Reply> Read(const Request& req, Context& ctx, bool raw) {
+  auto reading = ctx.service.Read(req.client, req.id);
+  auto paste = co_await std::move(reading);
+  if (!paste.ok()) co_return Reply::Refuse(paste.error());
+  // Only names from the list go further (links, the ETag): the query is the client's to write.
+  std::string language = req.Query("lang").value_or("auto");
+  if (language != "text" && !render::IsLanguage(language)) language = "auto";
+  // The view's ETag names full quality only: a plain-rung answer carries none, so a visitor shed
+  // under load revalidates into colours once the load is gone.
+  const std::string_view id = paste->meta.id.view();
+  const std::string etag = raw ? fmt::format("\"{}\"", id) : fmt::format("\"{}-{}\"", id, language);
+  const int64_t max_age = std::max<int64_t>(0, paste->meta.expires_at - ctx.clock.UnixSeconds());
+  std::string cache_control = fmt::format("public, max-age={}", max_age);
+  const std::string_view if_none_match = req.headers.Get("If-None-Match");
+  if (!if_none_match.empty() &&
+      (if_none_match == "*" || if_none_match.find(etag) != std::string_view::npos)) {
+    co_return std::move(
+        Reply::Empty(304).Set("ETag", etag).Set("Cache-Control", std::move(cache_control)));
+  }
+  if (raw) {
+    Reply reply = Reply::Text(200, "");
+    reply.shared_body = paste->body;
+    reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
+    reply.Set("X-Content-Type-Options", "nosniff");
+    if (req.Query("download")) {
+      reply.Set("Content-Disposition", fmt::format("attachment; filename=\"{}.txt\"", id));
+    }
+    reply.Set("ETag", etag).Set("Cache-Control", std::move(cache_control));
+    co_return reply;
+  }
+  const std::string id_text(id);
+  auto rendering = ctx.renderer.Render(id_text, paste->body, language, req.client.Key());
+  const render::RenderedView view = co_await std::move(rendering);
+  Reply reply = Reply::Html(200, PastePage(MakePasteView(ctx, id, language, paste->meta.expires_at,
+                                                         paste->body->size(), view)));
+  reply.Set("X-Sluice-Rung", view.Tag());
+  if (view.rung == admission::Rung::kPlain && !view.language.empty()) {
+    reply.Set("Cache-Control", "no-cache");
+  } else {
+    reply.Set("ETag", etag).Set("Cache-Control", std::move(cache_control));
+  }
+  co_return reply;
+}
+
+awaitable<Reply> Delete(Context& ctx, std::string_view id, std::string_view token, Reply done) {
+  auto deleting = ctx.service.Delete(id, token);
+  Status deleted = co_await std::move(deleting);
+  if (!deleted.ok()) co_return Reply::Refuse(deleted.error());
+  ctx.renderer.Forget(id);
+  done.Set("Cache-Control", "no-store");
+  co_return done;
+}
+
+bool StartsWithIgnoringCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx) {
+  return Create(req, ctx, CreateFrom::kApi);
+}
+
+awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx) {
+  return Create(req, ctx, CreateFrom::kForm);
+}
+
+awaitable<Reply> HandleRaw(const Request& req, Context& ctx) { return Read(req, ctx, true); }
+
+awaitable<Reply> HandleView(const Request& req, Context& ctx) { return Read(req, ctx, false); }
+
+awaitable<Reply> HandleDelete(const Request& req, Context& ctx) {
+  const std::string_view auth = req.headers.Get("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || !StartsWithIgnoringCase(auth, kBearer)) {
+    Reply refused = Reply::Refuse(ErrorCode::kInvalidArgument,
+                                  "send the delete token as 'Authorization: Bearer TOKEN'",
+                                  "token_required", 401);
+    refused.Set("WWW-Authenticate", "Bearer");
+    co_return refused;
+  }
+  co_return co_await Delete(ctx, req.id, auth.substr(kBearer.size()), Reply::Empty(204));
+}
+
+// The delete link of the created page: a GET only asks (a link preview or prefetch must never
+// delete), the form's POST deletes.
+awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx) {
+  if (req.method != Method::kPost) {
+    const std::string token = req.Query("token").value_or("");
+    co_return std::move(
+        Reply::Html(200, DeleteConfirmPage(req.id, token)).Set("Cache-Control", "no-store"));
+  }
+  const std::string token = FormValue(req.small_body, "token").value_or("");
+  co_return co_await Delete(ctx, req.id, token, Reply::Html(200, DeletedPage(req.id)));
+}
+
+}  // namespace sluice::http

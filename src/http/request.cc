@@ -1,0 +1,73 @@
+#include "request.h"
+
+namespace sluice::http {
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+bool Request::WantsHtml() const {
+  return headers.Get("Accept").find("text/html") != std::string_view::npos;
+}
+
+std::optional<std::string> Request::Query(std::string_view name) const {
+  return FormValue(query, name);
+}
+
+std::string RequestClient::Key() const {
+  if (!key_) {
+    std::vector<std::string_view> forwarded;
+    if (!trusted_.empty()) forwarded = headers_.All("X-Forwarded-For");
+    key_ = admission::ClientKey(peer_, forwarded, trusted_);
+  }
+  return *key_;
+}
+
+std::string_view TargetPath(std::string_view target) {
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.starts_with(scheme)) {
+      const size_t slash = target.find('/', scheme.size());
+      return slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    }
+  }
+  return target;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
+               HexValue(s[i + 2]) >= 0) {
+      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> FormValue(std::string_view encoded, std::string_view name) {
+  while (!encoded.empty()) {
+    const size_t amp = encoded.find('&');
+    const std::string_view pair = encoded.substr(0, amp);
+    encoded = amp == std::string_view::npos ? std::string_view() : encoded.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (PercentDecode(pair.substr(0, eq)) == name) {
+      return eq == std::string_view::npos ? std::string() : PercentDecode(pair.substr(eq + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,89 @@
+// What a handler sees of a request: method, path, query, header fields and the client, with no
+// Beast types, so a test builds one from strings (tests/unit/http/handlers_test.cc).
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/admission/client_key.h"
+#include "sluice/common/result.h"
+#include "sluice/service/paste_service.h"
+
+namespace sluice::http {
+
+/// kOther: a method HTTP knows but no route serves (405); kUnknown: one it does not (501).
+enum class Method { kGet, kHead, kPost, kPut, kDelete, kOther, kUnknown };
+
+/// The request's header fields; names compare case-insensitively.
+class HeaderFields {
+ public:
+  virtual ~HeaderFields() = default;
+  /// The first value of `name`, or empty.
+  virtual std::string_view Get(std::string_view name) const = 0;
+  /// Every value of `name`, in the order received.
+  virtual std::vector<std::string_view> All(std::string_view name) const = 0;
+};
+
+/// The body of a create, read only once its route has admitted it: a refused body is never read.
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  /// Answers "100 Continue" if the client waits for it, then reads the whole body, never past
+  /// `limit` bytes. A body that stops arriving fails with kDeadlineExceeded, one that breaks off
+  /// or overruns with kInvalidArgument; either way the connection cannot be reused.
+  virtual boost::asio::awaitable<Result<std::string>> Read(uint64_t limit) = 0;
+};
+
+struct Request {
+  Method method = Method::kGet;
+  /// As sent (origin form), for lookups that keep the query (static assets).
+  std::string_view target;
+  std::string_view path;
+  std::string_view query;
+  /// The {id} (or {path...}) the route matched, still percent-encoded.
+  std::string_view id;
+  const HeaderFields& headers;
+  const service::ClientKeySource& client;
+  /// What the headers declared of the body.
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
+  /// Routes other than creates: the small body already read (a form's fields).
+  std::string_view small_body;
+  /// Create routes only: reads the body once admitted.
+  BodyReader* body = nullptr;
+
+  /// A browser navigating to a page; API clients and curl ask for anything (*/*) and keep JSON.
+  bool WantsHtml() const;
+  /// The decoded value of query parameter `name`, if present.
+  std::optional<std::string> Query(std::string_view name) const;
+};
+
+/// The client of one request: the socket peer and, behind a trusted balancer, the hop it appended
+/// to X-Forwarded-For. Worked out on first use only (a cache hit never asks).
+class RequestClient final : public service::ClientKeySource {
+ public:
+  RequestClient(const std::string& peer, const HeaderFields& headers,
+                const admission::TrustedProxies& trusted)
+      : peer_(peer), headers_(headers), trusted_(trusted) {}
+  std::string Key() const override;
+
+ private:
+  const std::string& peer_;
+  const HeaderFields& headers_;
+  const admission::TrustedProxies& trusted_;
+  mutable std::optional<std::string> key_;
+};
+
+/// The path of an origin-form or absolute-form target (which a server must accept, RFC 9112
+/// section 3.2.2); the authority of an absolute URL plays no part in routing.
+std::string_view TargetPath(std::string_view target);
+/// Form and query decoding: "%41" is "A" and "+" is a space.
+std::string PercentDecode(std::string_view s);
+/// The decoded value of `name` in an application/x-www-form-urlencoded string.
+std::optional<std::string> FormValue(std::string_view encoded, std::string_view name);
+
+}  // namespace sluice::http

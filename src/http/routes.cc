@@ -1,0 +1,120 @@
+#include "routes.h"
+
+#include <algorithm>
+
+#include "handlers.h"
+
+namespace sluice::http {
+
+namespace {
+
+constexpr std::string_view kIdParam = "{id}";
+constexpr std::string_view kRestParam = "{path...}";
+
+// Literal characters must match exactly; {id} takes one segment (possibly empty), {path...} the
+// rest. Nothing is decoded: "/raw/..%2Fx" is one segment, and an id with a slash matches nothing.
+bool MatchPattern(std::string_view pattern, std::string_view path, std::string_view& id) {
+  size_t p = 0, s = 0;
+  for (;;) {
+    const std::string_view rest = pattern.substr(p);
+    if (rest.starts_with(kRestParam)) {
+      id = path.substr(s);
+      return true;
+    }
+    if (rest.starts_with(kIdParam)) {
+      const size_t end = std::min(path.find('/', s), path.size());
+      id = path.substr(s, end - s);
+      p += kIdParam.size();
+      s = end;
+      continue;
+    }
+    if (p == pattern.size()) return s == path.size();
+    if (s == path.size() || pattern[p] != path[s]) return false;
+    ++p;
+    ++s;
+  }
+}
+
+}  // namespace
+
+std::string Methods::Allow() const {
+  constexpr std::pair<Method, std::string_view> kNames[] = {{Method::kGet, "GET"},
+                                                            {Method::kHead, "HEAD"},
+                                                            {Method::kPost, "POST"},
+                                                            {Method::kPut, "PUT"},
+                                                            {Method::kDelete, "DELETE"}};
+  std::string out;
+  for (const auto& [method, name] : kNames) {
+    if (!Has(method)) continue;
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+RouteTable::RouteTable(std::vector<Route> routes) : routes_(std::move(routes)) {
+  for (const Route& r : routes_) {
+    if (std::find(labels_.begin(), labels_.end(), r.label) == labels_.end()) {
+      labels_.push_back(r.label);
+    }
+  }
+  labels_.push_back("other");
+}
+
+size_t RouteTable::LabelIndex(std::string_view label) const {
+  return static_cast<size_t>(std::find(labels_.begin(), labels_.end(), label) - labels_.begin());
+}
+
+RouteMatch RouteTable::Match(Method method, std::string_view path) const {
+  RouteMatch out;
+  out.label_index = labels_.size() - 1;
+  const Route* first = nullptr;
+  for (const Route& r : routes_) {
+    std::string_view id;
+    if (first == nullptr) {
+      if (!MatchPattern(r.pattern, path, id)) continue;
+      first = &r;
+      out.id = id;
+      out.allowed = Methods{};
+    } else if (r.pattern != first->pattern) {
+      continue;
+    }
+    if (r.methods.Has(method)) {
+      out.route = &r;
+      out.allowed.reset();
+      out.label = r.label;
+      out.label_index = LabelIndex(r.label);
+      return out;
+    }
+    *out.allowed |= r.methods;
+  }
+  if (first != nullptr) {
+    out.label = first->label;
+    out.label_index = LabelIndex(first->label);
+  }
+  return out;
+}
+
+std::vector<Route> DefaultRoutes() {
+  using enum Method;
+  const Methods read{kGet, kHead};
+  // Order matters only where patterns overlap: "/{id}" comes after every one-segment literal.
+  return {
+      {"/", read, HandleIndex, "index"},
+      {"/", {kPost}, HandleCreateForm, "create_form", RouteKind::kCreate},
+      {"/api/v1/pastes", {kPost}, HandleCreateApi, "create_api", RouteKind::kCreate},
+      {"/api/v1/pastes/{id}", {kDelete}, HandleDelete, "delete"},
+      {"/raw/{id}", read, HandleRaw, "raw"},
+      {"/delete/{id}", {kGet, kHead, kPost}, HandleDeleteForm, "delete_form"},
+      {"/healthz", read, HandleHealthz, "healthz"},
+      {"/metrics", read, HandleMetrics, "metrics"},
+      {"/api/v1/limits", read, HandleLimits, "limits"},
+      {"/status", read, HandleStatusPage, "status"},
+      {"/api/v1/status", read, HandleStatusApi, "status_api"},
+      {"/debug/faults", {kGet, kHead, kPut}, HandleFaults, "debug"},
+      {"/static/{path...}", read, HandleStatic, "static"},
+      {"/{id}", read, HandleView, "view"},
+  };
+}
+
+}  // namespace sluice::http

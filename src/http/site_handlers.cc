@@ -1,0 +1,115 @@
+// The site's pages and the operator's endpoints: index, health, metrics, limits, status, static
+// files and fault injection.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "assets.h"
+#include "handlers.h"
+#include "pages.h"
+#include "sluice/service/text.h"
+
+namespace sluice::http {
+
+namespace {
+
+std::string_view DefaultTtlName(const Context& ctx) {
+  for (const auto& [name, seconds] : service::TtlAllowList()) {
+    if (seconds == ctx.service.options().default_ttl) return name;
+  }
+  return "1w";
+}
+
+Reply Uncached(Reply reply) {
+  reply.Set("Cache-Control", "no-store");
+  return reply;
+}
+
+}  // namespace
+
+awaitable<Reply> HandleIndex(const Request&, Context& ctx) {
+  co_return Reply::Html(200, IndexPage(DefaultTtlName(ctx)));
+}
+
+awaitable<Reply> HandleHealthz(const Request&, Context&) { co_return Reply::Text(200, "ok\n"); }
+
+awaitable<Reply> HandleMetrics(const Request&, Context& ctx) {
+  Reply reply = Reply::Text(200, ctx.metrics.Render());
+  reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  co_return reply;
+}
+
+awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
+  const std::string client_key = req.client.Key();
+  const service::ClientBudgets b = ctx.service.Budgets(client_key);
+  nlohmann::json buckets = nlohmann::json::object();
+  for (const auto& bucket : b.buckets) {
+    buckets[bucket.name] = {{"rate_per_second", bucket.policy.rate_per_second},
+                            {"burst", bucket.policy.burst},
+                            {"available", std::floor(bucket.available)}};
+  }
+  auto pool = [](const admission::SlotGauges& g) {
+    return nlohmann::json{{"in_use", g.in_use}, {"limit", g.limit}};
+  };
+  nlohmann::json j = {
+      {"client_key", client_key},
+      {"buckets", buckets},
+      {"pools",
+       {{"create", pool(b.create_slots)},
+        {"read", pool(b.read_slots)},
+        {"fill", pool(b.fill_slots)}}},
+      {"create_bytes",
+       {{"in_use", b.create_slots.bytes_in_use}, {"limit", b.create_slots.max_bytes}}}};
+  co_return Uncached(Reply::Json(200, j.dump(2) + "\n"));
+}
+
+awaitable<Reply> HandleStatusPage(const Request&, Context& ctx) {
+  co_return Uncached(Reply::Html(200, StatusPage(ctx.metrics.Collect(), ctx.clock.UnixSeconds())));
+}
+
+awaitable<Reply> HandleStatusApi(const Request&, Context& ctx) {
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& [key, value] : ctx.metrics.Collect()) {
+    values[key] = std::isfinite(value) ? value : 0.0;
+  }
+  // Wall time, as the page's charts plot it.
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  nlohmann::json j = {{"time_ms", now_ms}, {"metrics", std::move(values)}};
+  co_return Uncached(Reply::Json(200, j.dump() + "\n"));
+}
+
+awaitable<Reply> HandleFaults(const Request& req, Context& ctx) {
+  if (!ctx.get_faults || !ctx.set_faults) {
+    co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
+  }
+  if (req.method == Method::kPut) {
+    Status set = ctx.set_faults(req.small_body);
+    if (!set.ok()) co_return Reply::Refuse(set.error());
+    spdlog::warn("fault injection rules replaced: '{}'", ctx.get_faults());
+    co_return Reply::Empty(204);
+  }
+  co_return Reply::Text(200, ctx.get_faults() + "\n");
+}
+
+awaitable<Reply> HandleStatic(const Request& req, Context&) {
+  const Asset* asset = FindAsset(req.target);
+  if (asset == nullptr) co_return Reply::Refuse(ErrorCode::kNotFound, "no such file", "no_route");
+  const std::string_view if_none_match = req.headers.Get("If-None-Match");
+  Reply reply = !if_none_match.empty() && if_none_match.find(asset->etag) != std::string_view::npos
+                    ? Reply::Empty(304)
+                    : Reply::Text(200, std::string(asset->body));
+  if (reply.status == 200) reply.content_type = std::string(asset->content_type);
+  reply.Set("ETag", asset->etag);
+  // Pages link the versioned URL, so a long lifetime never serves an old build's file.
+  reply.Set("Cache-Control", req.target.find("?v=") != std::string_view::npos
+                                 ? "public, max-age=31536000, immutable"
+                                 : "public, max-age=300");
+  reply.Set("X-Content-Type-Options", "nosniff");
+  co_return reply;
+}
+
+}  // namespace sluice::http

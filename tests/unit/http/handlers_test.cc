@@ -1,0 +1,366 @@
+// The HTTP edge without a socket: the route table, the presenter, and the handlers on a real
+// PasteService over the in-memory stores, fed requests built from strings.
+#include "../../../src/http/handlers.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "../../../src/http/presenter.h"
+#include "../../../src/http/routes.h"
+#include "../../support/run_sync.h"
+#include "sluice/store/backends.h"
+
+namespace sluice::http {
+namespace {
+
+using testing::RunSync;
+
+class FakeHeaders final : public HeaderFields {
+ public:
+  FakeHeaders(std::initializer_list<std::pair<std::string, std::string>> fields)
+      : fields_(fields) {}
+  std::string_view Get(std::string_view name) const override {
+    for (const auto& [n, v] : fields_) {
+      if (strcasecmp(n.c_str(), std::string(name).c_str()) == 0) return v;
+    }
+    return {};
+  }
+  std::vector<std::string_view> All(std::string_view name) const override {
+    std::vector<std::string_view> out;
+    for (const auto& [n, v] : fields_) {
+      if (strcasecmp(n.c_str(), std::string(name).c_str()) == 0) out.push_back(v);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+class FakeBody final : public BodyReader {
+ public:
+  explicit FakeBody(Result<std::string> bytes) : bytes_(std::move(bytes)) {}
+  boost::asio::awaitable<Result<std::string>> Read(uint64_t limit) override {
+    ++reads;
+    last_limit = limit;
+    co_return bytes_;
+  }
+  int reads = 0;
+  uint64_t last_limit = 0;
+
+ private:
+  Result<std::string> bytes_;
+};
+
+struct FixedClient final : service::ClientKeySource {
+  std::string Key() const override { return "10.0.0.1"; }
+};
+
+// ---- the route table ------------------------------------------------------------------------
+
+TEST(RouteTableTest, EachPathFindsItsRouteAndId) {
+  const RouteTable table(DefaultRoutes());
+  const RouteMatch raw = table.Match(Method::kGet, "/raw/AAAAAAAAAAAA");
+  ASSERT_NE(raw.route, nullptr);
+  EXPECT_EQ(raw.label, "raw");
+  EXPECT_EQ(raw.id, "AAAAAAAAAAAA");
+  const RouteMatch view = table.Match(Method::kHead, "/AAAAAAAAAAAA");
+  ASSERT_NE(view.route, nullptr);
+  EXPECT_EQ(view.label, "view");
+  EXPECT_EQ(table.Match(Method::kGet, "/healthz").label, "healthz");
+  EXPECT_EQ(table.Match(Method::kPost, "/").label, "create_form");
+  EXPECT_EQ(table.Match(Method::kGet, "/").label, "index");
+  EXPECT_EQ(table.Match(Method::kGet, "/static/app.js").id, "app.js");
+  EXPECT_EQ(table.Match(Method::kDelete, "/api/v1/pastes/AAAAAAAAAAAA").id, "AAAAAAAAAAAA");
+}
+
+TEST(RouteTableTest, AKnownPathWithTheWrongMethodNamesTheMethodsItTakes) {
+  const RouteTable table(DefaultRoutes());
+  const RouteMatch root = table.Match(Method::kDelete, "/");
+  EXPECT_EQ(root.route, nullptr);
+  ASSERT_TRUE(root.allowed);
+  EXPECT_EQ(root.allowed->Allow(), "GET, HEAD, POST");
+  EXPECT_EQ(root.label, "index");
+  const RouteMatch api = table.Match(Method::kGet, "/api/v1/pastes");
+  ASSERT_TRUE(api.allowed);
+  EXPECT_EQ(api.allowed->Allow(), "POST");
+  EXPECT_EQ(table.Match(Method::kPut, "/raw/x").allowed->Allow(), "GET, HEAD");
+}
+
+TEST(RouteTableTest, UnknownPathsAreLabelledOtherAndNeverDecoded) {
+  const RouteTable table(DefaultRoutes());
+  for (std::string_view path : {"/api/v1/pastes/a/b", "/raw/a/b", "/a/b", "/delete/a/b"}) {
+    const RouteMatch m = table.Match(Method::kGet, path);
+    EXPECT_EQ(m.route, nullptr) << path;
+    EXPECT_FALSE(m.allowed) << path;
+    EXPECT_EQ(m.label, "other") << path;
+    EXPECT_EQ(table.Labels()[m.label_index], "other") << path;
+  }
+  // An encoded slash stays inside the one segment it arrived in.
+  EXPECT_EQ(table.Match(Method::kGet, "/raw/..%2F..%2Fetc").id, "..%2F..%2Fetc");
+}
+
+TEST(RouteTableTest, LabelsAreDistinctAndEveryMatchIndexesItsOwn) {
+  const RouteTable table(DefaultRoutes());
+  const auto& labels = table.Labels();
+  EXPECT_EQ(labels.back(), "other");
+  for (std::string_view path : {"/", "/raw/x", "/x", "/metrics", "/status", "/api/v1/status"}) {
+    const RouteMatch m = table.Match(Method::kGet, path);
+    EXPECT_EQ(labels[m.label_index], m.label) << path;
+  }
+}
+
+// ---- the presenter --------------------------------------------------------------------------
+
+TEST(PresenterTest, ARefusalIsJsonWithItsRetryAfterAndRateLimitFields) {
+  Error e = MakeError(ErrorCode::kResourceExhausted, "slow down", "ip_create_count");
+  e.retry_after_seconds = 7;
+  e.limit = LimitInfo{"ip_create_count", 10, 60, 0, 7};
+  const Reply r = Present(Reply::Refuse(e), false, 1'700'000'000);
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(r.content_type, "application/json");
+  const auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["reason"], "ip_create_count");
+  EXPECT_EQ(j["error"], "slow down");
+  EXPECT_EQ(j["retry_after"], 7);
+  EXPECT_EQ(r.Get("Retry-After"), "7");
+  EXPECT_EQ(r.Get("Cache-Control"), "no-store");
+  EXPECT_EQ(r.Get("RateLimit-Policy"), "\"ip_create_count\";q=10;w=60");
+  EXPECT_FALSE(r.error);
+}
+
+TEST(PresenterTest, ABrowserGetsTheSameRefusalAsAPageWithItsStatusAndHeaders) {
+  Error e = MakeError(ErrorCode::kUnavailable, "storage is slow", "storage_unavailable");
+  e.retry_after_seconds = 9;
+  const Reply r = Present(Reply::Refuse(e), true, 1'700'000'000);
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_TRUE(r.content_type.starts_with("text/html"));
+  EXPECT_NE(r.body.find("storage is slow"), std::string::npos);
+  EXPECT_EQ(r.Get("Retry-After"), "9");
+  EXPECT_FALSE(r.Get("Content-Security-Policy").empty());
+  EXPECT_EQ(r.Get("X-Content-Type-Options"), "nosniff");
+}
+
+TEST(PresenterTest, AStatusTheErrorCodeCannotSayIsKept) {
+  const Reply r =
+      Present(Reply::Refuse(ErrorCode::kInvalidArgument, "m", "method_not_allowed", 405), false, 0);
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["reason"], "method_not_allowed");
+}
+
+TEST(PresenterTest, AnErrorWithoutReasonIsNamedByItsCode) {
+  const Reply r = Present(Reply::Refuse(MakeError(ErrorCode::kNotFound, "gone")), false, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["reason"], ErrorCodeName(ErrorCode::kNotFound));
+}
+
+// ---- the handlers ---------------------------------------------------------------------------
+
+class HandlersTest : public ::testing::Test {
+ protected:
+  ManualClock clock_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<store::MetaStore> meta_ = store::MakeMemoryMetaStore();
+  std::unique_ptr<store::BlobStore> blobs_ = store::MakeMemoryBlobStore(&clock_);
+  service::PasteCache cache_{1 << 20};
+  service::AdmissionControl admission_{Limits(), clock_, metrics_};
+  service::PasteService service_{*meta_, *blobs_, cache_, admission_, clock_, metrics_, Options()};
+  render::ViewRenderer renderer_{RendererOptions(), clock_, metrics_};
+  Context ctx_{service_, renderer_, metrics_, clock_, "https://paste.example", {}, {}};
+  FixedClient client_;
+
+  static service::AdmissionOptions Limits() {
+    service::AdmissionOptions o;
+    o.ip_create_count = o.global_create_count = {1e6, 1e6};
+    o.ip_create_bytes = o.global_create_bytes = {1e12, 1e12};
+    o.ip_read = {1e6, 1e6};
+    return o;
+  }
+  static service::ServiceOptions Options() {
+    service::ServiceOptions o;
+    o.max_paste_bytes = 1000;
+    return o;
+  }
+  static render::ViewRendererOptions RendererOptions() {
+    render::ViewRendererOptions o;
+    o.worker_command = {SLUICE_HIGHLIGHT_WORKER};
+    return o;
+  }
+
+  Reply Call(Handler handler, Method method, std::string path, const HeaderFields& headers,
+             BodyReader* body = nullptr, std::string_view small_body = {}) {
+    const RouteTable table(DefaultRoutes());
+    const size_t q = path.find('?');
+    const std::string_view p = std::string_view(path).substr(0, q);
+    const RouteMatch m = table.Match(method, p);
+    const std::optional<uint64_t> length =
+        body
+            ? std::optional<uint64_t>(std::string(headers.Get("Content-Length")).empty()
+                                          ? 0
+                                          : std::stoull(std::string(headers.Get("Content-Length"))))
+            : std::nullopt;
+    Request req{method,  path,
+                p,       q == std::string::npos ? "" : std::string_view(path).substr(q + 1),
+                m.id,    headers,
+                client_, length,
+                false,   small_body,
+                body};
+    return RunSync(handler(req, ctx_));
+  }
+
+  nlohmann::json CreateApi(std::string text) {
+    FakeBody body(text);
+    const FakeHeaders headers{{"Content-Length", std::to_string(text.size())}};
+    const Reply r = Call(HandleCreateApi, Method::kPost, "/api/v1/pastes", headers, &body);
+    EXPECT_EQ(r.status, 201u) << r.body << (r.error ? r.error->message : "");
+    return nlohmann::json::parse(r.body);
+  }
+};
+
+TEST_F(HandlersTest, AnApiCreateAnswersLinksOnThePublicUrlAndReadsBack) {
+  const auto doc = CreateApi("hello, handlers");
+  const std::string id = doc["id"];
+  EXPECT_EQ(doc["url"], "https://paste.example/" + id);
+  EXPECT_EQ(doc["raw_url"], "https://paste.example/raw/" + id);
+  EXPECT_FALSE(doc["delete_token"].get<std::string>().empty());
+  const FakeHeaders none{};
+  const Reply raw = Call(HandleRaw, Method::kGet, "/raw/" + id, none);
+  EXPECT_EQ(raw.status, 200u);
+  ASSERT_TRUE(raw.shared_body);
+  EXPECT_EQ(*raw.shared_body, "hello, handlers");
+  EXPECT_EQ(raw.Get("ETag"), "\"" + id + "\"");
+  EXPECT_EQ(raw.Get("Cache-Control"), "public, max-age=604800");
+}
+
+TEST_F(HandlersTest, ARevalidationWithTheSameEtagIs304WithoutABody) {
+  const std::string id = CreateApi("cache me")["id"];
+  const FakeHeaders revalidate{{"If-None-Match", "\"" + id + "\""}};
+  const Reply r = Call(HandleRaw, Method::kGet, "/raw/" + id, revalidate);
+  EXPECT_EQ(r.status, 304u);
+  EXPECT_EQ(r.body_size(), 0u);
+  EXPECT_TRUE(r.content_type.empty());
+}
+
+TEST_F(HandlersTest, ACreateOverTheLimitIsRefusedFromItsHeadersAndItsBodyNeverRead) {
+  FakeBody body(std::string(2000, 'x'));
+  const FakeHeaders headers{{"Content-Length", "2000"}};
+  const Reply r = Call(HandleCreateApi, Method::kPost, "/api/v1/pastes", headers, &body);
+  EXPECT_EQ(r.status, 413u);
+  EXPECT_TRUE(r.close);
+  EXPECT_EQ(body.reads, 0);
+}
+
+TEST_F(HandlersTest, ABodyThatStopsArrivingIs408AndClosesTheConnection) {
+  FakeBody body(MakeError(ErrorCode::kDeadlineExceeded, "timed out", "incomplete_body"));
+  const FakeHeaders headers{{"Content-Length", "10"}};
+  const Reply r = Call(HandleCreateApi, Method::kPost, "/api/v1/pastes", headers, &body);
+  EXPECT_EQ(r.status, 408u);
+  EXPECT_TRUE(r.close);
+  EXPECT_EQ(body.reads, 1);
+  EXPECT_EQ(body.last_limit, 10u);
+}
+
+TEST_F(HandlersTest, CurlsFormCreateAnswersTheLinkAndTheDeleteToken) {
+  const std::string form =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n"
+      "from curl\r\n--XyZ--\r\n";
+  FakeBody body(form);
+  const FakeHeaders headers{{"Content-Length", std::to_string(form.size())},
+                            {"Content-Type", "multipart/form-data; boundary=XyZ"},
+                            {"Accept", "*/*"}};
+  const Reply r = Call(HandleCreateForm, Method::kPost, "/", headers, &body);
+  ASSERT_EQ(r.status, 201u);
+  EXPECT_TRUE(r.body.starts_with("https://paste.example/"));
+  EXPECT_FALSE(r.Get("X-Delete-Token").empty());
+  const std::string id = r.body.substr(r.body.rfind('/') + 1, 12);
+  const Reply raw = Call(HandleRaw, Method::kGet, "/raw/" + id, FakeHeaders{});
+  ASSERT_TRUE(raw.shared_body);
+  EXPECT_EQ(*raw.shared_body, "from curl");
+}
+
+TEST_F(HandlersTest, AFormWithoutContentIsABadRequestThatKeepsTheConnection) {
+  const std::string form =
+      "--b\r\nContent-Disposition: form-data; name=\"ttl\"\r\n\r\n1h\r\n--b--\r\n";
+  FakeBody body(form);
+  const FakeHeaders headers{{"Content-Length", std::to_string(form.size())},
+                            {"Content-Type", "multipart/form-data; boundary=b"}};
+  const Reply r = Call(HandleCreateForm, Method::kPost, "/", headers, &body);
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.error->reason, "bad_multipart");
+  EXPECT_FALSE(r.close);
+}
+
+TEST_F(HandlersTest, ADeleteNeedsABearerTokenAndThenThePasteIsGone) {
+  const auto doc = CreateApi("delete me");
+  const std::string id = doc["id"];
+  const Reply anonymous =
+      Call(HandleDelete, Method::kDelete, "/api/v1/pastes/" + id, FakeHeaders{});
+  EXPECT_EQ(anonymous.status, 401u);
+  EXPECT_EQ(anonymous.Get("WWW-Authenticate"), "Bearer");
+  const FakeHeaders wrong{{"Authorization", "Bearer nope"}};
+  EXPECT_EQ(Call(HandleDelete, Method::kDelete, "/api/v1/pastes/" + id, wrong).status, 404u);
+  const FakeHeaders right{{"Authorization", "bearer " + doc["delete_token"].get<std::string>()}};
+  EXPECT_EQ(Call(HandleDelete, Method::kDelete, "/api/v1/pastes/" + id, right).status, 204u);
+  EXPECT_EQ(Call(HandleRaw, Method::kGet, "/raw/" + id, FakeHeaders{}).status, 404u);
+}
+
+TEST_F(HandlersTest, TheDeleteLinkOnlyAsksAndItsFormDeletes) {
+  const auto doc = CreateApi("form delete");
+  const std::string id = doc["id"];
+  const std::string token = doc["delete_token"];
+  const Reply ask =
+      Call(HandleDeleteForm, Method::kGet, "/delete/" + id + "?token=" + token, FakeHeaders{});
+  EXPECT_EQ(ask.status, 200u);
+  EXPECT_EQ(Call(HandleRaw, Method::kGet, "/raw/" + id, FakeHeaders{}).status, 200u);
+  const std::string form = "token=" + token;
+  const Reply done =
+      Call(HandleDeleteForm, Method::kPost, "/delete/" + id, FakeHeaders{}, nullptr, form);
+  EXPECT_EQ(done.status, 200u);
+  EXPECT_EQ(done.Get("Cache-Control"), "no-store");
+  EXPECT_EQ(Call(HandleRaw, Method::kGet, "/raw/" + id, FakeHeaders{}).status, 404u);
+}
+
+TEST_F(HandlersTest, APlainTextViewIsAPageWithItsRungAndAnEtagPerLanguage) {
+  const std::string id = CreateApi("<b>not bold</b>")["id"];
+  const Reply r = Call(HandleView, Method::kGet, "/" + id + "?lang=text", FakeHeaders{});
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_TRUE(r.content_type.starts_with("text/html"));
+  EXPECT_EQ(r.body.find("<b>not bold"), std::string::npos);
+  EXPECT_NE(r.body.find("&lt;b&gt;not bold"), std::string::npos);
+  EXPECT_FALSE(r.Get("X-Sluice-Rung").empty());
+  EXPECT_EQ(r.Get("ETag"), "\"" + id + "-text\"");
+}
+
+TEST_F(HandlersTest, AnUnknownPasteIs404AndAMalformedIdToo) {
+  for (std::string path : {"/raw/AAAAAAAAAAAA", "/raw/..%2Fetc", "/raw/"}) {
+    const Reply r = Call(HandleRaw, Method::kGet, path, FakeHeaders{});
+    EXPECT_EQ(r.status, 404u) << path;
+    ASSERT_TRUE(r.error) << path;
+  }
+}
+
+TEST_F(HandlersTest, FaultInjectionIsAbsentUnlessConfigured) {
+  const Reply r = Call(HandleFaults, Method::kGet, "/debug/faults", FakeHeaders{});
+  EXPECT_EQ(r.status, 404u);
+  std::string rules = "blob.put=error";
+  ctx_.get_faults = [&] { return rules; };
+  ctx_.set_faults = [&](std::string_view replaced) {
+    rules = std::string(replaced);
+    return Status();
+  };
+  EXPECT_EQ(Call(HandleFaults, Method::kPut, "/debug/faults", FakeHeaders{}, nullptr, "x").status,
+            204u);
+  EXPECT_EQ(rules, "x");
+}
+
+TEST_F(HandlersTest, LimitsShowTheCallersKeyAndBuckets) {
+  const Reply r = Call(HandleLimits, Method::kGet, "/api/v1/limits", FakeHeaders{});
+  const auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["client_key"], "10.0.0.1");
+  EXPECT_TRUE(j["buckets"].is_object());
+  EXPECT_EQ(r.Get("Cache-Control"), "no-store");
+}
+
+}  // namespace
+}  // namespace sluice::http
