@@ -19,7 +19,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
-from sluice_harness import SluiceServer, metric, parse_metrics  # noqa: E402
+from promtext import metric, parse_metrics  # noqa: E402
+from sluice_harness import SluiceServer  # noqa: E402
 
 SIZES = [1000, 2000, 4000, 8000, 16000]
 

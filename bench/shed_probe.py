@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Open-loop latency probe of shed answers (standard library only).
+"""Open-loop latency probe of shed answers (standard library and tests/lib/rawhttp.py only).
 
     shed_probe.py URL RATE COUNT [BODY_BYTES] [WORKERS]
 
@@ -20,12 +20,16 @@ Prints "key value" lines for the shell script and a human summary:
   late_starts <n>  (requests started more than 1 ms after their due time)
 """
 import json
+import os
 import socket
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+from rawhttp import RawConnection  # noqa: E402
 
 
 def make_body(size, seq):
@@ -40,30 +44,6 @@ def make_body(size, seq):
         except UnicodeDecodeError:
             data = data[:-1]
     return data + b"." * (size - len(data))
-
-
-def read_response(sock):
-    """Reads one HTTP/1.1 response; returns (status, body bytes). Raises on a short read."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("eof before headers")
-        buf += chunk
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ", 2)[1])
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value.strip())
-    while len(rest) < length:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("eof in body")
-        rest += chunk
-    return status, rest[:length]
 
 
 def pct(values, p):
@@ -93,15 +73,16 @@ def main():
             with lock:
                 late[0] += 1
         req = (head_fmt % (path, host, port, body_bytes)).encode() + bodies[i]
-        sock = None
+        conn = None
         try:
-            sock = socket.create_connection((host, port), timeout=30)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = RawConnection(host, port, timeout=30)
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
-                sock.sendall(req)
+                conn.send(req)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the server may answer and close before the whole body is sent: read the answer
-            status, body = read_response(sock)
+            res = conn.read_response()
+            status, body = res.status, res.body
             end = time.perf_counter()
             reason = ""
             if status >= 400:
@@ -114,8 +95,8 @@ def main():
             end = time.perf_counter()
             results[i] = ("error", type(e).__name__, (end - due) * 1e3, (end - start) * 1e3)
         finally:
-            if sock is not None:
-                sock.close()
+            if conn is not None:
+                conn.close()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         t0 = time.perf_counter() + 0.05

@@ -11,8 +11,9 @@ packages=(g++ cmake make pkg-config ccache
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight)
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
+# prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py).
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
-  postgresql redis-server varnish nginx-light chromium python3-botocore)
+  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;

@@ -126,6 +126,15 @@ void MetricsRegistry::RemoveGaugeCallback(uint64_t id) {
   }
 }
 
+uint64_t MetricsRegistry::AddCounterCallback(const std::string& name, const std::string& help,
+                                             const Labels& labels, std::function<double()> read) {
+  std::lock_guard lock(mu_);
+  Series& series = FamilyFor(name, help, Kind::kCounter).series[RenderLabels(labels)];
+  series.callback = std::move(read);
+  series.callback_id = next_callback_id_++;
+  return series.callback_id;
+}
+
 std::string MetricsRegistry::Render() const {
   std::lock_guard lock(mu_);
   std::string out;

@@ -82,7 +82,7 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
   }
   for (auto cause : {admission::ShedCause::kPlainText, admission::ShedCause::kLarge,
                      admission::ShedCause::kKeySlice, admission::ShedCause::kSlotsFull}) {
-    metrics.AddGaugeCallback(
+    metrics.AddCounterCallback(
         "sluice_view_shed_total", "Views shed to the plain rung, by why they were chosen",
         {{"cause", admission::ShedCauseName(cause)}}, [this, cause] {
           return double(ladder_.Snapshot().counts.shed[static_cast<size_t>(cause)]);

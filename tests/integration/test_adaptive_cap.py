@@ -5,7 +5,8 @@ Outcomes only: what the cap is after a run of slow or fast PUTs, never how long 
 import threading
 import unittest
 
-from sluice_harness import SluiceTestCase, metric, wait_until
+from promtext import metric
+from sluice_harness import SluiceTestCase, wait_until
 
 
 def create_cap(server):

@@ -8,11 +8,12 @@ import html
 import os
 import re
 import signal
-import socket
 import time
 import unittest
 
-from sluice_harness import (PATIENT_ARGS, SluiceTestCase, metric, run_sluice, wait_until)
+from promtext import metric
+from rawhttp import free_port
+from sluice_harness import PATIENT_ARGS, SluiceTestCase, run_sluice, wait_until
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{12}$")
 TTLS = {"10m": 600, "1h": 3600, "1d": 86400, "1w": 7 * 86400, "30d": 30 * 86400}
@@ -987,12 +988,6 @@ class ConfigTest(SluiceTestCase):
         s.requested_port = free_port()
         s.start()
         self.assertRegex(s.log(), rf"listening on http://127\.0\.0\.1:{s.port}\b")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 if __name__ == "__main__":

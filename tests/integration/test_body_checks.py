@@ -8,7 +8,8 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import os
 import unittest
 
-from sluice_harness import SluiceTestCase, metric
+from promtext import metric
+from sluice_harness import SluiceTestCase
 
 TEXT = "the original text of this paste — with ünïcödé, ✓\n".encode() * 40
 

@@ -3,7 +3,8 @@ instead of the process running out of file descriptors; connections already open
 
 import unittest
 
-from sluice_harness import SluiceTestCase, metric, wait_until
+from promtext import metric
+from sluice_harness import SluiceTestCase, wait_until
 
 
 class ConnectionCapTest(SluiceTestCase):

@@ -23,14 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "faultproxy"))
 import faultproxy  # noqa: E402
+from rawhttp import free_port  # noqa: E402
 
 SLACK = 2.0  # upper bound on scheduling noise: only the lower bound is the fault's own size
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class EchoServer:

@@ -12,7 +12,8 @@ import signal
 import time
 import unittest
 
-from sluice_harness import SluiceServer, SluiceTestCase, metric, parse_metrics
+from promtext import metric, parse_metrics
+from sluice_harness import SluiceServer, SluiceTestCase
 
 LANGUAGES = ["c", "perl", "javascript", "cpp", "python", "ruby", "go", "rust"]
 HTML = {"Accept": "text/html"}

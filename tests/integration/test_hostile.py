@@ -8,13 +8,14 @@ Set SLUICE_HOSTILE_REPORT=FILE to also write the table of inputs tried and their
 import html.parser
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
 import unittest
 
-from sluice_harness import RawConnection, SluiceTestCase, metric, parse_metrics, wait_until
+from promtext import metric, parse_metrics
+from rawhttp import RawConnection, send_raw
+from sluice_harness import SluiceTestCase, wait_until
 
 OUTCOMES = []  # (attack, input, status, connection closed) for the report
 
@@ -32,43 +33,6 @@ def tearDownModule():
         for attack, name, status, closed in OUTCOMES:
             shown = "" if closed is None else ("yes" if closed else "no")
             f.write(f"| {attack} | {name} | {status} | {shown} |\n")
-
-
-def exchange(port, data, timeout=5):
-    """Sends raw bytes, reads until the server closes or goes quiet; returns (status, body, closed)."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        sock.sendall(data)
-        received, closed = b"", False
-        try:
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    closed = True
-                    break
-                received += chunk
-                if b"\r\n\r\n" in received and not _needs_more(received):
-                    # One full response: closed only if the server ends the connection now.
-                    sock.settimeout(1.0)
-        except socket.timeout:
-            pass
-        except ConnectionResetError:
-            closed = True
-    finally:
-        sock.close()
-    if not received:
-        return None, b"", closed
-    status = int(received.split(b" ", 2)[1])
-    body = received.split(b"\r\n\r\n", 1)[1]
-    return status, body, closed
-
-
-def _needs_more(received):
-    head, _, body = received.partition(b"\r\n\r\n")
-    for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            return len(body) < int(line.split(b":", 1)[1])
-    return False
 
 
 def request(method, target, headers=(), body=b"", host=True):
@@ -236,7 +200,7 @@ class ParserAbuseTest(SluiceTestCase):
         s = self.server()
         failures = []
         for name, data, want_status, want_close in FRAMING_CASES:
-            status, body, closed = exchange(s.port, data)
+            status, body, closed = send_raw(s.port, data)
             record("framing", name, status, closed)
             if status != want_status or (want_close and not closed):
                 failures.append((name, status, closed, body[:100]))
@@ -257,13 +221,13 @@ class ParserAbuseTest(SluiceTestCase):
         smuggled = request("GET", "/metrics")
         data = request("POST", CREATE, ["Content-Length: 6", "Transfer-Encoding: chunked"],
                        b"0\r\n\r\n" + smuggled)
-        status, body, closed = exchange(s.port, data)
+        status, body, closed = send_raw(s.port, data)
         self.assertEqual((status, closed), (400, True))
         self.assertNotIn(b"HTTP/1.1 200", body)
 
     def test_absolute_form_target_is_routed_by_its_path(self):
         s = self.server()
-        status, body, _ = exchange(s.port, request("GET", "http://evil.example/healthz"))
+        status, body, _ = send_raw(s.port, request("GET", "http://evil.example/healthz"))
         self.assertEqual((status, body), (200, b"ok\n"))
 
 
@@ -369,7 +333,7 @@ class PathTraversalTest(SluiceTestCase):
         for name, target in BAD_IDS:
             method = "DELETE" if target.startswith("/api/") else "GET"
             headers = {"Authorization": "Bearer AAAAAAAAAAAAAAAAAAAAAA"} if method == "DELETE" else {}
-            status, body, _ = exchange(s.port, request(method, target, [
+            status, body, _ = send_raw(s.port, request(method, target, [
                 f"{k}: {v}" for k, v in headers.items()]))
             record("path traversal", name, status)
             if status not in (400, 404) or b"SECRET" in body or b"SQLite" in body:

@@ -18,6 +18,7 @@ import threading
 import time
 import unittest
 
+from rawhttp import free_port
 from sluice_harness import SluiceTestCase, clean_env, run_sluice, sluice_bin
 
 URL_RE = re.compile(r"^http://127\.0\.0\.1:\d+/([0-9A-Za-z]{12})$")
@@ -41,13 +42,6 @@ def has_paste_command():
 
 RATE_FLAGS = ("--ip-create-rate", "--ip-create-burst")
 HAS_RATE_FLAGS = all(flag in serve_help() for flag in RATE_FLAGS)
-
-
-def unused_port():
-    """A port nobody listens on: bound, then released."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def paste(server_url, args=(), stdin=None, timeout=PASTE_TIMEOUT):
@@ -229,7 +223,7 @@ class PasteClientTest(SluiceTestCase):
         self.assertEqual(s.query("SELECT COUNT(*) FROM pastes"), [(1,)])
 
     def test_a_server_that_is_not_listening_exits_1_quickly(self):
-        proc, took = paste(f"http://127.0.0.1:{unused_port()}", stdin="nobody home\n")
+        proc, took = paste(f"http://127.0.0.1:{free_port()}", stdin="nobody home\n")
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertIn("nothing was sent", proc.stderr)
         self.assertLess(took, 5.0)

@@ -11,7 +11,8 @@ import tempfile
 import time
 import unittest
 
-from sluice_harness import SluiceTestCase, metric, run_sluice, wait_until
+from promtext import metric
+from sluice_harness import SluiceTestCase, run_sluice, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "testenv", "postgres.sh"))

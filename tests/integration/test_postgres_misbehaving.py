@@ -16,7 +16,8 @@ import time
 import unittest
 from urllib.parse import urlsplit, urlunsplit
 
-from sluice_harness import SluiceTestCase, metric, wait_until
+from promtext import metric
+from sluice_harness import SluiceTestCase, wait_until
 import test_postgres  # its server helper only: importing the class would run its tests here
 
 HERE = os.path.dirname(os.path.abspath(__file__))

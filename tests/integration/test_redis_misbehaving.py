@@ -17,7 +17,8 @@ import tempfile
 import time
 import unittest
 
-from sluice_harness import SluiceTestCase, metric, wait_until
+from promtext import metric
+from sluice_harness import SluiceTestCase, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "..", "fakes", "fake_redis.py")

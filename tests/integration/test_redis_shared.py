@@ -9,7 +9,8 @@ than skips, when redis-server is missing. No timing is asserted: waits poll with
 
 import unittest
 
-from sluice_harness import RedisServer, SluiceTestCase, metric, wait_until
+from promtext import metric
+from sluice_harness import RedisServer, SluiceTestCase, wait_until
 # The module, not its classes: a TestCase imported by name would run here too.
 import test_postgres
 

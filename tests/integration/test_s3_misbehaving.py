@@ -14,7 +14,8 @@ import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-from sluice_harness import SluiceTestCase, metric, wait_until
+from promtext import metric
+from sluice_harness import SluiceTestCase, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakes"))
 from fake_s3 import FakeS3  # noqa: E402

@@ -12,9 +12,7 @@ load. Everything runs on loopback.
 """
 
 import collections
-import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +21,9 @@ import time
 
 import loadgen as lg
 from loadgen import PastePool, Request, SizeDist, Stream, body_of, client_ip, random_id, xff
-from sluice_harness import free_port_range, parse_metrics, sluice_bin
+from promtext import metric_sum, parse_metrics
+from rawhttp import free_port_range
+from sluice_harness import sluice_bin
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "faultproxy"))
@@ -41,10 +41,6 @@ LAB_ARGS = ["--put-timeout", "12s", "--create-budget", "13s"]
 SIZES = SizeDist([(300, 0.45), (3000, 0.35), (30_000, 0.17), (200_000, 0.03)])
 
 
-def free_base_port(span=30):
-    return free_port_range(span)
-
-
 # ------------------------------------------------------------------------------------------------
 # The stack.
 
@@ -53,7 +49,7 @@ class LabStack:
 
     def __init__(self, processes=SPEC_PROCESSES, args=(), base=None, workdir=None, slots=None):
         self.processes = processes
-        self.base = base or free_base_port()
+        self.base = base or free_port_range(30)
         self.dir = workdir or tempfile.mkdtemp(prefix="sluice-lab-")
         self.args = list(LAB_ARGS) + list(args)
         self.slots = slots
@@ -136,7 +132,7 @@ class LabStack:
         return lg.scrape(*self.apps[i])
 
     def metric_sum(self, name, **labels):
-        return sum(lg.metrics_sum(self.metrics(i), name, **labels) for i in range(self.processes))
+        return sum(metric_sum(self.metrics(i), name, **labels) for i in range(self.processes))
 
     def create(self, body, client, ttl="1d"):
         """One create through nginx as `client`; returns the Record."""
@@ -222,11 +218,11 @@ class Sampler:
     # ---- series ----
     def total(self, name, **labels):
         """[(t, sum over processes)] of a series (processes that did not answer are skipped)."""
-        return [(t, sum(lg.metrics_sum(m, name, **labels) for m in mets if m))
+        return [(t, sum(metric_sum(m, name, **labels) for m in mets if m))
                 for t, mets, _, _ in self.samples]
 
     def per_process(self, name, **labels):
-        return [[(t, lg.metrics_sum(mets[i], name, **labels) if mets[i] else None)
+        return [[(t, metric_sum(mets[i], name, **labels) if mets[i] else None)
                  for t, mets, _, _ in self.samples] for i in range(len(self._pids))]
 
     def rss(self):
@@ -493,7 +489,7 @@ def slow_bucket(lab, scale, duration=60.0, latency=SPEC_BUCKET_LATENCY, shed_p99
             f"edge hits", all(r.status == 200 for r in hot_recs))
     res.row("/healthz", "all 200", lg.describe(run.records("healthz")),
             all(r.status == 200 for r in run.records("healthz")))
-    peak = lg.metrics_sum(lab.metrics(0), "sluice_pool_peak", pool="create")
+    peak = metric_sum(lab.metrics(0), "sluice_pool_peak", pool="create")
     res.at_most("create slots in use, peak (process 0)", slots, peak)
     res.figures = {"admitted": admitted, "predicted": predicted, "offered": offered,
                    "shed_p99_ms": p99_ms(shed), "cap": cap}

@@ -14,8 +14,9 @@ answers before reading the body (a 429, 503 or 413 decided from the headers) is 
 it wrote, not as a broken pipe: the client writes the body and watches for the response at the same
 time, and stops writing as soon as the response starts.
 
-Also here: a /metrics sampler thread (time series of chosen series), fault-rule helpers for
-`PUT /debug/faults`, the resident memory of a process from /proc, and summary statistics.
+Also here: a /metrics sampler thread (time series of chosen series, read by tests/lib/promtext.py),
+fault-rule helpers for `PUT /debug/faults`, the resident memory of a process from /proc, and
+summary statistics.
 """
 
 import collections
@@ -28,7 +29,9 @@ import socket
 import threading
 import time
 
-from sluice_harness import SluiceTestCase, parse_metrics
+from promtext import parse_metrics
+from rawhttp import parse_head
+from sluice_harness import SluiceTestCase
 
 # ------------------------------------------------------------------------------------------------
 # Scale: short runs in `make test`, long ones in `make chaos`.
@@ -131,17 +134,6 @@ class Record:
                 f"latency={fmt_ms(self.latency)} error={self.error}>")
 
 
-def _parse_head(raw):
-    lines = raw.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    status = int(parts[1])
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return status, headers
-
-
 def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
     """Sends `req` on a new connection and fills `record`. Never raises for network trouble: the
     record says what happened (status 0 and `error` when no HTTP answer arrived)."""
@@ -221,7 +213,7 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                     end = buf.find(b"\r\n\r\n")
                     if end < 0:
                         break
-                    s, h = _parse_head(bytes(buf[:end]))
+                    s, h = parse_head(bytes(buf[:end]))
                     del buf[:end + 4]
                     if s < 200:
                         continue  # 100 Continue: keep sending
@@ -721,22 +713,6 @@ class MetricsSampler:
             if ts > t:
                 break
         return best
-
-
-def metrics_sum(metrics, name, **labels):
-    """Sum of every series of `name` whose labels include `labels`."""
-    want = set(labels.items())
-    return sum(v for (n, ls), v in metrics.items() if n == name and want <= set(ls))
-
-
-def metric_value(metrics, name, **labels):
-    """One series' value (0 when absent: a counter not yet incremented)."""
-    return metrics.get((name, frozenset(labels.items())), 0.0)
-
-
-def counter_delta(before, after, name, **labels):
-    """How much the series of `name` matching `labels` (summed) grew between two scrapes."""
-    return metrics_sum(after, name, **labels) - metrics_sum(before, name, **labels)
 
 
 def scrape(host, port):

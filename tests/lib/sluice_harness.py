@@ -7,26 +7,27 @@ from `SluiceTestCase`, whose servers are always stopped (even when the test fail
 printed when a test fails or errors.
 
 Requests go through `http.client` with only the headers the test names (plus Host), so a test decides
-Content-Length, Transfer-Encoding and Expect exactly; `RawConnection` goes one level lower for requests
-that send headers without a body.
+Content-Length, Transfer-Encoding and Expect exactly; `RawConnection` (tests/lib/rawhttp.py) goes one
+level lower for requests that send headers without a body. /metrics is read by tests/lib/promtext.py.
 """
 
 import atexit
 import ctypes
 import http.client
-import json
 import os
 import re
 import shlex
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+
+from promtext import parse_metrics
+from rawhttp import RawConnection, Response, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BIN = os.path.normpath(os.path.join(HERE, "..", "..", "build", "dev", "sluice"))
@@ -101,29 +102,6 @@ def run_sluice(args, env=None, timeout=20):
     """Runs the binary to completion (for --version, --help, bad configurations)."""
     return subprocess.run([sluice_bin(), *args], capture_output=True, text=True,
                           env=clean_env(env), timeout=timeout)
-
-
-class Response:
-    """A fully read HTTP response."""
-
-    def __init__(self, status, reason, headers, body):
-        self.status = status
-        self.reason = reason
-        self.headers = headers  # http.client.HTTPMessage: case-insensitive get()
-        self.body = body
-
-    def header(self, name):
-        return self.headers.get(name)
-
-    def json(self):
-        return json.loads(self.body.decode("utf-8"))
-
-    @property
-    def text(self):
-        return self.body.decode("utf-8")
-
-    def __repr__(self):
-        return f"<Response {self.status} {dict(self.headers)!r} {self.body[:300]!r}>"
 
 
 # The API and crash suites send hundreds of creates from one address; the design's per-client
@@ -397,93 +375,6 @@ class SluiceServer:
         return sorted(out)
 
 
-def parse_metrics(text):
-    out = {}
-    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)$')
-    label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = line_re.match(line)
-        if not m:
-            raise AssertionError(f"unparsable metrics line: {line!r}")
-        labels = frozenset(label_re.findall(m.group(3) or ""))
-        out[(m.group(1), labels)] = float(m.group(4))
-    return out
-
-
-def metric(metrics, name, **labels):
-    """Value of one series, 0 when absent (a counter not yet incremented)."""
-    return metrics.get((name, frozenset(labels.items())), 0.0)
-
-
-class RawConnection:
-    """A socket for requests http.client cannot make: headers now, body later or never."""
-
-    def __init__(self, host, port, timeout=10):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.buf = b""
-
-    def send(self, data):
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        self.sock.sendall(data)
-
-    def send_headers(self, method, path, headers):
-        lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        self.send("\r\n".join(lines) + "\r\n\r\n")
-
-    def _fill(self):
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise EOFError("connection closed")
-        self.buf += chunk
-
-    def read_head(self):
-        """Reads one status line and header block; returns (status, {lower name: value})."""
-        while b"\r\n\r\n" not in self.buf:
-            self._fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ", 2)[1])
-        headers = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
-        return status, headers
-
-    def read_response(self, head_request=False):
-        """Reads a whole response (Content-Length framed); returns a Response."""
-        status, headers = self.read_head()
-        length = 0 if head_request or status in (204, 304) or status < 200 else int(
-            headers.get("content-length", "0"))
-        while len(self.buf) < length:
-            self._fill()
-        body, self.buf = self.buf[:length], self.buf[length:]
-        msg = http.client.HTTPMessage()
-        for k, v in headers.items():
-            msg[k] = v
-        return Response(status, "", msg, body)
-
-    def closed_by_peer(self, timeout=10):
-        """True when the server closes the connection (EOF or reset) within `timeout`."""
-        self.sock.settimeout(timeout)
-        try:
-            while True:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    return True
-                self.buf += chunk
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
-
-    def close(self):
-        self.sock.close()
-
-
 class SluiceTestCase(unittest.TestCase):
     """Base class: servers made with `self.server()` are stopped after the test (exit status
     checked) and their logs printed if the test failed."""
@@ -539,32 +430,6 @@ class SluiceTestCase(unittest.TestCase):
 
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 REDIS_SCRIPT = os.path.join(REPO, "scripts", "testenv", "redis.sh")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_port_range(span):
-    """A base port with `span` free loopback ports above it, below the kernel's ephemeral range (so
-    no outgoing connection, the tests' own included, takes one of them meanwhile)."""
-    import random
-    for _ in range(200):
-        base = random.randrange(20000, 32000 - span)
-        ok = True
-        for p in range(base, base + span):
-            with socket.socket() as t:
-                t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    t.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range on loopback")
 
 
 class RedisServer:

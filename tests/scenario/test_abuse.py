@@ -17,6 +17,7 @@ import unittest
 
 import loadgen as lg
 from loadgen import Request, Stream, client_ip, pick, xff
+from promtext import metric
 
 MAX_BODY = 1_000_000
 # Per-key defaults (docs/overload.md, "Create"): 1 create/s burst 10; 100 KB/s burst 2 MB.
@@ -50,7 +51,7 @@ def token_bound(burst, rate, seconds, cost=1.0):
 class AbuseTest(lg.ScenarioTestCase):
 
     def bytes_received(self, s):
-        return lg.metric_value(self.scrape(s), "sluice_http_bytes_received_total")
+        return metric(self.scrape(s), "sluice_http_bytes_received_total")
 
     def assertRejected(self, recs, status, reason):
         self.assertTrue(recs, f"no {status} at all")

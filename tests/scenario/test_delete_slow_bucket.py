@@ -15,6 +15,7 @@ import unittest
 
 import loadgen as lg
 from loadgen import Request, Stream, client_ip, pick, xff
+from promtext import counter_delta, metric
 from sluice_harness import wait_until
 
 PASTES = pick(20, 200)
@@ -47,7 +48,7 @@ class DeleteSlowBucketTest(lg.ScenarioTestCase):
                  for i, doc in enumerate(pastes)]
         run.sleep_until(SLOW_FOR)
         on_disk = sum(os.path.exists(s.blob_path(doc["id"])) for doc in pastes)
-        age_slow = lg.metric_value(self.scrape(s), "sluice_outbox_age_seconds")
+        age_slow = metric(self.scrape(s), "sluice_outbox_age_seconds")
         # How old the oldest pending delete really is: the first 204 committed its outbox entry.
         oldest = time.monotonic() - min(r.end for r in deletes)
         age_series_max = max([age_slow] + [v for _, v in sampler.series("sluice_outbox_age_seconds")])
@@ -63,10 +64,10 @@ class DeleteSlowBucketTest(lg.ScenarioTestCase):
         except AssertionError:
             gone = False
         caught_up = time.monotonic() - recovered
-        wait_until(lambda: lg.metric_value(self.scrape(s), "sluice_outbox_age_seconds") == 0,
+        wait_until(lambda: metric(self.scrape(s), "sluice_outbox_age_seconds") == 0,
                    timeout=10, interval=0.2, message="outbox age back to 0")
         after = self.scrape(s)
-        done = lg.counter_delta(before, after, "sluice_outbox_done_total")
+        done = counter_delta(before, after, "sluice_outbox_done_total")
         left = sum(os.path.exists(s.blob_path(doc["id"])) for doc in pastes)
         lg.report("delete_slow_bucket", {
             "deletes": lg.describe(deletes),
@@ -78,7 +79,7 @@ class DeleteSlowBucketTest(lg.ScenarioTestCase):
             "outbox_age_max_s": age_series_max,
             "catch_up_s": round(caught_up, 1) if gone else f"> {CATCH_UP}",
             "outbox_done": done, "bodies_left": left,
-            "outbox_retries": lg.counter_delta(before, after, "sluice_outbox_retries_total"),
+            "outbox_retries": counter_delta(before, after, "sluice_outbox_retries_total"),
         }, predicted={"delete_p99_ms": f"< {int(PROMPT_P99 * 1000)}",
                       "outbox_age_while_slow_s": f"~{oldest:.0f} (the oldest pending delete)",
                       "catch_up_s": f"<= {CATCH_UP:.0f}", "bodies_left": 0})

@@ -17,6 +17,7 @@ import unittest
 
 import loadgen as lg
 from loadgen import Request, Stream, client_ip, pick, xff
+from promtext import counter_delta, metric
 
 FILL_CAP = 4
 PER_CLIENT = 2
@@ -58,10 +59,10 @@ class NeighbourCrawlTest(lg.ScenarioTestCase):
         after = self.scrape(s)
         crawl, greedy = run.records("crawl"), run.records("greedy")
         hot_reads, creates = run.records("hot"), run.records("create")
-        peak = lg.metric_value(after, "sluice_pool_peak", pool="fill")
+        peak = metric(after, "sluice_pool_peak", pool="fill")
         sampled = sampler.max("sluice_pool_in_use", pool="fill")
-        shed = lg.counter_delta(before, after, "sluice_admission_rejections_total", reason="fill_cap")
-        fills = lg.counter_delta(before, after, "sluice_store_calls_total", target="meta.get")
+        shed = counter_delta(before, after, "sluice_admission_rejections_total", reason="fill_cap")
+        fills = counter_delta(before, after, "sluice_store_calls_total", target="meta.get")
         greedy_rate = lg.completions_per_second(greedy, 404, run.t0 + 1, run.t0 + DURATION)
         crawl_through = lg.completions_per_second(crawl + greedy, 404, run.t0 + 1, run.t0 + DURATION)
         lg.report("neighbour_crawl", {

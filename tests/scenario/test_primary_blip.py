@@ -19,6 +19,7 @@ import unittest
 
 import loadgen as lg
 from loadgen import Request, Stream, client_ip, pick, xff
+from promtext import counter_delta
 
 AMPLIFICATION = 1.1
 READ_RATE = pick(40.0, 80.0)
@@ -71,7 +72,7 @@ class PrimaryBlipTest(lg.ScenarioTestCase):
         after = self.scrape(s)
         reads, creates = run.records("read"), run.records("create")
 
-        d = lambda name, **lb: lg.counter_delta(before, after, name, **lb)
+        d = lambda name, **lb: counter_delta(before, after, name, **lb)
         meta_get_calls = d("sluice_store_calls_total", target="meta.get")
         insert_calls = d("sluice_store_calls_total", target="meta.insert")
         put_calls = d("sluice_store_calls_total", target="blob.put")
@@ -163,7 +164,7 @@ class PrimaryBlipTest(lg.ScenarioTestCase):
         self.faults(s, "")
         after = self.scrape(s)
         reads = run.records("read")
-        d = lambda name, **lb: lg.counter_delta(before, after, name, **lb)
+        d = lambda name, **lb: counter_delta(before, after, name, **lb)
         calls = d("sluice_store_calls_total", target="meta.get")
         timeouts = d("sluice_dependency_timeouts_total", dependency="meta")
         opened = d("sluice_breaker_transitions_total", dependency="meta", to="open")

@@ -14,6 +14,7 @@ import unittest
 
 import loadgen as lg
 from loadgen import Request, Stream, client_ip, pick, xff
+from promtext import counter_delta, metric
 
 # Short: L = 1 s, 8 slots -> 8 creates/s, arrivals 30/s for 10 s (73% shed).
 # Long:  L = 2 s, 50 slots (the default) -> 25 creates/s, arrivals 60/s for 60 s (58% shed).
@@ -80,7 +81,7 @@ class SlowBucketTest(lg.ScenarioTestCase):
         shed_ratio = len(shed) / len(creates)
         shed_p99 = lg.percentile(lg.latencies(shed), 99)
         retry_afters = [r.retry_after for r in shed]
-        peak_create = lg.metric_value(after, "sluice_pool_peak", pool="create")
+        peak_create = metric(after, "sluice_pool_peak", pool="create")
         lg.report("slow_bucket", {
             "creates": len(creates), "201": len(ok), "503": len(shed),
             "goodput_per_s": round(goodput, 2), "shed_ratio": round(shed_ratio, 3),
@@ -112,9 +113,9 @@ class SlowBucketTest(lg.ScenarioTestCase):
         self.assertStatuses(run.records("hot_read"), {200}, "reads of cached pastes")
         self.assertStatuses(run.records("healthz"), {200}, "/healthz")
         # The server's own counts agree with what the clients saw, and the slots were never exceeded.
-        self.assertEqual(lg.counter_delta(before, after, "sluice_admission_rejections_total",
+        self.assertEqual(counter_delta(before, after, "sluice_admission_rejections_total",
                                           reason="create_slots"), len(shed))
-        self.assertEqual(lg.counter_delta(before, after, "sluice_http_requests_total",
+        self.assertEqual(counter_delta(before, after, "sluice_http_requests_total",
                                           route="create_api", status="201"), len(ok))
         self.assertLessEqual(peak_create, SLOTS)
         self.assertLessEqual(sampler.max("sluice_pool_in_use", pool="create"), SLOTS)

@@ -23,6 +23,7 @@ import unittest
 
 import loadgen as lg
 from loadgen import Request, Stream, client_ip, xff
+from promtext import metric
 
 SLOTS = 4
 RENDER_DELAY = 0.200
@@ -151,7 +152,7 @@ class ViewLadderTest(lg.ScenarioTestCase):
         after = run.records("after")
         tail = [r for r in after if r.due - min(x.due for x in after) >= AFTER / 2]
         self.assertEqual({rung_of(r)[0] for r in tail}, {"highlighted"}, lg.describe(tail))
-        self.assertEqual(lg.metric_value(self.scrape(s), "sluice_view_shed_percent"), 0)
+        self.assertEqual(metric(self.scrape(s), "sluice_view_shed_percent"), 0)
 
         lg.report("view ladder", {
             "sustainable_per_s": sustainable,

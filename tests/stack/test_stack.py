@@ -9,13 +9,14 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import unittest
 
-from sluice_harness import free_port_range, metric, parse_metrics, sluice_bin, wait_until
+from promtext import metric, parse_metrics
+from rawhttp import RawConnection, free_port_range
+from sluice_harness import sluice_bin, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -136,11 +137,14 @@ class StackTest(unittest.TestCase):
         # Headers first, as curl does with Expect: the answer comes before any of the body. (A
         # client that pushes the whole body regardless may see the balancer's 502 instead: the app
         # closes rather than read a body it refused.)
-        with socket.create_connection(("127.0.0.1", s.nginx), timeout=10) as raw:
-            raw.sendall(b"POST /api/v1/pastes HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.1.0.2\r\n"
-                        b"Content-Length: 1000001\r\n\r\n")
-            head = raw.recv(4096)
-        self.assertTrue(head.startswith(b"HTTP/1.1 413 "), head[:200])
+        raw = RawConnection("127.0.0.1", s.nginx)
+        try:
+            raw.send_headers("POST", "/api/v1/pastes", {"X-Forwarded-For": "10.1.0.2",
+                                                        "Content-Length": "1000001"})
+            status, headers = raw.read_head()
+        finally:
+            raw.close()
+        self.assertEqual(status, 413, headers)
         self.assertEqual(s.request(s.nginx, "DELETE", f"/api/v1/pastes/{paste_id}",
                                    headers={"Authorization": "Bearer " + "A" * 22})[0], 404)
         self.assertEqual(s.request(s.edge, "DELETE", f"/api/v1/pastes/{paste_id}", headers={

@@ -74,11 +74,15 @@ class MetricsRegistry {
                           const Labels& labels = {},
                           std::vector<double> buckets = LatencyBuckets());
   /// A gauge read at render time, for values owned elsewhere (pool occupancy, queue age). Its
-  /// owner holds the returned id and removes it (RemoveGaugeCallback) before it goes; GaugeCallbacks
-  /// below does both.
+  /// owner holds the returned id and removes it (RemoveGaugeCallback) before it goes;
+  /// GaugeCallbacks below does both.
   uint64_t AddGaugeCallback(const std::string& name, const std::string& help, const Labels& labels,
                             std::function<double()> read);
-  /// Once this returns, the callback is never called again.
+  /// A counter read at render time, for counts owned elsewhere (the view ladder's shed counts):
+  /// `read` must never go down, or rate() over it lies. Removed like a gauge callback, by its id.
+  uint64_t AddCounterCallback(const std::string& name, const std::string& help,
+                              const Labels& labels, std::function<double()> read);
+  /// Removes a gauge or counter callback. Once this returns, the callback is never called again.
   void RemoveGaugeCallback(uint64_t id);
 
   /// The text exposition format, version 0.0.4.
@@ -109,8 +113,8 @@ class MetricsRegistry {
   uint64_t next_callback_id_ = 1;
 };
 
-/// The gauge callbacks of one owner, removed when it goes. Declare it as the owner's last member, so
-/// it goes first, while everything its callbacks read still exists.
+/// The gauge callbacks of one owner, removed when it goes. Declare it as the owner's last member,
+/// so it goes first, while everything its callbacks read still exists.
 class GaugeCallbacks {
  public:
   explicit GaugeCallbacks(MetricsRegistry& registry) : registry_(registry) {}
@@ -125,6 +129,10 @@ class GaugeCallbacks {
   void Add(const std::string& name, const std::string& help, const Labels& labels,
            std::function<double()> read) {
     ids_.push_back(registry_.AddGaugeCallback(name, help, labels, std::move(read)));
+  }
+  void AddCounter(const std::string& name, const std::string& help, const Labels& labels,
+                  std::function<double()> read) {
+    ids_.push_back(registry_.AddCounterCallback(name, help, labels, std::move(read)));
   }
 
  private:
