@@ -22,6 +22,7 @@
 #include "settings.h"
 #include "sluice/admission/littles_law.h"
 #include "sluice/admission/retry_budget.h"
+#include "sluice/common/duration.h"
 #include "sluice/http/server.h"
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
@@ -226,7 +227,8 @@ std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clo
   }
   options->ca_file = s.String("redis_ca_file");
   spdlog::info("shared limiter and cache: {} (budget {} ms, {} processes)",
-               store::RedactedRedisUrl(*options), s.Duration("cache_timeout").count(),
+               store::RedactedRedisUrl(*options),
+               std::chrono::duration<double, std::milli>(s.Duration("cache_timeout")).count(),
                s.Integer("processes"));
   return store::MakeRedisSharedState(*options, clock, metrics);
 }
@@ -306,20 +308,22 @@ int Serve(const Settings& s) {
   server_options.listen = s.String("listen");
   server_options.max_connections = ConnectionCap(s.Integer("max_connections"));
   server_options.public_url = s.String("public_url");
-  server_options.idle_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("idle_timeout"));
+  // TODO(lead): ServerOptions keeps Duration. Until then round up, so 500ms is 1 s, never 0 s.
+  server_options.idle_timeout = std::chrono::ceil<std::chrono::seconds>(s.Duration("idle_timeout"));
   server_options.header_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("header_timeout"));
-  server_options.body_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("body_timeout"));
+      std::chrono::ceil<std::chrono::seconds>(s.Duration("header_timeout"));
+  server_options.body_timeout = std::chrono::ceil<std::chrono::seconds>(s.Duration("body_timeout"));
   server_options.drain_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("drain_timeout"));
+      std::chrono::ceil<std::chrono::seconds>(s.Duration("drain_timeout"));
 
   worker::JanitorOptions janitor_options;
-  janitor_options.sweep_interval = s.Duration("sweep_interval");
-  janitor_options.reap_interval = s.Duration("reap_interval");
+  // JanitorOptions counts pauses in ms and ages in s (stores date bodies to the second): round up.
+  janitor_options.sweep_interval =
+      std::chrono::ceil<std::chrono::milliseconds>(s.Duration("sweep_interval"));
+  janitor_options.reap_interval =
+      std::chrono::ceil<std::chrono::milliseconds>(s.Duration("reap_interval"));
   janitor_options.orphan_age_floor =
-      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("orphan_age_floor"));
+      std::chrono::ceil<std::chrono::seconds>(s.Duration("orphan_age_floor"));
 
   int threads = static_cast<int>(s.Integer("threads"));
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -404,11 +408,12 @@ int Serve(const Settings& s) {
   render::ViewRendererOptions render_options;
   render_options.slots = static_cast<int>(s.Integer("highlight_slots"));
   render_options.cache_bytes = static_cast<size_t>(s.Integer("highlight_cache_bytes"));
+  // ViewRendererOptions counts in ms: round up, so a sub-millisecond value is never 0.
   render_options.render_timeout =
-      std::chrono::duration_cast<std::chrono::milliseconds>(s.Duration("render_timeout"));
+      std::chrono::ceil<std::chrono::milliseconds>(s.Duration("render_timeout"));
   render_options.large_paste_bytes = s.Integer("large_paste_bytes");
   render_options.render_delay =
-      std::chrono::duration_cast<std::chrono::milliseconds>(s.Duration("render_delay"));
+      std::chrono::ceil<std::chrono::milliseconds>(s.Duration("render_delay"));
   render_options.release_points_per_second = s.Number("shed_release_rate");
   render_options.target_utilization = s.Number("highlight_utilization");
   if (render_options.target_utilization <= 0 || render_options.target_utilization > 1) {
@@ -481,6 +486,7 @@ int main(int argc, char** argv) {
 
   CLI::App* serve = app.add_subcommand("serve", "Serve the pastebin over HTTP");
   sluice::app::SettingsLoader loader(*serve);
+  std::optional<sluice::app::Settings> settings;
 
   CLI::App* plan = app.add_subcommand(
       "plan", "What the in-flight caps let through at a dependency latency (Little's law)");
@@ -515,12 +521,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (serve->parsed()) {
+    // A refused setting is a usage error: to stderr, like CLI11's own, before any logging starts.
+    try {
+      settings.emplace(loader.Resolve());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sluice serve: %s\n", e.what());
+      return 2;
+    }
+  }
   try {
-    if (serve->parsed()) return sluice::app::Serve(loader.Resolve());
+    if (serve->parsed()) return sluice::app::Serve(*settings);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (plan->parsed()) {
-      auto latency = sluice::admission::ParseDuration(plan_latency);
+      auto latency = sluice::ParseDuration(plan_latency);
       if (!latency.ok() || latency->count() <= 0) {
         std::fprintf(stderr, "--latency: '%s' is not a positive duration like 5s or 250ms\n",
                      plan_latency.c_str());

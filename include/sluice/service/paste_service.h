@@ -30,18 +30,18 @@ struct ServiceOptions {
   /// Longest expiry the operator allows; allow-list entries above it are refused. Default: 30d.
   std::chrono::seconds max_ttl{30 * 86400};
   /// Whole budget of one create (PUT then insert). Default: 2 s.
-  std::chrono::milliseconds create_budget{2000};
+  Duration create_budget = std::chrono::milliseconds(2000);
   /// Timeout of the body PUT inside the create budget. Default: 1 s.
-  std::chrono::milliseconds put_timeout{1000};
+  Duration put_timeout = std::chrono::milliseconds(1000);
   /// Timeout of the row insert. Default: 50 ms. (The embedded SQLite group commit needs more under
   /// a burst; the server configures it.)
-  std::chrono::milliseconds insert_timeout{50};
+  Duration insert_timeout = std::chrono::milliseconds(50);
   /// Whole budget of one origin read. Default: 300 ms.
-  std::chrono::milliseconds read_budget{300};
+  Duration read_budget = std::chrono::milliseconds(300);
   /// Whole budget of one delete (row lookup and tombstone commit). Default: 1 s.
-  std::chrono::milliseconds delete_budget{1000};
+  Duration delete_budget = std::chrono::milliseconds(1000);
   /// Budget of one call to the shared metadata cache; a slower answer is a miss. Default: 5 ms.
-  std::chrono::milliseconds cache_timeout{5};
+  Duration cache_timeout = std::chrono::milliseconds(5);
   /// Longest a row stays in the shared metadata cache. Bounds how long a delete whose
   /// invalidation was lost (the cache was unreachable then) can be served. Default: 60 s.
   std::chrono::seconds shared_meta_ttl{60};
