@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -315,6 +316,28 @@ std::optional<int64_t> ParseInteger(std::string_view text) {
   return value;
 }
 
+// An empty value is false: an unset boolean in a file or the environment reads as off.
+std::optional<bool> ParseBoolean(std::string_view text) {
+  if (text == "true" || text == "1" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "no" || text.empty()) return false;
+  return std::nullopt;
+}
+
+// "a, b ,c" -> {"a", "b", "c"} around `separator`, spaces trimmed, empty entries kept.
+std::vector<std::string_view> Split(std::string_view text, char separator) {
+  std::vector<std::string_view> entries;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view entry = text.substr(start, end - start);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    entries.push_back(entry);
+    start = end + 1;
+  }
+  return entries;
+}
+
 // "between 1ms and 1h", "above 0 and at most 1", "one of static, aimd": what a spec allows.
 std::string Allowed(const SettingSpec& spec) {
   switch (spec.type) {
@@ -323,17 +346,8 @@ std::string Allowed(const SettingSpec& spec) {
     case SettingType::kDuration:
       if (spec.min_exclusive) return fmt::format("above {} and at most {}", spec.min, spec.max);
       return fmt::format("between {} and {}", spec.min, spec.max);
-    case SettingType::kChoice: {
-      std::string choices = spec.choices;
-      std::string out;
-      for (size_t start = 0; start <= choices.size();) {
-        size_t bar = choices.find('|', start);
-        if (bar == std::string::npos) bar = choices.size();
-        out += (out.empty() ? "" : ", ") + choices.substr(start, bar - start);
-        start = bar + 1;
-      }
-      return "one of " + out;
-    }
+    case SettingType::kChoice:
+      return fmt::format("one of {}", fmt::join(Split(spec.choices, '|'), ", "));
     case SettingType::kBoolean:
       return "true or false";
     case SettingType::kText:
@@ -410,33 +424,19 @@ std::optional<std::string> CheckValue(const SettingSpec& spec, std::string_view 
       if (spec.check) return spec.check(value);
       return std::nullopt;
     case SettingType::kList:
-      for (size_t start = 0; start <= value.size();) {
-        size_t comma = value.find(',', start);
-        if (comma == std::string_view::npos) comma = value.size();
-        std::string_view entry = value.substr(start, comma - start);
-        while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-        while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+      for (std::string_view entry : Split(value, ',')) {
         if (!entry.empty() && spec.check) {
           if (auto refused = spec.check(entry)) return *refused;
         }
-        start = comma + 1;
       }
       return std::nullopt;
     case SettingType::kChoice: {
-      const std::string_view choices = spec.choices;
-      for (size_t start = 0; start <= choices.size();) {
-        size_t bar = choices.find('|', start);
-        if (bar == std::string_view::npos) bar = choices.size();
-        if (choices.substr(start, bar - start) == value) return std::nullopt;
-        start = bar + 1;
-      }
+      const auto choices = Split(spec.choices, '|');
+      if (std::find(choices.begin(), choices.end(), value) != choices.end()) return std::nullopt;
       return "must be " + Allowed(spec);
     }
     case SettingType::kBoolean:
-      if (value == "true" || value == "1" || value == "yes" || value == "false" || value == "0" ||
-          value == "no" || value.empty()) {
-        return std::nullopt;
-      }
+      if (ParseBoolean(value)) return std::nullopt;
       return "must be " + Allowed(spec);
     case SettingType::kInteger: {
       const auto n = ParseInteger(value);
@@ -472,29 +472,27 @@ std::string Settings::String(std::string_view key) const {
 
 int64_t Settings::Integer(std::string_view key) const {
   const std::string text = String(key);
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+  const auto value = ParseInteger(text);
+  if (!value || *value < 0) {
     throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative integer", key, text));
   }
-  return value;
+  return *value;
 }
 
 double Settings::Number(std::string_view key) const {
   const std::string text = String(key);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+  const auto value = ParseNumber(text);
+  if (!value || !(*value >= 0)) {
     throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative number", key, text));
   }
-  return value;
+  return *value;
 }
 
 bool Settings::Boolean(std::string_view key) const {
   const std::string text = String(key);
-  if (text == "true" || text == "1" || text == "yes") return true;
-  if (text == "false" || text == "0" || text == "no" || text.empty()) return false;
-  throw std::invalid_argument(fmt::format("{}: '{}' is not true or false", key, text));
+  const auto value = ParseBoolean(text);
+  if (!value) throw std::invalid_argument(fmt::format("{}: '{}' is not true or false", key, text));
+  return *value;
 }
 
 ::sluice::Duration Settings::Duration(std::string_view key) const {
