@@ -1,6 +1,8 @@
 // libFuzzer target: the configuration file. Any TOML document must either resolve to settings or
-// fail with the documented exceptions (std::runtime_error for the file, std::invalid_argument for
-// a value); every typed read of every key must do the same, never crash or throw anything else.
+// fail with the documented exceptions (std::runtime_error for the file, SettingsError, also a
+// runtime_error, for a value its declaration refuses); once resolved, the read of each key's
+// declared type must succeed, and every other typed read of every key must succeed or throw
+// std::invalid_argument, never crash or throw anything else.
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -31,7 +33,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     settings = sluice::app::SettingsLoader::FromToml(text);
   } catch (const std::runtime_error&) {
-    return 0;  // not TOML, an unknown key, or a value of the wrong type
+    return 0;  // not TOML, an unknown key, a value of the wrong type, or one out of range
+  }
+  for (const sluice::app::SettingSpec& spec : sluice::app::ServeSettings()) {
+    // Accepted at start means readable as declared: a throw here escapes and fails the run.
+    switch (spec.type) {
+      case sluice::app::SettingType::kInteger:
+        (void)settings.Integer(spec.key);
+        break;
+      case sluice::app::SettingType::kNumber:
+        (void)settings.Number(spec.key);
+        break;
+      case sluice::app::SettingType::kBoolean:
+        (void)settings.Boolean(spec.key);
+        break;
+      case sluice::app::SettingType::kDuration:
+        (void)settings.Duration(spec.key);
+        break;
+      default:
+        break;
+    }
   }
   for (const std::string& key : sluice::app::SettingsLoader::Keys()) {
     Tolerate([&] { (void)settings.Integer(key); });

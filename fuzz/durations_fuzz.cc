@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "sluice/admission/littles_law.h"
+#include "sluice/common/duration.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto parsed = sluice::admission::ParseDuration(text);
+  auto parsed = sluice::ParseDuration(text);
   if (parsed.ok() && parsed->count() < 0) std::abort();
   return 0;
 }

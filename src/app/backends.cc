@@ -134,7 +134,6 @@ std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clo
   if (url.empty()) return nullptr;
   auto options = store::ParseRedisUrl(url);
   if (!options.ok()) throw std::invalid_argument("cache: " + options.error().message);
-  if (s.Integer("processes") < 1) throw std::invalid_argument("processes must be at least 1");
   // Kept out of the URL (and so out of ps and shell history) where the environment allows it.
   if (const char* password = std::getenv("REDIS_PASSWORD");
       options->password.empty() && password != nullptr) {
@@ -142,7 +141,8 @@ std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clo
   }
   options->ca_file = s.String("redis_ca_file");
   spdlog::info("shared limiter and cache: {} (budget {} ms, {} processes)",
-               store::RedactedRedisUrl(*options), s.Duration("cache_timeout").count(),
+               store::RedactedRedisUrl(*options),
+               std::chrono::duration<double, std::milli>(s.Duration("cache_timeout")).count(),
                s.Integer("processes"));
   return store::MakeRedisSharedState(*options, clock, metrics);
 }

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,7 @@
 #include "server_process.h"
 #include "settings.h"
 #include "sluice/admission/littles_law.h"
+#include "sluice/common/duration.h"
 #include "sluice/render/highlight_workers.h"
 
 #ifndef SLUICE_VERSION
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
 
   CLI::App* serve = app.add_subcommand("serve", "Serve the pastebin over HTTP");
   sluice::app::SettingsLoader loader(*serve);
+  std::optional<sluice::app::Settings> settings;
 
   CLI::App* plan = app.add_subcommand(
       "plan", "What the in-flight caps let through at a dependency latency (Little's law)");
@@ -77,12 +80,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (serve->parsed()) {
+    // A refused setting is a usage error: to stderr, like CLI11's own, before any logging starts.
+    try {
+      settings.emplace(loader.Resolve());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sluice serve: %s\n", e.what());
+      return 2;
+    }
+  }
   try {
-    if (serve->parsed()) return sluice::app::Serve(loader.Resolve());
+    if (serve->parsed()) return sluice::app::Serve(*settings);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (plan->parsed()) {
-      auto latency = sluice::admission::ParseDuration(plan_latency);
+      auto latency = sluice::ParseDuration(plan_latency);
       if (!latency.ok() || latency->count() <= 0) {
         std::fprintf(stderr, "--latency: '%s' is not a positive duration like 5s or 250ms\n",
                      plan_latency.c_str());

@@ -48,7 +48,7 @@
 #include <thread>
 
 #include "sluice/admission/jitter.h"
-#include "sluice/admission/littles_law.h"
+#include "sluice/common/duration.h"
 #include "sluice/common/result.h"
 
 #ifndef SLUICE_VERSION
@@ -155,13 +155,13 @@ std::string PercentEncode(std::string_view s) {
   return out;
 }
 
-/// "60s", "250ms" (admission::ParseDuration), or a bare number of seconds ("0", "10", "1.5").
+/// "60s", "250ms" (ParseDuration), or a bare number of seconds ("0", "10", "1.5").
 std::optional<SteadyClock::duration> ParseMaxWait(std::string_view text) {
-  if (auto d = admission::ParseDuration(text); d.ok()) return *d;
+  if (auto d = ParseDuration(text); d.ok()) return *d;
   if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos) {
     return std::nullopt;
   }
-  auto d = admission::ParseDuration(std::string(text) + "s");
+  auto d = ParseDuration(std::string(text) + "s");
   if (!d.ok()) return std::nullopt;
   return *d;
 }

@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -12,129 +13,274 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sluice/admission/littles_law.h"
+#include "sluice/admission/client_key.h"
+#include "sluice/common/duration.h"
+#include "sluice/service/text.h"
 
 namespace sluice::app {
 
 namespace {
 
+using CheckFn = std::optional<std::string> (*)(std::string_view);
+
+constexpr SettingSpec TextSetting(const char* key, const char* def, const char* help,
+                                  CheckFn check = nullptr) {
+  return {key, SettingType::kText, def, help, nullptr, nullptr, false, nullptr, check};
+}
+constexpr SettingSpec ListSetting(const char* key, const char* def, const char* help,
+                                  CheckFn check) {
+  return {key, SettingType::kList, def, help, nullptr, nullptr, false, nullptr, check};
+}
+constexpr SettingSpec ChoiceSetting(const char* key, const char* def, const char* choices,
+                                    const char* help) {
+  return {key, SettingType::kChoice, def, help, nullptr, nullptr, false, choices, nullptr};
+}
+constexpr SettingSpec BooleanSetting(const char* key, const char* def, const char* help) {
+  return {key, SettingType::kBoolean, def, help};
+}
+constexpr SettingSpec IntegerSetting(const char* key, const char* def, const char* min,
+                                     const char* max, const char* help) {
+  return {key, SettingType::kInteger, def, help, min, max};
+}
+constexpr SettingSpec NumberSetting(const char* key, const char* def, const char* min,
+                                    const char* max, const char* help) {
+  return {key, SettingType::kNumber, def, help, min, max};
+}
+// Rates, bursts and shares: zero would stop everything (or divide by it), so only above it.
+constexpr SettingSpec PositiveSetting(const char* key, const char* def, const char* max,
+                                      const char* help) {
+  return {key, SettingType::kNumber, def, help, "0", max, true};
+}
+constexpr SettingSpec DurationSetting(const char* key, const char* def, const char* min,
+                                      const char* max, const char* help) {
+  return {key, SettingType::kDuration, def, help, min, max};
+}
+
+std::optional<std::string> CheckListen(std::string_view value) {
+  const size_t colon = value.rfind(':');
+  const std::string_view port = colon == std::string_view::npos ? "" : value.substr(colon + 1);
+  unsigned number = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (colon == 0 || port.empty() || ec != std::errc() || end != port.data() + port.size() ||
+      number > 65535) {
+    return "must be HOST:PORT with an IP address and a port from 0 to 65535";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> CheckNotEmpty(std::string_view value) {
+  if (value.empty()) return "must not be empty";
+  return std::nullopt;
+}
+
+std::optional<std::string> CheckMetaUrl(std::string_view value) {
+  if (value.empty() || value.starts_with("postgres://") || value.starts_with("postgresql://")) {
+    return std::nullopt;
+  }
+  return "must be empty (SQLite in data_dir) or postgres://USER@HOST:PORT/DB";
+}
+
+std::optional<std::string> CheckBlob(std::string_view value) {
+  if (value == "files" || (value.starts_with("s3://") && value.size() > 5)) return std::nullopt;
+  return "must be files or s3://BUCKET";
+}
+
+std::optional<std::string> CheckHttpUrl(std::string_view value) {
+  if (value.starts_with("http://") || value.starts_with("https://")) return std::nullopt;
+  return "must be an http:// or https:// URL";
+}
+
+std::optional<std::string> CheckOptionalHttpUrl(std::string_view value) {
+  if (value.empty()) return std::nullopt;
+  return CheckHttpUrl(value);
+}
+
+std::optional<std::string> CheckRedisUrl(std::string_view value) {
+  if (value.empty() || value.starts_with("redis://") || value.starts_with("rediss://")) {
+    return std::nullopt;
+  }
+  return "must be empty (in-process) or redis[s]://[USER[:PASSWORD]@]HOST:PORT";
+}
+
+std::optional<std::string> CheckTrustedProxy(std::string_view value) {
+  const std::string entries[] = {std::string(value)};
+  if (admission::TrustedProxies::Parse(entries).ok()) return std::nullopt;
+  return "each entry must be an IP address or a CIDR block, e.g. 10.0.0.0/8";
+}
+
+// Bounds are what the code below them can honour without surprise, wide enough for every
+// deployment and test in the repository; the "why" of each default is in docs/overload.md.
 constexpr SettingSpec kServeSettings[] = {
-    {"listen", "127.0.0.1:8080", "Address and port to serve on (port 0 picks a free one)"},
-    {"data_dir", "./sluice-data", "Folder for the embedded store: meta.db (SQLite) and blobs/"},
-    {"meta", "",
-     "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB (migrated at "
-     "start; pass a password through PGPASSWORD or ~/.pgpass, not the URL, which is logged)"},
-    {"meta_read_connections", "50",
-     "PostgreSQL connections for paste reads per process (size to fill_cap)"},
-    {"meta_write_connections", "50",
-     "PostgreSQL connections for creates and deletes per process (size to create_slots)"},
-    {"meta_cleanup_connections", "2",
-     "PostgreSQL connections for the outbox, sweeper and reaper per process"},
-    {"blob", "files",
-     "Where paste bodies live: files (under data_dir/blobs) or s3://BUCKET (credentials and "
-     "region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)"},
-    {"s3_endpoint", "",
-     "S3-compatible endpoint for an s3:// blob, e.g. http://127.0.0.1:9000 (default: AWS S3 in "
-     "AWS_REGION)"},
-    {"s3_path_style", "auto",
-     "true: path-style S3 URLs (MinIO, Ceph RGW, s3rver); false: virtual-host style; auto: "
-     "virtual-host on AWS, path-style with s3_endpoint"},
-    {"public_url", "",
-     "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)"},
-    {"threads", "0", "Event-loop threads (0: one per core)"},
-    {"default_ttl", "1w", "Expiry when a creator names none: 10m, 1h, 1d, 1w or 30d"},
-    {"max_ttl", "30d", "Longest expiry this server grants: 10m, 1h, 1d, 1w or 30d"},
-    {"max_paste_bytes", "1000000", "Largest paste accepted, in bytes"},
-    {"cache_bytes", "67108864", "Memory for recently read or created pastes, in bytes (0: off)"},
-    {"read_threads", "16", "Threads for blocking reads of the embedded store"},
-    {"cleanup_threads", "2", "Threads for deletes, sweeps and the reaper"},
-    {"idle_timeout", "30s", "Longest wait for the next request on an open connection"},
-    {"header_timeout", "10s",
-     "Longest time a request's headers may take once started (cuts off slowloris clients)"},
-    {"body_timeout", "30s",
-     "Longest wait for an admitted request body, and for writing a response"},
-    {"drain_timeout", "10s", "On SIGTERM, how long in-flight requests may take to finish"},
-    {"max_connections", "10000",
-     "Open connections per process; one more gets a 503 (kept below the file-descriptor limit)"},
-    {"create_budget", "2s", "Whole time budget of one create"},
-    {"put_timeout", "1s", "Timeout of the body write inside a create"},
-    {"insert_timeout", "50ms", "Timeout of the metadata insert inside a create"},
-    {"read_budget", "300ms", "Whole time budget of one origin read"},
-    {"delete_budget", "1s", "Whole time budget of one delete"},
-    {"meta_get_timeout", "20ms", "Timeout of one metadata read"},
-    {"blob_get_timeout", "200ms", "Timeout of one body read"},
-    {"verify_bodies", "true",
-     "true: record each body's SHA-256 and serve a body only if it matches its row (false only "
-     "to measure what the check costs)"},
-    {"edge_purge", "",
-     "Edge caches (Varnish, a CDN) to purge deleted pastes from: base URLs, comma-separated, "
-     "e.g. http://127.0.0.1:6081"},
-    {"trusted_proxy", "",
-     "Balancers (addresses or CIDRs, comma-separated) whose appended X-Forwarded-For hop is the "
-     "client"},
-    {"ip_create_rate", "1", "Creates per second per client key"},
-    {"ip_create_burst", "10", "Creates a client key may make at once"},
-    {"ip_create_bytes_rate", "100000", "Create bytes per second per client key"},
-    {"ip_create_bytes_burst", "2000000", "Create bytes a client key may send at once"},
-    {"global_create_rate", "350",
-     "Creates per second across this process, or across all processes with a shared cache"},
-    {"global_create_burst", "350",
-     "Creates this process (or the tier, when shared) may take at once"},
-    {"global_create_bytes_rate", "10000000",
-     "Create bytes per second across this process, or across all processes with a shared cache"},
-    {"global_create_bytes_burst", "10000000",
-     "Create bytes this process (or the tier, when shared) may take at once"},
-    {"create_slots", "50", "Creates in flight per process (over it: 503)"},
-    {"create_slot_bytes", "33554432", "Create body bytes buffered per process (over it: 503)"},
-    {"create_cap", "static",
-     "static: create_slots is the cap; aimd: adapt it to PUT latency, up to create_slots"},
-    {"aimd_target", "500ms", "PUT latency the adaptive create cap aims under"},
-    {"read_slots", "200", "Origin reads (cache misses) in flight per process (over it: 503)"},
-    {"ip_read_rate", "50", "Origin reads (cache misses) per second per client key (over it: 429)"},
-    {"ip_read_burst", "50", "Origin reads a client key may make at once"},
-    {"fill_cap", "50", "Concurrent metadata lookups of uncached pastes per process (over it: 503)"},
-    {"fill_cap_per_client", "3", "Of the fill cap, how many one client key may hold"},
-    {"retry_after_min", "5", "Shortest Retry-After of a 503, in seconds"},
-    {"retry_after_max", "15", "Longest Retry-After of a 503 or a 429, in seconds"},
-    {"breaker_refusals", "5", "Consecutive refused connections that open a store's breaker"},
-    {"breaker_open_for", "5s", "How long an open breaker refuses before one probe"},
-    {"retry_budget_ratio", "0.1", "Retries allowed per request, over a 10 s window"},
-    {"highlight_slots", "4",
-     "Highlighter slots (and worker processes) per process; a view finding none is shown plain at "
-     "once"},
-    {"highlight_cache_bytes", "33554432", "Memory for highlighted renderings, in bytes (0: off)"},
-    {"render_timeout", "2s", "A highlight still running after this is shown plain instead"},
-    {"large_paste_bytes", "262144",
-     "Under load, pastes at least this large are shown plain before any visitor is"},
-    {"highlight_utilization", "0.8",
-     "Share of the highlighter's sustainable rate (slots / service time) admitted before views "
-     "are shown plain"},
-    {"shed_release_rate", "5",
-     "As load falls, the share of views shown plain drops by at most this many points a second"},
-    {"render_delay", "0s",
-     "Extra time every highlight takes, to shrink the highlighter in tests (needs "
-     "fault_injection)"},
-    {"fault_injection", "false",
-     "true: wrap the stores in the fault injector and serve /debug/faults (tests only)"},
-    {"faults", "",
-     "Initial fault rules, e.g. 'blob.put:latency=2s; meta.get:refuse' (needs fault_injection)"},
-    {"sweep_interval", "10s", "Pause between expiry sweeps when nothing is due"},
-    {"orphan_age_floor", "1h",
-     "Bodies with no row are reaped only when older than this (a body the store cannot date is "
-     "kept)"},
-    {"reap_interval", "10s", "Pause between the orphan reaper's pages while it finds no orphans"},
-    {"cache", "",
-     "Shared limiter and metadata cache of a tier: redis[s]://[USER[:PASSWORD]@]HOST:PORT "
-     "(default: in-process; the password may come from REDIS_PASSWORD instead)"},
-    {"redis_ca_file", "",
-     "With rediss://: PEM file of the CAs that sign Redis' certificate (default: the system's)"},
-    {"cache_timeout", "5ms",
-     "Budget of one shared cache call; slower is a miss and the create limits fail open"},
-    {"processes", "1",
-     "App processes sharing the cache: while it is down each enforces global caps / processes"},
-    {"local_cache_ttl", "5s",
-     "With a shared cache: longest a paste is served from this process's memory unchecked"},
-    {"log_level", "info", "trace, debug, info, warn, error"},
+    TextSetting("listen", "127.0.0.1:8080",
+                "Address and port to serve on (port 0 picks a free one)", CheckListen),
+    TextSetting("data_dir", "./sluice-data",
+                "Folder for the embedded store: meta.db (SQLite) and blobs/", CheckNotEmpty),
+    TextSetting(
+        "meta", "",
+        "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB (migrated "
+        "at start; pass a password through PGPASSWORD or ~/.pgpass, not the URL, which is logged)",
+        CheckMetaUrl),
+    IntegerSetting("meta_read_connections", "50", "1", "10000",
+                   "PostgreSQL connections for paste reads per process (size to fill_cap)"),
+    IntegerSetting("meta_write_connections", "50", "1", "10000",
+                   "PostgreSQL connections for creates and deletes per process (size to "
+                   "create_slots)"),
+    IntegerSetting("meta_cleanup_connections", "2", "1", "1000",
+                   "PostgreSQL connections for the outbox, sweeper and reaper per process"),
+    TextSetting("blob", "files",
+                "Where paste bodies live: files (under data_dir/blobs) or s3://BUCKET (credentials "
+                "and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)",
+                CheckBlob),
+    TextSetting("s3_endpoint", "",
+                "S3-compatible endpoint for an s3:// blob, e.g. http://127.0.0.1:9000 (default: "
+                "AWS S3 in AWS_REGION)",
+                CheckOptionalHttpUrl),
+    ChoiceSetting("s3_path_style", "auto", "auto|true|false",
+                  "true: path-style S3 URLs (MinIO, Ceph RGW, s3rver); false: virtual-host style; "
+                  "auto: virtual-host on AWS, path-style with s3_endpoint"),
+    TextSetting("public_url", "",
+                "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)",
+                CheckOptionalHttpUrl),
+    IntegerSetting("threads", "0", "0", "1024", "Event-loop threads (0: one per core)"),
+    ChoiceSetting("default_ttl", "1w", "10m|1h|1d|1w|30d",
+                  "Expiry when a creator names none: 10m, 1h, 1d, 1w or 30d"),
+    ChoiceSetting("max_ttl", "30d", "10m|1h|1d|1w|30d",
+                  "Longest expiry this server grants: 10m, 1h, 1d, 1w or 30d"),
+    IntegerSetting("max_paste_bytes", "1000000", "1", "1073741824",
+                   "Largest paste accepted, in bytes"),
+    IntegerSetting("cache_bytes", "67108864", "0", "1099511627776",
+                   "Memory for recently read or created pastes, in bytes (0: off)"),
+    IntegerSetting("read_threads", "16", "1", "1024",
+                   "Threads for blocking reads of the embedded store"),
+    IntegerSetting("cleanup_threads", "2", "1", "1024",
+                   "Threads for deletes, sweeps and the reaper"),
+    DurationSetting("idle_timeout", "30s", "1ms", "1h",
+                    "Longest wait for the next request on an open connection"),
+    DurationSetting("header_timeout", "10s", "1ms", "1h",
+                    "Longest time a request's headers may take once started (cuts off slowloris "
+                    "clients)"),
+    DurationSetting("body_timeout", "30s", "1ms", "1h",
+                    "Longest wait for an admitted request body, and for writing a response"),
+    DurationSetting("drain_timeout", "10s", "0s", "1h",
+                    "On SIGTERM, how long in-flight requests may take to finish"),
+    IntegerSetting("max_connections", "10000", "1", "10000000",
+                   "Open connections per process; one more gets a 503 (kept below the "
+                   "file-descriptor limit)"),
+    DurationSetting("create_budget", "2s", "1ms", "10m", "Whole time budget of one create"),
+    DurationSetting("put_timeout", "1s", "1ms", "10m", "Timeout of the body write inside a create"),
+    DurationSetting("insert_timeout", "50ms", "1ms", "10m",
+                    "Timeout of the metadata insert inside a create"),
+    DurationSetting("read_budget", "300ms", "1ms", "10m", "Whole time budget of one origin read"),
+    DurationSetting("delete_budget", "1s", "1ms", "10m", "Whole time budget of one delete"),
+    DurationSetting("meta_get_timeout", "20ms", "1ms", "10m", "Timeout of one metadata read"),
+    DurationSetting("blob_get_timeout", "200ms", "1ms", "10m", "Timeout of one body read"),
+    BooleanSetting("verify_bodies", "true",
+                   "true: record each body's SHA-256 and serve a body only if it matches its row "
+                   "(false only to measure what the check costs)"),
+    ListSetting("edge_purge", "",
+                "Edge caches (Varnish, a CDN) to purge deleted pastes from: base URLs, "
+                "comma-separated, e.g. http://127.0.0.1:6081",
+                CheckHttpUrl),
+    ListSetting("trusted_proxy", "",
+                "Balancers (addresses or CIDRs, comma-separated) whose appended X-Forwarded-For "
+                "hop is the client",
+                CheckTrustedProxy),
+    PositiveSetting("ip_create_rate", "1", "1e15", "Creates per second per client key"),
+    PositiveSetting("ip_create_burst", "10", "1e15", "Creates a client key may make at once"),
+    PositiveSetting("ip_create_bytes_rate", "100000", "1e15",
+                    "Create bytes per second per client key"),
+    PositiveSetting("ip_create_bytes_burst", "2000000", "1e15",
+                    "Create bytes a client key may send at once"),
+    PositiveSetting("global_create_rate", "350", "1e15",
+                    "Creates per second across this process, or across all processes with a "
+                    "shared cache"),
+    PositiveSetting("global_create_burst", "350", "1e15",
+                    "Creates this process (or the tier, when shared) may take at once"),
+    PositiveSetting("global_create_bytes_rate", "10000000", "1e15",
+                    "Create bytes per second across this process, or across all processes with a "
+                    "shared cache"),
+    PositiveSetting("global_create_bytes_burst", "10000000", "1e15",
+                    "Create bytes this process (or the tier, when shared) may take at once"),
+    IntegerSetting("create_slots", "50", "1", "1000000",
+                   "Creates in flight per process (over it: 503)"),
+    IntegerSetting("create_slot_bytes", "33554432", "1", "1099511627776",
+                   "Create body bytes buffered per process (over it: 503)"),
+    ChoiceSetting("create_cap", "static", "static|aimd",
+                  "static: create_slots is the cap; aimd: adapt it to PUT latency, up to "
+                  "create_slots"),
+    DurationSetting("aimd_target", "500ms", "1ms", "1m",
+                    "PUT latency the adaptive create cap aims under"),
+    IntegerSetting("read_slots", "200", "1", "1000000",
+                   "Origin reads (cache misses) in flight per process (over it: 503)"),
+    PositiveSetting("ip_read_rate", "50", "1e15",
+                    "Origin reads (cache misses) per second per client key (over it: 429)"),
+    PositiveSetting("ip_read_burst", "50", "1e15", "Origin reads a client key may make at once"),
+    IntegerSetting("fill_cap", "50", "1", "1000000",
+                   "Concurrent metadata lookups of uncached pastes per process (over it: 503)"),
+    IntegerSetting("fill_cap_per_client", "3", "1", "1000000",
+                   "Of the fill cap, how many one client key may hold"),
+    IntegerSetting("retry_after_min", "5", "0", "86400",
+                   "Shortest Retry-After of a 503, in seconds"),
+    IntegerSetting("retry_after_max", "15", "0", "86400",
+                   "Longest Retry-After of a 503 or a 429, in seconds"),
+    IntegerSetting("breaker_refusals", "5", "1", "1000000",
+                   "Consecutive refused connections that open a store's breaker"),
+    DurationSetting("breaker_open_for", "5s", "1ms", "1h",
+                    "How long an open breaker refuses before one probe"),
+    NumberSetting("retry_budget_ratio", "0.1", "0", "1",
+                  "Retries allowed per request, over a 10 s window"),
+    IntegerSetting("highlight_slots", "4", "1", "1024",
+                   "Highlighter slots (and worker processes) per process; a view finding none is "
+                   "shown plain at once"),
+    IntegerSetting("highlight_cache_bytes", "33554432", "0", "1099511627776",
+                   "Memory for highlighted renderings, in bytes (0: off)"),
+    DurationSetting("render_timeout", "2s", "1ms", "10m",
+                    "A highlight still running after this is shown plain instead"),
+    IntegerSetting("large_paste_bytes", "262144", "0", "1099511627776",
+                   "Under load, pastes at least this large are shown plain before any visitor is"),
+    PositiveSetting("highlight_utilization", "0.8", "1",
+                    "Share of the highlighter's sustainable rate (slots / service time) admitted "
+                    "before views are shown plain"),
+    PositiveSetting("shed_release_rate", "5", "100",
+                    "As load falls, the share of views shown plain drops by at most this many "
+                    "points a second"),
+    DurationSetting("render_delay", "0s", "0s", "1m",
+                    "Extra time every highlight takes, to shrink the highlighter in tests (needs "
+                    "fault_injection)"),
+    BooleanSetting("fault_injection", "false",
+                   "true: wrap the stores in the fault injector and serve /debug/faults (tests "
+                   "only)"),
+    // Checked by the fault plan's own parser when the server starts (src/store/fault_injection.cc).
+    TextSetting("faults", "",
+                "Initial fault rules, e.g. 'blob.put:latency=2s; meta.get:refuse' (needs "
+                "fault_injection)"),
+    DurationSetting("sweep_interval", "10s", "1ms", "24h",
+                    "Pause between expiry sweeps when nothing is due"),
+    // Stores date bodies to the second, so the floor is counted in whole seconds.
+    DurationSetting("orphan_age_floor", "1h", "1s", "8760h",
+                    "Bodies with no row are reaped only when older than this (a body the store "
+                    "cannot date is kept)"),
+    DurationSetting("reap_interval", "10s", "1ms", "24h",
+                    "Pause between the orphan reaper's pages while it finds no orphans"),
+    TextSetting(
+        "cache", "",
+        "Shared limiter and metadata cache of a tier: redis[s]://[USER[:PASSWORD]@]HOST:PORT "
+        "(default: in-process; the password may come from REDIS_PASSWORD instead)",
+        CheckRedisUrl),
+    TextSetting("redis_ca_file", "",
+                "With rediss://: PEM file of the CAs that sign Redis' certificate (default: the "
+                "system's)"),
+    DurationSetting("cache_timeout", "5ms", "1us", "10s",
+                    "Budget of one shared cache call; slower is a miss and the create limits fail "
+                    "open"),
+    IntegerSetting("processes", "1", "1", "10000",
+                   "App processes sharing the cache: while it is down each enforces global caps / "
+                   "processes"),
+    DurationSetting("local_cache_ttl", "5s", "0s", "24h",
+                    "With a shared cache: longest a paste is served from this process's memory "
+                    "unchecked"),
+    ChoiceSetting("log_level", "info", "trace|debug|info|warn|error|critical|off",
+                  "trace, debug, info, warn, error, critical or off"),
 };
 
 std::string Dashed(std::string_view key) {
@@ -156,7 +302,167 @@ const SettingSpec* FindSpec(std::string_view key) {
   return nullptr;
 }
 
+std::optional<double> ParseNumber(std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> ParseInteger(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// An empty value is false: an unset boolean in a file or the environment reads as off.
+std::optional<bool> ParseBoolean(std::string_view text) {
+  if (text == "true" || text == "1" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "no" || text.empty()) return false;
+  return std::nullopt;
+}
+
+// "a, b ,c" -> {"a", "b", "c"} around `separator`, spaces trimmed, empty entries kept.
+std::vector<std::string_view> Split(std::string_view text, char separator) {
+  std::vector<std::string_view> entries;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view entry = text.substr(start, end - start);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    entries.push_back(entry);
+    start = end + 1;
+  }
+  return entries;
+}
+
+// "between 1ms and 1h", "above 0 and at most 1", "one of static, aimd": what a spec allows.
+std::string Allowed(const SettingSpec& spec) {
+  switch (spec.type) {
+    case SettingType::kInteger:
+    case SettingType::kNumber:
+    case SettingType::kDuration:
+      if (spec.min_exclusive) return fmt::format("above {} and at most {}", spec.min, spec.max);
+      return fmt::format("between {} and {}", spec.min, spec.max);
+    case SettingType::kChoice:
+      return fmt::format("one of {}", fmt::join(Split(spec.choices, '|'), ", "));
+    case SettingType::kBoolean:
+      return "true or false";
+    case SettingType::kText:
+    case SettingType::kList:
+      return "text";
+  }
+  return "text";
+}
+
+// A rule between settings, checked once every value has passed its own declaration.
+struct SettingRule {
+  std::optional<std::string> (*check)(const Settings& s);
+};
+
+std::string Quoted(const Settings& s, const char* key) {
+  return fmt::format("{} = '{}'", key, s.String(key));
+}
+
+constexpr SettingRule kServeRules[] = {
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (service::ParseTtl(s.String("default_ttl")) <= service::ParseTtl(s.String("max_ttl"))) {
+        return std::nullopt;
+      }
+      return fmt::format("{} is longer than {}", Quoted(s, "default_ttl"), Quoted(s, "max_ttl"));
+    }},
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (s.Integer("retry_after_min") <= s.Integer("retry_after_max")) return std::nullopt;
+      return fmt::format("{} is above {}", Quoted(s, "retry_after_min"),
+                         Quoted(s, "retry_after_max"));
+    }},
+    // The delay shrinks the highlighter on purpose; only a test server may do that.
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (s.Duration("render_delay") == ::sluice::Duration::zero() ||
+          s.Boolean("fault_injection")) {
+        return std::nullopt;
+      }
+      return fmt::format("{} needs fault_injection = 'true'", Quoted(s, "render_delay"));
+    }},
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (s.String("faults").empty() || s.Boolean("fault_injection")) return std::nullopt;
+      return fmt::format("{} needs fault_injection = 'true'", Quoted(s, "faults"));
+    }},
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (s.String("s3_endpoint").empty() || s.String("blob").starts_with("s3://")) {
+        return std::nullopt;
+      }
+      return fmt::format("{} is set but {} is not s3://BUCKET", Quoted(s, "s3_endpoint"),
+                         Quoted(s, "blob"));
+    }},
+};
+
+// Every value against its declaration, then the rules between them; the first refusal stops the
+// start, naming the key, the value, what is allowed and where the value came from.
+void CheckSettings(const Settings& settings) {
+  for (const SettingSpec& spec : kServeSettings) {
+    const std::string value = settings.String(spec.key);
+    if (auto refused = CheckValue(spec, value)) {
+      throw SettingsError(fmt::format("{} = '{}': {} (from {})", spec.key, value, *refused,
+                                      settings.Source(spec.key)));
+    }
+  }
+  for (const SettingRule& rule : kServeRules) {
+    if (auto refused = rule.check(settings)) throw SettingsError(*refused);
+  }
+}
+
 }  // namespace
+
+std::span<const SettingSpec> ServeSettings() { return kServeSettings; }
+
+std::optional<std::string> CheckValue(const SettingSpec& spec, std::string_view value) {
+  switch (spec.type) {
+    case SettingType::kText:
+      if (spec.check) return spec.check(value);
+      return std::nullopt;
+    case SettingType::kList:
+      for (std::string_view entry : Split(value, ',')) {
+        if (!entry.empty() && spec.check) {
+          if (auto refused = spec.check(entry)) return *refused;
+        }
+      }
+      return std::nullopt;
+    case SettingType::kChoice: {
+      const auto choices = Split(spec.choices, '|');
+      if (std::find(choices.begin(), choices.end(), value) != choices.end()) return std::nullopt;
+      return "must be " + Allowed(spec);
+    }
+    case SettingType::kBoolean:
+      if (ParseBoolean(value)) return std::nullopt;
+      return "must be " + Allowed(spec);
+    case SettingType::kInteger: {
+      const auto n = ParseInteger(value);
+      if (n && *n >= *ParseInteger(spec.min) && *n <= *ParseInteger(spec.max)) return std::nullopt;
+      return fmt::format("must be a whole number {}", Allowed(spec));
+    }
+    case SettingType::kNumber: {
+      const auto x = ParseNumber(value);
+      const double min = *ParseNumber(spec.min);
+      // Written so that NaN, which from_chars accepts, fails every comparison and is refused.
+      if (x && (spec.min_exclusive ? *x > min : *x >= min) && *x <= *ParseNumber(spec.max)) {
+        return std::nullopt;
+      }
+      return fmt::format("must be a number {}", Allowed(spec));
+    }
+    case SettingType::kDuration: {
+      const auto d = ParseDuration(value);
+      if (!d.ok()) {
+        return fmt::format("must be a number and a unit (ns, us, ms, s, m, h) {}", Allowed(spec));
+      }
+      if (*d >= *ParseDuration(spec.min) && *d <= *ParseDuration(spec.max)) return std::nullopt;
+      return fmt::format("must be {}", Allowed(spec));
+    }
+  }
+  return "has an undeclared type";
+}
 
 std::string Settings::String(std::string_view key) const {
   auto it = values_.find(key);
@@ -166,39 +472,43 @@ std::string Settings::String(std::string_view key) const {
 
 int64_t Settings::Integer(std::string_view key) const {
   const std::string text = String(key);
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+  const auto value = ParseInteger(text);
+  if (!value || *value < 0) {
     throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative integer", key, text));
   }
-  return value;
+  return *value;
 }
 
 double Settings::Number(std::string_view key) const {
   const std::string text = String(key);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+  const auto value = ParseNumber(text);
+  if (!value || !(*value >= 0)) {
     throw std::invalid_argument(fmt::format("{}: '{}' is not a non-negative number", key, text));
   }
-  return value;
+  return *value;
 }
 
 bool Settings::Boolean(std::string_view key) const {
   const std::string text = String(key);
-  if (text == "true" || text == "1" || text == "yes") return true;
-  if (text == "false" || text == "0" || text == "no" || text.empty()) return false;
-  throw std::invalid_argument(fmt::format("{}: '{}' is not true or false", key, text));
+  const auto value = ParseBoolean(text);
+  if (!value) throw std::invalid_argument(fmt::format("{}: '{}' is not true or false", key, text));
+  return *value;
 }
 
-std::chrono::milliseconds Settings::Duration(std::string_view key) const {
+::sluice::Duration Settings::Duration(std::string_view key) const {
   const std::string text = String(key);
-  auto d = admission::ParseDuration(text);
+  auto d = ParseDuration(text);
   if (!d.ok()) {
     throw std::invalid_argument(
-        fmt::format("{}: '{}' is not a duration like 250ms, 5s, 1h", key, text));
+        fmt::format("{}: '{}' is not a duration like 500us, 250ms, 1.5s, 1h", key, text));
   }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  return *d;
+}
+
+std::string Settings::Source(std::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) throw std::logic_error(fmt::format("setting {} is not declared", key));
+  return it->second.second;
 }
 
 // "scheme://user:password@host" as "scheme://user:***@host": a password in a URL setting (the
@@ -228,7 +538,12 @@ SettingsLoader::SettingsLoader(CLI::App& command) {
           ->envname("SLUICE_CONFIG");
   for (const SettingSpec& spec : kServeSettings) {
     auto slot = std::make_unique<std::string>();
-    CLI::Option* opt = command.add_option("--" + Dashed(spec.key), *slot, spec.help)
+    // Numeric settings show their range; the help of the others already says what they take.
+    const bool ranged = spec.type == SettingType::kInteger || spec.type == SettingType::kNumber ||
+                        spec.type == SettingType::kDuration;
+    const std::string help =
+        ranged ? fmt::format("{} ({})", spec.help, Allowed(spec)) : std::string(spec.help);
+    CLI::Option* opt = command.add_option("--" + Dashed(spec.key), *slot, help)
                            ->envname(EnvName(spec.key))
                            ->default_str(spec.default_value)
                            ->group("Settings (flag, SLUICE_* variable or TOML key)");
@@ -308,6 +623,7 @@ Settings SettingsLoader::Resolve() const {
         return *flag_values_.at(spec.key);
       },
       settings.values_);
+  CheckSettings(settings);
   return settings;
 }
 
@@ -323,6 +639,7 @@ Settings SettingsLoader::FromToml(std::string_view toml_text) {
   MergeSettings(
       file, "config", [](const SettingSpec&) { return std::optional<std::string>(); },
       settings.values_);
+  CheckSettings(settings);
   return settings;
 }
 

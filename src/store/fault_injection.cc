@@ -14,7 +14,7 @@
 #include <cmath>
 #include <random>
 
-#include "sluice/admission/littles_law.h"
+#include "sluice/common/duration.h"
 
 namespace sluice::store {
 namespace {
@@ -111,9 +111,9 @@ Result<FaultRule> ParseRule(std::string_view text) {
     const size_t dots = range.find("..");
     const std::string_view lo = Trim(range.substr(0, dots));
     const std::string_view hi = dots == std::string_view::npos ? lo : Trim(range.substr(dots + 2));
-    auto min = admission::ParseDuration(lo);
+    auto min = ParseDuration(lo);
     if (!min.ok()) return BadRule(text, fmt::format("bad duration '{}'", lo));
-    auto max = admission::ParseDuration(hi);
+    auto max = ParseDuration(hi);
     if (!max.ok()) return BadRule(text, fmt::format("bad duration '{}'", hi));
     if (*max < *min) return BadRule(text, "the latency range runs backwards");
     rule.min_latency = *min;

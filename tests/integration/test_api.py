@@ -971,6 +971,31 @@ class ConfigTest(SluiceTestCase):
         self.assertNotEqual(res.returncode, 0)
         self.assertIn("default_ttl", res.stdout + res.stderr)
 
+    def test_out_of_range_duration_refuses_to_start_naming_key_value_and_range(self):
+        s = self.server(start=False)
+        res = run_sluice(["serve", "--listen", "127.0.0.1:0", "--data-dir",
+                          os.path.join(s.root, "d"), "--header-timeout", "0s"])
+        self.assertEqual(res.returncode, 2, res)
+        self.assertIn("header_timeout = '0s': must be between 1ms and 1h", res.stderr)
+        self.assertNotIn("listening", res.stdout + res.stderr)
+
+    def test_unparsable_duration_in_config_file_refuses_to_start(self):
+        s = self.server(start=False)
+        path = os.path.join(s.root, "sluice.toml")
+        with open(path, "w") as f:
+            f.write('cache_timeout = "5 ms"\n')
+        res = run_sluice(["serve", "--listen", "127.0.0.1:0", "--data-dir",
+                          os.path.join(s.root, "d"), "--config", path])
+        self.assertEqual(res.returncode, 2, res)
+        self.assertIn("cache_timeout = '5 ms'", res.stderr)
+        self.assertIn("(ns, us, ms, s, m, h)", res.stderr)
+
+    def test_sub_second_durations_start_and_serve(self):
+        # 500ms and 500us were truncated to 0 once; now they are kept (or rounded up, never to 0).
+        s = self.server(["--header-timeout", "500ms", "--cache-timeout", "500us",
+                         "--create-budget", "1.5s"])
+        self.assertStatus(s.create("precise"), 201)
+
     def test_public_url_is_used_in_links(self):
         s = self.server(["--public-url", "https://paste.example/"], start=False)
         s.requested_port = free_port()

@@ -5,10 +5,8 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "sluice/common/clock.h"
-#include "sluice/common/result.h"
 
 namespace sluice::admission {
 
@@ -44,10 +42,6 @@ Plan PlanCapacity(const PlanInput& input);
 /// The text `sluice plan` prints, e.g. for 50 slots, 4 processes, 350/s and 5 s:
 ///   "... 40/s admitted ... about 89% shed ... bites at about 0.57 s ...".
 std::string FormatPlan(const PlanInput& input, const Plan& plan);
-
-/// Parses a latency flag: "5s", "250ms", "1.5s", "100us", "2m", "1h" (a number, then a unit).
-/// kInvalidArgument for anything else, a missing unit, or a negative value.
-Result<Duration> ParseDuration(std::string_view text);
 
 /// "5 s", "250 ms", "0.57 s": a duration for people, about three significant digits.
 std::string FormatDuration(Duration d);

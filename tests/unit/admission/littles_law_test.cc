@@ -48,21 +48,6 @@ TEST(LittlesLawTest, ThirtySecondPutIsEffectivelyOff) {
   EXPECT_GT(plan.shed_fraction, 0.98);
 }
 
-TEST(LittlesLawTest, ParsesLatencyFlags) {
-  EXPECT_EQ(*ParseDuration("5s"), seconds(5));
-  EXPECT_EQ(*ParseDuration("250ms"), milliseconds(250));
-  EXPECT_EQ(*ParseDuration("1.5s"), milliseconds(1500));
-  EXPECT_EQ(*ParseDuration("100us"), std::chrono::microseconds(100));
-  EXPECT_EQ(*ParseDuration("2m"), seconds(120));
-  EXPECT_EQ(*ParseDuration("1h"), seconds(3600));
-  EXPECT_EQ(*ParseDuration("0s"), Duration::zero());
-  for (const char* bad : {"", "5", "s", "-5s", "5 s", "5sec", "1e3s", "five s", "..s", "1.2.3s"}) {
-    const Result<Duration> parsed = ParseDuration(bad);
-    ASSERT_FALSE(parsed.ok()) << bad;
-    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
-  }
-}
-
 TEST(LittlesLawTest, FormatsDurationsForPeople) {
   EXPECT_EQ(FormatDuration(seconds(5)), "5 s");
   EXPECT_EQ(FormatDuration(milliseconds(571)), "0.57 s");
