@@ -1,13 +1,13 @@
 #include "sluice/render/view_renderer.h"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <mutex>
 #include <thread>
 
 #include "sluice/asio/completion.h"
+#include "sluice/asio/timer.h"
 #include "sluice/render/highlighter.h"
 
 namespace sluice::render {
@@ -62,6 +62,7 @@ std::string RenderedView::Tag() const {
 ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
                            MetricsRegistry& metrics)
     : options_(options),
+      clock_(clock),
       ladder_(LadderOptions(options), clock),
       cache_(options.cache_bytes),
       workers_({.workers = std::max(1, options.slots),
@@ -125,14 +126,14 @@ bool ViewRenderer::TimedOutBefore(const std::string& key) {
   std::lock_guard lock(timed_out_mu_);
   auto it = timed_out_.find(key);
   if (it == timed_out_.end()) return false;
-  if (std::chrono::steady_clock::now() - it->second < kTimedOutMemory) return true;
+  if (clock_.Now() - it->second < kTimedOutMemory) return true;
   timed_out_.erase(it);
   return false;
 }
 
 void ViewRenderer::RememberTimedOut(const std::string& key) {
   std::lock_guard lock(timed_out_mu_);
-  auto [it, inserted] = timed_out_.insert_or_assign(key, std::chrono::steady_clock::now());
+  auto [it, inserted] = timed_out_.insert_or_assign(key, clock_.Now());
   if (!inserted) return;
   timed_out_order_.push_back(key);
   while (timed_out_order_.size() > kTimedOutRemembered) {
@@ -194,17 +195,18 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
   // thread is free again, so the ladder never counts a busy thread as a free slot.
   auto race = std::make_shared<Race>();
   auto executor = co_await asio::this_coro::executor;
-  auto timer = std::make_shared<asio::steady_timer>(executor);
+  auto timer = std::make_shared<asio_glue::Timer>(clock_, executor);
   auto slot = std::make_shared<admission::DegradationLadder::RenderSlot>(std::move(*decision.slot));
   const ViewRendererOptions options = options_;
   // The worker is killed at this deadline, so the slot is back soon after the view is answered.
+  // It is on the machine's clock, not clock_: the worker is a process that runs in real time.
   const auto deadline = std::chrono::steady_clock::now() + options.render_timeout;
-  auto start = [this, race, timer, slot, text, key, lang = view.language, options,
-                deadline](asio_glue::Completion<Result<std::string>> done) mutable {
+  const TimePoint answer_by = clock_.Now() + options.render_timeout;
+  auto start = [this, race, timer, slot, text, key, lang = view.language, options, deadline,
+                answer_by](asio_glue::Completion<Result<std::string>> done) mutable {
     race->done = std::move(done);
-    timer->expires_after(options.render_timeout);
-    timer->async_wait([race](const boost::system::error_code& ec) {
-      if (!ec) {
+    timer->AsyncWaitUntil(answer_by, [race](bool reached) {
+      if (reached) {
         race->Finish(MakeError(ErrorCode::kDeadlineExceeded, "render timed out", "render_timeout"));
       }
     });
@@ -230,7 +232,7 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
         }
       }
       race->Finish(std::move(out));
-      asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+      timer->Cancel();
     });
   };
   auto awaiting = asio_glue::AwaitCompletion<Result<std::string>>(std::move(start));
@@ -241,8 +243,11 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
   } else {
     view.html = std::make_shared<const std::string>(PlainLines(*text));
     view.rung = Rung::kPlain;
-    view.reason = rendered.error().code == ErrorCode::kDeadlineExceeded ? RungReason::kRenderTimeout
-                                                                        : RungReason::kRenderFailed;
+    const bool timed_out = rendered.error().code == ErrorCode::kDeadlineExceeded;
+    view.reason = timed_out ? RungReason::kRenderTimeout : RungReason::kRenderFailed;
+    // Remembered when the view is answered, not only when the worker is killed: the kill is on
+    // the machine's clock and may come later than the answer on clock_ (a ManualClock in tests).
+    if (timed_out) RememberTimedOut(key);
   }
   Count(view);
   co_return view;

@@ -5,12 +5,11 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "sluice/asio/completion.h"
+#include "sluice/asio/timer.h"
 #include "sluice/service/body_check.h"
 #include "sluice/service/ids.h"
 #include "sluice/service/text.h"
@@ -247,10 +246,8 @@ awaitable<Status> PasteService::ConfirmInsert(const store::PasteMeta& meta, cons
   for (int look = 0; look < 2; ++look) {
     if (look > 0) {
       if (deadline.Remaining(clock_) < 2 * kSecondLookAfter) break;
-      boost::asio::steady_timer pause(co_await boost::asio::this_coro::executor);
-      pause.expires_after(kSecondLookAfter);
-      boost::system::error_code ec;
-      co_await pause.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+      auto pause = asio_glue::SleepFor(clock_, kSecondLookAfter);
+      co_await std::move(pause);
     }
     Result<store::PasteMeta> row = co_await meta_.Get(meta.id, deadline);
     if (row.ok()) {

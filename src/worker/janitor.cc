@@ -4,10 +4,11 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
+
+#include "sluice/asio/timer.h"
 
 namespace sluice::worker {
 
@@ -77,7 +78,8 @@ void Janitor::Start(asio::any_io_executor executor) {
 
 awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
                               awaitable<size_t> (Janitor::*pass)()) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
+  // On the injected clock, so a test that advances a ManualClock runs the loops without waiting.
+  asio_glue::Timer timer(clock_, co_await asio::this_coro::executor);
   while (!stopping_) {
     const size_t handled = co_await (this->*pass)();
     // A full batch means more is waiting: go again soon, but still yield so creates and reads
@@ -86,8 +88,8 @@ awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
     // Sleep in short steps so Stop() takes effect promptly.
     for (auto slept = std::chrono::milliseconds(0); slept < pause && !stopping_;
          slept += std::chrono::milliseconds(100)) {
-      timer.expires_after(std::min(std::chrono::milliseconds(100), pause));
-      co_await timer.async_wait(asio::use_awaitable);
+      auto step = timer.WaitUntil(clock_.Now() + std::min(std::chrono::milliseconds(100), pause));
+      (void)co_await std::move(step);
     }
   }
 }

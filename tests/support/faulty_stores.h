@@ -16,6 +16,14 @@ inline Error StoreDown() {
   return MakeError(ErrorCode::kUnavailable, "injected failure", "storage_unavailable");
 }
 
+/// What a store answers when the connection was refused: the request provably never left.
+inline Error ConnectRefused() {
+  Error e =
+      MakeError(ErrorCode::kUnavailable, "injected: connection refused", "connection_refused");
+  e.never_sent = true;
+  return e;
+}
+
 class FaultyBlobStore final : public store::BlobStore {
  public:
   explicit FaultyBlobStore(store::BlobStore& inner) : inner_(inner) {}
@@ -68,6 +76,9 @@ class FaultyMetaStore final : public store::MetaStore {
   std::atomic<bool> insert_lands{true};
   /// Get fails (the primary unreachable), so an unknown outcome cannot be checked.
   std::atomic<bool> fail_gets{false};
+  /// When set and it answers true, that Get is refused before anything is sent (a refused
+  /// connect: the error the retry rule may retry). Set it between calls, never while one runs.
+  std::function<bool()> refuse_get;
   std::atomic<int> gets{0};
   /// When set, Insert answers this without writing. Set it between calls, never while one runs.
   std::optional<Error> insert_error;
@@ -94,6 +105,7 @@ class FaultyMetaStore final : public store::MetaStore {
                                                        admission::Deadline d) override {
     ++gets;
     if (Fails() || fail_gets) co_return StoreDown();
+    if (refuse_get && refuse_get()) co_return ConnectRefused();
     co_return co_await inner_.Get(id, d);
   }
   boost::asio::awaitable<Status> MarkDeleted(store::PasteId id, int64_t now,

@@ -68,6 +68,8 @@ struct RenderedView {
 /// Thread-safe. Destroying it kills the workers, so it waits for no render.
 class ViewRenderer {
  public:
+  /// `clock` (which must outlive it) decides the ladder and times the render timeout; the worker
+  /// processes are still killed on the machine's clock, since they run in real time.
   ViewRenderer(ViewRendererOptions options, const Clock& clock, MetricsRegistry& metrics);
   ~ViewRenderer();
 
@@ -91,6 +93,8 @@ class ViewRenderer {
   void RememberTimedOut(const std::string& key);
 
   const ViewRendererOptions options_;
+  // Decides the ladder, times the answer's timeout and dates the memory of timed-out renders.
+  const Clock& clock_;
   admission::DegradationLadder ladder_;
   RenderCache cache_;
   HighlightWorkers workers_;
@@ -99,7 +103,7 @@ class ViewRenderer {
   // an entry whose key was erased on lapse may linger in the order until pushed out.
   std::mutex timed_out_mu_;
   std::deque<std::string> timed_out_order_;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> timed_out_;
+  std::unordered_map<std::string, TimePoint> timed_out_;
   boost::asio::thread_pool pool_;
   // By rung, then reason: resolved once, so counting a view takes no registry lock.
   std::array<std::array<Counter*, 4>, 3> rung_counters_{};

@@ -9,7 +9,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -25,6 +24,7 @@
 #include "sluice/admission/retry_budget.h"
 #include "sluice/admission/retry_rule.h"
 #include "sluice/asio/completion.h"
+#include "sluice/asio/timer.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
@@ -45,8 +45,8 @@ struct CallPolicy {
 /// Thread-safe.
 class Dependency {
  public:
-  /// `clock`, `metrics` and `retry_budget` must outlive it. The clock decides deadlines; the
-  /// timeout timer itself runs on Asio's steady clock, so production uses SystemClock.
+  /// `clock`, `metrics` and `retry_budget` must outlive it. The clock decides deadlines and makes
+  /// the timers of the timeout and the retry's pause, so a ManualClock drives both in tests.
   Dependency(std::string name, const Clock& clock, MetricsRegistry& metrics,
              admission::RetryBudget& retry_budget, admission::CircuitBreakerOptions breaker);
 
@@ -75,8 +75,9 @@ class Dependency {
 
   template <typename T>
   static boost::asio::awaitable<Result<T>> RaceTimeout(
+      const Clock& clock,
       std::function<boost::asio::awaitable<Result<T>>(admission::Deadline)> attempt,
-      admission::Deadline call_deadline, Duration wait);
+      admission::Deadline call_deadline);
 
   const std::string name_;
   const Clock& clock_;
@@ -91,8 +92,9 @@ class Dependency {
 
 template <typename T>
 boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
+    const Clock& clock,
     std::function<boost::asio::awaitable<Result<T>>(admission::Deadline)> attempt,
-    admission::Deadline call_deadline, Duration wait) {
+    admission::Deadline call_deadline) {
   namespace asio = boost::asio;
   // Whichever ends first, the call or the timer, answers the caller; the other is ignored. The
   // call keeps running after a timeout: a request cannot be taken back once sent (docs/overload.md,
@@ -114,15 +116,14 @@ boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
   };
   auto race = std::make_shared<Race>();
   auto strand = asio::make_strand(co_await asio::this_coro::executor);
-  auto start = [race, strand, attempt = std::move(attempt), call_deadline,
-                wait](asio_glue::Completion<Result<T>> answer) mutable {
+  auto start = [&clock, race, strand, attempt = std::move(attempt),
+                call_deadline](asio_glue::Completion<Result<T>> answer) mutable {
     race->answer = std::move(answer);
-    std::shared_ptr<asio::steady_timer> timer;
-    if (wait != Duration::max()) {
-      timer = std::make_shared<asio::steady_timer>(strand);
-      timer->expires_after(wait);
-      timer->async_wait([race](const boost::system::error_code& ec) {
-        if (!ec) {
+    std::shared_ptr<asio_glue::Timer> timer;
+    if (!call_deadline.IsNever()) {
+      timer = std::make_shared<asio_glue::Timer>(clock, strand);
+      timer->AsyncWaitUntil(call_deadline.at(), [race](bool reached) {
+        if (reached) {
           race->Finish(MakeError(ErrorCode::kDeadlineExceeded, "the call did not answer in time",
                                  "deadline_exceeded"));
         }
@@ -133,7 +134,7 @@ boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
         [race, timer, attempt = std::move(attempt), call_deadline]() -> asio::awaitable<void> {
           auto call = attempt(call_deadline);
           Result<T> result = co_await std::move(call);
-          if (timer) timer->cancel();
+          if (timer) timer->Cancel();
           race->Finish(std::move(result));
         },
         asio::detached);
@@ -166,7 +167,7 @@ boost::asio::awaitable<Result<T>> Dependency::Call(
       co_return e;
     }
     const TimePoint started = clock_.Now();
-    auto race = RaceTimeout<T>(attempt, call_deadline, call_deadline.Remaining(clock_));
+    auto race = RaceTimeout<T>(clock_, attempt, call_deadline);
     Result<T> result = co_await std::move(race);
     stats.latency->Observe(std::chrono::duration<double>(clock_.Now() - started).count());
     if (result.ok() || result.error().code == ErrorCode::kNotFound) {
@@ -197,10 +198,9 @@ boost::asio::awaitable<Result<T>> Dependency::Call(
     stats.retries->Inc();
     // A jittered pause of tens of milliseconds, so processes that failed together do not retry
     // together.
-    asio::steady_timer pause(co_await asio::this_coro::executor);
-    pause.expires_after(
-        jitter_.Between(Duration(std::chrono::milliseconds(10)), Duration(kMaxJitter)));
-    co_await pause.async_wait(asio::use_awaitable);
+    auto pause = asio_glue::SleepFor(
+        clock_, jitter_.Between(Duration(std::chrono::milliseconds(10)), Duration(kMaxJitter)));
+    co_await std::move(pause);
   }
 }
 

@@ -53,6 +53,10 @@ struct PostgresOptions {
   /// Longest wait for a new connection when the call's own deadline allows more (background work
   /// has none). A connect past it is Unavailable. Default: 2 s.
   Duration connect_timeout = std::chrono::seconds(2);
+  /// The clock of the calls' deadlines and of the waits on them (a call's timeout, a waiter for a
+  /// pooled connection); must outlive the store. Null: SystemClock. Connects and the server's
+  /// answers are still timed on the machine's clock: sockets wait in real time.
+  const Clock* clock = nullptr;
 };
 
 /// The server-side timeout for a pool whose calls the app abandons after `call_timeout`: a little

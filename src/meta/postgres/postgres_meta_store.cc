@@ -9,8 +9,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <deque>
@@ -22,6 +20,7 @@
 
 #include "pg_connection.h"
 #include "sluice/asio/completion.h"
+#include "sluice/asio/timer.h"
 #include "sluice/store/postgres.h"
 
 namespace sluice::store {
@@ -81,8 +80,9 @@ class Pool {
   };
 
   Pool(Connection::Executor executor, pg::ConnectSpec spec, PostgresPoolOptions options,
-       Duration connect_timeout)
-      : executor_(executor),
+       Duration connect_timeout, const Clock& clock)
+      : clock_(clock),
+        executor_(executor),
         spec_(std::move(spec)),
         options_(options),
         statement_timeout_(StatementTimeoutFor(options.call_timeout)),
@@ -108,15 +108,15 @@ class Pool {
         if (!conn.ok()) co_return conn.error();
         co_return Lease(this, std::move(*conn));
       }
-      if (deadline.Expired(SystemClock::Instance())) {
+      if (deadline.Expired(clock_)) {
         co_return NotSentError("postgres: no free connection before the deadline");
       }
-      auto waiter = std::make_shared<Waiter>(executor_);
-      waiter->timer.expires_at(deadline.at());
+      auto waiter = std::make_shared<Waiter>(clock_, executor_);
       waiters_.push_back(waiter);
       Publish();
-      boost::system::error_code ec;
-      co_await waiter->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      // Ends at the deadline, or early (cancelled) when WakeOne hands over a connection or a slot.
+      auto waiting = waiter->timer.WaitUntil(deadline.at());
+      (void)co_await std::move(waiting);
       // Checked before the timer's outcome: a connection handed over as the timer fired is ours.
       if (waiter->conn) co_return Lease(this, std::move(waiter->conn));
       std::erase(waiters_, waiter);
@@ -177,8 +177,8 @@ class Pool {
   }
 
   struct Waiter {
-    explicit Waiter(Connection::Executor executor) : timer(executor) {}
-    asio::steady_timer timer;
+    Waiter(const Clock& clock, Connection::Executor executor) : timer(clock, executor) {}
+    asio_glue::Timer timer;
     std::unique_ptr<Connection> conn;
     bool slot_freed = false;
   };
@@ -206,7 +206,7 @@ class Pool {
       w->conn = std::move(conn);
     else
       w->slot_freed = true;
-    w->timer.cancel();
+    w->timer.Cancel();
   }
 
   void Publish() {
@@ -215,6 +215,7 @@ class Pool {
     waiting_seen_ = waiters_.size();
   }
 
+  const Clock& clock_;
   const Connection::Executor executor_;
   const pg::ConnectSpec spec_;
   const PostgresPoolOptions options_;
@@ -288,7 +289,7 @@ class PgMetaStore final : public PostgresMetaStore {
                            fmt::format("-c statement_timeout={} -c bytea_output=hex",
                                        DurationSetting(StatementTimeoutFor(pool.call_timeout)))};
       return std::make_unique<Pool>(io_.get_executor(), std::move(spec), pool,
-                                    options_.connect_timeout);
+                                    options_.connect_timeout, clock_);
     };
     pools_[0] = make_pool("read", options_.read);
     pools_[1] = make_pool("write", options_.write);
@@ -513,13 +514,12 @@ class PgMetaStore final : public PostgresMetaStore {
   awaitable<void> Run(PostgresPurpose purpose, admission::Deadline deadline, const char* sql,
                       std::vector<Param> params, Parser<T> parse, std::shared_ptr<Answer<T>> answer,
                       LostAnswer lost) {
-    asio::steady_timer timer(io_);
+    asio_glue::Timer timer(clock_, io_.get_executor());
     // Set once the statement may have left: a deadline past it leaves the outcome unknown.
     auto sent = std::make_shared<bool>(false);
     if (!deadline.IsNever()) {
-      timer.expires_at(deadline.at());
-      timer.async_wait([answer, sent, lost](const boost::system::error_code& ec) {
-        if (ec) return;
+      timer.AsyncWaitUntil(deadline.at(), [answer, sent, lost](bool reached) {
+        if (!reached) return;
         if (!*sent) {
           answer->Finish(NotSentError("postgres: no answer in time, and nothing was sent"));
           return;
@@ -537,7 +537,7 @@ class PgMetaStore final : public PostgresMetaStore {
       co_return;
     }
     std::optional<Pool::Lease> held(std::move(*lease));
-    if (answer->answered() || deadline.Expired(SystemClock::Instance())) {
+    if (answer->answered() || deadline.Expired(clock_)) {
       held.reset();
       answer->Finish(NotSentError("postgres: abandoned before it was sent"));
       co_return;
@@ -551,7 +551,7 @@ class PgMetaStore final : public PostgresMetaStore {
     auto exec = held->conn().Exec(sql, std::move(params),
                                   SystemClock::Instance().Now() + hard_limit, &answer_lost);
     Result<PgResult> result = co_await std::move(exec);
-    timer.cancel();
+    timer.Cancel();
     // The connection goes back before the caller resumes, so the caller's next call finds it.
     held.reset();
     if (!result.ok() && answer_lost && lost == LostAnswer::kOutcomeUnknown) {
@@ -564,6 +564,7 @@ class PgMetaStore final : public PostgresMetaStore {
   static constexpr Duration kStuckGrace = std::chrono::seconds(1);
 
   const PostgresOptions options_;
+  const Clock& clock_ = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
   std::array<std::unique_ptr<Pool>, 3> pools_;  // by PostgresPurpose; outlive io_
   std::unique_ptr<asio::io_context> io_holder_ = std::make_unique<asio::io_context>(1);
   asio::io_context& io_ = *io_holder_;

@@ -9,7 +9,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "redis_client.h"
 #include "scripts.h"
 #include "sluice/asio/completion.h"
+#include "sluice/asio/timer.h"
 #include "sluice/store/shared_state.h"
 
 namespace sluice::state {
@@ -256,10 +256,11 @@ class RedisSharedState final : public store::SharedState {
   // The state of one command: answered by its reply, by the loss of the connection or by its
   // deadline, whichever comes first; the others find it answered.
   struct Call_ {
-    Call_(asio::io_context& io, asio_glue::Completion<Result<resp::Value>> c, Histogram& h,
-          TimePoint start)
-        : timer(io), done(std::move(c)), latency(h), started(start) {}
-    asio::steady_timer timer;
+    Call_(const Clock& clock, asio::io_context& io, asio_glue::Completion<Result<resp::Value>> c,
+          Histogram& h, TimePoint start)
+        : timer(clock, io.get_executor()), done(std::move(c)), latency(h), started(start) {}
+    // On the injected clock, so a ManualClock drives the cache_timeout in tests.
+    asio_glue::Timer timer;
     asio_glue::Completion<Result<resp::Value>> done;
     Histogram& latency;
     TimePoint started;
@@ -268,7 +269,7 @@ class RedisSharedState final : public store::SharedState {
     void Answer(Result<resp::Value> r, const Clock& clock) {
       if (answered) return;
       answered = true;
-      timer.cancel();
+      timer.Cancel();
       latency.Observe(std::chrono::duration<double>(clock.Now() - started).count());
       done(std::move(r));
     }
@@ -294,7 +295,7 @@ class RedisSharedState final : public store::SharedState {
              asio_glue::Completion<Result<resp::Value>> done) {
     const Labels labels = {{"dependency", "redis"}, {"op", op}};
     auto call = std::make_shared<Call_>(
-        io_, std::move(done),
+        clock_, io_, std::move(done),
         metrics_.GetHistogram("sluice_dependency_duration_seconds", "Store call latency", labels),
         clock_.Now());
     if (!commands_->up()) {
@@ -329,9 +330,8 @@ class RedisSharedState final : public store::SharedState {
     }
     ++in_flight_;
     if (!deadline.IsNever()) {
-      call->timer.expires_after(left);
-      call->timer.async_wait([this, call, op, connection](const boost::system::error_code& ec) {
-        if (ec || call->answered) return;
+      call->timer.AsyncWaitUntil(deadline.at(), [this, call, op, connection](bool reached) {
+        if (!reached || call->answered) return;
         metrics_
             .GetCounter("sluice_dependency_timeouts_total",
                         "Store calls abandoned at their timeout (never retried)",

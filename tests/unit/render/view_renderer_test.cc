@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -85,6 +86,52 @@ TEST(ViewRendererTest, ARenderPastItsTimeoutIsPlainTaggedApartFromAShedAndNotTri
   // Remembered by paste and language: the same paste in another language is tried afresh.
   const auto other = RenderAll(io, renderer, 1, "python", std::make_shared<const std::string>("x"));
   EXPECT_EQ(other[0].Tag(), "highlighted");
+}
+
+// The render timeout on a ManualClock (docs/overload.md, "The view"): the view is answered plain
+// when the clock reaches render_timeout, not a moment before, and whatever real time the worker
+// takes. No sleep: the quadratic paste keeps the worker busy until the renderer kills it.
+TEST(OverloadPathRenderTest, TheRenderTimeoutSendsTheViewToPlainOnTheClock) {
+  asio::io_context io;
+  MetricsRegistry metrics;
+  ManualClock clock;
+  ViewRendererOptions options = Options();
+  options.slots = 1;
+  ViewRenderer renderer(options, clock, metrics);
+  const auto text = std::make_shared<const std::string>("x = " + std::string(100000, '('));
+  std::optional<RenderedView> view;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto rendering = renderer.Render("AAAAAAAAAAAA", text, "c", "client");
+        view = co_await std::move(rendering);
+      },
+      asio::detached);
+  io.poll();
+  ASSERT_EQ(clock.NextAlarm(), clock.Now() + options.render_timeout);
+  clock.Advance(options.render_timeout - std::chrono::nanoseconds(1));
+  io.poll();
+  EXPECT_FALSE(view.has_value()) << "answered before the render timeout";
+  clock.Advance(std::chrono::nanoseconds(1));
+  // The answer is posted to the view's executor; a render that really ended meanwhile would also
+  // post, so run until the view is in.
+  while (!view) io.run_one();
+  EXPECT_EQ(view->Tag(), "plain; reason=render_timeout");
+  EXPECT_EQ(clock.PendingAlarms(), 0u);
+  // The render still holds its slot (its worker is not dead yet), so the view is answered without
+  // waiting on it, and the paste is remembered: the next view is plain at once.
+  view.reset();
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto rendering = renderer.Render("AAAAAAAAAAAA", text, "c", "client");
+        view = co_await std::move(rendering);
+      },
+      asio::detached);
+  io.restart();  // it stopped when it ran out of work
+  while (!view) io.run_one();
+  EXPECT_EQ(view->Tag(), "plain; reason=render_timeout");
+  EXPECT_EQ(clock.PendingAlarms(), 0u) << "a remembered timeout arms no timer";
 }
 
 TEST(ViewRendererTest, AWorkerKilledFromOutsideCostsOneViewItsHighlighting) {
