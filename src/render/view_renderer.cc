@@ -69,7 +69,8 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
                 .command = options.worker_command,
                 .memory_limit_bytes = options.worker_memory_limit_bytes},
                metrics),
-      pool_(static_cast<size_t>(std::max(1, options.slots))) {
+      pool_(static_cast<size_t>(std::max(1, options.slots))),
+      callbacks_(metrics) {
   // Only the pairs that happen: a full-quality rung has no reason, the plain rung always has one.
   const std::pair<Rung, RungReason> series[] = {{Rung::kCached, RungReason::kNone},
                                                 {Rung::kHighlight, RungReason::kNone},
@@ -83,31 +84,30 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
   }
   for (auto cause : {admission::ShedCause::kPlainText, admission::ShedCause::kLarge,
                      admission::ShedCause::kKeySlice, admission::ShedCause::kSlotsFull}) {
-    metrics.AddCounterCallback(
+    callbacks_.AddCounter(
         "sluice_view_shed_total", "Views shed to the plain rung, by why they were chosen",
         {{"cause", admission::ShedCauseName(cause)}}, [this, cause] {
           return double(ladder_.Snapshot().counts.shed[static_cast<size_t>(cause)]);
         });
   }
-  metrics.AddGaugeCallback("sluice_pool_in_use", "Units in flight per admission pool",
-                           {{"pool", "highlight"}},
-                           [this] { return double(ladder_.Snapshot().in_use); });
-  metrics.AddGaugeCallback("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
-                           {{"pool", "highlight"}}, [this] { return double(options_.slots); });
-  metrics.AddGaugeCallback("sluice_view_shed_percent",
-                           "Share of views needing a render sent to the plain rung now", {},
-                           [this] { return ladder_.Snapshot().shed_percent; });
-  metrics.AddGaugeCallback("sluice_view_arrival_rate",
-                           "Views needing a render per second, over the ladder's window", {},
-                           [this] { return ladder_.Snapshot().arrival_rate; });
-  metrics.AddGaugeCallback("sluice_view_sustainable_rate",
-                           "Renders per second the highlighter sustains: slots / service time", {},
-                           [this] { return ladder_.Snapshot().sustainable_rate; });
-  metrics.AddGaugeCallback(
+  callbacks_.Add("sluice_pool_in_use", "Units in flight per admission pool",
+                 {{"pool", "highlight"}}, [this] { return double(ladder_.Snapshot().in_use); });
+  callbacks_.Add("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
+                 {{"pool", "highlight"}}, [this] { return double(options_.slots); });
+  callbacks_.Add("sluice_view_shed_percent",
+                 "Share of views needing a render sent to the plain rung now", {},
+                 [this] { return ladder_.Snapshot().shed_percent; });
+  callbacks_.Add("sluice_view_arrival_rate",
+                 "Views needing a render per second, over the ladder's window", {},
+                 [this] { return ladder_.Snapshot().arrival_rate; });
+  callbacks_.Add("sluice_view_sustainable_rate",
+                 "Renders per second the highlighter sustains: slots / service time", {},
+                 [this] { return ladder_.Snapshot().sustainable_rate; });
+  callbacks_.Add(
       "sluice_view_service_seconds", "Measured highlighter service time (moving average)", {},
       [this] { return std::chrono::duration<double>(ladder_.Snapshot().service_time).count(); });
-  metrics.AddGaugeCallback("sluice_render_cache_bytes", "Bytes held by the rendering cache", {},
-                           [this] { return double(cache_.bytes_used()); });
+  callbacks_.Add("sluice_render_cache_bytes", "Bytes held by the rendering cache", {},
+                 [this] { return double(cache_.bytes_used()); });
 }
 
 ViewRenderer::~ViewRenderer() {

@@ -34,19 +34,20 @@ Dependency::Dependency(std::string name, const Clock& clock, MetricsRegistry& me
       jitter_(std::random_device{}()),
       breaker_rejections_(metrics.GetCounter("sluice_breaker_rejections_total",
                                              "Calls refused at once because the breaker was open",
-                                             {{"dependency", name_}})) {
-  metrics.AddGaugeCallback("sluice_breaker_state", "0 closed, 1 open, 2 half-open",
-                           {{"dependency", name_}}, [this] {
-                             switch (breaker_.state()) {
-                               case admission::BreakerState::kClosed:
-                                 return 0.0;
-                               case admission::BreakerState::kOpen:
-                                 return 1.0;
-                               case admission::BreakerState::kHalfOpen:
-                                 return 2.0;
-                             }
-                             return 0.0;
-                           });
+                                             {{"dependency", name_}})),
+      callbacks_(metrics) {
+  callbacks_.Add("sluice_breaker_state", "0 closed, 1 open, 2 half-open", {{"dependency", name_}},
+                 [this] {
+                   switch (breaker_.state()) {
+                     case admission::BreakerState::kClosed:
+                       return 0.0;
+                     case admission::BreakerState::kOpen:
+                       return 1.0;
+                     case admission::BreakerState::kHalfOpen:
+                       return 2.0;
+                   }
+                   return 0.0;
+                 });
 }
 
 Dependency::OpStats& Dependency::StatsFor(const char* op) {

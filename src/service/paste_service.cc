@@ -4,11 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "sluice/asio/completion.h"
+#include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
 #include "sluice/service/body_check.h"
 #include "sluice/service/ids.h"
@@ -321,7 +321,7 @@ awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::
               Result<CachedPaste> result = co_await std::move(filling);
               flight.Complete(result);
             },
-            boost::asio::detached);
+            asio_glue::LogIfThrown("read: fill"));
       });
   co_return co_await std::move(waiting);
 }

@@ -3,11 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
 
+#include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
 
 namespace sluice::worker {
@@ -68,12 +68,13 @@ awaitable<size_t> Janitor::MeasureOutboxAgeOnce() {
 void Janitor::Start(asio::any_io_executor executor) {
   // Its own loop: a drain pass stuck behind a slow bucket must not freeze the gauge that shows it.
   asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::MeasureOutboxAgeOnce),
-                 asio::detached);
+                 asio_glue::LogIfThrown("janitor: outbox age"));
   asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::DrainOutboxOnce),
-                 asio::detached);
+                 asio_glue::LogIfThrown("janitor: outbox"));
   asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepExpiredOnce),
-                 asio::detached);
-  asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce), asio::detached);
+                 asio_glue::LogIfThrown("janitor: expiry sweep"));
+  asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce),
+                 asio_glue::LogIfThrown("janitor: orphan reaper"));
 }
 
 awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,

@@ -107,6 +107,7 @@ class ViewRenderer {
   boost::asio::thread_pool pool_;
   // By rung, then reason: resolved once, so counting a view takes no registry lock.
   std::array<std::array<Counter*, 4>, 3> rung_counters_{};
+  GaugeCallbacks callbacks_;  // last: its callbacks read the members above
 };
 
 }  // namespace sluice::render

@@ -8,7 +8,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -24,6 +23,7 @@
 #include "sluice/admission/retry_budget.h"
 #include "sluice/admission/retry_rule.h"
 #include "sluice/asio/completion.h"
+#include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
@@ -88,6 +88,7 @@ class Dependency {
   Counter& breaker_rejections_;
   std::mutex stats_mu_;
   std::map<std::string, OpStats> stats_;
+  GaugeCallbacks callbacks_;  // last: its callback reads breaker_
 };
 
 template <typename T>
@@ -137,7 +138,7 @@ boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
           if (timer) timer->Cancel();
           race->Finish(std::move(result));
         },
-        asio::detached);
+        asio_glue::LogIfThrown("dependency call"));
   };
   auto waiting = asio_glue::AwaitCompletion<Result<T>>(std::move(start));
   co_return co_await std::move(waiting);

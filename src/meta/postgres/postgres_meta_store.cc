@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -20,6 +19,7 @@
 
 #include "pg_connection.h"
 #include "sluice/asio/completion.h"
+#include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
 #include "sluice/store/postgres.h"
 
@@ -298,7 +298,8 @@ class PgMetaStore final : public PostgresMetaStore {
                                              {pools_[1].get(), options_.write.warm},
                                              {pools_[2].get(), options_.cleanup.warm}};
     for (const auto& [pool, count] : warm) {
-      for (size_t i = 0; i < count; ++i) asio::co_spawn(io_, pool->Warm(), asio::detached);
+      for (size_t i = 0; i < count; ++i)
+        asio::co_spawn(io_, pool->Warm(), asio_glue::LogIfThrown("postgres: warm"));
     }
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -483,7 +484,7 @@ class PgMetaStore final : public PostgresMetaStore {
       asio::co_spawn(io_,
                      Run<T>(purpose, deadline, sql, std::move(params), std::move(parse),
                             std::move(answer), lost),
-                     asio::detached);
+                     asio_glue::LogIfThrown("postgres: statement"));
     };
     return asio_glue::AwaitCompletion<Result<T>>(std::move(start));
   }
