@@ -5,7 +5,9 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <csignal>
 #include <cstdio>
+#include <functional>
 #include <thread>
 
 #include "backends.h"
@@ -138,21 +140,37 @@ ServerProcess::ServerProcess(const Settings& settings)
 }
 
 int ServerProcess::Run() {
-  server_->Start();
-  janitor_.Start(loops_.front().get_executor());
-  spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
-               SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),
-               options_.threads, std::filesystem::absolute(options_.data_dir).string(),
-               settings_.Describe());
-  spdlog::default_logger()->flush();
-  asio::signal_set signals(loops_.front(), SIGTERM, SIGINT);
-  signals.async_wait([this](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    spdlog::info("signal {}: draining in-flight requests", signal);
-    janitor_.Stop();
-    server_->Drain([this] { loops_.Stop(); });
-  });
-  loops_.Run();
+  {
+    // Armed before the listening line: a supervisor may send SIGTERM the moment it reads it.
+    asio::signal_set signals(loops_.front(), SIGTERM, SIGINT);
+    bool draining = false;
+    std::function<void(const boost::system::error_code&, int)> on_signal =
+        [&](const boost::system::error_code& ec, int signal) {
+          if (ec) return;
+          if (draining) {
+            spdlog::info("signal {}: already draining", signal);
+          } else {
+            draining = true;
+            spdlog::info("signal {}: draining in-flight requests", signal);
+            janitor_.Stop();
+            server_->Drain([this] { loops_.Stop(); });
+          }
+          signals.async_wait(on_signal);
+        };
+    signals.async_wait(on_signal);
+    server_->Start();
+    janitor_.Start(loops_.front().get_executor());
+    spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
+                 SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),
+                 options_.threads, std::filesystem::absolute(options_.data_dir).string(),
+                 settings_.Describe());
+    spdlog::default_logger()->flush();
+    loops_.Run();
+  }
+  // Removing the signal set restored the default action, which would turn a supervisor's repeated
+  // SIGTERM during the teardown (pools joined, stores flushed) into a kill and a non-zero status.
+  std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGINT, SIG_IGN);
   return 0;
 }
 

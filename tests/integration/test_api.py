@@ -864,6 +864,32 @@ class LifecycleTest(ApiTestCase):
         self.s.start()
         self.assertReadsBack(res.json()["id"], "in flight!\n")
 
+    def test_a_second_sigterm_while_draining_still_exits_0(self):
+        # Supervisors repeat SIGTERM when a stop takes a while; that must not turn into a kill.
+        c = self.s.raw()
+        try:
+            c.send_headers("POST", "/api/v1/pastes",
+                           {"Content-Length": "11", "Expect": "100-continue"})
+            self.assertEqual(c.read_head()[0], 100)
+            self.s.proc.send_signal(signal.SIGTERM)
+            wait_until(lambda: "draining in-flight" in self.s.log(), timeout=10,
+                       message="the server to start draining")
+            self.s.proc.send_signal(signal.SIGTERM)
+            wait_until(lambda: "already draining" in self.s.log(), timeout=10,
+                       message="the second signal to be noticed")
+            c.send(b"in flight!\n")
+            res = c.read_response()
+        finally:
+            c.close()
+        self.assertStatus(res, 201)
+        self.assertEqual(self.s.stop(expect_code=0), 0)
+
+    def test_sigterm_right_after_the_listening_line_exits_0(self):
+        # stop() sends SIGTERM as soon as start() has read the listening line.
+        for _ in range(5):
+            self.assertEqual(self.s.stop(expect_code=0), 0)
+            self.s.start()
+
     def test_sigterm_with_idle_keep_alive_connection_exits_0(self):
         conn = self.s.connection()
         try:
