@@ -270,10 +270,11 @@ awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, tcp::socket socket)
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
 
-// `connection` is never read: it is held by the coroutine frame, so the count comes down however
-// the session ends.
-awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
-                                [[maybe_unused]] Held connection) {
+awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket, Held connection) {
+  // Held by the frame, so the count comes down however the session ends. A local, not the
+  // parameter: g++ 12 destroyed the parameter copies in declaration order (ASan showed it), so a
+  // parameter outlived `edge`, whose counter it decrements, when the frame was destroyed at exit.
+  [[maybe_unused]] const Held held_connection = std::move(connection);
   boost::system::error_code peer_ec;
   const auto remote = socket.remote_endpoint(peer_ec);
   const std::string peer = peer_ec ? std::string() : remote.address().to_string();
