@@ -286,6 +286,17 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
     co_return *std::move(hit);
   }
   cache_misses_.Inc();
+  // A miss that finds a fill of this id in flight rides along on it and spends nothing: the
+  // leader paid the origin-read budget and holds the read slot for the one primary read they
+  // share. Charging each joiner would turn a hot paste's cache eviction into a wave of 429s for
+  // reads that cost the primary nothing (docs/overload.md, "Read").
+  auto riding = RideAlong(*id);
+  std::optional<Result<CachedPaste>> shared = co_await std::move(riding);
+  if (shared) {
+    if (!shared->ok()) co_return shared->error();
+    if (!IsLive((*shared)->meta)) co_return NotFound();
+    co_return *std::move(shared);
+  }
   std::string client_key = client.Key();
   auto admitting = admission_.AdmitOriginRead(client_key);
   Result<admission::Permit> read_slot = co_await std::move(admitting);
@@ -322,6 +333,21 @@ awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::
               flight.Complete(result);
             },
             asio_glue::LogIfThrown("read: fill"));
+      });
+  co_return co_await std::move(waiting);
+}
+
+awaitable<std::optional<Result<CachedPaste>>> PasteService::RideAlong(store::PasteId id) {
+  using Outcome = std::optional<Result<CachedPaste>>;
+  auto waiting =
+      asio_glue::AwaitCompletion<Outcome>([this, id](asio_glue::Completion<Outcome> done) {
+        auto shared_done = std::make_shared<asio_glue::Completion<Outcome>>(std::move(done));
+        if (fills_.JoinIfInFlight(
+                id, [shared_done](const Result<CachedPaste>& r) { (*shared_done)(r); })) {
+          fills_shared_.Inc();
+          return;
+        }
+        (*shared_done)(std::nullopt);
       });
   co_return co_await std::move(waiting);
 }
