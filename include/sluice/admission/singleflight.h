@@ -86,18 +86,6 @@ class Singleflight {
     return Flight(this, key);
   }
 
-  /// Adds `waiter` to the flight for `key` only if one is in progress: true when it did (the
-  /// waiter will be called by that flight), false when nothing is in flight and the waiter was
-  /// dropped. Lets a caller ride along on a fill without paying what a leader pays first.
-  [[nodiscard]] bool JoinIfInFlight(const K& key, Waiter waiter) {
-    std::lock_guard lock(mu_);
-    auto it = flights_.find(key);
-    if (it == flights_.end()) return false;
-    it->second.push_back(std::move(waiter));
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-
   /// Joins that became leaders: real fills.
   uint64_t fills() const { return fills_.load(std::memory_order_relaxed); }
   /// Joins that shared someone else's fill.
