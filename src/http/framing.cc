@@ -53,9 +53,14 @@ HeadScan ScanHead(std::string_view bytes, const HeadLimits& limits) {
     if (!IsTchar(c)) return Refuse(400, "malformed request: bad method");
   }
 
+  // The head ends at the first empty line; what follows it (a body) is not the head's business.
+  const size_t end = rest.find("\r\n\r\n");
+  const size_t head_length = end == std::string_view::npos ? std::string_view::npos : end + 4;
+  const std::string_view head = rest.substr(0, head_length);
+
   // A bare LF ends a line for some parsers and not for others: refused (RFC 9112 2.2 allows it).
-  for (size_t at = rest.find('\n'); at != std::string_view::npos; at = rest.find('\n', at + 1)) {
-    if (at == 0 || rest[at - 1] != '\r') {
+  for (size_t at = head.find('\n'); at != std::string_view::npos; at = head.find('\n', at + 1)) {
+    if (at == 0 || head[at - 1] != '\r') {
       return Refuse(400, "malformed request: a line ends in a bare LF");
     }
   }
@@ -71,9 +76,6 @@ HeadScan ScanHead(std::string_view bytes, const HeadLimits& limits) {
     return HeadScan{};
   }
 
-  // The head ends at the first empty line after the request line.
-  const size_t end = rest.find("\r\n\r\n", line_end);
-  const size_t head_length = end == std::string_view::npos ? std::string_view::npos : end + 4;
   if ((head_length == std::string_view::npos ? skip + rest.size() : skip + head_length) >
       limits.head) {
     return Refuse(431, "the request head is larger than 16 KB");

@@ -74,6 +74,13 @@ TEST(ScanHeadTest, AFoldedFieldLineIsRefused) {
   EXPECT_EQ(Scan("GET / HTTP/1.1\r\nHost: x\r\nX-A: a  b\r\n\r\n").state, State::kComplete);
 }
 
+TEST(ScanHeadTest, LineEndsInTheBodyAreNotTheHeadsBusiness) {
+  const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n";
+  const HeadScan scan = Scan(head + "a\nb\n\x01");
+  ASSERT_EQ(scan.state, State::kComplete);
+  EXPECT_EQ(scan.length, head.size());
+}
+
 TEST(ScanHeadTest, BareLfAndBytesThatAreNotHttpAreRefusedAtOnce) {
   EXPECT_EQ(Scan("GET / HTTP/1.1\nHost: x\n\n").status, 400u);
   EXPECT_EQ(Scan("GET / HTTP/1.1\r\nHost: x\n").status, 400u);
