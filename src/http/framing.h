@@ -2,6 +2,11 @@
 // and Beast does not (or not exactly), each a status on the wire. Pure: bytes in, a verdict out, so
 // tests/unit/http/framing_test.cc covers every branch without a socket. src/http/session.cc reads
 // until ScanHead says the head is complete, then hands Beast only the head it approved.
+//
+// Why not Beast's header_limit: in Boost 1.81 (basic_parser.ipp) it bounds only the bytes one
+// put() is given past what earlier calls consumed; complete field lines are consumed as they
+// arrive, so a head read in several pieces is never counted whole (200 fields of 100 bytes, 21.9
+// KB, passed a 16 KB limit), and it cannot tell a long target (414) from many fields (431).
 #pragma once
 
 #include <cstddef>
