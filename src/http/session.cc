@@ -439,8 +439,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const unsigned status = reply.status;
     const bool close = reply.close || !wants_keep_alive || edge->draining.load();
     Reply presented =
-        Present(std::move(reply), fields.Get("Accept").find("text/html") != std::string_view::npos,
-                edge->context.clock.UnixSeconds());
+        Present(std::move(reply), WantsHtml(fields), edge->context.clock.UnixSeconds());
     const bool written = co_await Write(*edge, stream, std::move(presented), head, close);
     edge->metrics.CountResponse(
         label_index, status,
