@@ -12,8 +12,9 @@ packages=(g++ cmake make pkg-config ccache
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
 # prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py).
+# slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py).
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
-  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus)
+  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;

@@ -78,6 +78,7 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
                            s.Number("global_create_bytes_burst")};
   a.create_slots = s.Integer("create_slots");
   a.create_slot_bytes = s.Integer("create_slot_bytes");
+  a.create_slots_per_client = s.Integer("create_slots_per_client");
   a.adaptive_create_cap = s.String("create_cap") == "aimd";
   a.adaptive_target = s.Duration("aimd_target");
   a.read_slots = s.Integer("read_slots");
@@ -98,10 +99,14 @@ http::ServerOptions ReadServer(const Settings& s) {
   o.trusted_proxies = *trusted;
   o.listen = s.String("listen");
   o.max_connections = ConnectionCap(s.Integer("max_connections"));
+  o.max_connections_per_client = s.Integer("max_connections_per_client");
   o.public_url = s.String("public_url");
   o.idle_timeout = s.Duration("idle_timeout");
+  o.first_byte_timeout = s.Duration("first_byte_timeout");
   o.header_timeout = s.Duration("header_timeout");
   o.body_timeout = s.Duration("body_timeout");
+  o.min_body_rate = s.Integer("min_body_rate");
+  o.min_body_rate_grace = s.Duration("min_body_rate_grace");
   o.drain_timeout = s.Duration("drain_timeout");
   return o;
 }

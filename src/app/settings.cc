@@ -157,16 +157,27 @@ constexpr SettingSpec kServeSettings[] = {
                    "Threads for deletes, sweeps and the reaper"),
     DurationSetting("idle_timeout", "30s", "1ms", "1h",
                     "Longest wait for the next request on an open connection"),
+    DurationSetting("first_byte_timeout", "5s", "1ms", "1h",
+                    "Longest wait for the first byte on a new connection (an idle keep-alive "
+                    "connection waits idle_timeout)"),
     DurationSetting("header_timeout", "10s", "1ms", "1h",
                     "Longest time a request's headers may take once started (cuts off slowloris "
                     "clients)"),
     DurationSetting("body_timeout", "30s", "1ms", "1h",
                     "Longest wait for an admitted request body, and for writing a response"),
+    IntegerSetting("min_body_rate", "1024", "0", "1073741824",
+                   "Slowest a create body may arrive, in bytes per second averaged from its "
+                   "start, once min_body_rate_grace has passed (slower: 408; 0: off)"),
+    DurationSetting("min_body_rate_grace", "5s", "0s", "1h",
+                    "How long a create body may arrive at any rate before min_body_rate applies"),
     DurationSetting("drain_timeout", "10s", "0s", "1h",
                     "On SIGTERM, how long in-flight requests may take to finish"),
     IntegerSetting("max_connections", "10000", "1", "10000000",
                    "Open connections per process; one more gets a 503 (kept below the "
                    "file-descriptor limit)"),
+    IntegerSetting("max_connections_per_client", "256", "1", "10000000",
+                   "Open connections per client address (by socket peer, IPv6 by /64; trusted "
+                   "proxies are exempt); one more gets a 503"),
     DurationSetting("create_budget", "2s", "1ms", "10m", "Whole time budget of one create"),
     DurationSetting("put_timeout", "1s", "1ms", "10m", "Timeout of the body write inside a create"),
     DurationSetting("insert_timeout", "50ms", "1ms", "10m",
@@ -204,6 +215,8 @@ constexpr SettingSpec kServeSettings[] = {
                     "Create bytes this process (or the tier, when shared) may take at once"),
     IntegerSetting("create_slots", "50", "1", "1000000",
                    "Creates in flight per process (over it: 503)"),
+    IntegerSetting("create_slots_per_client", "10", "1", "1000000",
+                   "Of the create slots, how many one client key may hold (over it: 503)"),
     IntegerSetting("create_slot_bytes", "33554432", "1", "1099511627776",
                    "Create body bytes buffered per process (over it: 503)"),
     ChoiceSetting("create_cap", "static", "static|aimd",

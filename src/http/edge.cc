@@ -35,14 +35,25 @@ Held::~Held() {
 EdgeMetrics::EdgeMetrics(MetricsRegistry& registry, const RouteTable& routes)
     : in_flight(registry.GetGauge("sluice_http_in_flight", "Requests being served now")),
       connections(registry.GetGauge("sluice_http_connections", "Open client connections")),
+      reserved_connections(registry.GetGauge(
+          "sluice_http_reserved_connections",
+          "Connections over a connection cap held in the reserve that still answers /healthz")),
       connections_refused(registry.GetCounter(
           "sluice_admission_rejections_total",
           "Requests refused by admission control, by the limit that refused them",
           {{"reason", "connections"}})),
+      client_connections_refused(registry.GetCounter(
+          "sluice_admission_rejections_total",
+          "Requests refused by admission control, by the limit that refused them",
+          {{"reason", "connections_per_client"}})),
+      first_byte_timeouts(registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp,
+                                              {{"phase", "first_byte"}})),
       header_timeouts(
           registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp, {{"phase", "headers"}})),
       body_timeouts(
           registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp, {{"phase", "body"}})),
+      body_rate_cuts(registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp,
+                                         {{"phase", "body_rate"}})),
       write_timeouts(
           registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp, {{"phase", "write"}})),
       bytes_received(registry.GetCounter("sluice_http_bytes_received_total",

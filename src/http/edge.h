@@ -10,6 +10,7 @@
 
 #include "handlers.h"
 #include "routes.h"
+#include "sluice/admission/keyed_slots.h"
 #include "sluice/common/metrics.h"
 #include "sluice/http/server.h"
 
@@ -47,9 +48,13 @@ class EdgeMetrics {
 
   Gauge& in_flight;
   Gauge& connections;
+  Gauge& reserved_connections;
   Counter& connections_refused;
+  Counter& client_connections_refused;
+  Counter& first_byte_timeouts;
   Counter& header_timeouts;
   Counter& body_timeouts;
+  Counter& body_rate_cuts;
   Counter& write_timeouts;
   Counter& bytes_received;
 
@@ -65,6 +70,14 @@ class EdgeMetrics {
   std::unique_ptr<RouteStats[]> stats_;
 };
 
+/// Connections past max_connections, or past a client's share of it, that may still ask for
+/// /healthz (and get a 503 for anything else), so a balancer's health check is answered while one
+/// client fills the cap. Within the 256 file descriptors src/app/serve_options.cc keeps free
+/// above max_connections. Each is held for first_byte_timeout plus header_timeout at most, and one
+/// address may hold two of them, so a flood from a few addresses cannot keep the reserve full.
+inline constexpr int64_t kHealthReserve = 16;
+inline constexpr int64_t kHealthReservePerClient = 2;
+
 /// What every connection of one server shares; sessions hold it by shared_ptr, so it outlives
 /// them all.
 struct Edge {
@@ -72,7 +85,9 @@ struct Edge {
       : options(std::move(options_in)),
         context(std::move(context_in)),
         routes(DefaultRoutes()),
-        metrics(registry, routes) {}
+        metrics(registry, routes),
+        connections_per_client(options.max_connections_per_client),
+        reserved_per_client(kHealthReservePerClient) {}
 
   const ServerOptions options;
   Context context;
@@ -80,6 +95,12 @@ struct Edge {
   EdgeMetrics metrics;
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> connections{0};
+  /// Open connections by client key (the socket peer, IPv6 by /64); a key with none is forgotten,
+  /// so the map holds at most max_connections keys.
+  admission::KeyedSlots connections_per_client;
+  /// Connections in the health reserve, and each address's part of them.
+  std::atomic<int64_t> reserved{0};
+  admission::KeyedSlots reserved_per_client;
   std::atomic<bool> draining{false};
 };
 

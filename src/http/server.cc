@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "session.h"
+#include "sluice/admission/client_key.h"
 #include "sluice/asio/spawn.h"
 
 namespace sluice::http {
@@ -130,15 +131,46 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
       socket.set_option(tcp::no_delay(true), ec);
       auto executor = socket.get_executor();
-      auto held =
-          Held::TryTake(edge.connections, edge.metrics.connections, edge.options.max_connections);
-      if (!held) {
-        asio::co_spawn(executor, RefuseConnection(self->edge, std::move(socket)),
-                       asio_glue::LogIfThrown("http refusal"));
+      // The client's share is keyed by the socket peer: no header has been read yet, so a client
+      // behind a trusted proxy cannot be told apart from the next one, and the proxy's own
+      // connections count against max_connections only.
+      const auto peer = socket.remote_endpoint(ec);
+      const std::string peer_text = ec ? std::string() : peer.address().to_string();
+      const auto peer_ip = admission::IpAddress::Parse(peer_text);
+      const bool exempt = peer_ip && edge.options.trusted_proxies.Contains(*peer_ip);
+      const std::string key = admission::ClientKey(peer_text, {}, admission::TrustedProxies());
+      std::optional<admission::KeyedSlots::Slot> share;
+      if (!exempt) share = edge.connections_per_client.TryAcquire(key);
+      std::optional<Held> held = exempt || share
+                                     ? Held::TryTake(edge.connections, edge.metrics.connections,
+                                                     edge.options.max_connections)
+                                     : std::nullopt;
+      if (held) {
+        asio::co_spawn(
+            executor,
+            ServeConnection(self->edge, std::move(socket),
+                            ConnectionHolds{std::move(*held), std::move(share), std::nullopt}),
+            asio_glue::LogIfThrown("http session"));
         continue;
       }
-      asio::co_spawn(executor, ServeConnection(self->edge, std::move(socket), std::move(*held)),
-                     asio_glue::LogIfThrown("http session"));
+      Error refusal = ConnectionRefusal(edge, !exempt && !share);
+      share.reset();
+      auto reserve_share = edge.reserved_per_client.TryAcquire(key);
+      std::optional<Held> reserved =
+          reserve_share
+              ? Held::TryTake(edge.reserved, edge.metrics.reserved_connections, kHealthReserve)
+              : std::nullopt;
+      if (reserved) {
+        asio::co_spawn(
+            executor,
+            ServeConnection(self->edge, std::move(socket),
+                            ConnectionHolds{std::move(*reserved), std::move(reserve_share),
+                                            std::move(refusal)}),
+            asio_glue::LogIfThrown("http health reserve"));
+        continue;
+      }
+      asio::co_spawn(executor, RefuseConnection(self->edge, std::move(socket), std::move(refusal)),
+                     asio_glue::LogIfThrown("http refusal"));
     }
   }
 };

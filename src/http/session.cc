@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -145,11 +146,15 @@ struct Exchange {
   Parser& parser;
   // Everything read from the socket is either consumed by a parser or still in the buffer.
   uint64_t& consumed;
+  // Set on a connection in the health reserve: what any request but /healthz is answered.
+  const std::optional<Error>& refusal;
 };
 
 class SessionBodyReader final : public BodyReader {
  public:
   explicit SessionBodyReader(Exchange& x) : x_(x) {}
+  SessionBodyReader(const SessionBodyReader&) = delete;
+  SessionBodyReader& operator=(const SessionBodyReader&) = delete;
 
   awaitable<Result<std::string>> Read(uint64_t limit) override {
     if (beast::iequals(x_.parser.get()[bhttp::field::expect], "100-continue")) {
@@ -160,10 +165,48 @@ class SessionBodyReader final : public BodyReader {
       if (ec) co_return MakeError(ErrorCode::kInvalidArgument, "client went away", "aborted");
     }
     x_.parser.body_limit(limit);
-    x_.stream.expires_after(x_.edge.options.body_timeout);
+    const ServerOptions& o = x_.edge.options;
+    const auto started = std::chrono::steady_clock::now();
+    x_.stream.expires_at(started + o.body_timeout);
+    // The stream closes the socket when its expiry fires, which would leave no way to answer, so
+    // the rate is watched by a timer of our own that only cancels the read: it is set to the
+    // moment the bytes so far stop sufficing (the average since `started` drops under
+    // min_body_rate, never before the grace), and moved on by every read. A client under the rate
+    // gets a 408 and its create slot back at once instead of holding it for body_timeout.
+    asio::steady_timer behind(x_.stream.get_executor());
+    uint64_t got = 0;
     boost::system::error_code ec;
-    x_.consumed += co_await bhttp::async_read(x_.stream, x_.buffer, x_.parser,
-                                              asio::redirect_error(asio::use_awaitable, ec));
+    while (!x_.parser.is_done()) {
+      std::optional<std::chrono::steady_clock::time_point> falls_behind;
+      if (o.min_body_rate > 0) {
+        falls_behind =
+            started + std::max<Duration>(
+                          o.min_body_rate_grace,
+                          std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+                              static_cast<double>(got) / static_cast<double>(o.min_body_rate))));
+        if (std::chrono::steady_clock::now() >= *falls_behind) break;
+        behind.expires_at(*falls_behind);
+        // A wait already completed when the read ended may still run; once the reader is gone
+        // (and with it, perhaps, the stream) it must not touch the socket.
+        behind.async_wait([socket = &x_.stream.socket(),
+                           live = std::weak_ptr<int>(alive_)](boost::system::error_code wait_ec) {
+          if (!wait_ec && !live.expired()) {
+            boost::system::error_code ignored;
+            socket->cancel(ignored);
+          }
+        });
+      }
+      const size_t n = co_await bhttp::async_read_some(
+          x_.stream, x_.buffer, x_.parser, asio::redirect_error(asio::use_awaitable, ec));
+      behind.cancel();
+      got += n;
+      x_.consumed += n;
+      if (ec == asio::error::operation_aborted && falls_behind) {
+        ec.clear();  // our timer: the loop decides whether the client is behind
+        continue;
+      }
+      if (ec) break;
+    }
     if (ec == beast::error::timeout) {
       x_.edge.metrics.body_timeouts.Inc();
       co_return MakeError(ErrorCode::kDeadlineExceeded,
@@ -173,11 +216,21 @@ class SessionBodyReader final : public BodyReader {
       co_return MakeError(ErrorCode::kInvalidArgument,
                           "the body did not arrive in full: " + ec.message(), "incomplete_body");
     }
+    if (!x_.parser.is_done()) {
+      x_.edge.metrics.body_rate_cuts.Inc();
+      co_return MakeError(
+          ErrorCode::kDeadlineExceeded,
+          fmt::format("the body arrived slower than {} bytes per second; nothing was saved",
+                      o.min_body_rate),
+          "body_too_slow");
+    }
     co_return std::move(x_.parser.get().body());
   }
 
  private:
   Exchange& x_;
+  // Expires with the reader; see Read.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 // Reads and drops the small body a non-create route may carry (a form's fields, or a GET that
@@ -226,6 +279,7 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   const RouteMatch match = x.edge.routes.Match(method, full_path.substr(0, qmark));
   label_index = match.label_index;
   const bool unread_body = !x.parser.is_done();
+  if (x.refusal && match.label != "healthz") co_return Reply::Refuse(*x.refusal).Closing();
   if (method == Method::kUnknown) {
     Reply r = Reply::Refuse(ErrorCode::kInvalidArgument, "this method is not implemented",
                             "method_not_implemented", 501);
@@ -332,23 +386,33 @@ awaitable<void> RefuseRequest(Edge& edge, beast::tcp_stream& stream, Reply reply
 
 }  // namespace
 
-awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, tcp::socket socket) {
-  edge->metrics.connections_refused.Inc();
+Error ConnectionRefusal(Edge& edge, bool per_client) {
+  (per_client ? edge.metrics.client_connections_refused : edge.metrics.connections_refused).Inc();
   Error full =
-      MakeError(ErrorCode::kUnavailable,
-                "the server is at its limit of open connections; retry later", "connections");
+      per_client
+          ? MakeError(ErrorCode::kUnavailable,
+                      "this address has its limit of open connections; close some or "
+                      "retry later",
+                      "connections_per_client")
+          : MakeError(ErrorCode::kUnavailable,
+                      "the server is at its limit of open connections; retry later", "connections");
   full.retry_after_seconds = 5;
+  return full;
+}
+
+awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, tcp::socket socket, Error refusal) {
   beast::tcp_stream stream(std::move(socket));
-  co_await WriteRefusal(*edge, stream, Reply::Refuse(std::move(full)));
+  co_await WriteRefusal(*edge, stream, Reply::Refuse(std::move(refusal)));
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
 
-awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket, Held connection) {
-  // Held by the frame, so the count comes down however the session ends. A local, not the
+awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
+                                ConnectionHolds holds) {
+  // Held by the frame, so the counts come down however the session ends. A local, not the
   // parameter: g++ 12 destroyed the parameter copies in declaration order (ASan showed it), so a
-  // parameter outlived `edge`, whose counter it decrements, when the frame was destroyed at exit.
-  [[maybe_unused]] const Held held_connection = std::move(connection);
+  // parameter outlived `edge`, whose counters it decrements, when the frame was destroyed at exit.
+  const ConnectionHolds held = std::move(holds);
   boost::system::error_code peer_ec;
   const auto remote = socket.remote_endpoint(peer_ec);
   const std::string peer = peer_ec ? std::string() : remote.address().to_string();
@@ -357,21 +421,26 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket, 
   // Reads then fill the whole buffer at once, instead of growing from Beast's 512-byte minimum.
   buffer.reserve(kReadBufferLimit);
   uint64_t consumed = 0;
-  for (;;) {
+  for (bool first = true;; first = false) {
     Parser parser;
     // ScanHead has bounded the head already; Beast's own count is looser (src/http/framing.h).
     parser.header_limit(kHeadLimits.head + 1);
     // Routes decide body limits from the headers; Beast's own check would answer before them.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     if (buffer.size() == 0) {
-      // Two clocks: an idle keep-alive connection may wait idle_timeout for its next request,
-      // but once a request starts its headers must all arrive within header_timeout, however
-      // slowly the bytes trickle in.
-      stream.expires_after(edge->options.idle_timeout);
+      // Three clocks: a new connection must send its first byte within first_byte_timeout (one
+      // that sends nothing would otherwise hold a connection for idle_timeout); an idle
+      // keep-alive connection, which has shown it speaks HTTP, may wait idle_timeout for its next
+      // request; once a request starts its headers must all arrive within header_timeout,
+      // however slowly the bytes trickle in.
+      stream.expires_after(first ? edge->options.first_byte_timeout : edge->options.idle_timeout);
       boost::system::error_code ec;
       const size_t got = co_await stream.async_read_some(
           buffer.prepare(kReadBufferLimit), asio::redirect_error(asio::use_awaitable, ec));
       buffer.commit(got);
+      // Closed without a word: nothing was asked, and a 408 on a connection a browser opened
+      // ahead of time would be read as the answer to its next request.
+      if (ec == beast::error::timeout && first) edge->metrics.first_byte_timeouts.Inc();
       if (ec) break;
     }
     stream.expires_after(edge->options.header_timeout);
@@ -434,11 +503,12 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket, 
     const bool wants_keep_alive = parser.get().keep_alive();
     const BeastFields fields(parser.get());
     const RequestClient client(peer, fields, edge->options.trusted_proxies);
-    Exchange exchange{*edge, stream, buffer, parser, consumed};
+    Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal};
     size_t label_index = 0;
     Reply reply = co_await Dispatch(exchange, client, fields, label_index);
     const unsigned status = reply.status;
-    const bool close = reply.close || !wants_keep_alive || edge->draining.load();
+    const bool close =
+        reply.close || !wants_keep_alive || edge->draining.load() || held.refusal.has_value();
     Reply presented =
         Present(std::move(reply), WantsHtml(fields), edge->context.clock.UnixSeconds());
     const bool written = co_await Write(*edge, stream, std::move(presented), head, close);

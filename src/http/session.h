@@ -12,13 +12,30 @@
 
 namespace sluice::http {
 
-/// Serves one connection until it closes; `connection` is its unit of the connection count.
-boost::asio::awaitable<void> ServeConnection(std::shared_ptr<Edge> edge,
-                                             boost::asio::ip::tcp::socket socket, Held connection);
+/// What a connection holds while it is open, given back however the session ends.
+struct ConnectionHolds {
+  /// Its unit of the connection count, or of the health reserve when `refusal` is set.
+  Held connection;
+  /// Its unit of its client's share (none for a trusted proxy).
+  std::optional<admission::KeyedSlots::Slot> client_share;
+  /// Set for a connection over a cap taken into the health reserve: it may ask for /healthz
+  /// once; any other request gets this refusal (a 503), and the connection closes either way.
+  std::optional<Error> refusal;
+};
 
-/// Over the connection cap: one short 503 and close, rather than an fd the process cannot spare
-/// (a connection that cannot be accepted at all gets no answer).
+/// Serves one connection until it closes.
+boost::asio::awaitable<void> ServeConnection(std::shared_ptr<Edge> edge,
+                                             boost::asio::ip::tcp::socket socket,
+                                             ConnectionHolds holds);
+
+/// Over a connection cap with the health reserve full too: one short 503 naming the cap and
+/// close, rather than an fd the process cannot spare (a connection that cannot be accepted at all
+/// gets no answer).
 boost::asio::awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge,
-                                              boost::asio::ip::tcp::socket socket);
+                                              boost::asio::ip::tcp::socket socket, Error refusal);
+
+/// The 503 a connection over a cap is given: `per_client` names the client's share, otherwise
+/// the process's cap. Counts the refusal.
+Error ConnectionRefusal(Edge& edge, bool per_client);
 
 }  // namespace sluice::http

@@ -69,13 +69,14 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       read_slots_(admission::ConcurrencyLimiterOptions{options.read_slots, 0}, clock),
       fill_slots_(admission::ConcurrencyLimiterOptions{options.fill_cap, 0}, clock),
       fill_per_client_(options.fill_cap_per_client),
+      create_per_client_(options.create_slots_per_client),
       retry_after_(
           admission::RetryAfterOptions{options.retry_after_min, options.retry_after_max, 0}),
       gauges_(metrics) {
   // Every reason exists from the start, so a dashboard shows zeros rather than gaps.
   for (const char* reason :
        {"ip_create_count", "ip_create_bytes", "global_count", "global_bytes", "create_slots",
-        "create_bytes", "read_slots", "fill_cap", "origin_get_ip"}) {
+        "create_slots_per_client", "create_bytes", "read_slots", "fill_cap", "origin_get_ip"}) {
     metrics.GetCounter("sluice_admission_rejections_total", kRejectionHelp, {{"reason", reason}});
   }
   const std::pair<const char*, const admission::SlotLimiter*> pools[] = {
@@ -83,25 +84,22 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
   for (const auto& [pool, pool_limiter] : pools) {
     // A named copy: clang 14 cannot capture a structured binding.
     const admission::SlotLimiter* limiter = pool_limiter;
-    gauges_.Add("sluice_pool_in_use", "Units in flight per admission pool",
-                             {{"pool", pool}},
-                             [limiter] { return double(limiter->Gauges().in_use); });
+    gauges_.Add("sluice_pool_in_use", "Units in flight per admission pool", {{"pool", pool}},
+                [limiter] { return double(limiter->Gauges().in_use); });
     gauges_.Add("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
-                             {{"pool", pool}},
-                             [limiter] { return double(limiter->Gauges().limit); });
+                {{"pool", pool}}, [limiter] { return double(limiter->Gauges().limit); });
   }
-  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool",
-                           {{"pool", "create"}}, [this] { return double(create_peak_.load()); });
-  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool",
-                           {{"pool", "read"}}, [this] { return double(read_peak_.load()); });
-  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool",
-                           {{"pool", "fill"}}, [this] { return double(fill_peak_.load()); });
-  gauges_.Add(
-      "sluice_create_bytes_in_use",
-      "Create body bytes counted against the byte cap (abandoned PUTs included)", {},
-      [this] { return double(create_slots_->Gauges().bytes_in_use); });
+  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool", {{"pool", "create"}},
+              [this] { return double(create_peak_.load()); });
+  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool", {{"pool", "read"}},
+              [this] { return double(read_peak_.load()); });
+  gauges_.Add("sluice_pool_peak", "Highest in-flight count seen per pool", {{"pool", "fill"}},
+              [this] { return double(fill_peak_.load()); });
+  gauges_.Add("sluice_create_bytes_in_use",
+              "Create body bytes counted against the byte cap (abandoned PUTs included)", {},
+              [this] { return double(create_slots_->Gauges().bytes_in_use); });
   gauges_.Add("sluice_create_bytes_limit", "The create byte cap", {},
-                           [this] { return double(create_slots_->Gauges().max_bytes); });
+              [this] { return double(create_slots_->Gauges().max_bytes); });
   if (shared_) {
     gauges_.Add(
         "sluice_limiter_fail_open",
@@ -185,15 +183,17 @@ boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::B
   if (!refunded.ok()) NoteSharedSilence(refunded.error());
 }
 
-boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitCreate(
+boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
     std::string client_key, uint64_t declared_bytes) {
   if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes);
   std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes);
   auto asking = AskShared(takes, kSharedReasons);
   SharedVerdict verdict = co_await std::move(asking);
-  if (verdict.kind == SharedVerdict::kSilent) co_return AdmitCreateOnLocalShare(declared_bytes);
+  if (verdict.kind == SharedVerdict::kSilent) {
+    co_return AdmitCreateOnLocalShare(client_key, declared_bytes);
+  }
   if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
-  Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
+  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
   if (!slot.ok()) {
     auto refunding = RefundShared(std::move(takes));  // shed, not limited: the tokens go back
     co_await std::move(refunding);
@@ -231,7 +231,17 @@ void AdmissionControl::NoteSharedSilence(const Error& why) {
       why.message, options_.processes, options_.local_share_slack);
 }
 
-Result<admission::Permit> AdmissionControl::TakeCreateSlot(uint64_t declared_bytes) {
+Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client_key,
+                                                         uint64_t declared_bytes) {
+  // The client's share first: a slow uploader holds its slots for as long as its body trickles in
+  // (up to body_timeout, or until it falls under min_body_rate), and without a share a handful of
+  // addresses each within its create rate could hold every slot (docs/overload.md, "Create").
+  auto share = create_per_client_.TryAcquire(client_key);
+  if (!share) {
+    return Refuse(ErrorCode::kUnavailable, "create_slots_per_client",
+                  "this address already has its share of creates in flight; nothing was saved, "
+                  "retry later");
+  }
   admission::AcquireResult slot = create_slots_->TryAcquire(static_cast<int64_t>(declared_bytes));
   if (!slot.ok()) {
     const bool count = slot.refusal == admission::SlotRefusal::kCount;
@@ -240,10 +250,11 @@ Result<admission::Permit> AdmissionControl::TakeCreateSlot(uint64_t declared_byt
         "the server is at its limit of creates in flight; nothing was saved, retry later");
   }
   NotePeak(create_peak_, *create_slots_);
-  return std::move(*slot.permit);
+  return CreateAdmission{std::move(*slot.permit), std::move(*share)};
 }
 
-Result<admission::Permit> AdmissionControl::AdmitCreateOnLocalShare(uint64_t declared_bytes) {
+Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_view client_key,
+                                                                  uint64_t declared_bytes) {
   const double bytes = static_cast<double>(declared_bytes);
   const auto global = admission::TokenBucket::TryTakeBoth(global_count_, 1, global_bytes_, bytes);
   if (!global.decision.allowed) {
@@ -252,7 +263,7 @@ Result<admission::Permit> AdmissionControl::AdmitCreateOnLocalShare(uint64_t dec
                        (count ? global_count_ : global_bytes_).policy(), global.decision,
                        (count ? global_count_ : global_bytes_).Available());
   }
-  Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
+  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
   if (!slot.ok()) {
     global_count_.Refund(1);
     global_bytes_.Refund(bytes);
@@ -260,8 +271,8 @@ Result<admission::Permit> AdmissionControl::AdmitCreateOnLocalShare(uint64_t dec
   return slot;
 }
 
-Result<admission::Permit> AdmissionControl::AdmitCreateLocal(std::string_view client_key,
-                                                             uint64_t declared_bytes) {
+Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view client_key,
+                                                           uint64_t declared_bytes) {
   const double bytes = static_cast<double>(declared_bytes);
   const admission::KeyedDecision mine = ip_create_.TryTake(client_key, 1, bytes);
   if (!mine.allowed()) {
@@ -279,7 +290,7 @@ Result<admission::Permit> AdmissionControl::AdmitCreateLocal(std::string_view cl
                        count ? options_.global_create_count : options_.global_create_bytes,
                        global.decision, (count ? global_count_ : global_bytes_).Available());
   }
-  Result<admission::Permit> slot = TakeCreateSlot(declared_bytes);
+  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
   if (!slot.ok()) {
     // Shed, not limited: the tokens go back, the client did nothing wrong.
     ip_create_.Refund(client_key, 1, bytes);

@@ -111,9 +111,9 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
                                                           uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
   auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
-  Result<admission::Permit> slot = co_await std::move(admitting);
+  Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
-  co_return CreateTicket{std::move(*slot)};
+  co_return CreateTicket{std::move(slot->slot), std::move(slot->client_share)};
 }
 
 Error PasteService::WithRetryAfter(Error e) {

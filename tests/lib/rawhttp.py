@@ -94,8 +94,10 @@ def _needs_more(buf):
 class RawConnection:
     """A socket for requests http.client cannot make: headers now, body later or never."""
 
-    def __init__(self, host, port, timeout=10):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host, port, timeout=10, source=None):
+        # source: the local address to connect from (127.0.0.2 is another client on loopback).
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.buf = b""
 
     def send(self, data):

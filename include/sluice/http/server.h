@@ -26,16 +26,29 @@ struct ServerOptions {
   std::string public_url;
   /// How long an open connection may sit with no request started. Default: 30 s.
   Duration idle_timeout = std::chrono::seconds(30);
+  /// How long a new connection may wait for its first byte: a client that opens connections and
+  /// sends nothing holds each this long, not idle_timeout. Default: 5 s.
+  Duration first_byte_timeout = std::chrono::seconds(5);
   /// How long a request's headers may take once their first byte arrived, so a client sending
   /// them a byte at a time (slowloris) is cut off. Default: 10 s.
   Duration header_timeout = std::chrono::seconds(10);
   /// How long a request body may take to arrive once admitted. Default: 30 s.
   Duration body_timeout = std::chrono::seconds(30);
+  /// Slowest an admitted create body may arrive, in bytes per second averaged from the start of the
+  /// body, once `min_body_rate_grace` has passed; slower is cut with a 408 and its create slot
+  /// freed. 0: off. Default: 1024.
+  int64_t min_body_rate = 1024;
+  /// Default: 5 s.
+  Duration min_body_rate_grace = std::chrono::seconds(5);
   /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
   Duration drain_timeout = std::chrono::seconds(10);
   /// Open connections per process; one more gets a 503 and is closed, so file descriptors are
   /// never exhausted by idle or slow clients. Default: 10,000.
   int64_t max_connections = 10'000;
+  /// Of which one client may hold, keyed by the socket peer at accept (IPv6 by its /64), before
+  /// any header is read: the X-Forwarded-For hop is not known yet, so a trusted proxy's
+  /// connections are exempt and count against max_connections only. Default: 256.
+  int64_t max_connections_per_client = 256;
   /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
   /// key is the socket peer and whatever a client writes in the header is ignored.
   admission::TrustedProxies trusted_proxies;

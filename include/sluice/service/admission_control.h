@@ -49,6 +49,8 @@ struct AdmissionOptions {
   Duration shared_timeout = std::chrono::milliseconds(5);
   /// In-flight creates per process. Default: 50.
   int64_t create_slots = 50;
+  /// Of which one client key may hold, so a few slow uploaders cannot hold them all. Default: 10.
+  int64_t create_slots_per_client = 10;
   /// Bytes of create bodies buffered per process. Default: 32 MiB.
   int64_t create_slot_bytes = int64_t{32} << 20;
   /// AIMD on PUT latency instead of the fixed create_slots (which becomes its ceiling).
@@ -84,6 +86,13 @@ struct ClientBudgets {
   admission::SlotGauges fill_slots;
 };
 
+/// An admitted create: its slot of the create cap and its unit of the client's share of it, both
+/// given back when it is destroyed.
+struct CreateAdmission {
+  admission::Permit slot;
+  admission::KeyedSlots::Slot client_share;
+};
+
 /// Thread-safe.
 class AdmissionControl {
  public:
@@ -94,8 +103,10 @@ class AdmissionControl {
   /// Step 2 and 3 of a create, from the client key and the declared length alone. A refused
   /// create spends nothing: tokens taken before a later refusal are given back. Without a
   /// SharedState it completes without suspending; with one it waits at most `shared_timeout`.
-  boost::asio::awaitable<Result<admission::Permit>> AdmitCreate(std::string client_key,
-                                                                uint64_t declared_bytes);
+  /// Then the create cap and the client's share of it (Unavailable, reason create_slots,
+  /// create_bytes or create_slots_per_client).
+  boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(std::string client_key,
+                                                              uint64_t declared_bytes);
 
   /// True while the last shared-store call failed and the create limits run on local shares.
   bool FailingOpen() const { return failing_open_.load(std::memory_order_relaxed); }
@@ -124,11 +135,13 @@ class AdmissionControl {
   Error RateLimited(const char* reason, const admission::TokenBucketPolicy& policy,
                     const admission::TakeDecision& decision, double available);
   void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
-  Result<admission::Permit> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes);
+  Result<CreateAdmission> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes);
   /// The global buckets only, then the slots: the fail-open path when the shared store is silent.
-  Result<admission::Permit> AdmitCreateOnLocalShare(uint64_t declared_bytes);
-  /// Takes a create slot after the rate limits passed; Unavailable (and `refund` owed) if full.
-  Result<admission::Permit> TakeCreateSlot(uint64_t declared_bytes);
+  Result<CreateAdmission> AdmitCreateOnLocalShare(std::string_view client_key,
+                                                  uint64_t declared_bytes);
+  /// Takes the client's share and a create slot after the rate limits passed; Unavailable (and
+  /// the tokens owed back) if either is full.
+  Result<CreateAdmission> TakeCreateSlot(std::string_view client_key, uint64_t declared_bytes);
   Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
                                                    uint64_t declared_bytes) const;
@@ -157,6 +170,7 @@ class AdmissionControl {
   admission::ConcurrencyLimiter read_slots_;
   admission::ConcurrencyLimiter fill_slots_;
   admission::KeyedSlots fill_per_client_;
+  admission::KeyedSlots create_per_client_;
   admission::JitteredRetryAfter retry_after_;
   std::atomic<int64_t> create_peak_{0};
   std::atomic<int64_t> read_peak_{0};

@@ -78,6 +78,8 @@ class ClientKeySource {
 /// the create answers; the bytes stay counted while an abandoned PUT still runs.
 struct CreateTicket {
   admission::Permit slot;
+  /// The client's share of the create slots (create_slots_per_client), held as long as the slot.
+  admission::KeyedSlots::Slot client_share;
 };
 
 /// The create, read and delete use-cases. Thread-safe; the stores, cache and admission control

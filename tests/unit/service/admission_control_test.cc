@@ -90,7 +90,49 @@ TEST_F(AdmissionControlTest, CreateSlotsShedWithJitteredRetryAfterAndRefund) {
   }
   // Shed is not a limit: the shed clients kept their tokens.
   EXPECT_NEAR(a.Budgets("10.0.0.3").buckets[0].available, 3, 1e-9);
-  first->Done(admission::Outcome::kSuccess);
+  first->slot.Done(admission::Outcome::kSuccess);
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.3", 10)).ok());
+}
+
+TEST_F(AdmissionControlTest, CreateSlotsHoldEachClientToItsShare) {
+  AdmissionOptions o = Small();
+  o.ip_create_count = {100, 100};
+  o.create_slots = 10;
+  o.create_slots_per_client = 3;
+  AdmissionControl a(o, clock_, metrics_);
+  std::vector<CreateAdmission> held;
+  for (int i = 0; i < 3; ++i) {
+    auto p = RunSync(a.AdmitCreate("10.0.0.1", 10));
+    ASSERT_TRUE(p.ok());
+    held.push_back(std::move(*p));
+  }
+  auto refused = RunSync(a.AdmitCreate("10.0.0.1", 10));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(refused.error().reason, "create_slots_per_client");
+  EXPECT_TRUE(refused.error().retry_after_seconds.has_value());
+  EXPECT_EQ(Rejections("create_slots_per_client"), 1u);
+  // Shed, not limited: the refused create kept its tokens.
+  EXPECT_NEAR(a.Budgets("10.0.0.1").buckets[0].available, 97, 1e-9);
+  EXPECT_EQ(a.Budgets("10.0.0.1").create_slots.in_use, 3);
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.2", 10)).ok());  // another client has its own share
+  held.pop_back();  // one create ends: its unit of the share comes back with its slot
+  EXPECT_EQ(a.Budgets("10.0.0.1").create_slots.in_use, 2);
+  EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.1", 10)).ok());
+}
+
+TEST_F(AdmissionControlTest, FullCreateCapGivesBackTheClientsShare) {
+  AdmissionOptions o = Small();
+  o.create_slots_per_client = 1;
+  AdmissionControl a(o, clock_, metrics_);
+  auto first = RunSync(a.AdmitCreate("10.0.0.1", 10));
+  auto second = RunSync(a.AdmitCreate("10.0.0.2", 10));
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto shed = RunSync(a.AdmitCreate("10.0.0.3", 10));
+  ASSERT_FALSE(shed.ok());
+  EXPECT_EQ(shed.error().reason, "create_slots");
+  { CreateAdmission ended = std::move(*first); }  // 10.0.0.1's create ends
+  // 10.0.0.3's refused attempt left nothing of its share behind.
   EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.3", 10)).ok());
 }
 

@@ -55,7 +55,7 @@ TEST(RetryAfterClamp, ALongLocalWaitIsClampedToTheMax) {
   ManualClock clock;
   MetricsRegistry metrics;
   AdmissionControl a(Options(), clock, metrics);
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   auto first = RunSync(a.AdmitCreate("10.0.0.1", 10));
   ASSERT_TRUE(first.ok());
   held.push_back(std::move(*first));

@@ -38,7 +38,7 @@ class SharedAdmissionTest : public ::testing::Test {
     o.local_share_slack = 1.0;
     return o;
   }
-  static Result<admission::Permit> Admit(AdmissionControl& a, std::string client) {
+  static Result<CreateAdmission> Admit(AdmissionControl& a, std::string client) {
     return RunSync(a.AdmitCreate(std::move(client), 10));
   }
   // Creates i = 0..n-1 from client(i), alternating over the processes of `tier`, keeping what is
@@ -46,7 +46,7 @@ class SharedAdmissionTest : public ::testing::Test {
   // permit goes back to its limiter). Every refusal must be `refusal`. Returns the admitted.
   static int AdmitMany(std::vector<AdmissionControl*> tier, int n,
                        const std::function<std::string(int)>& client, const std::string& refusal,
-                       std::vector<admission::Permit>& held) {
+                       std::vector<CreateAdmission>& held) {
     int admitted = 0;
     for (int i = 0; i < n; ++i) {
       auto p = Admit(*tier[static_cast<size_t>(i) % tier.size()], client(i));
@@ -71,7 +71,7 @@ class SharedAdmissionTest : public ::testing::Test {
 TEST_F(SharedAdmissionTest, OneClientKeyHasOneBudgetAcrossProcesses) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
   AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   const auto one_client = [](int) { return std::string("10.0.0.1"); };
   // The burst of one key, not one burst per process.
   EXPECT_EQ(AdmitMany({&a, &b}, 6, one_client, "ip_create_count", held), 3);
@@ -88,14 +88,14 @@ TEST_F(SharedAdmissionTest, OneClientKeyHasOneBudgetAcrossProcesses) {
 TEST_F(SharedAdmissionTest, GlobalCapIsTheTiersTotalWhenShared) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
   AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   const auto clients = [](int i) { return Numbered("10.0.1.", i); };
   EXPECT_EQ(AdmitMany({&a, &b}, 20, clients, "global_count", held), 10);
 }
 
 TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
   shared_.mode = Mode::kDown;
   const auto one_client = [](int) { return std::string("10.0.0.1"); };
@@ -111,7 +111,7 @@ TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
 
 TEST_F(SharedAdmissionTest, SlowStoreFallsBackToTheLocalShareOfTheGlobalCap) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   shared_.mode = Mode::kSlow;
   const auto clients = [](int i) { return Numbered("10.0.2.", i); };
   // Global burst 10 over 2 processes, no slack.
@@ -120,7 +120,7 @@ TEST_F(SharedAdmissionTest, SlowStoreFallsBackToTheLocalShareOfTheGlobalCap) {
 
 TEST_F(SharedAdmissionTest, StoreBackRestoresSharedLimits) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   const auto one_client = [](int) { return std::string("10.0.0.1"); };
   shared_.mode = Mode::kDown;
   EXPECT_EQ(AdmitMany({&a}, 4, one_client, "", held), 4);
@@ -151,7 +151,7 @@ TEST_F(SharedAdmissionTest, ShedCreateGivesItsSharedTokensBack) {
 
 TEST_F(SharedAdmissionTest, WithoutSharedStateTheGlobalCapIsThisProcesssWhole) {
   AdmissionControl a(Tier(), clock_, metrics_a_);  // processes = 2 means nothing alone
-  std::vector<admission::Permit> held;
+  std::vector<CreateAdmission> held;
   const auto clients = [](int i) { return Numbered("10.0.3.", i); };
   EXPECT_EQ(AdmitMany({&a}, 12, clients, "global_count", held), 10);
   EXPECT_EQ(FailOpenGauge(metrics_a_), -1);  // no shared store, no fail-open gauge
