@@ -482,9 +482,10 @@ class ReadTest(ApiTestCase):
 
     def test_view_if_none_match_is_304(self):
         doc = self.s.create_ok("view me")
-        etag = self.s.get(f"/{doc['id']}").header("ETag")
+        etag = self.s.get(f"/{doc['id']}", headers={"Accept": "text/html"}).header("ETag")
         self.assertTrue(etag)
-        self.assertStatus(self.s.get(f"/{doc['id']}", headers={"If-None-Match": etag}), 304)
+        self.assertStatus(self.s.get(f"/{doc['id']}",
+                                     headers={"Accept": "text/html", "If-None-Match": etag}), 304)
 
     def test_cache_control_max_age_is_bounded_by_expiry(self):
         doc = self.s.create_ok("ten minutes", ttl="10m")
@@ -510,7 +511,7 @@ class ReadTest(ApiTestCase):
 
     def test_head_view_is_200_without_body(self):
         doc = self.s.create_ok("head me")
-        res = self.s.head(f"/{doc['id']}")
+        res = self.s.head(f"/{doc['id']}", headers={"Accept": "text/html"})
         self.assertStatus(res, 200)
         self.assertEqual(res.body, b"")
         self.assertTrue(res.header("Content-Type").startswith("text/html"), res)
@@ -523,7 +524,7 @@ class ReadTest(ApiTestCase):
     def test_view_is_html_with_the_text_escaped(self):
         text = '<script>alert(1)</script> "quoted" \'single\' & amp'
         doc = self.s.create_ok(text)
-        res = self.s.get(f"/{doc['id']}")
+        res = self.s.get(f"/{doc['id']}", headers={"Accept": "text/html"})
         self.assertStatus(res, 200)
         self.assertTrue(res.header("Content-Type").startswith("text/html"), res)
         self.assertEqual(res.header("X-Content-Type-Options"), "nosniff")
@@ -543,7 +544,7 @@ class ReadTest(ApiTestCase):
 
     def test_view_of_unicode_text_shows_it(self):
         doc = self.s.create_ok(UNICODE_TEXT)
-        res = self.s.get(f"/{doc['id']}")
+        res = self.s.get(f"/{doc['id']}", headers={"Accept": "text/html"})
         self.assertStatus(res, 200)
         self.assertIn("text/html; charset=utf-8", res.header("Content-Type"))
         self.assertIn("日本語 🐍🚀", res.text)

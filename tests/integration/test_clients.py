@@ -5,14 +5,17 @@ haste protocol, the JSON read; awkward bytes through every create and read route
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_clients
 """
 
+import http.client
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
+from rawhttp import free_port
 from sluice_harness import BACKEND_ARGS, PATIENT_ARGS, SluiceTestCase
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -160,13 +163,68 @@ class ClientsTest(SluiceTestCase):
         page = self.s.get(res.json()["url"].split(self.s.url)[1], headers={"Accept": "text/html"})
         self.assertIn("Rust", page.text)
 
+    def test_the_edge_keeps_the_page_and_the_text_apart(self):
+        """Through Varnish with deploy/varnish/sluice.vcl: a curl and a browser each get their own
+        variant of /{id}, from the edge once cached."""
+        varnishd = shutil.which("varnishd") or "/usr/sbin/varnishd"
+        if not os.path.exists(varnishd):
+            self.skipTest("varnish is not installed (scripts/install-deps.sh test)")
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, True)
+        with open(os.path.join(ROOT, "deploy", "varnish", "sluice.vcl")) as f:
+            vcl = f.read().replace('.port = "8080";', f'.port = "{self.s.port}";')
+        with open(os.path.join(work, "sluice.vcl"), "w") as f:
+            f.write(vcl)
+        port = free_port()
+        edge = subprocess.Popen(
+            [varnishd, "-F", "-a", f"127.0.0.1:{port}", "-f", os.path.join(work, "sluice.vcl"),
+             "-n", os.path.join(work, "n"), "-s", "malloc,16m", "-p", "default_ttl=0",
+             "-p", "default_grace=0", "-p", "default_keep=0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(edge.wait, 30)
+        self.addCleanup(edge.terminate)
+
+        def get(path, accept):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                conn.request("GET", path, headers={"Accept": accept})
+                res = conn.getresponse()
+                return res.status, res.getheader("Content-Type") or "", res.getheader(
+                    "X-Cache"), res.read()
+            finally:
+                conn.close()
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if get("/healthz", "*/*")[0] == 200:
+                    break
+            except OSError:
+                pass
+            self.assertLess(time.monotonic(), deadline, "varnishd did not start")
+            time.sleep(0.2)
+        key = self.s.create_ok(AWKWARD)["id"]
+        browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+        for round_ in ("MISS", "HIT"):
+            status, ctype, cache, body = get(f"/{key}", "*/*")
+            self.assertEqual((status, cache), (200, round_))
+            self.assertTrue(ctype.startswith("text/plain"), ctype)
+            self.assertEqual(body, AWKWARD.encode())
+            status, ctype, cache, body = get(f"/{key}", browser)
+            self.assertEqual((status, cache), (200, round_))
+            self.assertTrue(ctype.startswith("text/html"), ctype)
+        # Another browser's Accept string is the same variant, not a new one.
+        self.assertEqual(get(f"/{key}", "text/html")[2], "HIT")
+        self.assertTrue(get(f"/{key}", "text/html")[1].startswith("text/html"))
+        self.assertTrue(get(f"/{key}", "application/json")[1].startswith("text/plain"))
+
     # ---- every awkward byte through every create and read route -----------------------------
 
     def test_awkward_bytes_round_trip_through_every_route(self):
         creates = {
             "raw api": lambda: self.s.create_ok(AWKWARD)["id"],
-            "json api": lambda: self.s.create_ok(json.dumps({"content": AWKWARD}),
-                                                 headers={"Content-Type": "application/json"})["id"],
+            "json api": lambda: self.s.create_ok(
+                json.dumps({"content": AWKWARD}), headers={"Content-Type": "application/json"})["id"],
             "haste": lambda: self.s.request("POST", "/documents", body=AWKWARD).json()["key"],
             "form file": lambda: re.search(ID, self.s.request(
                 "POST", "/", body=multipart("file", AWKWARD, "a.txt"),
