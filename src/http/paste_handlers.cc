@@ -137,9 +137,9 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
     co_return Reply::Refuse(body.error(), slow ? 408 : 0).Closing();
   }
   CreateInput in{std::move(*body), req.Query("ttl").value_or(""),
-                 req.Query("lang").value_or("auto")};
+                 req.Query("lang").value_or("auto"),
+                 std::string(req.headers.Get("Sluice-Filename"))};
   if (in.ttl.empty()) in.ttl = std::string(req.headers.Get("Sluice-TTL"));
-  in.filename = std::string(req.headers.Get("Sluice-Filename"));
   if (boundary) {
     if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
   }
@@ -219,13 +219,13 @@ nlohmann::json MetaJson(const Context& ctx, const service::CachedPaste& paste, b
 
 awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   // haste's links end in the extension of a language (/ID.py); so may a raw or haste read's.
-  std::string_view id_text = req.id;
+  std::string_view requested = req.id;
   std::string link_language;
-  if (const size_t dot = id_text.find('.'); dot != std::string_view::npos) {
-    link_language = LanguageForExtension(id_text.substr(dot + 1));
-    id_text = id_text.substr(0, dot);
+  if (const size_t dot = requested.find('.'); dot != std::string_view::npos) {
+    link_language = LanguageForExtension(requested.substr(dot + 1));
+    requested = requested.substr(0, dot);
   }
-  auto reading = ctx.service.Read(req.client, id_text);
+  auto reading = ctx.service.Read(req.client, requested);
   auto paste = co_await std::move(reading);
   if (!paste.ok()) co_return Reply::Refuse(paste.error());
   if (as == ReadAs::kDocument || as == ReadAs::kMeta) {
