@@ -47,7 +47,10 @@ TEST(JsonCreateTest, RefusesHostileBodiesWithAReason) {
   EXPECT_NE(Refusal(R"({"content": "a\u0000b"})").find("NUL"), std::string::npos);
   EXPECT_NE(Refusal(R"({"content": "\ud800"})").find("surrogate"), std::string::npos);
   EXPECT_NE(Refusal(R"({"content": "\udc00x"})").find("surrogate"), std::string::npos);
-  EXPECT_NE(Refusal(R"({"content": 1e999999})").find("not a number"), std::string::npos);
+  // nlohmann's lexer refuses a float beyond a double's range itself; any other number is refused
+  // by type.
+  EXPECT_NE(Refusal(R"({"content": 1e999999})").find("number overflow"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"content": 1})").find("not a number"), std::string::npos);
   EXPECT_NE(Refusal(R"({"content": "a", "ttl": 99999999999999999999999999})").find("'ttl'"),
             std::string::npos);
   EXPECT_NE(Refusal(R"({"content": ["a"]})").find("not an array"), std::string::npos);
@@ -66,7 +69,7 @@ TEST(JsonCreateTest, DeepNestingIsRefusedAtTheFirstLevelTooDeep) {
   const std::string deep = "{\"content\": " + std::string(1'000'000, '[') + "}";
   EXPECT_NE(Refusal(deep).find("not an array"), std::string::npos);
   const std::string deep_objects = "{\"content\": " + std::string(1'000'000, '{');
-  EXPECT_NE(Refusal(deep_objects).find("malformed"), std::string::npos);
+  EXPECT_NE(Refusal(deep_objects).find("not an object"), std::string::npos);
 }
 
 TEST(JsonCreateTest, KnowsJsonContentTypes) {
