@@ -171,16 +171,20 @@ class ClientsTest(SluiceTestCase):
             self.skipTest("varnish is not installed (scripts/install-deps.sh test)")
         work = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, work, True)
+        # varnishd's worker runs as its own user, which must reach the working directory.
+        os.chmod(work, 0o755)
         with open(os.path.join(ROOT, "deploy", "varnish", "sluice.vcl")) as f:
             vcl = f.read().replace('.port = "8080";', f'.port = "{self.s.port}";')
         with open(os.path.join(work, "sluice.vcl"), "w") as f:
             f.write(vcl)
         port = free_port()
+        log = open(os.path.join(work, "varnishd.log"), "wb")
+        self.addCleanup(log.close)
         edge = subprocess.Popen(
             [varnishd, "-F", "-a", f"127.0.0.1:{port}", "-f", os.path.join(work, "sluice.vcl"),
              "-n", os.path.join(work, "n"), "-s", "malloc,16m", "-p", "default_ttl=0",
              "-p", "default_grace=0", "-p", "default_keep=0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=log)
         self.addCleanup(edge.wait, 30)
         self.addCleanup(edge.terminate)
 
@@ -201,7 +205,9 @@ class ClientsTest(SluiceTestCase):
                     break
             except OSError:
                 pass
-            self.assertLess(time.monotonic(), deadline, "varnishd did not start")
+            if time.monotonic() > deadline or edge.poll() is not None:
+                with open(os.path.join(work, "varnishd.log"), errors="replace") as f:
+                    self.fail(f"varnishd did not start: {f.read()[-2000:]}")
             time.sleep(0.2)
         key = self.s.create_ok(AWKWARD)["id"]
         browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
