@@ -146,12 +146,13 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   if (json) {
     if (auto refused = ReadJson(in)) co_return std::move(*refused);
   }
-  // A file name's language is carried by the link's extension, unless a language was chosen.
+  // A file name's language is carried by the link's extension, unless a language was chosen. A
+  // plain-text name (notes.txt) keeps the bare link: the view would be plain either way.
   std::string extension;
   if (in.language == "auto") {
     const std::string_view ext = FileExtension(in.filename);
     const std::string language = LanguageForExtension(ext);
-    if (!language.empty() &&
+    if (render::IsLanguage(language) &&
         ext.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                               "abcdefghijklmnopqrstuvwxyz") == std::string_view::npos) {
       extension = std::string(ext);

@@ -584,7 +584,9 @@ class ReadTest(ApiTestCase):
                  ("DELETE", "/raw/ABCDEFGHIJKL", {"GET", "HEAD"}),
                  ("POST", "/raw/ABCDEFGHIJKL", {"GET", "HEAD"}),
                  ("PUT", "/ABCDEFGHIJKL", {"GET", "HEAD"}),
-                 ("GET", "/api/v1/pastes/ABCDEFGHIJKL", {"DELETE"}),
+                 ("PUT", "/api/v1/pastes/ABCDEFGHIJKL", {"DELETE", "GET", "HEAD"}),
+                 ("GET", "/documents", {"POST"}),
+                 ("DELETE", "/documents/ABCDEFGHIJKL", {"GET", "HEAD"}),
                  ("POST", "/healthz", {"GET", "HEAD"}),
                  ("DELETE", "/metrics", {"GET", "HEAD"}),
                  ("DELETE", "/", {"GET", "HEAD", "POST"})]
