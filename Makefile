@@ -19,9 +19,9 @@ run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
 # Everything, in order of speed: unit, integration and scenario tests on the dev build, then the unit
-# tests (the highlighter's worker pool included) again under AddressSanitizer+UBSan, then the
-# admission library and the worker pool under ThreadSanitizer, then a 5 s run of every libFuzzer
-# target.
+# tests (the highlighter's worker pool included) and the server's API and hostile-input suites again
+# under AddressSanitizer+UBSan, then the admission library and the worker pool under
+# ThreadSanitizer, then a 5 s run of every libFuzzer target.
 test:
 	@scripts/install-deps.sh test
 	$(MAKE) test-dev test-asan test-tsan test-fuzz
@@ -31,10 +31,16 @@ test-dev:
 	cmake --build $(DEV) -j$(JOBS)
 	ctest --test-dir $(DEV) --output-on-failure -j$(JOBS)
 
+# The server itself under the sanitizers too: the API contract, the hostile-input suite and the
+# concurrent views in every language, each report failing the test (tests/lib/sluice_harness.py).
+ASAN_SERVER_SUITES := test_api|test_hostile|test_highlight_workers
 test-asan:
 	cmake --preset asan >/dev/null
-	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests highlight_tests
+	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests highlight_tests sluice
 	ctest --test-dir build/asan -L 'unit|admission|highlight' --output-on-failure -j$(JOBS)
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp \
+	  ctest --test-dir build/asan -R '^integration\.($(ASAN_SERVER_SUITES))$$' --output-on-failure \
+	  -j$(JOBS)
 
 test-tsan:
 	cmake --preset tsan >/dev/null
@@ -88,7 +94,7 @@ test-fuzz:
 fuzz-run:
 	CXX=clang++ cmake -S . -B build/fuzz -DSLUICE_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" >/dev/null
-	cmake --build build/fuzz -j$(JOBS)
+	cmake --build build/fuzz -j$(JOBS) --target fuzz_targets
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build/fuzz/corpus/$$t; \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp \

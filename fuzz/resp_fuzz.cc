@@ -1,4 +1,4 @@
-// libFuzzer target: the RESP parser of the Redis client (src/state/redis/resp.h), which reads
+// libFuzzer target: the RESP parser of the Redis client (src/store/redis/resp.h), which reads
 // whatever a Redis server, or something pretending to be one, sends. Properties: never a crash or a
 // hang, limits held, and the same bytes give the same replies however they are split, so a reply
 // cut across reads is never misread.
@@ -9,14 +9,14 @@
 #include <string_view>
 #include <vector>
 
-#include "../src/state/redis/resp.h"
+#include "../src/store/redis/resp.h"
 
 namespace {
 
-using sluice::state::resp::Limits;
-using sluice::state::resp::Parser;
-using sluice::state::resp::Type;
-using sluice::state::resp::Value;
+using sluice::store::resp::Limits;
+using sluice::store::resp::Parser;
+using sluice::store::resp::Type;
+using sluice::store::resp::Value;
 
 void CheckLimits(const Value& v, const Limits& limits, int depth) {
   if (v.str.size() > limits.max_bulk && v.type == Type::kBulk) std::abort();

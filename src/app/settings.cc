@@ -139,7 +139,8 @@ constexpr SettingSpec kServeSettings[] = {
                   "true: path-style S3 URLs (MinIO, Ceph RGW, s3rver); false: virtual-host style; "
                   "auto: virtual-host on AWS, path-style with s3_endpoint"),
     TextSetting("public_url", "",
-                "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN)",
+                "Base of the links handed out, e.g. https://paste.example (default: http://LISTEN, "
+                "loopback for a wildcard LISTEN)",
                 CheckOptionalHttpUrl),
     IntegerSetting("threads", "0", "0", "1024", "Event-loop threads (0: one per core)"),
     ChoiceSetting("default_ttl", "1w", "10m|1h|1d|1w|30d",

@@ -2,6 +2,16 @@
 
 namespace sluice::http {
 
+namespace {
+
+constexpr const char* kTimeoutsHelp =
+    "Requests cut off because their headers or body arrived, or their answer was read, too slowly";
+
+// The label of answers given before routing (EdgeMetrics::unparsed_label).
+constexpr std::string_view kUnparsed = "unparsed";
+
+}  // namespace
+
 std::optional<Held> Held::TryTake(std::atomic<int64_t>& count, Gauge& gauge, int64_t limit) {
   if (count.fetch_add(1) >= limit) {
     count.fetch_sub(1);
@@ -30,24 +40,26 @@ EdgeMetrics::EdgeMetrics(MetricsRegistry& registry, const RouteTable& routes)
           "Requests refused by admission control, by the limit that refused them",
           {{"reason", "connections"}})),
       header_timeouts(
-          registry.GetCounter("sluice_http_timeouts_total",
-                              "Requests cut off because their headers or body arrived too slowly",
-                              {{"phase", "headers"}})),
+          registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp, {{"phase", "headers"}})),
       body_timeouts(
-          registry.GetCounter("sluice_http_timeouts_total",
-                              "Requests cut off because their headers or body arrived too slowly",
-                              {{"phase", "body"}})),
+          registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp, {{"phase", "body"}})),
+      write_timeouts(
+          registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp, {{"phase", "write"}})),
       bytes_received(registry.GetCounter("sluice_http_bytes_received_total",
                                          "Bytes read from client sockets (a rejected body is "
                                          "never read past the read buffer)")),
       registry_(registry),
       labels_(routes.Labels()),
-      stats_(std::make_unique<RouteStats[]>(labels_.size())) {
-  for (size_t i = 0; i < labels_.size(); ++i) {
+      stats_(std::make_unique<RouteStats[]>(labels_.size() + 1)) {
+  for (size_t i = 0; i <= labels_.size(); ++i) {
     stats_[i].latency = &registry.GetHistogram("sluice_http_request_duration_seconds",
                                                "Time from full headers to response written",
-                                               {{"route", std::string(labels_[i])}});
+                                               {{"route", std::string(Label(i))}});
   }
+}
+
+std::string_view EdgeMetrics::Label(size_t label_index) const {
+  return label_index < labels_.size() ? labels_[label_index] : kUnparsed;
 }
 
 void EdgeMetrics::CountResponse(size_t label_index, unsigned status, double seconds) {
@@ -58,7 +70,7 @@ void EdgeMetrics::CountResponse(size_t label_index, unsigned status, double seco
   if (!counter) {
     counter = &registry_.GetCounter(
         "sluice_http_requests_total", "Responses by route and status",
-        {{"route", std::string(labels_[label_index])}, {"status", std::to_string(status)}});
+        {{"route", std::string(Label(label_index))}, {"status", std::to_string(status)}});
     stats.by_status[status].store(counter, std::memory_order_release);
   }
   counter->Inc();

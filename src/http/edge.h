@@ -42,15 +42,19 @@ class EdgeMetrics {
   EdgeMetrics(MetricsRegistry& registry, const RouteTable& routes);
   /// A response written: latency by route, and a counter by route and status.
   void CountResponse(size_t label_index, unsigned status, double seconds);
+  /// The route label of answers given before a request could be routed (the parser's refusals).
+  size_t unparsed_label() const { return labels_.size(); }
 
   Gauge& in_flight;
   Gauge& connections;
   Counter& connections_refused;
   Counter& header_timeouts;
   Counter& body_timeouts;
+  Counter& write_timeouts;
   Counter& bytes_received;
 
  private:
+  std::string_view Label(size_t label_index) const;
   // Resolved once per route and status, so the hot path is a few atomic operations.
   struct RouteStats {
     Histogram* latency = nullptr;

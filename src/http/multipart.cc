@@ -42,6 +42,10 @@ std::optional<std::string> Param(std::string_view header_value, std::string_view
 
 }  // namespace
 
+bool IsMultipart(std::string_view content_type) {
+  return Lower(Trim(content_type.substr(0, content_type.find(';')))).starts_with("multipart/");
+}
+
 std::optional<std::string> MultipartBoundary(std::string_view content_type) {
   const size_t semi = content_type.find(';');
   if (Lower(Trim(content_type.substr(0, semi))) != "multipart/form-data") return std::nullopt;

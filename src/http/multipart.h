@@ -16,6 +16,9 @@ struct FormPart {
   std::string_view content;  // points into the parsed body
 };
 
+/// True when a Content-Type names a multipart/* media type (RFC 2046), whatever its parameters.
+bool IsMultipart(std::string_view content_type);
+
 /// The boundary parameter of a multipart/form-data Content-Type, or nothing if it is not one.
 std::optional<std::string> MultipartBoundary(std::string_view content_type);
 

@@ -118,10 +118,32 @@ std::optional<Reply> ReadJson(CreateInput& in) {
 // kHaste: haste's POST /documents, a raw body answered with {"key": ID}.
 enum class CreateFrom { kApi, kForm, kHaste };
 
+// A multipart envelope that this route cannot take apart, refused from the headers before any
+// of the body is read: stored as it came, it would publish the envelope (and the sender's local
+// file name) as the paste.
+std::optional<Reply> RefuseEnvelope(std::string_view content_type, CreateFrom from,
+                                    bool has_boundary) {
+  if (!IsMultipart(content_type) || has_boundary) return std::nullopt;
+  if (from != CreateFrom::kForm) {
+    return Reply::Refuse(ErrorCode::kInvalidArgument,
+                         "this route takes the paste as the raw body, not a multipart form; send "
+                         "the text as the body, or the form to POST /",
+                         "unsupported_media_type", 415)
+        .Closing();
+  }
+  return Reply::Refuse(ErrorCode::kInvalidArgument,
+                       "a multipart body needs multipart/form-data with a boundary parameter",
+                       "bad_multipart")
+      .Closing();
+}
+
 awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const std::string_view content_type = req.headers.Get("Content-Type");
   const auto boundary =
       from == CreateFrom::kForm ? MultipartBoundary(content_type) : std::optional<std::string>();
+  if (auto refused = RefuseEnvelope(content_type, from, boundary.has_value())) {
+    co_return std::move(*refused);
+  }
   const bool json = from == CreateFrom::kApi && IsJsonContentType(content_type);
   service::CreateHeaders headers{req.content_length, req.chunked};
   // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
@@ -346,6 +368,12 @@ awaitable<Reply> HandleDelete(const Request& req, Context& ctx) {
 // The delete link of the created page: a GET only asks (a link preview or prefetch must never
 // delete), the form's POST deletes.
 awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx) {
+  if (!store::PasteId::Parse(req.id)) {
+    // Like every route naming a paste: a malformed id is no paste, and gets no page to confirm.
+    co_return Reply::Refuse(ErrorCode::kNotFound,
+                            "no paste with this id (it may have expired or been deleted)",
+                            "not_found");
+  }
   if (req.method != Method::kPost) {
     const std::string token = req.Query("token").value_or("");
     co_return std::move(

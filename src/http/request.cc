@@ -13,7 +13,7 @@ int HexValue(char c) {
 
 }  // namespace
 
-bool Request::WantsHtml() const {
+bool WantsHtml(const HeaderFields& headers) {
   return headers.Get("Accept").find("text/html") != std::string_view::npos;
 }
 

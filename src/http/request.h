@@ -28,6 +28,9 @@ class HeaderFields {
   virtual std::vector<std::string_view> All(std::string_view name) const = 0;
 };
 
+/// A browser navigating to a page; API clients and curl ask for anything (*/*) and keep JSON.
+bool WantsHtml(const HeaderFields& headers);
+
 /// The body of a create, read only once its route has admitted it: a refused body is never read.
 class BodyReader {
  public:
@@ -56,8 +59,7 @@ struct Request {
   /// Create routes only: reads the body once admitted.
   BodyReader* body = nullptr;
 
-  /// A browser navigating to a page; API clients and curl ask for anything (*/*) and keep JSON.
-  bool WantsHtml() const;
+  bool WantsHtml() const { return http::WantsHtml(headers); }
   /// The decoded value of query parameter `name`, if present.
   std::optional<std::string> Query(std::string_view name) const;
 };

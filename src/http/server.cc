@@ -19,6 +19,32 @@ namespace asio = boost::asio;
 using asio::awaitable;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+// The base of links when no public_url is set. A wildcard address (0.0.0.0, [::]) names no host,
+// so a link to it is no link: it becomes loopback (127.0.0.1, or [::1] for [::]), which always
+// reaches this server, since a wildcard listener accepts there too. The machine's host name was the
+// other candidate; it may not resolve, or resolve to an interface this server does not listen on,
+// and a link for other machines needs public_url anyway, which the start log asks for.
+std::string DefaultBaseUrl(const tcp::endpoint& bound) {
+  asio::ip::address address = bound.address();
+  if (address.is_unspecified()) {
+    if (address.is_v6()) {
+      address = asio::ip::address_v6::loopback();
+    } else {
+      address = asio::ip::address_v4::loopback();
+    }
+    spdlog::warn(
+        "listening on the wildcard address {} without public_url: links name {}, which only "
+        "this machine can follow; set public_url to the address clients use",
+        bound.address().to_string(), address.to_string());
+  }
+  const std::string shown = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return fmt::format("http://{}:{}", shown, bound.port());
+}
+
+}  // namespace
+
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(std::vector<asio::io_context*> ios_in, std::shared_ptr<Edge> edge_in)
       : ios(std::move(ios_in)), edge(std::move(edge_in)) {}
@@ -76,11 +102,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     }
     const auto bound = acceptors.front()->local_endpoint();
     std::string base_url = edge->options.public_url;
-    if (base_url.empty()) {
-      const std::string shown = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
-                                                        : bound.address().to_string();
-      base_url = fmt::format("http://{}:{}", shown, bound.port());
-    }
+    if (base_url.empty()) base_url = DefaultBaseUrl(bound);
     while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
     edge->context.base_url = std::move(base_url);  // before any session can read it
     for (size_t i = 0; i < acceptors.size(); ++i) {

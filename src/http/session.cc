@@ -10,6 +10,7 @@
 #include <boost/beast/http/span_body.hpp>
 #include <limits>
 
+#include "framing.h"
 #include "presenter.h"
 
 namespace sluice::http {
@@ -23,40 +24,73 @@ using Parser = bhttp::request_parser<bhttp::string_body>;
 
 namespace {
 
-// Bounds on what a client can make us hold before a route has decided anything.
-constexpr size_t kHeaderLimit = 16 * 1024;
-// The read buffer's ceiling is also the most of a rejected body that can arrive with its headers.
-constexpr size_t kReadBufferLimit = 16 * 1024;
+// Bounds on what a client can make us hold before a route has decided anything: the head (its
+// request line and fields, src/http/framing.h) is checked by ScanHead before Beast sees it, so the
+// limits are exact whatever Beast's own header_limit counts.
+constexpr HeadLimits kHeadLimits{};
+// The read buffer holds at most one whole head; it is also the most of a rejected body that can
+// arrive with its headers.
+constexpr size_t kReadBufferLimit = kHeadLimits.head;
 // Requests other than creates have no business sending more than this.
 constexpr uint64_t kSmallBodyLimit = 16 * 1024;
 
+struct Refusal {
+  unsigned status;
+  std::string_view message;
+};
+
 // What the parser lets through but the protocol (RFC 9112) says a server must refuse, each a way to
-// make two parsers disagree about where a request ends (request smuggling): returns the reason, or
-// nothing when the framing is sound. Every refusal closes the connection.
-std::optional<std::string_view> FramingProblem(const bhttp::request_header<>& req) {
-  size_t hosts = 0, lengths = 0, encodings = 0;
+// make two parsers disagree about where a request ends (request smuggling): returns the status and
+// reason, or nothing when the framing is sound. Every refusal closes the connection.
+std::optional<Refusal> FramingProblem(const bhttp::request_header<>& req) {
+  size_t hosts = 0, lengths = 0;
+  std::vector<std::string_view> encodings;
+  bool listed_length = false;
   for (const auto& field : req) {
     if (field.name() == bhttp::field::host) ++hosts;
-    if (field.name() == bhttp::field::content_length) ++lengths;
-    if (field.name() == bhttp::field::transfer_encoding) ++encodings;
+    if (field.name() == bhttp::field::content_length) {
+      ++lengths;
+      // Beast accepts "5, 5"; RFC 9110 8.6 lets a recipient refuse a list, and the README says
+      // a list is refused: two front ends may take different members of it.
+      listed_length |= !IsSingleLength({field.value().data(), field.value().size()});
+    }
+    if (field.name() == bhttp::field::transfer_encoding) {
+      encodings.emplace_back(field.value().data(), field.value().size());
+    }
   }
-  if (req.version() == 11 && hosts != 1) return "an HTTP/1.1 request needs exactly one Host";
-  if (lengths > 1) return "more than one Content-Length";
-  if (encodings > 0 && lengths > 0) return "both Transfer-Encoding and Content-Length";
-  if (encodings > 0) {
-    // Only "chunked" as the final coding frames a request body (section 6.3 of RFC 9112).
-    const auto te = req[bhttp::field::transfer_encoding];
-    const std::string_view value(te.data(), te.size());
-    const size_t last = value.find_last_not_of(" \t");
-    const std::string_view trimmed = value.substr(0, last == std::string_view::npos ? 0 : last + 1);
-    if (!trimmed.ends_with("chunked")) return "a Transfer-Encoding that does not end in chunked";
+  if (req.version() == 11 && hosts != 1) {
+    return Refusal{400, "an HTTP/1.1 request needs exactly one Host"};
+  }
+  if (lengths > 1) return Refusal{400, "more than one Content-Length"};
+  if (listed_length) return Refusal{400, "a Content-Length that is not one number"};
+  if (!encodings.empty() && lengths > 0) {
+    return Refusal{400, "both Transfer-Encoding and Content-Length"};
+  }
+  if (!encodings.empty()) {
+    if (auto problem = CheckTransferCodings(encodings)) {
+      return Refusal{problem->status, problem->message};
+    }
   }
   const auto target = req.target();
   if (target.empty() || (target.front() != '/' && !target.starts_with("http://") &&
                          !target.starts_with("https://") && target != "*")) {
-    return "a request target that is neither a path nor an absolute URL";
+    return Refusal{400, "a request target that is neither a path nor an absolute URL"};
   }
   return std::nullopt;
+}
+
+// The JSON reason of a refusal by the framing checks, by its status.
+std::string ReasonFor(unsigned status) {
+  switch (status) {
+    case 414:
+      return "uri_too_long";
+    case 431:
+      return "header_too_large";
+    case 501:
+      return "not_implemented";
+    default:
+      return "bad_request";
+  }
 }
 
 Method ToMethod(bhttp::verb verb) {
@@ -146,18 +180,39 @@ class SessionBodyReader final : public BodyReader {
   Exchange& x_;
 };
 
-// Reads the small body a non-create route may carry (a form's fields), to keep the connection
-// usable; nothing when it is too large to read.
-awaitable<bool> ReadSmallBody(Exchange& x) {
-  if (x.parser.is_done()) co_return true;
+// Reads and drops the small body a non-create route may carry (a form's fields, or a GET that
+// sends one: RFC 9110 9.3.1 gives it no meaning, and reading it keeps the connection usable), or
+// the refusal when it is too large for such a route or does not arrive.
+awaitable<std::optional<Reply>> ReadSmallBody(Exchange& x) {
+  if (x.parser.is_done()) co_return std::nullopt;
   const auto declared = x.parser.content_length();
-  if (!declared || *declared > kSmallBodyLimit) co_return false;
+  if (declared && *declared > kSmallBodyLimit) {
+    co_return Reply::Refuse(ErrorCode::kTooLarge,
+                            "this route takes a body of at most 16 KB (it ignores it)",
+                            "body_too_large")
+        .Closing();
+  }
   x.parser.body_limit(kSmallBodyLimit);
   x.stream.expires_after(x.edge.options.body_timeout);
   boost::system::error_code ec;
   x.consumed += co_await bhttp::async_read(x.stream, x.buffer, x.parser,
                                            asio::redirect_error(asio::use_awaitable, ec));
-  co_return !ec;
+  if (!ec) co_return std::nullopt;
+  if (ec == bhttp::error::body_limit) {
+    co_return Reply::Refuse(ErrorCode::kTooLarge,
+                            "this route takes a body of at most 16 KB (it ignores it)",
+                            "body_too_large")
+        .Closing();
+  }
+  if (ec == beast::error::timeout) {
+    x.edge.metrics.body_timeouts.Inc();
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument, "the body took too long to arrive",
+                            "body_timeout", 408)
+        .Closing();
+  }
+  co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                          "the body did not arrive in full: " + ec.message(), "incomplete_body")
+      .Closing();
 }
 
 // The route's answer to one request whose headers have arrived, or the protocol's refusal.
@@ -199,11 +254,7 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   if (match.route && match.route->kind == RouteKind::kCreate) {
     request.body = &body;
   } else {
-    if (!co_await ReadSmallBody(x)) {
-      co_return Reply::Refuse(ErrorCode::kTooLarge, "this request may not carry a body",
-                              "body_not_allowed")
-          .Closing();
-    }
+    if (auto refused = co_await ReadSmallBody(x)) co_return std::move(*refused);
     request.small_body = req.body();
   }
   if (!match.route) co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
@@ -217,6 +268,9 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   co_return Reply::Refuse(ErrorCode::kInternal, "internal error", "internal").Closing();
 }
 
+// Answers that never carry content, and so no Content-Length (RFC 9110 6.4.1).
+bool HasContent(unsigned status) { return status >= 200 && status != 204 && status != 304; }
+
 bhttp::response<bhttp::string_body> ToBeast(Reply& reply, bool close) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(reply.status), 11};
   res.set(bhttp::field::server, "sluice");
@@ -225,18 +279,24 @@ bhttp::response<bhttp::string_body> ToBeast(Reply& reply, bool close) {
   res.body() = std::move(reply.body);
   res.keep_alive(!close);
   res.prepare_payload();
+  if (!HasContent(reply.status)) {
+    // RFC 9110 8.6: a 204 (and a 1xx) must not carry Content-Length; a 304's may only be the
+    // 200's length, which this answer does not know, so it is left out too (15.4.5).
+    res.erase(bhttp::field::content_length);
+  }
   return res;
 }
 
 awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, Reply reply, bool head, bool close) {
   const size_t length = reply.body_size();
+  const bool has_content = HasContent(reply.status);
   auto shared = std::move(reply.shared_body);
   auto res = ToBeast(reply, close);
   stream.expires_after(edge.options.body_timeout);
   boost::system::error_code ec;
   if (head) {
     bhttp::response<bhttp::empty_body> headers_only(std::move(res.base()));
-    headers_only.content_length(length);
+    if (has_content) headers_only.content_length(length);
     co_await bhttp::async_write(stream, headers_only,
                                 asio::redirect_error(asio::use_awaitable, ec));
   } else if (shared) {
@@ -247,13 +307,27 @@ awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, Reply reply, bool h
   } else {
     co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
   }
+  // A client that does not read its answer (a slow read) is cut off here.
+  if (ec == beast::error::timeout) edge.metrics.write_timeouts.Inc();
   co_return !ec;
 }
 
-// A request refused before it could be routed (slow or malformed headers): answered, then closed.
-awaitable<void> RefuseRequest(Edge& edge, beast::tcp_stream& stream, Reply reply) {
+// A refusal written without counting it among the requests (a refused connection is counted as an
+// admission rejection instead).
+awaitable<void> WriteRefusal(Edge& edge, beast::tcp_stream& stream, Reply reply) {
   const int64_t now = edge.context.clock.UnixSeconds();
   co_await Write(edge, stream, Present(std::move(reply), false, now), false, true);
+}
+
+// A request refused before it could be routed (slow or malformed headers): answered, counted under
+// the route "unparsed", then closed.
+awaitable<void> RefuseRequest(Edge& edge, beast::tcp_stream& stream, Reply reply) {
+  const auto started = std::chrono::steady_clock::now();
+  const unsigned status = reply.status;
+  co_await WriteRefusal(edge, stream, std::move(reply));
+  edge.metrics.CountResponse(
+      edge.metrics.unparsed_label(), status,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 }  // namespace
@@ -265,15 +339,16 @@ awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, tcp::socket socket)
                 "the server is at its limit of open connections; retry later", "connections");
   full.retry_after_seconds = 5;
   beast::tcp_stream stream(std::move(socket));
-  co_await RefuseRequest(*edge, stream, Reply::Refuse(std::move(full)));
+  co_await WriteRefusal(*edge, stream, Reply::Refuse(std::move(full)));
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
 
-// `connection` is never read: it is held by the coroutine frame, so the count comes down however
-// the session ends.
-awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
-                                [[maybe_unused]] Held connection) {
+awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket, Held connection) {
+  // Held by the frame, so the count comes down however the session ends. A local, not the
+  // parameter: g++ 12 destroyed the parameter copies in declaration order (ASan showed it), so a
+  // parameter outlived `edge`, whose counter it decrements, when the frame was destroyed at exit.
+  [[maybe_unused]] const Held held_connection = std::move(connection);
   boost::system::error_code peer_ec;
   const auto remote = socket.remote_endpoint(peer_ec);
   const std::string peer = peer_ec ? std::string() : remote.address().to_string();
@@ -284,7 +359,8 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
   uint64_t consumed = 0;
   for (;;) {
     Parser parser;
-    parser.header_limit(kHeaderLimit);
+    // ScanHead has bounded the head already; Beast's own count is looser (src/http/framing.h).
+    parser.header_limit(kHeadLimits.head + 1);
     // Routes decide body limits from the headers; Beast's own check would answer before them.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     if (buffer.size() == 0) {
@@ -299,9 +375,19 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
       if (ec) break;
     }
     stream.expires_after(edge->options.header_timeout);
+    const auto buffered = [&buffer] {
+      return std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size());
+    };
+    HeadScan scan = ScanHead(buffered(), kHeadLimits);
     boost::system::error_code ec;
-    co_await bhttp::async_read_header(stream, buffer, parser,
-                                      asio::redirect_error(asio::use_awaitable, ec));
+    while (scan.state == HeadScan::State::kNeedMore && buffer.size() < kReadBufferLimit) {
+      const size_t got =
+          co_await stream.async_read_some(buffer.prepare(kReadBufferLimit - buffer.size()),
+                                          asio::redirect_error(asio::use_awaitable, ec));
+      buffer.commit(got);
+      if (ec) break;
+      scan = ScanHead(buffered(), kHeadLimits);
+    }
     if (ec == beast::error::timeout) {
       edge->metrics.header_timeouts.Inc();
       co_await RefuseRequest(
@@ -310,22 +396,36 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
                         "header_timeout", 408));
       break;
     }
-    if (ec) {
-      if (ec.category() == bhttp::make_error_code(bhttp::error::end_of_stream).category() &&
-          ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
-        // The bytes were not HTTP: say so and close, as the protocol requires.
-        co_await RefuseRequest(
-            *edge, stream,
-            Reply::Refuse(ErrorCode::kInvalidArgument, "malformed request: " + ec.message(),
-                          "bad_request", ec == bhttp::error::header_limit ? 431 : 400));
-      }
+    if (ec) break;  // the client went away mid-head: nobody to answer
+    if (scan.state == HeadScan::State::kNeedMore) {
+      // A full buffer that ScanHead did not refuse: a head of exactly the limit, unfinished.
+      scan.state = HeadScan::State::kRefuse;
+      scan.status = 431;
+      scan.message = "the request head is larger than 16 KB";
+    }
+    if (scan.state == HeadScan::State::kRefuse) {
+      co_await RefuseRequest(*edge, stream,
+                             Reply::Refuse(ErrorCode::kInvalidArgument, std::string(scan.message),
+                                           ReasonFor(scan.status), scan.status));
+      break;
+    }
+    buffer.consume(scan.skip);
+    const size_t used = parser.put(asio::buffer(buffer.data().data(), scan.length), ec);
+    consumed += scan.skip + used;
+    buffer.consume(used);
+    if (ec || !parser.is_header_done()) {
+      // The bytes were not HTTP: say so and close, as the protocol requires.
+      const std::string why = ec ? ec.message() : "an unfinished head";
+      co_await RefuseRequest(
+          *edge, stream,
+          Reply::Refuse(ErrorCode::kInvalidArgument, "malformed request: " + why, "bad_request"));
       break;
     }
     if (auto problem = FramingProblem(parser.get())) {
-      co_await RefuseRequest(
-          *edge, stream,
-          Reply::Refuse(ErrorCode::kInvalidArgument, fmt::format("malformed request: {}", *problem),
-                        "bad_request"));
+      co_await RefuseRequest(*edge, stream,
+                             Reply::Refuse(ErrorCode::kInvalidArgument,
+                                           fmt::format("malformed request: {}", problem->message),
+                                           ReasonFor(problem->status), problem->status));
       break;
     }
     const auto started = std::chrono::steady_clock::now();
@@ -340,8 +440,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const unsigned status = reply.status;
     const bool close = reply.close || !wants_keep_alive || edge->draining.load();
     Reply presented =
-        Present(std::move(reply), fields.Get("Accept").find("text/html") != std::string_view::npos,
-                edge->context.clock.UnixSeconds());
+        Present(std::move(reply), WantsHtml(fields), edge->context.clock.UnixSeconds());
     const bool written = co_await Write(*edge, stream, std::move(presented), head, close);
     edge->metrics.CountResponse(
         label_index, status,

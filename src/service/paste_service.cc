@@ -21,6 +21,10 @@ using boost::asio::awaitable;
 
 namespace {
 
+// What the joiners of a fill receive when its leader was refused its origin-read budget or a read
+// slot: no answer, so they try again (PasteService::Read).
+constexpr std::string_view kLeaderRefused = "fill_leader_refused";
+
 Error NotFound() {
   return MakeError(ErrorCode::kNotFound,
                    "no paste with this id (it may have expired or been deleted)", "not_found");
@@ -287,24 +291,39 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   }
   cache_misses_.Inc();
   std::string client_key = client.Key();
-  auto admitting = admission_.AdmitOriginRead(client_key);
-  Result<admission::Permit> read_slot = co_await std::move(admitting);
-  if (!read_slot.ok()) co_return read_slot.error();
-  auto fill = FillShared(*id, std::move(client_key));
-  Result<CachedPaste> paste = co_await std::move(fill);
-  if (!paste.ok()) co_return paste.error();
-  if (!IsLive(paste->meta)) co_return NotFound();
-  co_return paste;
+  // Only the leader of a fill pays for it: the client's origin-read budget and a read slot,
+  // taken after it has become the leader; a miss that joins a fill in flight rides along for free
+  // (docs/overload.md, "Read"). Charging every joiner turned a hot paste's eviction into a wave of
+  // 429s for reads that cost the primary nothing. When the leader is refused, its joiners did not
+  // get an answer and try again, one of them leading and paying for itself; each round ends at
+  // least the leader, and the rounds are bounded besides.
+  constexpr int kRounds = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    auto refusal = std::make_shared<std::optional<Error>>();
+    auto fill = FillShared(*id, client_key, refusal);
+    Result<CachedPaste> paste = co_await std::move(fill);
+    if (*refusal) co_return std::move(**refusal);
+    if (!paste.ok()) {
+      if (paste.error().reason == kLeaderRefused) continue;
+      co_return paste.error();
+    }
+    if (!IsLive(paste->meta)) co_return NotFound();
+    co_return paste;
+  }
+  co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                     "too many readers of this paste were refused; retry later",
+                                     "read_slots"));
 }
 
-awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::string client_key) {
+awaitable<Result<CachedPaste>> PasteService::FillShared(
+    store::PasteId id, std::string client_key, std::shared_ptr<std::optional<Error>> refusal) {
   // Every concurrent miss of one id waits on one fill (docs/overload.md, "Read"). The leader runs
   // the fill in its own coroutine so that its waiters, which may be on other connections, are
   // resumed by it.
   auto executor = co_await boost::asio::this_coro::executor;
   auto waiting = asio_glue::AwaitCompletion<Result<CachedPaste>>(
-      [this, id, executor,
-       key = std::move(client_key)](asio_glue::Completion<Result<CachedPaste>> done) mutable {
+      [this, id, executor, key = std::move(client_key),
+       refusal = std::move(refusal)](asio_glue::Completion<Result<CachedPaste>> done) mutable {
         auto shared_done =
             std::make_shared<asio_glue::Completion<Result<CachedPaste>>>(std::move(done));
         auto flight =
@@ -315,8 +334,18 @@ awaitable<Result<CachedPaste>> PasteService::FillShared(store::PasteId id, std::
         }
         boost::asio::co_spawn(
             executor,
-            [this, id, key = std::move(key),
+            [this, id, key = std::move(key), refusal = std::move(refusal),
              flight = std::move(*flight)]() mutable -> awaitable<void> {
+              auto admitting = admission_.AdmitOriginRead(key);
+              Result<admission::Permit> read_slot = co_await std::move(admitting);
+              if (!read_slot.ok()) {
+                // Written before Complete, whose resumption of the leader is posted after it.
+                *refusal = read_slot.error();
+                flight.Complete(MakeError(ErrorCode::kUnavailable,
+                                          "the reader leading this fill was refused",
+                                          std::string(kLeaderRefused)));
+                co_return;
+              }
               auto filling = Fill(id, std::move(key));
               Result<CachedPaste> result = co_await std::move(filling);
               flight.Complete(result);

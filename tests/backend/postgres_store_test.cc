@@ -138,7 +138,7 @@ TEST(PostgresMigrations, ConcurrentMigratorsApplyEachStepOnce) {
 }
 
 // A database as a binary from before body checksums left it (schema version 1 of
-// src/meta/postgres/postgres_migrate.cc), with one paste.
+// src/store/postgres/postgres_migrate.cc), with one paste.
 TEST(PostgresMigrations, MigratesADatabaseFromBeforeChecksumsKeepingItsRows) {
   testenv::TestDatabase db;
   testenv::Session(db.url()).Exec(R"sql(

@@ -13,7 +13,7 @@
 #include <future>
 #include <sstream>
 
-#include "../../src/state/redis/redis_client.h"
+#include "../../src/store/redis/redis_client.h"
 #include "../contract/shared_state_contract.h"
 
 namespace sluice::testing {
@@ -92,7 +92,7 @@ class RawRedis {
  public:
   explicit RawRedis(store::RedisOptions options = ServerOptions()) {
     options.reconnect_min = std::chrono::milliseconds(10);
-    client_ = state::RedisClient::Make(io_, options, "test", state::MakeRedisTlsContext(options),
+    client_ = store::RedisClient::Make(io_, options, "test", store::MakeRedisTlsContext(options),
                                        metrics_, {});
     boost::asio::post(io_, [this] { client_->Start(); });
     thread_ = std::thread([this] { io_.run(); });
@@ -111,12 +111,12 @@ class RawRedis {
     }
     return false;
   }
-  Result<state::resp::Value> Call(const std::vector<std::string>& args) {
+  Result<store::resp::Value> Call(const std::vector<std::string>& args) {
     WaitUp();
-    std::promise<Result<state::resp::Value>> done;
+    std::promise<Result<store::resp::Value>> done;
     boost::asio::post(io_, [&] {
       if (client_->Send(args,
-                        [&](Result<state::resp::Value> r) { done.set_value(std::move(r)); }) == 0) {
+                        [&](Result<store::resp::Value> r) { done.set_value(std::move(r)); }) == 0) {
         done.set_value(MakeError(ErrorCode::kUnavailable, "not connected"));
       }
     });
@@ -124,7 +124,7 @@ class RawRedis {
   }
   long long Integer(const std::vector<std::string>& args) {
     auto r = Call(args);
-    return r.ok() && r->type == state::resp::Type::kInteger ? r->integer : -1000;
+    return r.ok() && r->type == store::resp::Type::kInteger ? r->integer : -1000;
   }
   void Run(const std::vector<std::string>& args) { (void)Call(args); }
 
@@ -133,7 +133,7 @@ class RawRedis {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
       boost::asio::make_work_guard(io_)};
   MetricsRegistry metrics_;
-  std::shared_ptr<state::RedisClient> client_;
+  std::shared_ptr<store::RedisClient> client_;
   std::thread thread_;
 };
 

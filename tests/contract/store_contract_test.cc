@@ -100,7 +100,7 @@ TEST(SqliteMetaStore, RefusesADatabaseFromANewerSchema) {
 }
 
 // A database written by a binary from before body checksums (schema version 1, as
-// src/meta/sqlite shipped it), with one paste in it.
+// src/store/sqlite shipped it), with one paste in it.
 void WriteVersionOneDatabase(const fs::path& path) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);

@@ -1,6 +1,6 @@
 """A Redis that misbehaves on request, for tests/integration/test_redis_misbehaving.py.
 
-Speaks just enough RESP2 for sluice (src/state/redis/redis_shared_state.cc): AUTH, PING, ECHO, GET,
+Speaks just enough RESP2 for sluice (src/store/redis/redis_shared_state.cc): AUTH, PING, ECHO, GET,
 SET [EX n] [NX], EVAL/EVALSHA of sluice's two scripts (recognised by their text: the bucket script
 always allows, the invalidation script sets and publishes), SUBSCRIBE, SCRIPT FLUSH. Any other
 command gets an error.

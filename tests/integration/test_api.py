@@ -13,7 +13,7 @@ import unittest
 
 from promtext import metric
 from rawhttp import free_port
-from sluice_harness import PATIENT_ARGS, SluiceTestCase, run_sluice, wait_until
+from sluice_harness import SluiceTestCase, run_sluice, wait_until
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{12}$")
 TTLS = {"10m": 600, "1h": 3600, "1d": 86400, "1w": 7 * 86400, "30d": 30 * 86400}
@@ -64,9 +64,18 @@ def id_from_url(url):
     return url.rstrip("\n").rsplit("/", 1)[1]
 
 
-class ApiTestCase(SluiceTestCase):
+class PatientTestCase(SluiceTestCase):
+    """Every server of these suites is patient (tests/lib/sluice_harness.py, PATIENT_TIMEOUTS):
+    they check what the API answers, not how fast, and also run on a server under the sanitizers."""
+
+    def server(self, args=(), env=None, start=True, **kw):
+        kw.setdefault("patient", True)
+        return super().server(args, env=env, start=start, **kw)
+
+
+class ApiTestCase(PatientTestCase):
     # Short sweep so background work is observable within a test.
-    ARGS = ("--sweep-interval", "200ms", *PATIENT_ARGS)
+    ARGS = ("--sweep-interval", "200ms")
 
     def setUp(self):
         super().setUp()
@@ -848,20 +857,26 @@ class LifecycleTest(ApiTestCase):
         self.s.start()
         self.assertEqual(os.listdir(tmp), [])
 
-    def test_sigterm_lets_an_in_flight_create_finish(self):
+    def _create_during_sigterms(self, signals):
+        """Starts a create (headers sent, 100 Continue received), sends `signals` SIGTERMs while it
+        is in flight, then its body; the response."""
         c = self.s.raw()
         try:
             c.send_headers("POST", "/api/v1/pastes",
                            {"Content-Length": "11", "Expect": "100-continue"})
             status, _ = c.read_head()  # the server has the headers: the create is in flight
             self.assertEqual(status, 100)
-            self.s.proc.send_signal(signal.SIGTERM)
-            wait_until(lambda: "draining" in self.s.log(), timeout=10,
-                       message="the server to start draining")
+            for sent in range(signals):
+                self.s.proc.send_signal(signal.SIGTERM)
+                wait_until(lambda: self.s.log().count("signal 15:") > sent, timeout=10,
+                           message=f"the server to log SIGTERM #{sent + 1}")
             c.send(b"in flight!\n")
-            res = c.read_response()
+            return c.read_response()
         finally:
             c.close()
+
+    def test_sigterm_lets_an_in_flight_create_finish(self):
+        res = self._create_during_sigterms(1)
         self.assertStatus(res, 201)
         self.assertEqual(self.s.stop(expect_code=0), 0)
         self.s.start()
@@ -869,22 +884,9 @@ class LifecycleTest(ApiTestCase):
 
     def test_a_second_sigterm_while_draining_still_exits_0(self):
         # Supervisors repeat SIGTERM when a stop takes a while; that must not turn into a kill.
-        c = self.s.raw()
-        try:
-            c.send_headers("POST", "/api/v1/pastes",
-                           {"Content-Length": "11", "Expect": "100-continue"})
-            self.assertEqual(c.read_head()[0], 100)
-            self.s.proc.send_signal(signal.SIGTERM)
-            wait_until(lambda: "draining in-flight" in self.s.log(), timeout=10,
-                       message="the server to start draining")
-            self.s.proc.send_signal(signal.SIGTERM)
-            wait_until(lambda: "already draining" in self.s.log(), timeout=10,
-                       message="the second signal to be noticed")
-            c.send(b"in flight!\n")
-            res = c.read_response()
-        finally:
-            c.close()
+        res = self._create_during_sigterms(2)
         self.assertStatus(res, 201)
+        self.assertIn("already draining", self.s.log())
         self.assertEqual(self.s.stop(expect_code=0), 0)
 
     def test_sigterm_right_after_the_listening_line_exits_0(self):
@@ -903,7 +905,7 @@ class LifecycleTest(ApiTestCase):
 
 
 # ------------------------------------------------------------------------------------------------
-class ConfigTest(SluiceTestCase):
+class ConfigTest(PatientTestCase):
 
     def test_version_prints_name_and_version(self):
         res = run_sluice(["--version"])

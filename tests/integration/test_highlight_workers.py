@@ -121,7 +121,10 @@ class HighlightWorkersTest(SluiceTestCase):
         self.assertFalse([pid for pid in workers if alive(pid)], "workers outlived the server")
 
     def test_a_worker_killed_from_outside_costs_one_view_at_most(self):
-        server = self.server(args=["--highlight-slots", "1", "--highlight-cache-bytes", "0"])
+        # A patient render timeout: a fresh worker under the sanitizers (make test-asan) takes
+        # longer than the default 2 s to load a language, and this test is about the kill.
+        server = self.server(args=["--highlight-slots", "1", "--highlight-cache-bytes", "0",
+                                   "--render-timeout", "20s"])
         paste = server.create_ok("def f(x):\n    return x\n")["id"]
         first = server.get(f"/{paste}?lang=python", headers=HTML)
         self.assertEqual(first.header("X-Sluice-Rung"), "highlighted")

@@ -8,14 +8,15 @@ Set SLUICE_HOSTILE_REPORT=FILE to also write the table of inputs tried and their
 import html.parser
 import json
 import os
+import socket
 import subprocess
 import threading
 import time
 import unittest
 
 from promtext import metric, parse_metrics
-from rawhttp import RawConnection, send_raw
-from sluice_harness import SluiceTestCase, wait_until
+from rawhttp import RawConnection, free_port, send_raw
+from sluice_harness import SluiceServer, SluiceTestCase, wait_until
 
 OUTCOMES = []  # (attack, input, status, connection closed) for the report
 
@@ -71,14 +72,36 @@ FRAMING_CASES = [
              b"0\r\n\r\n"), 400, True),
     ("Transfer-Encoding: gzip (not chunked last)",
      request("POST", CREATE, ["Transfer-Encoding: gzip"], b"hello"), 400, True),
+    # A coding before chunked frames the body but is not implemented: 501 (RFC 9112 6.1).
     ("Transfer-Encoding: gzip, chunked on a create",
-     request("POST", CREATE, ["Transfer-Encoding: gzip, chunked"], b"0\r\n\r\n"), 411, True),
+     request("POST", CREATE, ["Transfer-Encoding: gzip, chunked"], b"0\r\n\r\n"), 501, True),
+    ("Transfer-Encoding: identity, chunked",
+     request("POST", CREATE, ["Transfer-Encoding: identity, chunked"], b"0\r\n\r\n"), 501, True),
+    # Not a coding named chunked, so chunked is not last: the length is unknown (RFC 9112 6.3).
+    ("Transfer-Encoding: xchunked",
+     request("POST", CREATE, ["Transfer-Encoding: xchunked"], b"0\r\n\r\n"), 400, True),
+    ("Transfer-Encoding: chunked, chunked",
+     request("POST", CREATE, ["Transfer-Encoding: chunked, chunked"], b"0\r\n\r\n"), 400, True),
+    ("Content-Length list '5, 5'",
+     request("POST", CREATE, ["Content-Length: 5, 5"], b"hello"), 400, True),
+    ("obs-fold header line",
+     request("GET", "/healthz", ["X-A: a", " folded"]), 400, True),
+    ("obs-fold with a tab, folding a Transfer-Encoding",
+     request("POST", CREATE, ["X-A: a", "\tTransfer-Encoding: chunked", "Content-Length: 5"],
+             b"hello"), 400, True),
     ("chunked body with a quoted extension",
      request("POST", CREATE, ["Transfer-Encoding: chunked"], b'5;x="\r\n"\r\nhello\r\n0\r\n\r\n'),
      411, True),
+    # A body on a route that takes none has no meaning (RFC 9110 9.3.1): a small one is read and
+    # dropped, keeping the connection; only one over 16 KB is refused, as too large.
     ("chunked body on a GET",
      request("GET", "/healthz", ["Transfer-Encoding: chunked"], b"5\r\nhello\r\n0\r\n\r\n"),
-     413, True),
+     200, False),
+    ("5-byte body on a GET", request("GET", "/healthz", ["Content-Length: 5"], b"hello"), 200,
+     False),
+    ("Content-Length: 0 on a GET", request("GET", "/healthz", ["Content-Length: 0"]), 200, False),
+    ("20 KB body on a GET",
+     request("GET", "/healthz", ["Content-Length: 20000"], b"a" * 20000), 413, True),
     ("bare LF line endings", b"GET /healthz HTTP/1.1\nHost: x\n\n", 400, True),
     ("NUL in a header value", request("GET", "/healthz", [b"X-A: a\x00b"]), 400, True),
     ("HTTP/1.1 without Host", request("GET", "/healthz", host=False), 400, True),
@@ -94,7 +117,11 @@ FRAMING_CASES = [
     ("TRACE", request("TRACE", "/"), 405, False),
     ("CONNECT", request("CONNECT", "evil.example:443"), 400, True),
     ("DELETE on a view route", request("DELETE", "/abcdefghijkl"), 405, False),
-    ("target of 20 KB", request("GET", "/" + "a" * 20000), 431, True),
+    ("target of 20 KB", request("GET", "/" + "a" * 20000), 414, True),
+    ("target of 100 KB", request("GET", "/" + "a" * 100000), 414, True),
+    ("target of 9 KB", request("GET", "/" + "a" * 9000), 414, True),
+    ("200 fields of 100 bytes (21.9 KB)",
+     request("GET", "/healthz", [f"X-H{i:03d}: " + "a" * 92 for i in range(200)]), 431, True),
     ("5,000 header fields",
      request("GET", "/healthz", [f"X-{i}: y" for i in range(5000)]), 431, True),
     ("one header of 20 KB", request("GET", "/healthz", ["X-Big: " + "a" * 20000]), 431, True),
@@ -484,6 +511,157 @@ class SlowClientTest(SluiceTestCase):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)")
+class WireAnswersTest(SluiceTestCase):
+    """Answers that are not attacks but must still be what RFC 9110/9112 and the README say."""
+
+    def raw_head(self, s, data):
+        """The raw head (bytes) of the first response to `data` on a new connection."""
+        conn = RawConnection("127.0.0.1", s.port)
+        try:
+            conn.send(data)
+            while b"\r\n\r\n" not in conn.buf:
+                conn._fill()
+            return conn.buf.split(b"\r\n\r\n", 1)[0]
+        finally:
+            conn.close()
+
+    def test_304_and_204_carry_no_content_length(self):
+        s = self.server()
+        doc = s.create_ok(b"hello")
+        etag = s.get(f"/raw/{doc['id']}").header("ETag")
+        self.assertTrue(etag)
+        for method in ("GET", "HEAD"):
+            head = self.raw_head(s, request(method, f"/raw/{doc['id']}",
+                                            [f"If-None-Match: {etag}"]))
+            self.assertTrue(head.startswith(b"HTTP/1.1 304"), head)
+            self.assertNotIn(b"content-length", head.lower(), head)
+            record("wire", f"{method} answered 304", 304, None)
+        head = self.raw_head(s, request("DELETE", f"/api/v1/pastes/{doc['id']}",
+                                        [f"Authorization: Bearer {doc['delete_token']}"]))
+        self.assertTrue(head.startswith(b"HTTP/1.1 204"), head)
+        self.assertNotIn(b"content-length", head.lower(), head)
+        record("wire", "DELETE answered 204", 204, None)
+
+    def test_empty_lines_before_a_request_line_are_ignored(self):
+        s = self.server()
+        # On a fresh connection...
+        status, body, _ = send_raw(s.port, b"\r\n\r\n" + request("GET", "/healthz"))
+        self.assertEqual((status, body), (200, b"ok\n"))
+        # ...and between keep-alive requests (a CRLF after a body, as some clients send).
+        conn = RawConnection("127.0.0.1", s.port)
+        try:
+            conn.send(request("POST", CREATE, ["Content-Length: 5"], b"hello") + b"\r\n" +
+                      request("GET", "/healthz") + b"\r\n\r\n")
+            self.assertEqual(conn.read_response().status, 201)
+            res = conn.read_response()
+            self.assertEqual((res.status, res.body), (200, b"ok\n"))
+            conn.send(request("GET", "/healthz"))
+            self.assertEqual(conn.read_response().status, 200)
+        finally:
+            conn.close()
+        record("wire", "CRLF before the request line, fresh and kept alive", 200, False)
+
+    def test_a_get_with_a_small_body_is_answered_and_the_connection_kept(self):
+        s = self.server()
+        conn = RawConnection("127.0.0.1", s.port)
+        try:
+            conn.send(request("GET", "/healthz", ["Content-Length: 5"], b"hello") +
+                      request("GET", "/healthz", ["Transfer-Encoding: chunked"],
+                              b"3\r\nabc\r\n0\r\n\r\n") +
+                      request("GET", "/healthz"))
+            for _ in range(3):
+                res = conn.read_response()
+                self.assertEqual((res.status, res.body), (200, b"ok\n"))
+        finally:
+            conn.close()
+
+    def test_multipart_that_the_route_cannot_take_apart_is_refused_not_stored(self):
+        s = self.server()
+        form = (b"--xx\r\nContent-Disposition: form-data; name=\"file\"; filename=\"secret.txt\""
+                b"\r\n\r\nhello\r\n--xx--\r\n")
+        api = s.create(form, headers={"Content-Type": "multipart/form-data; boundary=xx"})
+        self.assertEqual(api.status, 415, api)
+        self.assertEqual(api.json()["reason"], "unsupported_media_type")
+        for content_type in ("multipart/form-data", "multipart/form-data; boundary=",
+                             "multipart/mixed; boundary=xx", "Multipart/Form-Data; charset=x"):
+            res = s.request("POST", "/", body=form, headers={"Content-Type": content_type})
+            self.assertEqual(res.status, 400, (content_type, res))
+            self.assertEqual(res.json()["reason"], "bad_multipart")
+            record("wire", f"POST / as {content_type}", res.status)
+        record("wire", "multipart to the raw-body API", api.status)
+        self.assertEqual(s.query("SELECT count(*) FROM pastes")[0][0], 0)
+        # A form with its boundary still works, and the raw API still takes any other text.
+        ok = s.request("POST", "/", body=form,
+                       headers={"Content-Type": "multipart/form-data; boundary=xx"})
+        self.assertEqual(ok.status, 201, ok)
+        self.assertEqual(s.create(b"plain", headers={"Content-Type": "text/plain"}).status, 201)
+
+    def test_the_delete_page_of_a_malformed_id_is_404(self):
+        s = self.server()
+        for path in ("/delete/abc", "/delete/abcdefghijk!", "/delete/..%2fmeta.db"):
+            res = s.get(path)
+            self.assertEqual(res.status, 404, (path, res))
+            self.assertEqual(res.json()["reason"], "not_found")
+            record("wire", f"GET {path}", res.status)
+        # A well-formed id still gets its confirmation page.
+        doc = s.create_ok(b"hello")
+        self.assertEqual(s.get(f"/delete/{doc['id']}?token=x").status, 200)
+
+    def test_parser_refusals_and_slow_reads_are_counted(self):
+        s = self.server(["--body-timeout", "1s"])
+        for data in (request("GET", "/" + "a" * 9000), b"GET / HTTP/1.1\r\nHost: x\r\n y\r\n\r\n",
+                     request("GET", "/healthz", [f"X-H{i:03d}: " + "a" * 92 for i in range(200)])):
+            send_raw(s.port, data)
+        m = s.metrics()
+        self.assertEqual(metric(m, "sluice_http_requests_total", route="unparsed", status="414"), 1)
+        self.assertEqual(metric(m, "sluice_http_requests_total", route="unparsed", status="400"), 1)
+        self.assertEqual(metric(m, "sluice_http_requests_total", route="unparsed", status="431"), 1)
+        # A client that asks for a large paste many times and never reads: the server's writes
+        # stall and are cut at body_timeout.
+        doc = s.create_ok(b"x" * 900_000)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(15)
+        sock.connect(("127.0.0.1", s.port))
+        try:
+            sock.sendall(request("GET", f"/raw/{doc['id']}") * 20)
+            self.assertTrue(wait_until(
+                lambda: metric(s.metrics(), "sluice_http_timeouts_total", phase="write") == 1,
+                timeout=15))
+        finally:
+            sock.close()
+        record("slow client", "never reads its answers", "cut off", True)
+
+    def test_a_wildcard_listen_address_hands_out_loopback_links(self):
+        for address, host in (("0.0.0.0", "127.0.0.1"), ("[::]", "[::1]")):
+            with self.subTest(address=address):
+                port = free_port()
+                s = WildcardServer(address, port=port)
+                self._servers.append(s)
+                self.addCleanup(self._finish_server, s)
+                s.start()
+                doc = s.create_ok(b"hello")
+                self.assertEqual(doc["url"], f"http://{host}:{port}/{doc['id']}")
+                self.assertTrue(doc["raw_url"].startswith(f"http://{host}:{port}/raw/"), doc)
+                self.assertIn("set public_url", s.log())
+                record("wire", f"links with --listen {address}:PORT", doc["url"].split("/")[2])
+                s.stop()
+
+
+class WildcardServer(SluiceServer):
+    """A server listening on a wildcard address instead of the harness's 127.0.0.1."""
+
+    def __init__(self, address, **kw):
+        super().__init__(**kw)
+        self.address = address
+
+    def command(self):
+        cmd = super().command()
+        at = cmd.index("--listen") + 1
+        cmd[at] = f"{self.address}:{self.requested_port}"
+        return cmd
+
+
 class DiskFullTest(SluiceTestCase):
     """The embedded store on a real, small filesystem that fills up."""
 

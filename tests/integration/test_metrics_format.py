@@ -90,7 +90,7 @@ class MetricsFormatTest(SluiceTestCase):
 
     def test_the_families_of_postgresql_redis_and_fault_injection_pass_too(self):
         # Families registered only with these parts: the meta pools (src/app/main.cc), the shared
-        # limiter (src/service/admission_control.cc), Redis (src/state/redis/), the fault rules
+        # limiter (src/service/admission_control.cc), Redis (src/store/redis/), the fault rules
         # (src/store/fault_injection.cc).
         redis = RedisServer().start()
         self.addCleanup(redis.stop)

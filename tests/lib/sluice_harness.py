@@ -34,6 +34,10 @@ DEFAULT_BIN = os.path.normpath(os.path.join(HERE, "..", "..", "build", "dev", "s
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
 LISTENING = re.compile(r"listening on (https?://\S+)")
+# A server built with sanitizers (make test-asan) prints a report and aborts; a report from a
+# highlight worker (a child process) only costs a view its colours, so every log is read for one.
+SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak|Thread|UndefinedBehavior)Sanitizer|"
+                              r"runtime error: ")
 LISTENING_LOCAL = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 
 
@@ -49,9 +53,12 @@ BACKEND_ARGS = shlex.split(os.environ.get("SLUICE_TEST_BACKEND_ARGS", ""))
 # production host (a 20 ms metadata read, a 50 ms insert) would turn a scheduling hiccup of a shared
 # CI machine into a 503. The overload suites (tests/scenario, tests/stack, the chaos lab) keep the
 # defaults or set their own.
-PATIENT_ARGS = ("--read-budget", "5s", "--meta-get-timeout", "2s", "--blob-get-timeout", "3s",
-                "--insert-timeout", "2s", "--put-timeout", "5s", "--create-budget", "10s",
-                "--delete-budget", "5s", "--cache-timeout", "1s")
+# `SluiceServer(patient=True)` adds each unless the test sets it itself.
+PATIENT_TIMEOUTS = {
+    "--read-budget": "5s", "--meta-get-timeout": "2s", "--blob-get-timeout": "3s",
+    "--insert-timeout": "2s", "--put-timeout": "5s", "--create-budget": "10s",
+    "--delete-budget": "5s", "--cache-timeout": "1s",
+}
 
 
 def _embedded_only():
@@ -121,16 +128,18 @@ class SluiceServer:
     """One sluice process (and its restarts) over one data dir."""
 
     def __init__(self, args=(), env=None, data_dir=None, port=0, keep_root=False,
-                 data_dir_flag=True, production_limits=False, cache=None):
+                 data_dir_flag=True, production_limits=False, cache=None, patient=False):
         self.args = list(args)
         if cache is not None:  # a RedisServer, or a URL such as redis://127.0.0.1:6379
             self.args += ["--cache", cache if isinstance(cache, str) else cache.url]
-        if not production_limits:
-            env_names = set((env or {}).keys())
-            for flag, value in RELAXED_LIMITS.items():
-                env_name = "SLUICE_" + flag[2:].upper().replace("-", "_")
-                if flag not in self.args and env_name not in env_names:
-                    self.args += [flag, value]
+        defaults = {} if production_limits else dict(RELAXED_LIMITS)
+        if patient:
+            defaults.update(PATIENT_TIMEOUTS)
+        env_names = set((env or {}).keys())
+        for flag, value in defaults.items():
+            env_name = "SLUICE_" + flag[2:].upper().replace("-", "_")
+            if flag not in self.args and env_name not in env_names:
+                self.args += [flag, value]
         self.env = dict(env or {})
         self.root = tempfile.mkdtemp(prefix="sluice-test-")
         self.data_dir = data_dir or os.path.join(self.root, "data")
@@ -213,10 +222,17 @@ class SluiceServer:
         self.proc = None
         _live.discard(self)
         self.last_returncode = code
+        self.check_no_sanitizer_report()
         if expect_code is not None and code != expect_code:
             raise AssertionError(f"sluice exited with status {code}, expected {expect_code}\n"
                                  f"--- server log ---\n{self.log()}")
         return code
+
+    def check_no_sanitizer_report(self):
+        report = SANITIZER_REPORT.search(self.log())
+        if report:
+            raise AssertionError(f"a sanitizer reported an error ({report.group(0)})\n"
+                                 f"--- server log ---\n{self.log()}")
 
     def kill(self):
         """kill -9, as a crash or power cut would."""
@@ -395,6 +411,8 @@ class SluiceTestCase(unittest.TestCase):
         try:
             if s.running():
                 s.stop(expect_code=0)
+            else:
+                s.check_no_sanitizer_report()
         finally:
             s.logs_at_end = s.log()
             s.cleanup()

@@ -133,8 +133,24 @@ boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
     asio::co_spawn(
         strand,
         [race, timer, attempt = std::move(attempt), call_deadline]() -> asio::awaitable<void> {
-          auto call = attempt(call_deadline);
-          Result<T> result = co_await std::move(call);
+          // The race holds the caller's completion and the caller's frame holds the race: a call
+          // never resumed (its loop torn down at exit) must still break that cycle, or the caller's
+          // frames leak.
+          struct ForgetUnanswered {
+            Race& race;
+            ~ForgetUnanswered() {
+              asio_glue::Completion<Result<T>> dropped;
+              std::lock_guard lock(race.mu);
+              if (!race.answered) dropped = std::move(race.answer);
+            }
+          } forget{*race};
+          Result<T> result = MakeError(ErrorCode::kInternal, "the call failed", "internal");
+          try {
+            auto call = attempt(call_deadline);
+            result = co_await std::move(call);
+          } catch (const std::exception& e) {
+            result = MakeError(ErrorCode::kInternal, e.what(), "internal");
+          }
           if (timer) timer->Cancel();
           race->Finish(std::move(result));
         },

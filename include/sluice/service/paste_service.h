@@ -116,8 +116,9 @@ class PasteService {
   /// or deleted pastes; Unavailable when a store fails, never NotFound, and Unavailable with reason
   /// "body_mismatch" when the blob store's body is not the one the row describes (never served,
   /// never cached). A cache hit costs no slot
-  /// and no limit; a miss takes the client's origin-read budget, a read slot, and (shared by every
-  /// concurrent reader of the id) one fill within the fill cap.
+  /// and no limit; a miss that joins a fill of the id already in flight costs nothing either; the
+  /// miss that leads a fill takes the client's origin-read budget, a read slot, and one fill
+  /// within the fill cap.
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
 
@@ -140,7 +141,11 @@ class PasteService {
   /// Success if `meta` is there; otherwise the outcome_unknown error.
   boost::asio::awaitable<Status> ConfirmInsert(const store::PasteMeta& meta, const Error& lost,
                                                admission::Deadline deadline);
-  boost::asio::awaitable<Result<CachedPaste>> FillShared(store::PasteId id, std::string client_key);
+  /// Leads or joins the fill of `id`. A leader first takes `client_key`'s origin-read budget and
+  /// a read slot; refused, it sets `refusal` and its joiners receive an error whose reason is
+  /// kLeaderRefused.
+  boost::asio::awaitable<Result<CachedPaste>> FillShared(
+      store::PasteId id, std::string client_key, std::shared_ptr<std::optional<Error>> refusal);
   /// The row from the shared metadata cache, or nullopt on a miss or any failure of the cache.
   boost::asio::awaitable<std::optional<store::PasteMeta>> SharedMeta(store::PasteId id,
                                                                      admission::Deadline deadline);

@@ -118,8 +118,8 @@ std::string RedactedRedisUrl(const RedisOptions& options);
 
 /// Redis through sluice's own RESP client on a thread of its own (one connection for commands, one
 /// for the invalidation channel), reconnecting with backoff. While disconnected every call fails at
-/// once with Unavailable. Never blocks the caller's thread. Defined in src/state/redis (link
-/// sluice_state_redis).
+/// once with Unavailable. Never blocks the caller's thread. Defined in src/store/redis (link
+/// sluice_store_redis).
 std::unique_ptr<SharedState> MakeRedisSharedState(RedisOptions options, const Clock& clock,
                                                   MetricsRegistry& metrics);
 

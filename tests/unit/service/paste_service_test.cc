@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
 #include "../../support/faulty_stores.h"
 #include "../../support/run_sync.h"
+#include "sluice/asio/completion.h"
 #include "sluice/service/body_check.h"
 #include "sluice/store/backends.h"
 #include "sluice/store/shared_state.h"
@@ -445,6 +450,100 @@ TEST(PasteCacheTest, TombstoneWinsOverARacingFill) {
   cache.Put(CachedPaste{store::PasteMeta{id, 0, 1, 1, {}, false, {}},
                         std::make_shared<const std::string>("x")});
   EXPECT_FALSE(cache.Get(id).has_value());
+}
+
+// ---- singleflight: joiners of a fill in flight ride along ------------------------------------
+
+// A blob store whose GETs wait until the test lets them go, so misses pile up on one fill.
+class HeldBlobStore final : public store::BlobStore {
+ public:
+  explicit HeldBlobStore(store::BlobStore& inner) : inner_(inner) {}
+  int gets = 0;
+
+  boost::asio::awaitable<Status> Put(store::PasteId id, std::shared_ptr<const std::string> body,
+                                     admission::Deadline d) override {
+    return inner_.Put(id, std::move(body), d);
+  }
+  boost::asio::awaitable<Result<std::string>> Get(store::PasteId id,
+                                                  admission::Deadline d) override {
+    ++gets;
+    auto waiting = asio_glue::AwaitCompletion<bool>(
+        [this](asio_glue::Completion<bool> done) { held_.push_back(std::move(done)); });
+    co_await std::move(waiting);
+    auto got = inner_.Get(id, d);
+    co_return co_await std::move(got);
+  }
+  boost::asio::awaitable<Status> Delete(store::PasteId id, admission::Deadline d) override {
+    return inner_.Delete(id, d);
+  }
+  boost::asio::awaitable<Result<std::vector<store::BlobInfo>>> List(
+      std::string after, size_t limit, admission::Deadline d) override {
+    return inner_.List(std::move(after), limit, d);
+  }
+  size_t Held() const { return held_.size(); }
+  void ReleaseAll() {
+    auto held = std::move(held_);
+    for (auto& done : held) done(true);
+  }
+
+ private:
+  store::BlobStore& inner_;
+  std::vector<asio_glue::Completion<bool>> held_;
+};
+
+TEST_F(PasteServiceTest, MissesThatJoinAFillInFlightSpendNoOriginReadBudget) {
+  // A budget of 2 origin reads for the client: the leader spends one, 63 joiners none.
+  AdmissionOptions tight = GenerousLimits();
+  tight.ip_read = {0.001, 2};
+  AdmissionControl admission{tight, clock_, metrics_};
+  HeldBlobStore held{*blob_impl_};
+  PasteCache cache{1 << 20};
+  PasteService service{meta_, held, cache, admission, clock_, metrics_, ServiceOptions{}};
+  const auto id = *store::PasteId::Parse("hot000000001");
+  store::PasteMeta row{id, clock_.UnixSeconds(), clock_.UnixSeconds() + 3600, 3, {}, false, {}};
+  ASSERT_TRUE(RunSync(meta_impl_->Insert(row, admission::Deadline::Never())).ok());
+  ASSERT_TRUE(RunSync(blob_impl_->Put(id, std::make_shared<const std::string>("hot"),
+                                      admission::Deadline::Never()))
+                  .ok());
+
+  boost::asio::io_context io;
+  std::vector<std::optional<Result<CachedPaste>>> reads(64);
+  FixedClient client;
+  for (auto& out : reads) {
+    boost::asio::co_spawn(
+        io,
+        [&service, &client, &out, id]() -> boost::asio::awaitable<void> {
+          auto reading = service.Read(client, id.view());
+          out.emplace(co_await std::move(reading));
+        },
+        boost::asio::detached);
+  }
+  io.poll();
+  // One fill reached the body store; everyone else is waiting on it.
+  ASSERT_EQ(held.gets, 1);
+  ASSERT_EQ(held.Held(), 1u);
+  held.ReleaseAll();
+  io.restart();
+  io.run();
+  size_t served = 0;
+  for (const auto& out : reads) {
+    ASSERT_TRUE(out.has_value());
+    if (out->ok()) {
+      ++served;
+      EXPECT_EQ(*(*out)->body, "hot");
+    } else {
+      ADD_FAILURE() << out->error().reason << ": " << out->error().message;
+    }
+  }
+  EXPECT_EQ(served, 64u);
+  EXPECT_EQ(held.gets, 1);
+  EXPECT_EQ(metrics_.GetCounter("sluice_fills_shared_total", "", {}).value(), 63u);
+  // The leader spent one unit of the budget of 2; the joiners none.
+  for (const auto& bucket : service.Budgets(client.Key()).buckets) {
+    if (bucket.name == "origin_get_ip") {
+      EXPECT_NEAR(bucket.available, 1, 0.01);
+    }
+  }
 }
 
 }  // namespace

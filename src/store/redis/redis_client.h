@@ -1,5 +1,5 @@
 // One connection to Redis over Boost.Asio (plain TCP or TLS), reconnecting with backoff: the client
-// under src/state/redis/redis_shared_state.cc.
+// under src/store/redis/redis_shared_state.cc.
 //
 // It is strict on purpose. Replies go to callers in the order the commands were sent, and each
 // command is followed on the wire by an ECHO of a tag unique to it: a reply that is missing, sent
@@ -27,7 +27,7 @@
 #include "sluice/common/result.h"
 #include "sluice/store/shared_state.h"
 
-namespace sluice::state {
+namespace sluice::store {
 
 /// A TLS context for `options`: the system's CAs, or only `options.ca_file` when set. Throws
 /// std::invalid_argument when that file cannot be read. Plain connections need one too (unused).
@@ -131,4 +131,4 @@ class RedisClient : public std::enable_shared_from_this<RedisClient> {
   int suppressed_warnings_ = 0;
 };
 
-}  // namespace sluice::state
+}  // namespace sluice::store

@@ -1,12 +1,12 @@
-// The RESP parser on its own: bytes in, replies or a protocol error out (src/state/redis/resp.h).
-#include "../../../src/state/redis/resp.h"
+// The RESP parser on its own: bytes in, replies or a protocol error out (src/store/redis/resp.h).
+#include "../../../../src/store/redis/resp.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace sluice::state::resp {
+namespace sluice::store::resp {
 namespace {
 
 // Every complete reply in `bytes`, fed in one piece; `status` is how parsing stopped.
@@ -181,4 +181,4 @@ TEST(RespParserTest, CommandsAreArraysOfBulkStrings) {
 }
 
 }  // namespace
-}  // namespace sluice::state::resp
+}  // namespace sluice::store::resp

@@ -12,7 +12,7 @@
 #include <random>
 #include <stdexcept>
 
-namespace sluice::state {
+namespace sluice::store {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -367,4 +367,4 @@ void RedisClient::ScheduleReconnect() {
   });
 }
 
-}  // namespace sluice::state
+}  // namespace sluice::store

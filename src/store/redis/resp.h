@@ -1,6 +1,6 @@
 // RESP2, the Redis wire protocol, as pure functions over bytes: no sockets, no clock, no threads,
 // so the fuzzer (fuzz/resp_fuzz.cc) and the unit tests (tests/unit/state/resp_test.cc) exercise
-// exactly what the client (src/state/redis/redis_client.cc) runs.
+// exactly what the client (src/store/redis/redis_client.cc) runs.
 //
 // The parser trusts nothing it reads. Every length is bounded before anything is allocated for it,
 // arrays nest only so deep, and anything that is not well-formed RESP2 is a protocol error that the
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sluice::state::resp {
+namespace sluice::store::resp {
 
 enum class Type { kSimple, kError, kInteger, kBulk, kNil, kArray };
 
@@ -76,4 +76,4 @@ void AppendCommand(std::string& out, const std::vector<std::string>& args);
 /// Parses a whole RESP integer ("-12", "0"): digits with an optional minus sign and no overflow.
 std::optional<int64_t> ParseInteger(std::string_view s);
 
-}  // namespace sluice::state::resp
+}  // namespace sluice::store::resp

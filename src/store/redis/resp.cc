@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace sluice::state::resp {
+namespace sluice::store::resp {
 
 std::optional<int64_t> ParseInteger(std::string_view s) {
   bool negative = false;
@@ -156,4 +156,4 @@ void AppendCommand(std::string& out, const std::vector<std::string>& args) {
   }
 }
 
-}  // namespace sluice::state::resp
+}  // namespace sluice::store::resp

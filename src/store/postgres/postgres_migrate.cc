@@ -14,7 +14,7 @@ namespace sluice::store {
 namespace {
 
 // Applied once each, in order, each in its own transaction. Never edit one that has shipped: add
-// the next. Same rows and meaning as the SQLite store's schema (src/meta/sqlite).
+// the next. Same rows and meaning as the SQLite store's schema (src/store/sqlite).
 constexpr const char* kMigrations[] = {
     // 1: pastes, their tombstones, and the outbox of body removals owed after a delete.
     R"sql(

@@ -1,8 +1,8 @@
-// The Lua scripts sluice runs in Redis (src/state/redis/redis_shared_state.cc); the client
+// The Lua scripts sluice runs in Redis (src/store/redis/redis_shared_state.cc); the client
 // benchmark (bench/run_redis_client_bench.sh) sends the bucket script too.
 #pragma once
 
-namespace sluice::state {
+namespace sluice::store {
 
 // ARGV[1] is "take" or "refund", then rate, burst and cost per key. A take answers {0} when every
 // bucket gave its tokens, or {i, tokens, seconds_to_wait, exceeds_burst} for the first bucket i
@@ -55,4 +55,4 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return redis.call('PUBLISH', ARGV[3], ARGV[4])
 )lua";
 
-}  // namespace sluice::state
+}  // namespace sluice::store

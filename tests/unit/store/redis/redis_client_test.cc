@@ -1,7 +1,7 @@
-// The RESP client (src/state/redis/redis_client.h) against an in-process server that speaks RESP
+// The RESP client (src/store/redis/redis_client.h) against an in-process server that speaks RESP
 // and misbehaves on request, so it runs in unit_tests and under the sanitizers. The real
 // redis-server is in tests/backend/redis_shared_state_test.cc.
-#include "../../../src/state/redis/redis_client.h"
+#include "../../../../src/store/redis/redis_client.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 #include <random>
 #include <thread>
 
-namespace sluice::state {
+namespace sluice::store {
 namespace {
 
 namespace asio = boost::asio;
@@ -410,4 +410,4 @@ TEST(RedisClientStressTest, ConcurrentCallsOfManyShapesEachGetTheirOwnReply) {
 }
 
 }  // namespace
-}  // namespace sluice::state
+}  // namespace sluice::store

@@ -21,7 +21,7 @@
 #include "sluice/asio/timer.h"
 #include "sluice/store/shared_state.h"
 
-namespace sluice::state {
+namespace sluice::store {
 
 namespace {
 
@@ -54,7 +54,7 @@ std::string Hex(const store::TokenHash& hash) {
 }
 
 // The entry names its own id, so that a value that reached the wrong caller (which the client's
-// tags should already prevent, src/state/redis/redis_client.h) cannot describe another paste. The
+// tags should already prevent, src/store/redis/redis_client.h) cannot describe another paste. The
 // body's checksum rides last ("-" for a row that has none).
 std::string EncodeMeta(const PasteMeta& m) {
   return fmt::format("2 {} {} {} {} {} {} {}", m.id.str(), m.created_at, m.expires_at, m.size_bytes,
@@ -164,9 +164,8 @@ class RedisSharedState final : public store::SharedState {
             "sluice_redis_bad_script_replies_total",
             "Limiter script replies of the wrong shape (each failed open, as no answer)")),
         gauges_(metrics) {
-    gauges_.Add("sluice_redis_connected",
-                             "1 while the command connection to Redis is up", {},
-                             [this] { return connected_.load() ? 1.0 : 0.0; });
+    gauges_.Add("sluice_redis_connected", "1 while the command connection to Redis is up", {},
+                [this] { return connected_.load() ? 1.0 : 0.0; });
     // Built here, on the caller's thread, so that an unreadable redis_ca_file stops the start.
     auto tls = MakeRedisTlsContext(options_);
     RedisClient::Hooks command_hooks;
@@ -422,13 +421,13 @@ class RedisSharedState final : public store::SharedState {
 
 }  // namespace
 
-}  // namespace sluice::state
+}  // namespace sluice::store
 
 namespace sluice::store {
 
 std::unique_ptr<SharedState> MakeRedisSharedState(RedisOptions options, const Clock& clock,
                                                   MetricsRegistry& metrics) {
-  return std::make_unique<state::RedisSharedState>(std::move(options), clock, metrics);
+  return std::make_unique<store::RedisSharedState>(std::move(options), clock, metrics);
 }
 
 }  // namespace sluice::store
