@@ -16,13 +16,13 @@ import time
 import unittest
 
 from rawhttp import free_port
-from sluice_harness import BACKEND_ARGS, PATIENT_ARGS, SluiceTestCase
+from sluice_harness import BACKEND_ARGS, SluiceTestCase
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ID = r"[0-9A-Za-z]{12}"
 # Every awkward byte of issue 13: CRLF, tabs, a BOM, 4-byte UTF-8, and the form/query specials.
 AWKWARD = "\ufeffa & b = c + d % e\r\n\tline two 🐍𝄞\r\n%41+%2B&x=1\n"
-ROOMY = ["--ip-create-rate", "1000", "--ip-create-burst", "1000", *PATIENT_ARGS]
+ROOMY = ["--ip-create-rate", "1000", "--ip-create-burst", "1000"]
 BOUNDARY = "----sluiceclients7f3a"
 
 
@@ -36,7 +36,7 @@ def multipart(name, value, filename=None):
 class ClientsTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
-        self.s = self.server(ROOMY)
+        self.s = self.server(ROOMY, patient=True)
 
     def raw(self, paste_id):
         res = self.s.get(f"/raw/{paste_id}")
@@ -89,7 +89,7 @@ class ClientsTest(SluiceTestCase):
             self.assertEqual(self.s.query("SELECT COUNT(*) FROM pastes"), [(0,)])
 
     def test_json_envelope_counts_against_the_declared_length(self):
-        s = self.server(["--max-paste-bytes", "100", *ROOMY])
+        s = self.server(["--max-paste-bytes", "100", *ROOMY], patient=True)
         small = json.dumps({"content": "x" * 100})
         self.assertEqual(s.create(small, headers={"Content-Type": "application/json"}).status, 201)
         # Refused from the headers: over the limit plus the envelope's allowance, body unread.
@@ -116,7 +116,7 @@ class ClientsTest(SluiceTestCase):
         self.assertIn("Python", page.text)
 
     def test_haste_refusal_keeps_a_message(self):
-        s = self.server(["--max-paste-bytes", "10", *ROOMY])
+        s = self.server(["--max-paste-bytes", "10", *ROOMY], patient=True)
         res = s.request("POST", "/documents", body="x" * 11)
         self.assertEqual(res.status, 413, res)
         self.assertTrue(res.json()["message"])

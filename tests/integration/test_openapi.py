@@ -10,7 +10,7 @@ import os
 import re
 import unittest
 
-from sluice_harness import PATIENT_ARGS, SluiceTestCase
+from sluice_harness import SluiceTestCase
 
 try:
     import yaml
@@ -42,8 +42,8 @@ class OpenApiTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
         self.spec = load_spec()
-        self.s = self.server(["--ip-create-rate", "1000", "--ip-create-burst", "1000",
-                              *PATIENT_ARGS])
+        self.s = self.server(["--ip-create-rate", "1000", "--ip-create-burst", "1000"],
+                             patient=True)
 
     def check(self, path, method, res):
         """res must be an answer documented for path/method."""
