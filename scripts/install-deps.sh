@@ -12,9 +12,11 @@ packages=(g++ cmake make pkg-config ccache
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
 # prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py).
-# slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py).
+# slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py);
+# pastebinit and wget are clients people already have (tests/integration/test_clients.py).
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
-  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest)
+  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
+  pastebinit wget)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;
@@ -46,6 +48,7 @@ fi
 if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ]; then
   # No browser download: the browser tests drive Debian's /usr/bin/chromium.
   if ! [ -d node_modules/s3rver ] || ! [ -d node_modules/playwright-core ] ||
+    ! [ -d node_modules/hastebin-gen ] || ! [ -d node_modules/@redocly/cli ] ||
     [ package-lock.json -nt node_modules/.package-lock.json ]; then
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
   fi

@@ -1,6 +1,7 @@
-# Varnish in front of sluice (the edge). It caches GET/HEAD of /{id} and /raw/{id} for as long as
-# the app's Cache-Control allows (the app bounds max-age by the paste's expiry and sends no-store on
-# every error), and passes everything else. Deleted pastes are purged by sluice's outbox worker:
+# Varnish in front of sluice (the edge). It caches GET/HEAD of /{id} (a page and a text variant,
+# kept apart by Vary: Accept) and /raw/{id} for as long as the app's Cache-Control allows (the app
+# bounds max-age by the paste's expiry and sends no-store on every error), and passes everything
+# else. Deleted pastes are purged by sluice's outbox worker:
 # run sluice with --edge-purge http://THIS_VARNISH:PORT.
 #
 # `make stack` starts Varnish with this file, the backend rewritten to the stack's nginx.
@@ -33,6 +34,17 @@ sub vcl_recv {
     # A paste is the same for everyone: no cookie or authorization makes it personal.
     unset req.http.Cookie;
     unset req.http.Authorization;
+    if (req.url !~ "^/raw/") {
+      # /{id} answers a page to browsers and the text to everyone else, with Vary: Accept
+      # (src/http/paste_handlers.cc). Accept is folded to the two answers the app tells apart
+      # (Request::WantsHtml: does it name text/html), so each paste has two variants, not one per
+      # browser's Accept string; a purge of the URL drops both.
+      if (req.http.Accept ~ "text/html") {
+        set req.http.Accept = "text/html";
+      } else {
+        set req.http.Accept = "text/plain";
+      }
+    }
     return (hash);
   }
   return (pass);

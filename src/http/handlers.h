@@ -34,6 +34,9 @@ using boost::asio::awaitable;
 
 awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx);
+awaitable<Reply> HandleCreateHaste(const Request& req, Context& ctx);
+awaitable<Reply> HandleDocument(const Request& req, Context& ctx);
+awaitable<Reply> HandleReadApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleRaw(const Request& req, Context& ctx);
 awaitable<Reply> HandleView(const Request& req, Context& ctx);
 awaitable<Reply> HandleDelete(const Request& req, Context& ctx);

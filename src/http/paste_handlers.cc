@@ -1,9 +1,12 @@
-// The paste routes: create (API, form, curl), raw, view, and the two ways to delete.
+// The paste routes: create (API, JSON, form, curl, haste), raw, view (negotiated), the JSON
+// read, haste's document read, and the two ways to delete.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "file_language.h"
 #include "handlers.h"
+#include "json_create.h"
 #include "multipart.h"
 #include "pages.h"
 #include "sluice/render/highlighter.h"
@@ -14,6 +17,10 @@ namespace {
 
 // Multipart framing (boundaries, part headers) allowed on top of the paste size limit.
 constexpr uint64_t kMultipartAllowance = 16 * 1024;
+// The JSON envelope's keys, quotes and escapes allowed on top of the limit, decided like the
+// multipart allowance from the headers alone. Escapes can grow a text up to six times (\u00XX), so
+// a text near the limit with many escapes is refused: the raw route has no overhead at all.
+constexpr uint64_t kJsonAllowance = 16 * 1024;
 
 std::string PasteUrl(const Context& ctx, std::string_view id) {
   return fmt::format("{}/{}", ctx.base_url, id);
@@ -34,6 +41,13 @@ std::string FromTextArea(std::string_view text) {
     out += text[i];
   }
   return out;
+}
+
+// A link with the file name's extension (/ID.rs) when it names a language, as haste's links do.
+std::string PasteUrl(const Context& ctx, std::string_view id, std::string_view language,
+                     std::string_view extension) {
+  if (extension.empty()) return PasteUrl(ctx, id, language);
+  return fmt::format("{}/{}.{}", ctx.base_url, id, extension);
 }
 
 std::string LanguageLabel(std::string_view language) {
@@ -64,6 +78,8 @@ struct CreateInput {
   std::string text;
   std::string ttl;
   std::string language;
+  /// From a file part's filename or the Sluice-Filename header.
+  std::string filename;
 };
 
 std::optional<Reply> ReadForm(std::string body, std::string_view boundary, CreateInput& in) {
@@ -73,7 +89,10 @@ std::optional<Reply> ReadForm(std::string body, std::string_view boundary, Creat
   }
   std::optional<std::string> content;
   for (const FormPart& part : *parts) {
-    if (part.name == "file" && !content) content = std::string(part.content);
+    if (part.name == "file" && !content) {
+      content = std::string(part.content);
+      if (part.filename) in.filename = *part.filename;
+    }
     if (part.name == "content" && !content) content = FromTextArea(part.content);
     if (part.name == "ttl" && in.ttl.empty()) in.ttl = std::string(part.content);
     if (part.name == "lang") in.language = std::string(part.content);
@@ -86,7 +105,18 @@ std::optional<Reply> ReadForm(std::string body, std::string_view boundary, Creat
   return std::nullopt;
 }
 
-enum class CreateFrom { kApi, kForm };
+// The JSON create's fields replace what the query and headers said.
+std::optional<Reply> ReadJson(CreateInput& in) {
+  auto decoded = DecodeJsonCreate(in.text);
+  if (!decoded.ok()) return Reply::Refuse(decoded.error());
+  in.text = std::move(decoded->content);
+  if (decoded->ttl) in.ttl = std::move(*decoded->ttl);
+  if (decoded->language) in.language = std::move(*decoded->language);
+  return std::nullopt;
+}
+
+// kHaste: haste's POST /documents, a raw body answered with {"key": ID}.
+enum class CreateFrom { kApi, kForm, kHaste };
 
 // A multipart envelope that this route cannot take apart, refused from the headers before any
 // of the body is read: stored as it came, it would publish the envelope (and the sender's local
@@ -94,7 +124,7 @@ enum class CreateFrom { kApi, kForm };
 std::optional<Reply> RefuseEnvelope(std::string_view content_type, CreateFrom from,
                                     bool has_boundary) {
   if (!IsMultipart(content_type) || has_boundary) return std::nullopt;
-  if (from == CreateFrom::kApi) {
+  if (from != CreateFrom::kForm) {
     return Reply::Refuse(ErrorCode::kInvalidArgument,
                          "this route takes the paste as the raw body, not a multipart form; send "
                          "the text as the body, or the form to POST /",
@@ -114,11 +144,12 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   if (auto refused = RefuseEnvelope(content_type, from, boundary.has_value())) {
     co_return std::move(*refused);
   }
+  const bool json = from == CreateFrom::kApi && IsJsonContentType(content_type);
   service::CreateHeaders headers{req.content_length, req.chunked};
   // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
   // never read, so the connection cannot be reused.
-  auto admitting =
-      ctx.service.AdmitCreate(req.client.Key(), headers, boundary ? kMultipartAllowance : 0);
+  const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
+  auto admitting = ctx.service.AdmitCreate(req.client.Key(), headers, allowance);
   auto ticket = co_await std::move(admitting);
   if (!ticket.ok()) co_return Reply::Refuse(ticket.error()).Closing();
   auto reading = req.body->Read(*headers.declared_length);
@@ -128,10 +159,27 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
     co_return Reply::Refuse(body.error(), slow ? 408 : 0).Closing();
   }
   CreateInput in{std::move(*body), req.Query("ttl").value_or(""),
-                 req.Query("lang").value_or("auto")};
+                 req.Query("lang").value_or("auto"),
+                 std::string(req.headers.Get("Sluice-Filename"))};
   if (in.ttl.empty()) in.ttl = std::string(req.headers.Get("Sluice-TTL"));
   if (boundary) {
     if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
+  }
+  if (json) {
+    if (auto refused = ReadJson(in)) co_return std::move(*refused);
+  }
+  // A file name's language is carried by the link's extension, unless a language was chosen. A
+  // plain-text name (notes.txt) keeps the bare link: the view would be plain either way.
+  std::string extension;
+  if (in.language == "auto") {
+    const std::string_view ext = FileExtension(in.filename);
+    const std::string language = LanguageForExtension(ext);
+    if (render::IsLanguage(language) &&
+        ext.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "abcdefghijklmnopqrstuvwxyz") == std::string_view::npos) {
+      extension = std::string(ext);
+      in.language = language;
+    }
   }
   const bool browser = from == CreateFrom::kForm && req.WantsHtml();
   // The page after a browser create shows the paste, so it keeps the text the service consumes.
@@ -140,10 +188,16 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   auto created = co_await std::move(creating);
   if (!created.ok()) co_return Reply::Refuse(created.error());
   const std::string id = created->id.str();
+  const std::string url =
+      extension.empty() ? PasteUrl(ctx, id) : PasteUrl(ctx, id, in.language, extension);
   Reply reply;
-  if (from == CreateFrom::kApi) {
+  if (from == CreateFrom::kHaste) {
+    // haste answers 200 (not 201), and its clients read only "key".
+    reply = Reply::Json(200, nlohmann::json{{"key", id}}.dump() + "\n");
+    reply.Set("X-Delete-Token", created->delete_token);
+  } else if (from == CreateFrom::kApi) {
     nlohmann::json j = {{"id", id},
-                        {"url", PasteUrl(ctx, id)},
+                        {"url", url},
                         {"raw_url", fmt::format("{}/raw/{}", ctx.base_url, id)},
                         {"delete_url", fmt::format("{}/api/v1/pastes/{}", ctx.base_url, id)},
                         {"expires_at", FormatUnixTime(created->expires_at)},
@@ -158,20 +212,55 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
     reply = Reply::Html(201, PastePage(page));
     reply.Set("X-Sluice-Rung", view.Tag());
   } else {
-    reply = Reply::Text(201, PasteUrl(ctx, id) + "\n");
+    reply = Reply::Text(201, url + "\n");
     reply.Set("X-Delete-Token", created->delete_token);
   }
-  reply.Set("Location", PasteUrl(ctx, id, in.language));
+  reply.Set("Location", PasteUrl(ctx, id, in.language, extension));
   reply.Set("Cache-Control", "no-store");
   co_return reply;
 }
 
-awaitable<Reply> Read(const Request& req, Context& ctx, bool raw) {
-  auto reading = ctx.service.Read(req.client, req.id);
+// kView answers the page to a browser and the text to everyone else (curl, wget, scripts), so
+// `curl URL` prints the paste; kDocument is haste's {"key", "data"}; kMeta the JSON API's read.
+enum class ReadAs { kRaw, kView, kDocument, kMeta };
+
+nlohmann::json MetaJson(const Context& ctx, const service::CachedPaste& paste, bool content) {
+  const std::string id = paste.meta.id.str();
+  nlohmann::json j = {{"id", id},
+                      {"size", paste.meta.size_bytes},
+                      {"created_at", FormatUnixTime(paste.meta.created_at)},
+                      {"expires_at", FormatUnixTime(paste.meta.expires_at)},
+                      {"url", PasteUrl(ctx, id)},
+                      {"raw_url", fmt::format("{}/raw/{}", ctx.base_url, id)},
+                      {"api_url", fmt::format("{}/api/v1/pastes/{}", ctx.base_url, id)}};
+  // No language is stored (it travels in links); what the view would detect is the best answer.
+  const std::string language = render::DetectLanguage(*paste.body);
+  if (!language.empty()) j["language"] = language;
+  if (content) j["content"] = *paste.body;
+  return j;
+}
+
+awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
+  // haste's links end in the extension of a language (/ID.py); so may a raw or haste read's.
+  std::string_view requested = req.id;
+  std::string link_language;
+  if (const size_t dot = requested.find('.'); dot != std::string_view::npos) {
+    link_language = LanguageForExtension(requested.substr(dot + 1));
+    requested = requested.substr(0, dot);
+  }
+  auto reading = ctx.service.Read(req.client, requested);
   auto paste = co_await std::move(reading);
   if (!paste.ok()) co_return Reply::Refuse(paste.error());
+  if (as == ReadAs::kDocument || as == ReadAs::kMeta) {
+    nlohmann::json j = as == ReadAs::kMeta
+                           ? MetaJson(ctx, *paste, req.Query("content").value_or("0") == "1")
+                           : nlohmann::json{{"key", paste->meta.id.str()}, {"data", *paste->body}};
+    co_return std::move(Reply::Json(200, j.dump() + "\n").Set("Cache-Control", "no-cache"));
+  }
+  const bool negotiated = as == ReadAs::kView;
+  const bool raw = as == ReadAs::kRaw || !req.WantsHtml();
   // Only names from the list go further (links, the ETag): the query is the client's to write.
-  std::string language = req.Query("lang").value_or("auto");
+  std::string language = req.Query("lang").value_or(link_language.empty() ? "auto" : link_language);
   if (language != "text" && !render::IsLanguage(language)) language = "auto";
   // The view's ETag names full quality only: a plain-rung answer carries none, so a visitor shed
   // under load revalidates into colours once the load is gone.
@@ -182,11 +271,13 @@ awaitable<Reply> Read(const Request& req, Context& ctx, bool raw) {
   const std::string_view if_none_match = req.headers.Get("If-None-Match");
   if (!if_none_match.empty() &&
       (if_none_match == "*" || if_none_match.find(etag) != std::string_view::npos)) {
-    co_return std::move(
-        Reply::Empty(304).Set("ETag", etag).Set("Cache-Control", std::move(cache_control)));
+    Reply reply = Reply::Empty(304);
+    if (negotiated) reply.Set("Vary", "Accept");
+    co_return std::move(reply.Set("ETag", etag).Set("Cache-Control", std::move(cache_control)));
   }
   if (raw) {
     Reply reply = Reply::Text(200, "");
+    if (negotiated) reply.Set("Vary", "Accept");
     reply.shared_body = paste->body;
     reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
     reply.Set("X-Content-Type-Options", "nosniff");
@@ -202,6 +293,7 @@ awaitable<Reply> Read(const Request& req, Context& ctx, bool raw) {
   Reply reply = Reply::Html(200, PastePage(MakePasteView(ctx, id, language, paste->meta.expires_at,
                                                          paste->body->size(), view)));
   reply.Set("X-Sluice-Rung", view.Tag());
+  reply.Set("Vary", "Accept");
   if (view.rung == admission::Rung::kPlain && !view.language.empty()) {
     reply.Set("Cache-Control", "no-cache");
   } else {
@@ -240,9 +332,25 @@ awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx) {
   return Create(req, ctx, CreateFrom::kForm);
 }
 
-awaitable<Reply> HandleRaw(const Request& req, Context& ctx) { return Read(req, ctx, true); }
+awaitable<Reply> HandleCreateHaste(const Request& req, Context& ctx) {
+  return Create(req, ctx, CreateFrom::kHaste);
+}
 
-awaitable<Reply> HandleView(const Request& req, Context& ctx) { return Read(req, ctx, false); }
+awaitable<Reply> HandleRaw(const Request& req, Context& ctx) {
+  return Read(req, ctx, ReadAs::kRaw);
+}
+
+awaitable<Reply> HandleView(const Request& req, Context& ctx) {
+  return Read(req, ctx, ReadAs::kView);
+}
+
+awaitable<Reply> HandleDocument(const Request& req, Context& ctx) {
+  return Read(req, ctx, ReadAs::kDocument);
+}
+
+awaitable<Reply> HandleReadApi(const Request& req, Context& ctx) {
+  return Read(req, ctx, ReadAs::kMeta);
+}
 
 awaitable<Reply> HandleDelete(const Request& req, Context& ctx) {
   const std::string_view auth = req.headers.Get("Authorization");

@@ -36,7 +36,8 @@ Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
       reply.content_type = "text/html; charset=utf-8";
       reply.body = ErrorPage(reply.status, reason, e.message, e.retry_after_seconds, now_unix);
     } else {
-      nlohmann::json j = {{"error", e.message}, {"reason", reason}};
+      // "message" repeats "error" for haste's clients, which print that field of a refusal.
+      nlohmann::json j = {{"error", e.message}, {"message", e.message}, {"reason", reason}};
       if (e.retry_after_seconds) j["retry_after"] = *e.retry_after_seconds;
       reply.content_type = "application/json";
       reply.body = j.dump() + "\n";

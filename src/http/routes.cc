@@ -104,6 +104,10 @@ std::vector<Route> DefaultRoutes() {
       {"/", {kPost}, HandleCreateForm, "create_form", RouteKind::kCreate},
       {"/api/v1/pastes", {kPost}, HandleCreateApi, "create_api", RouteKind::kCreate},
       {"/api/v1/pastes/{id}", {kDelete}, HandleDelete, "delete"},
+      {"/api/v1/pastes/{id}", read, HandleReadApi, "read_api"},
+      // haste's protocol (hastebin clients, editor plugins): create and read a document.
+      {"/documents", {kPost}, HandleCreateHaste, "create_haste", RouteKind::kCreate},
+      {"/documents/{id}", read, HandleDocument, "document"},
       {"/raw/{id}", read, HandleRaw, "raw"},
       {"/delete/{id}", {kGet, kHead, kPost}, HandleDeleteForm, "delete_form"},
       {"/healthz", read, HandleHealthz, "healthz"},

@@ -170,7 +170,8 @@ test('/status shows live numbers changing under load', async () => {
     const stopAt = Date.now() + 6000;
     while (Date.now() < stopAt) {
       await Promise.all([
-        ...Array.from({ length: 12 }, () => api.get(url + '?lang=python')),
+        ...Array.from({ length: 12 },
+          () => api.get(url + '?lang=python', { headers: { Accept: 'text/html' } })),
         api.post(busy.url + '/api/v1/pastes', { data: 'more\n' }),
       ]);
       seen.ok = Math.max(seen.ok, await legend('status', '200'));

@@ -491,9 +491,10 @@ class ReadTest(ApiTestCase):
 
     def test_view_if_none_match_is_304(self):
         doc = self.s.create_ok("view me")
-        etag = self.s.get(f"/{doc['id']}").header("ETag")
+        etag = self.s.get(f"/{doc['id']}", headers={"Accept": "text/html"}).header("ETag")
         self.assertTrue(etag)
-        self.assertStatus(self.s.get(f"/{doc['id']}", headers={"If-None-Match": etag}), 304)
+        self.assertStatus(self.s.get(f"/{doc['id']}",
+                                     headers={"Accept": "text/html", "If-None-Match": etag}), 304)
 
     def test_cache_control_max_age_is_bounded_by_expiry(self):
         doc = self.s.create_ok("ten minutes", ttl="10m")
@@ -519,7 +520,7 @@ class ReadTest(ApiTestCase):
 
     def test_head_view_is_200_without_body(self):
         doc = self.s.create_ok("head me")
-        res = self.s.head(f"/{doc['id']}")
+        res = self.s.head(f"/{doc['id']}", headers={"Accept": "text/html"})
         self.assertStatus(res, 200)
         self.assertEqual(res.body, b"")
         self.assertTrue(res.header("Content-Type").startswith("text/html"), res)
@@ -532,7 +533,7 @@ class ReadTest(ApiTestCase):
     def test_view_is_html_with_the_text_escaped(self):
         text = '<script>alert(1)</script> "quoted" \'single\' & amp'
         doc = self.s.create_ok(text)
-        res = self.s.get(f"/{doc['id']}")
+        res = self.s.get(f"/{doc['id']}", headers={"Accept": "text/html"})
         self.assertStatus(res, 200)
         self.assertTrue(res.header("Content-Type").startswith("text/html"), res)
         self.assertEqual(res.header("X-Content-Type-Options"), "nosniff")
@@ -552,7 +553,7 @@ class ReadTest(ApiTestCase):
 
     def test_view_of_unicode_text_shows_it(self):
         doc = self.s.create_ok(UNICODE_TEXT)
-        res = self.s.get(f"/{doc['id']}")
+        res = self.s.get(f"/{doc['id']}", headers={"Accept": "text/html"})
         self.assertStatus(res, 200)
         self.assertIn("text/html; charset=utf-8", res.header("Content-Type"))
         self.assertIn("日本語 🐍🚀", res.text)
@@ -592,7 +593,9 @@ class ReadTest(ApiTestCase):
                  ("DELETE", "/raw/ABCDEFGHIJKL", {"GET", "HEAD"}),
                  ("POST", "/raw/ABCDEFGHIJKL", {"GET", "HEAD"}),
                  ("PUT", "/ABCDEFGHIJKL", {"GET", "HEAD"}),
-                 ("GET", "/api/v1/pastes/ABCDEFGHIJKL", {"DELETE"}),
+                 ("PUT", "/api/v1/pastes/ABCDEFGHIJKL", {"DELETE", "GET", "HEAD"}),
+                 ("GET", "/documents", {"POST"}),
+                 ("DELETE", "/documents/ABCDEFGHIJKL", {"GET", "HEAD"}),
                  ("POST", "/healthz", {"GET", "HEAD"}),
                  ("DELETE", "/metrics", {"GET", "HEAD"}),
                  ("DELETE", "/", {"GET", "HEAD", "POST"})]

@@ -860,7 +860,8 @@ def view_ladder(lab, scale, duration=30.0, render_delay=0.2):
            "    return {'ok': True, 'total': total}\n"
     ids = [pid for pid, _ in lab.seed(20, lambda i: f"# view {i}\n" + code * 8, net=17)]
     stream = Stream("view", offered, duration, lambda i: Request(
-        "GET", f"/{ids[i % len(ids)]}", xff(client_ip(i % 200, 18))), target=lab.nginx,
+        "GET", f"/{ids[i % len(ids)]}", {**xff(client_ip(i % 200, 18)), "Accept": "text/html"}),
+        target=lab.nginx,
         keep_body=256, timeout=10)
     run = run_load(lab, res, [stream], sample_every=0.5)
     views = in_window(run.records("view"), run.t0 + 4, run.t0 + duration)

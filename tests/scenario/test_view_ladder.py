@@ -48,6 +48,12 @@ def key_bucket(key):
     return h % 100
 
 
+def browser(address):
+    """A browser's view request behind the balancer: only a browser gets the page (GET /{id} gives
+    other clients the text)."""
+    return {**xff(address), "Accept": "text/html"}
+
+
 def rung_of(record):
     tag = record.header("x-sluice-rung") or ""
     parts = dict(p.strip().split("=", 1) for p in tag.split(";")[1:] if "=" in p)
@@ -69,18 +75,20 @@ class ViewLadderTest(lg.ScenarioTestCase):
             # 15% plain text, 15% large, 70% small code spread over the keys.
             slot = i % 20
             if slot < 3:
-                return Request("GET", f"/{prose}", xff(client_ip(1000 + i, 61)), tag=("prose", None))
+                return Request("GET", f"/{prose}", browser(client_ip(1000 + i, 61)),
+                               tag=("prose", None))
             if slot < 6:
-                return Request("GET", f"/{large}?lang=python", xff(client_ip(2000 + i, 62)),
+                return Request("GET", f"/{large}?lang=python", browser(client_ip(2000 + i, 62)),
                                tag=("large", None))
             key = keys[i % KEYS]
-            return Request("GET", f"/{code}?lang=python", xff(key), tag=("code", key))
+            return Request("GET", f"/{code}?lang=python", browser(key), tag=("code", key))
 
         streams = [
             Stream("calm", CALM_RATE, CALM, view),
             Stream("overload", OVERLOAD_RATE, OVERLOAD, view, offset=CALM),
             Stream("after", AFTER_RATE, AFTER, lambda i: Request(
-                "GET", f"/{code}?lang=python", xff(keys[i % KEYS]), tag=("code", keys[i % KEYS])),
+                "GET", f"/{code}?lang=python", browser(keys[i % KEYS]),
+                tag=("code", keys[i % KEYS])),
                 offset=CALM + OVERLOAD),
         ]
         run, sampler = self.load(s, streams, sample_every=0.25)

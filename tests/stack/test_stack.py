@@ -128,7 +128,8 @@ class StackTest(unittest.TestCase):
         self.assertEqual((status, headers.get("X-Cache")), (200, "HIT"))
         self.assertEqual(s.request(s.edge, "GET", f"/raw/{paste_id}",
                                    headers={"If-None-Match": etag})[0], 304)
-        status, headers, body = s.request(s.edge, "GET", f"/{paste_id}")
+        status, headers, body = s.request(s.edge, "GET", f"/{paste_id}",
+                                          headers={"Accept": "text/html"})
         self.assertEqual(status, 200)
         self.assertIn("text/html", headers["Content-Type"])
         self.assertEqual(s.request(s.edge, "GET", "/raw/nosuchpaste1")[0], 404)

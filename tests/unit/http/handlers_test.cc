@@ -323,13 +323,68 @@ TEST_F(HandlersTest, TheDeleteLinkOnlyAsksAndItsFormDeletes) {
 
 TEST_F(HandlersTest, APlainTextViewIsAPageWithItsRungAndAnEtagPerLanguage) {
   const std::string id = CreateApi("<b>not bold</b>")["id"];
-  const Reply r = Call(HandleView, Method::kGet, "/" + id + "?lang=text", FakeHeaders{});
+  const Reply r =
+      Call(HandleView, Method::kGet, "/" + id + "?lang=text", FakeHeaders{{"Accept", "text/html"}});
   EXPECT_EQ(r.status, 200u);
   EXPECT_TRUE(r.content_type.starts_with("text/html"));
+  EXPECT_EQ(r.Get("Vary"), "Accept");
   EXPECT_EQ(r.body.find("<b>not bold"), std::string::npos);
   EXPECT_NE(r.body.find("&lt;b&gt;not bold"), std::string::npos);
   EXPECT_FALSE(r.Get("X-Sluice-Rung").empty());
   EXPECT_EQ(r.Get("ETag"), "\"" + id + "-text\"");
+}
+
+TEST_F(HandlersTest, AViewForAProgramIsTheTextWithTheHeadersOfRaw) {
+  const std::string id = CreateApi("<b>text</b>\n")["id"];
+  const Reply r = Call(HandleView, Method::kGet, "/" + id, FakeHeaders{{"Accept", "*/*"}});
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_TRUE(r.content_type.starts_with("text/plain"));
+  ASSERT_TRUE(r.shared_body);
+  EXPECT_EQ(*r.shared_body, "<b>text</b>\n");
+  EXPECT_EQ(r.Get("Vary"), "Accept");
+  EXPECT_EQ(r.Get("X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(r.Get("ETag"), "\"" + id + "\"");
+}
+
+TEST_F(HandlersTest, AJsonCreateStoresTheContentAndHostileJsonStoresNothing) {
+  const std::string envelope = R"({"content": "a\r\nb", "language": "python"})";
+  FakeBody body(envelope);
+  const FakeHeaders json{{"Content-Length", std::to_string(envelope.size())},
+                         {"Content-Type", "text/json"}};
+  const Reply r = Call(HandleCreateApi, Method::kPost, "/api/v1/pastes", json, &body);
+  ASSERT_EQ(r.status, 201u) << (r.error ? r.error->message : r.body);
+  const std::string id = nlohmann::json::parse(r.body)["id"];
+  EXPECT_NE(r.Get("Location").find("lang=python"), std::string_view::npos);
+  const Reply raw = Call(HandleRaw, Method::kGet, "/raw/" + id, FakeHeaders{});
+  ASSERT_TRUE(raw.shared_body);
+  EXPECT_EQ(*raw.shared_body, "a\r\nb");
+
+  const std::string hostile = R"({"content": "a", "content": "b"})";
+  FakeBody refused(hostile);
+  const FakeHeaders hostile_headers{{"Content-Length", std::to_string(hostile.size())},
+                                    {"Content-Type", "application/json"}};
+  const Reply bad =
+      Call(HandleCreateApi, Method::kPost, "/api/v1/pastes", hostile_headers, &refused);
+  EXPECT_EQ(bad.status, 400u);
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.error->reason, "bad_json");
+}
+
+TEST_F(HandlersTest, HasteCreatesWith200AndReadsItsDocument) {
+  const std::string text = "a=1&b=%41+c";
+  FakeBody body(text);
+  const FakeHeaders headers{{"Content-Length", std::to_string(text.size())},
+                            {"Content-Type", "application/x-www-form-urlencoded"}};
+  const Reply r = Call(HandleCreateHaste, Method::kPost, "/documents", headers, &body);
+  ASSERT_EQ(r.status, 200u) << (r.error ? r.error->message : r.body);
+  const std::string key = nlohmann::json::parse(r.body)["key"];
+  const Reply doc = Call(HandleDocument, Method::kGet, "/documents/" + key, FakeHeaders{});
+  EXPECT_EQ(doc.status, 200u);
+  EXPECT_EQ(nlohmann::json::parse(doc.body), (nlohmann::json{{"key", key}, {"data", text}}));
+  const Reply view =
+      Call(HandleView, Method::kGet, "/" + key + ".py", FakeHeaders{{"Accept", "text/html"}});
+  EXPECT_EQ(view.status, 200u);
+  EXPECT_EQ(view.Get("ETag"), "\"" + key + "-python\"");
 }
 
 TEST_F(HandlersTest, AnUnknownPasteIs404AndAMalformedIdToo) {

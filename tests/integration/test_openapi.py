@@ -1,0 +1,140 @@
+"""docs/openapi.yaml held against the real binary: every documented operation is called, and what it
+answers (status, media type, required JSON fields, documented headers) must be in the description;
+every route in src/http/routes.cc's table that the public may call is documented.
+
+Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_openapi
+"""
+
+import json
+import os
+import re
+import unittest
+
+from sluice_harness import SluiceTestCase
+
+try:
+    import yaml
+except ImportError:  # python3-yaml is a dependency of the test set; say so rather than fail oddly
+    yaml = None
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# Routes of the table kept out of the public description: the fault-injection switch (off unless
+# configured) and the static assets.
+UNDOCUMENTED = {"/debug/faults", "/static/{path...}"}
+
+
+def load_spec():
+    with open(os.path.join(ROOT, "docs", "openapi.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def deref(spec, node):
+    while isinstance(node, dict) and "$ref" in node:
+        target = spec
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+@unittest.skipIf(yaml is None, "python3-yaml is not installed")
+class OpenApiTest(SluiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.spec = load_spec()
+        self.s = self.server(["--ip-create-rate", "1000", "--ip-create-burst", "1000"],
+                             patient=True)
+
+    def check(self, path, method, res):
+        """res must be an answer documented for path/method."""
+        op = self.spec["paths"][path][method]
+        responses = op["responses"]
+        self.assertIn(str(res.status), responses, f"{method.upper()} {path}: undocumented {res!r}")
+        doc = deref(self.spec, responses[str(res.status)])
+        content = doc.get("content", {})
+        ctype = (res.header("Content-Type") or "").split(";")[0].strip()
+        if content:
+            self.assertIn(ctype, content, f"{method.upper()} {path} {res.status}: {ctype}")
+            schema = deref(self.spec, content[ctype].get("schema", {}))
+            if ctype == "application/json" and schema.get("type") == "object":
+                body = res.json()
+                for field in schema.get("required", []):
+                    self.assertIn(field, body, f"{method.upper()} {path} {res.status}")
+                if schema.get("additionalProperties") is False:
+                    self.assertLessEqual(set(body), set(schema["properties"]))
+        else:
+            self.assertEqual(res.body, b"", f"{method.upper()} {path} {res.status}: {res!r}")
+        for name in doc.get("headers", {}):
+            header = deref(self.spec, doc["headers"][name])
+            if name in ("Retry-After", "Vary", "X-Delete-Token", "Location") or \
+                    header.get("schema", {}).get("const"):
+                self.assertTrue(res.header(name), f"{method.upper()} {path} {res.status}: {name}")
+            const = header.get("schema", {}).get("const")
+            if const:
+                self.assertEqual(res.header(name), const)
+        return res
+
+    def test_every_documented_operation_answers_as_documented(self):
+        s = self.s
+        created = self.check("/api/v1/pastes", "post", s.create("hello\n"))
+        key, token = created.json()["id"], created.json()["delete_token"]
+        self.check("/api/v1/pastes", "post",
+                   s.create(json.dumps({"content": "x", "ttl": "1h"}),
+                            headers={"Content-Type": "application/json"}))
+        self.check("/api/v1/pastes", "post",
+                   s.create('{"content": 1}', headers={"Content-Type": "application/json"}))
+        self.check("/api/v1/pastes", "post", s.create("x", content_length=None))
+        self.check("/api/v1/pastes", "post", s.create("x", content_length=10**9))
+        self.check("/", "get", s.get("/"))
+        self.check("/", "post", s.request("POST", "/", body="form\n", headers={"Accept": "*/*"}))
+        self.check("/", "post", s.request("POST", "/", body="", headers={"Accept": "*/*"}))
+        self.check("/api/v1/pastes/{id}", "get", s.get(f"/api/v1/pastes/{key}"))
+        self.check("/api/v1/pastes/{id}", "get", s.get(f"/api/v1/pastes/{key}?content=1"))
+        self.check("/api/v1/pastes/{id}", "get", s.get("/api/v1/pastes/AAAAAAAAAAAA"))
+        raw = self.check("/raw/{id}", "get", s.get(f"/raw/{key}"))
+        self.check("/raw/{id}", "get", s.get(f"/raw/{key}",
+                                              headers={"If-None-Match": raw.header("ETag")}))
+        self.check("/raw/{id}", "get", s.get("/raw/AAAAAAAAAAAA"))
+        for accept in ("*/*", "text/html"):
+            view = self.check("/{id}", "get", s.get(f"/{key}", headers={"Accept": accept}))
+            self.check("/{id}", "get", s.get(f"/{key}", headers={
+                "Accept": accept, "If-None-Match": view.header("ETag")}))
+        self.check("/{id}", "get", s.get(f"/{key}.py", headers={"Accept": "text/html"}))
+        self.check("/{id}", "get", s.get("/AAAAAAAAAAAA"))
+        haste = self.check("/documents", "post", s.request("POST", "/documents", body="h\n"))
+        self.check("/documents/{id}", "get", s.get(f"/documents/{haste.json()['key']}"))
+        self.check("/documents/{id}", "get", s.get("/documents/AAAAAAAAAAAA"))
+        self.check("/delete/{id}", "get", s.get(f"/delete/{key}?token=x"))
+        for path in ("/healthz", "/metrics", "/api/v1/limits", "/status", "/api/v1/status"):
+            self.check(path, "get", s.get(path))
+        self.check("/api/v1/pastes/{id}", "delete", s.delete(key))
+        self.check("/api/v1/pastes/{id}", "delete", s.delete(key, token=token))
+        self.check("/api/v1/pastes/{id}", "delete", s.delete("AAAAAAAAAAAA", token="x"))
+        other = s.create_ok("again\n")
+        self.check("/delete/{id}", "post", s.request(
+            "POST", f"/delete/{other['id']}", body=f"token={other['delete_token']}",
+            headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"}))
+
+    def test_a_rate_limit_refusal_carries_its_documented_headers(self):
+        s = self.server(["--ip-create-rate", "0.001", "--ip-create-burst", "1"])
+        self.assertEqual(s.create("one\n").status, 201)
+        res = s.create("two\n")
+        self.assertEqual(res.status, 429, res)
+        self.s = s
+        self.check("/api/v1/pastes", "post", res)
+        for name in ("RateLimit-Policy", "RateLimit"):
+            self.assertTrue(res.header(name), res)
+        res = s.request("POST", "/documents", body="three\n")
+        self.check("/documents", "post", res)
+        self.assertTrue(res.json()["message"])
+
+    def test_every_public_route_is_documented(self):
+        with open(os.path.join(ROOT, "src", "http", "routes.cc")) as f:
+            table = f.read()
+        routes = set(re.findall(r'^\s*\{"(/[^"]*)",', table, re.M))
+        self.assertIn("/documents", routes)
+        self.assertEqual(routes - UNDOCUMENTED, set(self.spec["paths"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
