@@ -1,0 +1,215 @@
+#include "beast_request.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+
+#include "framing.h"
+
+namespace sluice::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using asio::awaitable;
+
+namespace {
+
+// Requests other than creates have no business sending more than this.
+constexpr uint64_t kSmallBodyLimit = 16 * 1024;
+
+}  // namespace
+
+std::optional<Refusal> FramingProblem(const bhttp::request_header<>& req) {
+  size_t hosts = 0, lengths = 0;
+  std::vector<std::string_view> encodings;
+  bool listed_length = false;
+  for (const auto& field : req) {
+    if (field.name() == bhttp::field::host) ++hosts;
+    if (field.name() == bhttp::field::content_length) {
+      ++lengths;
+      // Beast accepts "5, 5"; RFC 9110 8.6 lets a recipient refuse a list, and the README says
+      // a list is refused: two front ends may take different members of it.
+      listed_length |= !IsSingleLength({field.value().data(), field.value().size()});
+    }
+    if (field.name() == bhttp::field::transfer_encoding) {
+      encodings.emplace_back(field.value().data(), field.value().size());
+    }
+  }
+  if (req.version() == 11 && hosts != 1) {
+    return Refusal{400, "an HTTP/1.1 request needs exactly one Host"};
+  }
+  if (lengths > 1) return Refusal{400, "more than one Content-Length"};
+  if (listed_length) return Refusal{400, "a Content-Length that is not one number"};
+  if (!encodings.empty() && lengths > 0) {
+    return Refusal{400, "both Transfer-Encoding and Content-Length"};
+  }
+  if (!encodings.empty()) {
+    if (auto problem = CheckTransferCodings(encodings)) {
+      return Refusal{problem->status, problem->message};
+    }
+  }
+  const auto target = req.target();
+  if (target.empty() || (target.front() != '/' && !target.starts_with("http://") &&
+                         !target.starts_with("https://") && target != "*")) {
+    return Refusal{400, "a request target that is neither a path nor an absolute URL"};
+  }
+  return std::nullopt;
+}
+
+std::string ReasonFor(unsigned status) {
+  switch (status) {
+    case 414:
+      return "uri_too_long";
+    case 431:
+      return "header_too_large";
+    case 501:
+      return "not_implemented";
+    default:
+      return "bad_request";
+  }
+}
+
+Method ToMethod(bhttp::verb verb) {
+  switch (verb) {
+    case bhttp::verb::get:
+      return Method::kGet;
+    case bhttp::verb::head:
+      return Method::kHead;
+    case bhttp::verb::post:
+      return Method::kPost;
+    case bhttp::verb::put:
+      return Method::kPut;
+    case bhttp::verb::delete_:
+      return Method::kDelete;
+    case bhttp::verb::unknown:
+      return Method::kUnknown;
+    default:
+      return Method::kOther;
+  }
+}
+
+std::optional<uint64_t> DeclaredLength(const Parser& parser) {
+  const auto length = parser.content_length();
+  return length ? std::optional<uint64_t>(*length) : std::nullopt;
+}
+
+std::string_view BeastFields::Get(std::string_view name) const {
+  const auto it = header_.find(beast::string_view(name.data(), name.size()));
+  return it == header_.end() ? std::string_view() : View(it->value());
+}
+
+std::vector<std::string_view> BeastFields::All(std::string_view name) const {
+  std::vector<std::string_view> out;
+  const auto [first, last] = header_.equal_range(beast::string_view(name.data(), name.size()));
+  for (auto it = first; it != last; ++it) out.push_back(View(it->value()));
+  return out;
+}
+
+awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
+  if (beast::iequals(x_.parser.get()[bhttp::field::expect], "100-continue")) {
+    bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
+    x_.stream.expires_after(x_.edge.options.body_timeout);
+    boost::system::error_code ec;
+    co_await bhttp::async_write(x_.stream, go_on, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return MakeError(ErrorCode::kInvalidArgument, "client went away", "aborted");
+  }
+  x_.parser.body_limit(limit);
+  const ServerOptions& o = x_.edge.options;
+  const auto started = std::chrono::steady_clock::now();
+  x_.stream.expires_at(started + o.body_timeout);
+  // The stream closes the socket when its expiry fires, which would leave no way to answer, so
+  // the rate is watched by a timer of our own that only cancels the read: it is set to the
+  // moment the bytes so far stop sufficing (the average since `started` drops under
+  // min_body_rate, never before the grace), and moved on by every read. A client under the rate
+  // gets a 408 and its create slot back at once instead of holding it for body_timeout.
+  asio::steady_timer behind(x_.stream.get_executor());
+  uint64_t got = 0;
+  boost::system::error_code ec;
+  while (!x_.parser.is_done()) {
+    std::optional<std::chrono::steady_clock::time_point> falls_behind;
+    if (o.min_body_rate > 0) {
+      falls_behind =
+          started +
+          std::max<Duration>(o.min_body_rate_grace,
+                             std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+                                 static_cast<double>(got) / static_cast<double>(o.min_body_rate))));
+      if (std::chrono::steady_clock::now() >= *falls_behind) break;
+      behind.expires_at(*falls_behind);
+      // A wait already completed when the read ended may still run; once the reader is gone
+      // (and with it, perhaps, the stream) it must not touch the socket.
+      behind.async_wait([socket = &x_.stream.socket(),
+                         live = std::weak_ptr<int>(alive_)](boost::system::error_code wait_ec) {
+        if (!wait_ec && !live.expired()) {
+          boost::system::error_code ignored;
+          socket->cancel(ignored);
+        }
+      });
+    }
+    const size_t n = co_await bhttp::async_read_some(x_.stream, x_.buffer, x_.parser,
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+    behind.cancel();
+    got += n;
+    x_.consumed += n;
+    if (ec == asio::error::operation_aborted && falls_behind) {
+      ec.clear();  // our timer: the loop decides whether the client is behind
+      continue;
+    }
+    if (ec) break;
+  }
+  if (ec == beast::error::timeout) {
+    x_.edge.metrics.body_timeouts.Inc();
+    co_return MakeError(ErrorCode::kDeadlineExceeded,
+                        "the body did not arrive in full: " + ec.message(), "incomplete_body");
+  }
+  if (ec) {
+    co_return MakeError(ErrorCode::kInvalidArgument,
+                        "the body did not arrive in full: " + ec.message(), "incomplete_body");
+  }
+  if (!x_.parser.is_done()) {
+    x_.edge.metrics.body_rate_cuts.Inc();
+    co_return MakeError(
+        ErrorCode::kDeadlineExceeded,
+        fmt::format("the body arrived slower than {} bytes per second; nothing was saved",
+                    o.min_body_rate),
+        "body_too_slow");
+  }
+  co_return std::move(x_.parser.get().body());
+}
+
+awaitable<std::optional<Reply>> ReadSmallBody(Exchange& x) {
+  if (x.parser.is_done()) co_return std::nullopt;
+  const auto declared = x.parser.content_length();
+  if (declared && *declared > kSmallBodyLimit) {
+    co_return Reply::Refuse(ErrorCode::kTooLarge,
+                            "this route takes a body of at most 16 KB (it ignores it)",
+                            "body_too_large")
+        .Closing();
+  }
+  x.parser.body_limit(kSmallBodyLimit);
+  x.stream.expires_after(x.edge.options.body_timeout);
+  boost::system::error_code ec;
+  x.consumed += co_await bhttp::async_read(x.stream, x.buffer, x.parser,
+                                           asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) co_return std::nullopt;
+  if (ec == bhttp::error::body_limit) {
+    co_return Reply::Refuse(ErrorCode::kTooLarge,
+                            "this route takes a body of at most 16 KB (it ignores it)",
+                            "body_too_large")
+        .Closing();
+  }
+  if (ec == beast::error::timeout) {
+    x.edge.metrics.body_timeouts.Inc();
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument, "the body took too long to arrive",
+                            "body_timeout", 408)
+        .Closing();
+  }
+  co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                          "the body did not arrive in full: " + ec.message(), "incomplete_body")
+      .Closing();
+}
+
+}  // namespace sluice::http
