@@ -58,7 +58,7 @@ for round in $(seq "$ROUNDS"); do
   for format in raw json; do
     out="$work/$format-$round.txt"
     FORMAT=$format wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency \
-      -s bench/wrk/create_envelope.lua "$url" >"$out" 2>&1
+      -s bench/wrk/create.lua "$url" >"$out" 2>&1
     rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")
     p99=$(awk '$1 == "99%" {print $2}' "$out")
     bad=$(awk '/^non_201 / {print $2}' "$out")

@@ -2,9 +2,12 @@
 -- Every body is exactly BODY_BYTES bytes (default 10240): a fixed-width ASCII header naming the
 -- wrk thread, a per-thread counter and a random number, then UTF-8 text (with multi-byte
 -- characters) cut on a character boundary and padded with ASCII to the exact length.
+-- FORMAT=json sends the same text as the JSON create ({"content": ...}, Content-Type
+-- application/json), escapes and all, as pastebinit's would (bench/run_clients_bench.sh).
 -- Prints "status <code> <count>" lines and "non_201 <count>" in done(); the run script parses them.
 
 local body_bytes = tonumber(os.getenv("BODY_BYTES") or "10240")
+local format = os.getenv("FORMAT") or "raw"
 local threads = {}
 local thread_seq = 0
 
@@ -14,15 +17,19 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
-local filler
+local filler, escaped_filler
 local counter = 0
+
+local function json_escape(s)
+  return (s:gsub('\\', '\\\\'):gsub('"', '\\"'):gsub('\n', '\\n'))
+end
 statuses = {}  -- global: done() reads it through thread:get
 
 function init(args)
   statuses = {}
   math.randomseed(os.time() * 1000 + (tid or 0))
   -- UTF-8 text: ASCII, Latin-1 supplement (2 bytes), BMP symbols (3 bytes), emoji (4 bytes).
-  local unit = "The quick brown fox — naïve café, Grüße, 日本語のテキスト, ✓ ok 🚀\n"
+  local unit = "The quick brown fox — naïve café, \"Grüße\", 日本語のテキスト, ✓ ok 🚀\n"
   local parts, len = {}, 0
   while len < body_bytes do
     table.insert(parts, unit)
@@ -36,6 +43,9 @@ function init(args)
     cut = cut - 1
   end
   filler = text:sub(1, cut) .. string.rep(".", room - cut)
+  -- Escaped once here, not per request: wrk shares the machine's cores with the server, and the
+  -- client's work must not be what the JSON figure measures.
+  escaped_filler = json_escape(filler)
 end
 
 function request()
@@ -43,11 +53,14 @@ function request()
   local header = string.format("wrk thread %03d request %012d random %010d", tid or 0, counter,
                                math.random(0, 2147483646))
   header = header .. string.rep(" ", 63 - #header) .. "\n"
-  local body = header .. filler
+  local body, ctype = header .. filler, "text/plain; charset=utf-8"
+  if format == "json" then
+    -- The header line is plain ASCII ending in a newline: only that needs escaping.
+    body = '{"content": "' .. header:sub(1, -2) .. '\\n' .. escaped_filler .. '", "ttl": "1d"}'
+    ctype = "application/json"
+  end
   return wrk.format("POST", "/api/v1/pastes",
-                    { ["Content-Type"] = "text/plain; charset=utf-8",
-                      ["Content-Length"] = tostring(#body) },
-                    body)
+                    { ["Content-Type"] = ctype, ["Content-Length"] = tostring(#body) }, body)
 end
 
 function response(status, headers, body)
