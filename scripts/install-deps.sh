@@ -14,7 +14,7 @@ packages=(g++ cmake make pkg-config ccache
 # prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py).
 # slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py);
 # pastebinit and wget are clients people already have (tests/integration/test_clients.py).
-test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
+test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget)
 case "$profile" in

@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+// toml++ 3.3.0's parse_key() asserts a precondition its table-header parser does not ensure: a
+// config file holding `[=;` aborts a build with assertions on (fuzz/replay_main.cc found it in the
+// asan preset), while the same parser without them reports "expected bare key starting character".
+// Release builds compile its assertions out already (and g++ has no __builtin_assume to make them
+// assumptions), so every build now parses as the shipped one does.
+#define TOML_ASSERT(expr) static_assert(true)
 #include <toml++/toml.h>
 
 #include <algorithm>
