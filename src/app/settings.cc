@@ -295,6 +295,10 @@ constexpr SettingSpec kServeSettings[] = {
                     "unchecked"),
     ChoiceSetting("log_level", "info", "trace|debug|info|warn|error|critical|off",
                   "trace, debug, info, warn, error, critical or off"),
+    // Operating it (issue 15): logs to ship, the plan the alert rules weigh against.
+    NumberSetting("put_bytes_per_day_plan", "0", "0", "1e18",
+                  "Body bytes a day the plan allows, exported as sluice_plan_put_bytes_per_day "
+                  "for deploy/prometheus/sluice.rules.yml (0: no plan, no alert)"),
 };
 
 std::string Dashed(std::string_view key) {
