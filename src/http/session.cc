@@ -83,7 +83,8 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   } catch (const std::exception& e) {
     // A bug, not the client's fault: answered (nothing was sent yet) and logged, and the
     // connection closes, since the handler may have left the body half read.
-    spdlog::error("{} {}: uncaught exception: {}", View(req.method_string()), full_path, e.what());
+    spdlog::error("{} {}: uncaught exception: {} (request {})", View(req.method_string()),
+                  full_path, e.what(), x.request_id);
   }
   co_return Reply::Refuse(ErrorCode::kInternal, "internal error", "internal").Closing();
 }
@@ -271,7 +272,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const RequestClient client(peer, fields, edge->options.trusted_proxies);
     const std::string request_id =
         RequestIdFor(fields.Get("X-Request-Id"), peer, edge->options.trusted_proxies);
-    Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal};
+    Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal, request_id};
     size_t label_index = 0;
     Reply reply = co_await Dispatch(exchange, client, fields, label_index);
     const unsigned status = reply.status;
