@@ -49,8 +49,8 @@ std::string ClientKeyPrefix(std::string_view key) {
     for (int colons = 0; end < key.size(); ++end) {
       if (key[end] == ':' && ++colons == 3) break;
     }
-    if (end >= key.size()) return "?";
-    std::string_view head = key.substr(0, end);
+    // Fewer groups ("::/64", "fe80::/64"): what there is before the slash.
+    std::string_view head = end < key.size() ? key.substr(0, end) : key.substr(0, key.find('/'));
     while (head.ends_with(':')) head.remove_suffix(1);  // "2001:db8::/64" is "2001:db8" first
     return fmt::format("{}::/48", head);
   }
