@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "backends.h"
+#include "log_format.h"
 #include "paste_command.h"
 #include "server_process.h"
 #include "settings.h"
@@ -26,6 +27,7 @@ namespace {
 
 int Serve(const Settings& s) {
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
+  SetLogFormat(s.String("log_format"));
   const int code = ServerProcess(s).Run();
   spdlog::info("sluice stopped");
   return code;

@@ -97,6 +97,8 @@ http::ServerOptions ReadServer(const Settings& s) {
   auto trusted = admission::TrustedProxies::Parse(CommaList(s.String("trusted_proxy")));
   if (!trusted.ok()) throw std::invalid_argument("trusted_proxy: " + trusted.error().message);
   o.trusted_proxies = *trusted;
+  o.access_log = s.Boolean("access_log");
+  o.access_log_sample = s.Number("access_log_sample");
   o.listen = s.String("listen");
   o.max_connections = ConnectionCap(s.Integer("max_connections"));
   o.max_connections_per_client = s.Integer("max_connections_per_client");

@@ -1,5 +1,6 @@
 #include "server_process.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -8,7 +9,9 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "backends.h"
 #include "sluice/service/guarded_stores.h"
@@ -39,6 +42,22 @@ std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesyst
   // them is a bucket like any other.
   if (!s.String("meta").empty()) return std::nullopt;
   return std::optional<DataDirLock>(std::in_place, dir);
+}
+
+// processes > 1 means a fleet sharing limits through Redis; on an embedded store each process still
+// keeps its own pastes, and a paste made on one is 404 on the others (README, "Scale out").
+void WarnIfFleetOnEmbeddedStores(const Settings& s) {
+  const int64_t processes = s.Integer("processes");
+  if (processes <= 1) return;
+  std::vector<std::string> embedded;
+  if (s.String("meta").empty()) embedded.push_back("metadata in SQLite (meta is empty)");
+  if (s.String("blob") == "files") embedded.push_back("bodies in files (blob = files)");
+  if (embedded.empty()) return;
+  spdlog::warn(
+      "processes = {} but this process keeps {} in its own data dir: each process has its own "
+      "pastes, and a paste made on one is 404 on the others; a fleet needs PostgreSQL (meta) and "
+      "S3 (blob), see the README, 'Scale out'",
+      processes, fmt::join(embedded, " and "));
 }
 
 }  // namespace
@@ -130,8 +149,12 @@ ServerProcess::ServerProcess(const Settings& settings)
       server_(std::make_unique<http::HttpServer>(loops_.pointers(),
                                                  faults_.Control(options_.server), service_,
                                                  renderer_, metrics_, clock_)) {
+  WarnIfFleetOnEmbeddedStores(settings_);
   process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
                       ResidentBytes);
+  process_gauges_.Add("sluice_plan_put_bytes_per_day",
+                      "put_bytes_per_day_plan: body bytes a day the plan allows (0: none)", {},
+                      [plan = settings_.Number("put_bytes_per_day_plan")] { return plan; });
   AddMetaPoolGauges(*meta_backend_, meta_gauges_);
   budget_gauges_.Add("sluice_retry_budget_balance", "Retries the budget would allow now", {},
                      [this] { return retry_budget_.Balance(); });

@@ -301,6 +301,18 @@ constexpr SettingSpec kServeSettings[] = {
                     "unchecked"),
     ChoiceSetting("log_level", "info", "trace|debug|info|warn|error|critical|off",
                   "trace, debug, info, warn, error, critical or off"),
+    // Operating it (issue 15): logs to ship, the plan the alert rules weigh against.
+    NumberSetting("put_bytes_per_day_plan", "0", "0", "1e18",
+                  "Body bytes a day the plan allows, exported as sluice_plan_put_bytes_per_day "
+                  "for deploy/prometheus/sluice.rules.yml (0: no plan, no alert)"),
+    ChoiceSetting("log_format", "text", "text|json",
+                  "text: spdlog's lines; json: one object per line (time, level, message and, on "
+                  "access log lines, the request's fields)"),
+    BooleanSetting("access_log", "false",
+                   "One log line per request: request id, method, route, status, reason, client "
+                   "key prefix, latency (5xx always, the rest sampled)"),
+    NumberSetting("access_log_sample", "1", "0", "1",
+                  "Share of requests below 500 the access log writes, e.g. 0.01 (1: every one)"),
 };
 
 std::string Dashed(std::string_view key) {

@@ -81,6 +81,10 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                                             {{"outcome", "confirmed"}})),
       unknown_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
                                           {{"outcome", "unknown"}})),
+      // What the body store is billed for: the alert rules weigh it per day against a plan
+      // (deploy/prometheus/sluice.rules.yml, docs/operations.md).
+      put_bytes_(metrics.GetCounter("sluice_blob_put_bytes_total",
+                                    "Paste body bytes the body store accepted")),
       fills_(Result<CachedPaste>(
           MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
   if (shared_) {
@@ -203,6 +207,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     e.message = "the paste store is unavailable; nothing was saved, try again later";
     co_return WithRetryAfter(std::move(e));
   }
+  put_bytes_.Inc(meta.size_bytes);
   auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options_.insert_timeout));
   Status insert = co_await std::move(inserting);
   if (!insert.ok() && store::InsertOutcomeUnknown(insert.error())) {

@@ -52,6 +52,9 @@ struct ServerOptions {
   /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
   /// key is the socket peer and whatever a client writes in the header is ignored.
   admission::TrustedProxies trusted_proxies;
+  /// One log line per request (src/http/access_log.h): every 5xx, and this share of the rest.
+  bool access_log = false;
+  double access_log_sample = 1.0;
   /// Fault injection control (GET/PUT /debug/faults); both unset unless configuration enables
   /// fault injection, and then the route does not exist.
   std::function<std::string()> get_faults;

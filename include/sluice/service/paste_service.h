@@ -180,6 +180,7 @@ class PasteService {
   Counter& checksum_mismatches_;
   Counter& confirmed_inserts_;
   Counter& unknown_inserts_;
+  Counter& put_bytes_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 };
 
