@@ -78,6 +78,7 @@ start_app() {  # INDEX
   # when Redis is down); the shared buckets in Redis hold the tier's total.
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
+    --admin-listen "127.0.0.1:$((port + 1000))" \
     --meta "postgres://postgres@127.0.0.1:$pg_dial/sluice" \
     --cache "redis://127.0.0.1:$redis_dial" --processes "$processes" \
     --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_dial" \
