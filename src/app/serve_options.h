@@ -13,8 +13,8 @@
 #include "sluice/http/server.h"
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
-#include "sluice/service/moderation.h"
 #include "sluice/service/guarded_stores.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/worker/janitor.h"
 

@@ -47,7 +47,8 @@ std::optional<std::array<unsigned char, 32>> ReadAdminToken(const std::string& p
   }
   const size_t first = token.find_first_not_of(" \t\r\n");
   const size_t last = token.find_last_not_of(" \t\r\n");
-  if (first == std::string::npos) throw std::invalid_argument("admin_token_file: " + path + " is empty");
+  if (first == std::string::npos)
+    throw std::invalid_argument("admin_token_file: " + path + " is empty");
   token = token.substr(first, last - first + 1);
   if (token.size() < 16) {
     throw std::invalid_argument("admin_token_file: the token in " + path +

@@ -87,8 +87,7 @@ Result<std::chrono::seconds> BlockDuration(std::string_view text) {
   Result<Duration> d = ParseDuration(text);
   if (!d.ok()) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "duration must be like 30m, 12h or 7d: " + d.error().message,
-                     "bad_duration");
+                     "duration must be like 30m, 12h or 7d: " + d.error().message, "bad_duration");
   }
   return std::chrono::duration_cast<std::chrono::seconds>(*d);
 }
@@ -133,10 +132,10 @@ awaitable<Reply> HandleReportApi(const Request& req, Context& ctx) {
       ctx.moderation->Report(req.client.Key(), req.id, Field(*j, "reason"), Field(*j, "note"));
   Result<service::ReportReceipt> receipt = co_await std::move(reporting);
   if (!receipt.ok()) co_return Reply::Refuse(receipt.error());
-  co_return Uncached(Reply::Json(receipt->counted ? 202 : 200,
-                                 Dump({{"id", std::string(req.id)},
-                                       {"counted", receipt->counted},
-                                       {"under_review", receipt->withheld}})));
+  co_return Uncached(
+      Reply::Json(receipt->counted ? 202 : 200, Dump({{"id", std::string(req.id)},
+                                                      {"counted", receipt->counted},
+                                                      {"under_review", receipt->withheld}})));
 }
 
 // GET shows the form, its POST sends the report; a person reads either answer.
@@ -163,8 +162,7 @@ awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
     try {
       limit = std::clamp<size_t>(std::stoul(*text), 1, 1000);
     } catch (const std::exception&) {
-      co_return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number",
-                              "bad_limit");
+      co_return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number", "bad_limit");
     }
   }
   auto listing = ctx.moderation->OpenReports(limit);
@@ -240,8 +238,7 @@ awaitable<Reply> HandleAdminAudit(const Request&, Context& ctx) {
   if (!rows.ok()) co_return Reply::Refuse(rows.error());
   nlohmann::json out = nlohmann::json::array();
   for (const store::AuditEntry& e : *rows) {
-    out.push_back(
-        {{"at", e.at}, {"action", e.action}, {"target", e.target}, {"detail", e.detail}});
+    out.push_back({{"at", e.at}, {"action", e.action}, {"target", e.target}, {"detail", e.detail}});
   }
   co_return Uncached(Reply::Json(200, Dump({{"audit", out}})));
 }

@@ -3,8 +3,8 @@
 // site_handlers.cc.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <array>
+#include <boost/asio/awaitable.hpp>
 #include <functional>
 #include <optional>
 #include <string>

@@ -147,12 +147,12 @@ class GuardedMetaStore final : public store::MetaStore {
         [this, limit](Deadline cd) { return inner_.OpenReports(limit, cd); });
   }
   awaitable<Status> AddBlock(store::ClientBlock block, Deadline d) override {
-    return Unwrap(dep_.Call<Unit>(
-        {"block", t_.meta_delete, false}, d,
-        [this, block = std::move(block)](Deadline cd) -> awaitable<Result<Unit>> {
-          auto adding = inner_.AddBlock(block, cd);
-          co_return FromStatus(co_await std::move(adding));
-        }));
+    return Unwrap(
+        dep_.Call<Unit>({"block", t_.meta_delete, false}, d,
+                        [this, block = std::move(block)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto adding = inner_.AddBlock(block, cd);
+                          co_return FromStatus(co_await std::move(adding));
+                        }));
   }
   awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(int64_t now,
                                                                   Deadline d) override {
@@ -161,15 +161,14 @@ class GuardedMetaStore final : public store::MetaStore {
         [this, now](Deadline cd) { return inner_.ActiveBlocks(now, cd); });
   }
   awaitable<Status> AddAudit(store::AuditEntry entry, Deadline d) override {
-    return Unwrap(dep_.Call<Unit>(
-        {"audit", t_.meta_delete, false}, d,
-        [this, entry = std::move(entry)](Deadline cd) -> awaitable<Result<Unit>> {
-          auto adding = inner_.AddAudit(entry, cd);
-          co_return FromStatus(co_await std::move(adding));
-        }));
+    return Unwrap(
+        dep_.Call<Unit>({"audit", t_.meta_delete, false}, d,
+                        [this, entry = std::move(entry)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto adding = inner_.AddAudit(entry, cd);
+                          co_return FromStatus(co_await std::move(adding));
+                        }));
   }
-  awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(size_t limit,
-                                                              Deadline d) override {
+  awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(size_t limit, Deadline d) override {
     return dep_.Call<std::vector<store::AuditEntry>>(
         {"audit", t_.meta_delete, true}, d,
         [this, limit](Deadline cd) { return inner_.AuditTrail(limit, cd); });

@@ -68,8 +68,7 @@ Status Blocklist::Check(std::string_view prefix) {
   return Ok();
 }
 
-std::optional<store::ClientBlock> Blocklist::Find(std::string_view client_key,
-                                                  int64_t now) const {
+std::optional<store::ClientBlock> Blocklist::Find(std::string_view client_key, int64_t now) const {
   if (size_.load(std::memory_order_acquire) == 0) return std::nullopt;
   const auto address = AddressOfKey(client_key);
   std::lock_guard lock(mu_);
@@ -172,8 +171,8 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
       (meta->deleted && meta->moderation == store::Moderation::kNone) || meta->expires_at <= now) {
     co_return NotFound();
   }
-  auto adding =
-      meta_.AddReport(store::AbuseReport{*id, client_key, std::string(reason), note, now}, deadline);
+  auto adding = meta_.AddReport(store::AbuseReport{*id, client_key, std::string(reason), note, now},
+                                deadline);
   Result<store::ReportOutcome> outcome = co_await std::move(adding);
   if (!outcome.ok()) co_return WithRetryAfter(outcome.error());
   ReportReceipt receipt{outcome->counted, meta->moderation == store::Moderation::kWithheld};
@@ -220,18 +219,16 @@ awaitable<Status> ModerationService::Moderate(store::PasteMeta meta, store::Mode
 awaitable<void> ModerationService::Record(std::string action, std::string target,
                                           std::string detail, Deadline deadline) {
   spdlog::info("audit: action={} target={} detail={}", action, target, detail);
-  auto adding = meta_.AddAudit(
-      store::AuditEntry{clock_.UnixSeconds(), std::move(action), std::move(target),
-                        std::move(detail)},
-      deadline);
+  auto adding = meta_.AddAudit(store::AuditEntry{clock_.UnixSeconds(), std::move(action),
+                                                 std::move(target), std::move(detail)},
+                               deadline);
   if (Status added = co_await std::move(adding); !added.ok()) {
     // The action itself stands; the log line above is its record.
     spdlog::error("audit: row not stored: {}", added.error().message);
   }
 }
 
-awaitable<Result<std::vector<store::ReportSummary>>> ModerationService::OpenReports(
-    size_t limit) {
+awaitable<Result<std::vector<store::ReportSummary>>> ModerationService::OpenReports(size_t limit) {
   auto listing = meta_.OpenReports(limit, Deadline::After(clock_, options_.budget));
   Result<std::vector<store::ReportSummary>> out = co_await std::move(listing);
   if (!out.ok()) co_return WithRetryAfter(out.error());
@@ -304,10 +301,9 @@ awaitable<Result<store::ClientBlock>> ModerationService::Block(std::string prefi
     co_return WithRetryAfter(added.error());
   }
   blocks_.Add(block);
-  auto recording = Record("block", prefix,
-                          fmt::format("{} for {} s (until {})", reason, duration.count(),
-                                      block.until),
-                          deadline);
+  auto recording = Record(
+      "block", prefix, fmt::format("{} for {} s (until {})", reason, duration.count(), block.until),
+      deadline);
   co_await std::move(recording);
   co_return block;
 }
@@ -320,8 +316,7 @@ awaitable<Result<std::vector<store::AuditEntry>>> ModerationService::Audit(size_
 }
 
 awaitable<Status> ModerationService::LoadBlocks() {
-  auto reading =
-      meta_.ActiveBlocks(clock_.UnixSeconds(), Deadline::After(clock_, options_.budget));
+  auto reading = meta_.ActiveBlocks(clock_.UnixSeconds(), Deadline::After(clock_, options_.budget));
   Result<std::vector<store::ClientBlock>> blocks = co_await std::move(reading);
   if (!blocks.ok()) co_return blocks.error();
   blocks_.Replace(std::move(*blocks));

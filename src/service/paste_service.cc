@@ -124,11 +124,10 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
   // Before the buckets: a blocked client spends nothing and learns why.
   if (blocks_) {
     if (auto block = blocks_->Find(client_key, clock_.UnixSeconds())) {
-      co_return MakeError(
-          ErrorCode::kPermissionDenied,
-          fmt::format("new pastes from {} are blocked until {} (Unix time): {}", block->prefix,
-                      block->until, block->reason),
-          "blocked");
+      co_return MakeError(ErrorCode::kPermissionDenied,
+                          fmt::format("new pastes from {} are blocked until {} (Unix time): {}",
+                                      block->prefix, block->until, block->reason),
+                          "blocked");
     }
   }
   auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);

@@ -90,8 +90,8 @@ class ModerationService {
   /// ResourceExhausted (report_rate), Unavailable (the store). Withholds the paste when it reaches
   /// hide_threshold distinct clients.
   boost::asio::awaitable<Result<ReportReceipt>> Report(std::string client_key,
-                                                       std::string_view id_text,
-                                                       std::string reason, std::string note);
+                                                       std::string_view id_text, std::string reason,
+                                                       std::string note);
 
   // The operator's side. Each action logs an audit line and appends an audit row.
   boost::asio::awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(size_t limit);

@@ -119,13 +119,12 @@ class PasteService {
                                                       std::string_view ttl);
 
   /// Returns a live paste: Withheld (reason under_review or taken_down) for a paste moderation
-  /// withholds, whatever else its row says; NotFound for malformed ids (without touching storage), absent, expired
-  /// or deleted pastes; Unavailable when a store fails, never NotFound, and Unavailable with reason
-  /// "body_mismatch" when the blob store's body is not the one the row describes (never served,
-  /// never cached). A cache hit costs no slot
-  /// and no limit; a miss that joins a fill of the id already in flight costs nothing either; the
-  /// miss that leads a fill takes the client's origin-read budget, a read slot, and one fill
-  /// within the fill cap.
+  /// withholds, whatever else its row says; NotFound for malformed ids (without touching storage),
+  /// absent, expired or deleted pastes; Unavailable when a store fails, never NotFound, and
+  /// Unavailable with reason "body_mismatch" when the blob store's body is not the one the row
+  /// describes (never served, never cached). A cache hit costs no slot and no limit; a miss that
+  /// joins a fill of the id already in flight costs nothing either; the miss that leads a fill
+  /// takes the client's origin-read budget, a read slot, and one fill within the fill cap.
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
 

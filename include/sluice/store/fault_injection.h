@@ -56,8 +56,8 @@ const char* FaultKindName(FaultRule::Kind kind);
 
 /// The concrete targets a decorator reports, in a fixed order.
 inline constexpr std::array<std::string_view, 10> kFaultTargets = {
-    "blob.put",   "blob.get",          "blob.delete", "blob.list",  "meta.insert",
-    "meta.get",   "meta.mark_deleted", "meta.outbox", "meta.sweep", "meta.moderation"};
+    "blob.put", "blob.get",          "blob.delete", "blob.list",  "meta.insert",
+    "meta.get", "meta.mark_deleted", "meta.outbox", "meta.sweep", "meta.moderation"};
 
 /// A set of rules. A value type; copy freely.
 class FaultPlan {

@@ -83,8 +83,8 @@ class MetaStore {
 
   /// Records a report unless this client key already reported this paste (then not counted).
   /// Returns whether it counted and how many distinct keys have an open report of the paste.
-  virtual boost::asio::awaitable<Result<ReportOutcome>> AddReport(
-      AbuseReport report, admission::Deadline deadline) = 0;
+  virtual boost::asio::awaitable<Result<ReportOutcome>> AddReport(AbuseReport report,
+                                                                  admission::Deadline deadline) = 0;
 
   /// Sets the paste's moderation state with its reason and time; NotFound if there is no row.
   /// kWithheld also enqueues an edge purge (OutboxEntry::kPurgeEdge) in the same transaction;

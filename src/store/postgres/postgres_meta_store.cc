@@ -482,8 +482,7 @@ class PgMetaStore final : public PostgresMetaStore {
         "VALUES ($1, $2, $3, $4, $5, true) ON CONFLICT DO NOTHING RETURNING 1) "
         "SELECT (SELECT count(*) FROM added), "
         "(SELECT count(*) FROM reports WHERE paste_id = $1 AND open)",
-        {P(report.id.view()), P(report.client_key), P(report.reason), P(report.note),
-         P(report.at)},
+        {P(report.id.view()), P(report.client_key), P(report.reason), P(report.note), P(report.at)},
         [](const PGresult* r) -> Result<ReportOutcome> {
           ReportOutcome out;
           out.counted = Int(r, 0, 0) > 0;

@@ -74,9 +74,8 @@ std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) 
   unsigned long long size = 0;
   int fields = 0;
   if (text.find('\0') != std::string::npos ||
-      (fields = std::sscanf(text.c_str(), "%d %32s %lld %lld %llu %64s %d %64s %d", &version,
-                            named, &created, &expires, &size, hex, &deleted, digest,
-                            &moderation)) < 7 ||
+      (fields = std::sscanf(text.c_str(), "%d %32s %lld %lld %llu %64s %d %64s %d", &version, named,
+                            &created, &expires, &size, hex, &deleted, digest, &moderation)) < 7 ||
       version != 2 || id.str() != named || std::strlen(hex) != 2 * m.token_hash.size()) {
     return std::nullopt;
   }

@@ -200,8 +200,7 @@ class SqliteMetaStore final : public MetaStore {
               if (!id) continue;  // unreachable: only parsed ids are ever written
               const auto kind = s.Text(4) == "purge_edge" ? OutboxEntry::Kind::kPurgeEdge
                                                           : OutboxEntry::Kind::kDeleteBody;
-              out.push_back(
-                  OutboxEntry{s.Int(0), *id, kind, static_cast<int>(s.Int(2)), s.Int(3)});
+              out.push_back(OutboxEntry{s.Int(0), *id, kind, static_cast<int>(s.Int(2)), s.Int(3)});
             }
             if (rc != SQLITE_DONE) return StorageError(db, "outbox");
             return out;
@@ -350,22 +349,21 @@ class SqliteMetaStore final : public MetaStore {
 
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline) override {
-    return asio_glue::RunBlocking(
-        *pools_.read, [this, limit]() -> Result<std::vector<AuditEntry>> {
-          return WithReader([&](Db& db) -> Result<std::vector<AuditEntry>> {
-            Statement& s = db.Prepare(
-                "SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT ?");
-            s.Bind(1, static_cast<int64_t>(limit));
-            std::vector<AuditEntry> out;
-            int rc;
-            while ((rc = s.Step()) == SQLITE_ROW) {
-              out.push_back(AuditEntry{s.Int(0), std::string(s.Text(1)), std::string(s.Text(2)),
-                                       std::string(s.Text(3))});
-            }
-            if (rc != SQLITE_DONE) return StorageError(db, "audit");
-            return out;
-          });
-        });
+    return asio_glue::RunBlocking(*pools_.read, [this, limit]() -> Result<std::vector<AuditEntry>> {
+      return WithReader([&](Db& db) -> Result<std::vector<AuditEntry>> {
+        Statement& s =
+            db.Prepare("SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT ?");
+        s.Bind(1, static_cast<int64_t>(limit));
+        std::vector<AuditEntry> out;
+        int rc;
+        while ((rc = s.Step()) == SQLITE_ROW) {
+          out.push_back(AuditEntry{s.Int(0), std::string(s.Text(1)), std::string(s.Text(2)),
+                                   std::string(s.Text(3))});
+        }
+        if (rc != SQLITE_DONE) return StorageError(db, "audit");
+        return out;
+      });
+    });
   }
 
  private:
@@ -554,8 +552,7 @@ class SqliteMetaStore final : public MetaStore {
     insert.Bind(5, r.at);
     if (Status s = Done(db, insert, "report"); !s.ok()) return s;
     op.outcome->counted = sqlite3_changes(db.raw()) > 0;
-    Statement& count =
-        db.Prepare("SELECT COUNT(*) FROM reports WHERE paste_id = ? AND open = 1");
+    Statement& count = db.Prepare("SELECT COUNT(*) FROM reports WHERE paste_id = ? AND open = 1");
     count.Bind(1, r.id.view());
     if (count.Step() != SQLITE_ROW) return StorageError(db, "count reports");
     op.outcome->open_reports = count.Int(0);
@@ -584,16 +581,15 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   Status Apply(Db& db, const AddBlockOp& op) {
-    Statement& s = db.Prepare(
-        "INSERT INTO blocks (prefix, reason, created_at, until) VALUES (?, ?, ?, ?)");
+    Statement& s =
+        db.Prepare("INSERT INTO blocks (prefix, reason, created_at, until) VALUES (?, ?, ?, ?)");
     s.Bind(1, op.block.prefix).Bind(2, op.block.reason).Bind(3, op.block.created_at);
     s.Bind(4, op.block.until);
     return Done(db, s, "block");
   }
 
   Status Apply(Db& db, const AddAuditOp& op) {
-    Statement& s =
-        db.Prepare("INSERT INTO audit (at, action, target, detail) VALUES (?, ?, ?, ?)");
+    Statement& s = db.Prepare("INSERT INTO audit (at, action, target, detail) VALUES (?, ?, ?, ?)");
     s.Bind(1, op.entry.at).Bind(2, op.entry.action).Bind(3, op.entry.target);
     s.Bind(4, op.entry.detail);
     return Done(db, s, "audit");
