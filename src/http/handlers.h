@@ -34,7 +34,7 @@ struct Context {
   /// Reports (public) and the review (admin listener); null when moderation is not set up.
   service::ModerationService* moderation = nullptr;
   /// Admin listener only: the SHA-256 of its bearer token; unset refuses every request.
-  std::optional<std::array<unsigned char, 32>> admin_token_sha256;
+  std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
 };
 
 using boost::asio::awaitable;

@@ -11,7 +11,10 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import json
 import unittest
 
-from sluice_harness import SluiceServer, SluiceTestCase, wait_until
+import os
+import tempfile
+
+from sluice_harness import SluiceServer, SluiceTestCase, run_sluice, wait_until
 
 
 def report(s, paste_id, client, reason="spam", note=""):
@@ -178,6 +181,36 @@ class ModerationTest(SluiceTestCase):
                              400, "bad_duration")
         actions = [(a["action"], a["target"]) for a in self.admin("GET", "/admin/audit").json()["audit"]]
         self.assertIn(("block", "203.0.113.0/24"), actions)
+
+
+    # ---- sluice admin ----------------------------------------------------------------------
+
+    def test_sluice_admin_cli(self):
+        paste_id = self.create("cli text")
+        base = ["admin", "--admin", f"http://127.0.0.1:{self.s.admin_port}",
+                "--token-file", self.s.admin_token_file]
+        res = run_sluice(base + ["show", paste_id])
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(json.loads(res.stdout)["content"], "cli text")
+        res = run_sluice(base + ["takedown", paste_id, "--reason", "from the cli"])
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertJsonError(self.s.get(f"/raw/{paste_id}"), 451, "taken_down")
+        res = run_sluice(base + ["block", "198.18.0.0/24", "--for", "10m", "--reason", "cli"])
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(json.loads(res.stdout)["prefix"], "198.18.0.0/24")
+        refused = self.s.request("POST", "/api/v1/pastes", body="x",
+                                 headers={"X-Forwarded-For": "198.18.0.5"})
+        self.assertJsonError(refused, 403, "blocked")
+        res = run_sluice(base + ["audit"])
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertIn("from the cli", res.stdout)
+        with tempfile.NamedTemporaryFile("w", suffix=".token", delete=False) as f:
+            f.write("not-the-admin-token-at-all\n")
+        self.addCleanup(os.unlink, f.name)
+        res = run_sluice(["admin", "--admin", f"http://127.0.0.1:{self.s.admin_port}",
+                          "--token-file", f.name, "reports"])
+        self.assertEqual(res.returncode, 1, res)
+        self.assertIn("401", res.stderr)
 
 
 class AdminWithoutTokenTest(SluiceTestCase):

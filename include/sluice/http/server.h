@@ -66,7 +66,7 @@ struct ServerOptions {
   bool metrics_on_public = true;
   /// Admin side: the SHA-256 of the bearer token every request must carry; unset, every request is
   /// refused with 401 (no token file was configured).
-  std::optional<std::array<unsigned char, 32>> admin_token_sha256;
+  std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
   /// Admin side: the moderation use-cases (reports, takedowns, blocks); may be null.
   service::ModerationService* moderation = nullptr;
 };
