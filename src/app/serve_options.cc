@@ -83,6 +83,7 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.adaptive_target = s.Duration("aimd_target");
   a.read_slots = s.Integer("read_slots");
   a.ip_read = {s.Number("ip_read_rate"), s.Number("ip_read_burst")};
+  a.ip_report = {s.Number("report_rate"), s.Number("report_burst")};
   a.fill_cap = s.Integer("fill_cap");
   a.fill_cap_per_client = s.Integer("fill_cap_per_client");
   a.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));
@@ -110,6 +111,7 @@ http::ServerOptions ReadServer(const Settings& s) {
   o.min_body_rate = s.Integer("min_body_rate");
   o.min_body_rate_grace = s.Duration("min_body_rate_grace");
   o.drain_timeout = s.Duration("drain_timeout");
+  o.metrics_on_public = s.Boolean("metrics_on_public");
   return o;
 }
 
@@ -168,6 +170,10 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.janitor.orphan_age_floor = In<std::chrono::seconds>(s, "orphan_age_floor");
   o.render = ReadRender(s);
   o.server = ReadServer(s);
+  o.moderation.hide_threshold = s.Integer("report_hide_threshold");
+  o.moderation.shared_meta_ttl = o.service.shared_meta_ttl;
+  o.admin_listen = s.String("admin_listen");
+  o.admin_token_file = s.String("admin_token_file");
   return o;
 }
 

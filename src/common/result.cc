@@ -20,6 +20,10 @@ const char* ErrorCodeName(ErrorCode code) {
       return "deadline_exceeded";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kPermissionDenied:
+      return "forbidden";
+    case ErrorCode::kWithheld:
+      return "withheld";
   }
   return "internal";
 }

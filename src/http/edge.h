@@ -85,7 +85,9 @@ struct Edge {
   Edge(ServerOptions options_in, Context context_in, MetricsRegistry& registry)
       : options(std::move(options_in)),
         context(std::move(context_in)),
-        routes(DefaultRoutes()),
+        routes(options.surface == ServerOptions::Surface::kAdmin
+                   ? AdminRoutes()
+                   : DefaultRoutes(options.metrics_on_public)),
         metrics(registry, routes),
         connections_per_client(options.max_connections_per_client),
         reserved_per_client(kHealthReservePerClient) {}

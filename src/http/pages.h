@@ -49,6 +49,9 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
                       std::optional<int64_t> retry_after_seconds, int64_t now_unix);
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token);
+/// The report form of a paste (GET /report/{id}) and the thanks after it (POST).
+std::string ReportFormPage(std::string_view id);
+std::string ReportedPage(std::string_view id);
 std::string DeletedPage(std::string_view id);
 
 /// The operator's page: the numbers now (`metrics`, from MetricsRegistry::Collect); the script

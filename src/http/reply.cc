@@ -21,6 +21,10 @@ unsigned StatusFor(ErrorCode code) {
       return 503;
     case ErrorCode::kInternal:
       return 500;
+    case ErrorCode::kPermissionDenied:
+      return 403;
+    case ErrorCode::kWithheld:
+      return 451;
   }
   return 500;
 }

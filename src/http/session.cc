@@ -46,6 +46,13 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   label_index = match.label_index;
   const bool unread_body = !x.parser.is_done();
   if (x.refusal && match.label != "healthz") co_return Reply::Refuse(*x.refusal).Closing();
+  if (x.edge.options.surface == ServerOptions::Surface::kAdmin) {
+    // Every admin answer, a 404 included, is for the token's holder only.
+    if (auto refused = CheckAdminToken(fields, x.edge.context)) {
+      refused->close = unread_body;
+      co_return std::move(*refused);
+    }
+  }
   if (method == Method::kUnknown) {
     Reply r = Reply::Refuse(ErrorCode::kInvalidArgument, "this method is not implemented",
                             "method_not_implemented", 501);

@@ -30,6 +30,16 @@ Error NotFound() {
                    "no paste with this id (it may have expired or been deleted)", "not_found");
 }
 
+Error Withheld(store::Moderation m) {
+  if (m == store::Moderation::kTakenDown) {
+    return MakeError(ErrorCode::kWithheld, "this paste was taken down after a report",
+                     "taken_down");
+  }
+  return MakeError(ErrorCode::kWithheld,
+                   "this paste is withheld while the operator reviews reports about it",
+                   "under_review");
+}
+
 Error Invalid(std::string message, std::string reason) {
   return MakeError(ErrorCode::kInvalidArgument, std::move(message), std::move(reason));
 }
@@ -46,7 +56,7 @@ constexpr const char* kUnknownHelp =
 PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                            AdmissionControl& admission, const Clock& clock,
                            MetricsRegistry& metrics, ServiceOptions options,
-                           store::SharedState* shared)
+                           store::SharedState* shared, const Blocklist* blocks)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
@@ -54,6 +64,7 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       clock_(clock),
       options_(options),
       shared_(shared),
+      blocks_(blocks),
       cache_hits_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
                                      {{"outcome", "hit"}})),
       cache_misses_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
@@ -114,6 +125,15 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
                                                           CreateHeaders headers,
                                                           uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
+  // Before the buckets: a blocked client spends nothing and learns why.
+  if (blocks_) {
+    if (auto block = blocks_->Find(client_key, clock_.UnixSeconds())) {
+      co_return MakeError(ErrorCode::kPermissionDenied,
+                          fmt::format("new pastes from {} are blocked until {} (Unix time): {}",
+                                      block->prefix, block->until, block->reason),
+                          "blocked");
+    }
+  }
   auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
@@ -291,6 +311,7 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   if (!id) co_return NotFound();
   if (auto hit = cache_.Get(*id)) {
     cache_hits_.Inc();
+    if (hit->meta.moderation != store::Moderation::kNone) co_return Withheld(hit->meta.moderation);
     if (!IsLive(hit->meta)) co_return NotFound();
     co_return *std::move(hit);
   }
@@ -397,8 +418,11 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
     co_return WithRetryAfter(meta.error());
   }
-  if (!IsLive(*meta)) {
+  // Before liveness: a taken-down paste is a tombstone too, and says 451, not 404. Its body is
+  // never fetched, so nothing of it is cached.
+  if (meta->moderation != store::Moderation::kNone || !IsLive(*meta)) {
     if (from_primary) co_await KeepShared(*meta, deadline);  // tombstones spare the primary too
+    if (meta->moderation != store::Moderation::kNone) co_return Withheld(meta->moderation);
     co_return NotFound();
   }
   Result<std::string> body = co_await blobs_.Get(id, deadline);

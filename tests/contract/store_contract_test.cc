@@ -156,8 +156,10 @@ TEST(SqliteMetaStore, MigratesADatabaseFromBeforeChecksumsKeepingItsRows) {
                                nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 2);  // each step stamped once
+  // Every step up to the newest (more than the two this test's database predates), each stamped
+  // once: later migrations append to the list without touching this test.
+  EXPECT_GT(sqlite3_column_int(stmt, 0), 2);
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), sqlite3_column_int(stmt, 0));
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

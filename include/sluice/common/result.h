@@ -28,6 +28,10 @@ enum class ErrorCode {
   kDeadlineExceeded,
   /// A bug or an unexpected dependency answer. Not retryable by the app.
   kInternal,
+  /// The operator refused this client (a block). Retrying cannot help until the block ends.
+  kPermissionDenied,
+  /// Moderation withholds the thing: under review after reports, or taken down (HTTP 451).
+  kWithheld,
 };
 
 /// The name of a code as it appears in JSON bodies and logs ("not_found").

@@ -15,6 +15,7 @@
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
 #include "sluice/service/admission_control.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
@@ -87,10 +88,12 @@ struct CreateTicket {
 class PasteService {
  public:
   /// `shared`, when given, is the metadata cache between `cache` and `meta`, and its invalidations
-  /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it.
+  /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it. `blocks`,
+  /// when given, refuses creates from blocked clients (403) and must outlive the service.
   PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                AdmissionControl& admission, const Clock& clock, MetricsRegistry& metrics,
-               ServiceOptions options, store::SharedState* shared = nullptr);
+               ServiceOptions options, store::SharedState* shared = nullptr,
+               const Blocklist* blocks = nullptr);
 
   const ServiceOptions& options() const { return options_; }
 
@@ -99,7 +102,8 @@ class PasteService {
   Status CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance = 0) const;
 
   /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
-  /// TooLarge), the rate limits (ResourceExhausted, with the limit), the in-flight caps
+  /// TooLarge), an operator's block of the client (PermissionDenied, reason blocked), the rate
+  /// limits (ResourceExhausted, with the limit), the in-flight caps
   /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create. Suspends
   /// only to ask a shared limiter store, and then for at most its budget.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
@@ -114,13 +118,13 @@ class PasteService {
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
                                                       std::string_view ttl);
 
-  /// Returns a live paste: NotFound for malformed ids (without touching storage), absent, expired
-  /// or deleted pastes; Unavailable when a store fails, never NotFound, and Unavailable with reason
-  /// "body_mismatch" when the blob store's body is not the one the row describes (never served,
-  /// never cached). A cache hit costs no slot
-  /// and no limit; a miss that joins a fill of the id already in flight costs nothing either; the
-  /// miss that leads a fill takes the client's origin-read budget, a read slot, and one fill
-  /// within the fill cap.
+  /// Returns a live paste: Withheld (reason under_review or taken_down) for a paste moderation
+  /// withholds, whatever else its row says; NotFound for malformed ids (without touching storage),
+  /// absent, expired or deleted pastes; Unavailable when a store fails, never NotFound, and
+  /// Unavailable with reason "body_mismatch" when the blob store's body is not the one the row
+  /// describes (never served, never cached). A cache hit costs no slot and no limit; a miss that
+  /// joins a fill of the id already in flight costs nothing either; the miss that leads a fill
+  /// takes the client's origin-read budget, a read slot, and one fill within the fill cap.
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
 
@@ -170,6 +174,7 @@ class PasteService {
   const Clock& clock_;
   const ServiceOptions options_;
   store::SharedState* const shared_;
+  const Blocklist* const blocks_;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;

@@ -43,6 +43,37 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS body_sha256 bytea;
     )sql",
+    // 3: moderation (README.md, "Moderation"): a paste's state with its reason and time, abuse
+    // reports (one per client key and paste), blocked clients and the audit trail.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderation smallint NOT NULL DEFAULT 0;
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderation_reason text;
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderated_at bigint;
+    CREATE TABLE IF NOT EXISTS reports (
+      paste_id text NOT NULL,
+      client_key text NOT NULL,
+      reason text NOT NULL,
+      note text NOT NULL,
+      created_at bigint NOT NULL,
+      open boolean NOT NULL DEFAULT true,
+      PRIMARY KEY (paste_id, client_key)
+    );
+    CREATE INDEX IF NOT EXISTS reports_open ON reports (created_at) WHERE open;
+    CREATE TABLE IF NOT EXISTS blocks (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      prefix text NOT NULL,
+      reason text NOT NULL,
+      created_at bigint NOT NULL,
+      until bigint NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS audit (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      at bigint NOT NULL,
+      action text NOT NULL,
+      target text NOT NULL,
+      detail text NOT NULL
+    );
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.
