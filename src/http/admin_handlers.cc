@@ -55,18 +55,6 @@ std::string Field(const nlohmann::json& j, const char* name) {
   return it == j.end() ? std::string() : it->get<std::string>();
 }
 
-const char* ModerationName(store::Moderation m) {
-  switch (m) {
-    case store::Moderation::kNone:
-      return "none";
-    case store::Moderation::kWithheld:
-      return "withheld";
-    case store::Moderation::kTakenDown:
-      return "taken_down";
-  }
-  return "none";
-}
-
 bool IsBearer(std::string_view auth) {
   constexpr std::string_view kScheme = "bearer ";
   if (auth.size() <= kScheme.size()) return false;
@@ -175,7 +163,7 @@ awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
                    {"reasons", r.reasons},
                    {"latest_at", r.latest_at},
                    {"latest_note", r.latest_note},
-                   {"moderation", ModerationName(r.moderation)}});
+                   {"moderation", store::ModerationName(r.moderation)}});
   }
   co_return Uncached(Reply::Json(200, Dump({{"pastes", out}})));
 }
@@ -191,7 +179,7 @@ awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx) {
                       {"expires_at", m.expires_at},
                       {"size", m.size_bytes},
                       {"deleted", m.deleted},
-                      {"moderation", ModerationName(m.moderation)},
+                      {"moderation", store::ModerationName(m.moderation)},
                       {"content", review->text ? nlohmann::json(*review->text) : nullptr}};
   co_return Uncached(Reply::Json(200, Dump(j)));
 }

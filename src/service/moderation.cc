@@ -27,18 +27,6 @@ Error Invalid(std::string message, std::string reason) {
   return MakeError(ErrorCode::kInvalidArgument, std::move(message), std::move(reason));
 }
 
-const char* StateName(store::Moderation m) {
-  switch (m) {
-    case store::Moderation::kNone:
-      return "none";
-    case store::Moderation::kWithheld:
-      return "withheld";
-    case store::Moderation::kTakenDown:
-      return "taken_down";
-  }
-  return "none";
-}
-
 // A client key names an IPv6 client by its /64 ("2001:db8:1:2::/64"): its address part is what a
 // CIDR block is matched against.
 std::optional<admission::IpAddress> AddressOfKey(std::string_view key) {
@@ -279,8 +267,9 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
   if (note.empty()) note = "reports dismissed";
   auto moderating = Moderate(*meta, store::Moderation::kNone, note, deadline);
   if (Status s = co_await std::move(moderating); !s.ok()) co_return s;
-  auto recording = Record("dismiss", meta->id.str(),
-                          fmt::format("{} (was {})", note, StateName(meta->moderation)), deadline);
+  auto recording =
+      Record("dismiss", meta->id.str(),
+             fmt::format("{} (was {})", note, store::ModerationName(meta->moderation)), deadline);
   co_await std::move(recording);
   co_return Ok();
 }

@@ -2,13 +2,41 @@
 // trail of operator actions. The MetaStore keeps them beside the pastes they are about.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/store/paste.h"
 
 namespace sluice::store {
+
+/// The state's name in the admin API and the audit trail.
+constexpr std::string_view ModerationName(Moderation m) {
+  switch (m) {
+    case Moderation::kNone:
+      return "none";
+    case Moderation::kWithheld:
+      return "withheld";
+    case Moderation::kTakenDown:
+      return "taken_down";
+  }
+  return "none";
+}
+
+/// The SQL stores aggregate a paste's report reasons into one comma-joined column; this splits it
+/// into ReportSummary::reasons, sorted.
+inline std::vector<std::string> SplitReportReasons(std::string_view joined) {
+  std::vector<std::string> out;
+  while (!joined.empty()) {
+    const size_t comma = std::min(joined.find(','), joined.size());
+    out.emplace_back(joined.substr(0, comma));
+    joined.remove_prefix(std::min(comma + 1, joined.size()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 /// One client's report of one paste. `reason` is one of the names the service accepts
 /// (src/service/moderation.cc); `note` is free text of at most 1000 bytes.

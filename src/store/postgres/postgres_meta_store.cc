@@ -268,17 +268,6 @@ Moderation ModerationOf(int64_t v) {
   return v >= 0 && v <= 2 ? static_cast<Moderation>(v) : Moderation::kNone;
 }
 
-std::vector<std::string> SplitReasons(std::string_view joined) {
-  std::vector<std::string> out;
-  while (!joined.empty()) {
-    const size_t comma = std::min(joined.find(','), joined.size());
-    out.emplace_back(joined.substr(0, comma));
-    joined.remove_prefix(std::min(comma + 1, joined.size()));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 Param P(int64_t v) { return Param{std::to_string(v), false}; }
 Param P(std::string_view v) { return Param{std::string(v), false}; }
 
@@ -528,7 +517,7 @@ class PgMetaStore final : public PostgresMetaStore {
             if (!id) continue;
             ReportSummary s{*id};
             s.reports = Int(r, i, 1);
-            s.reasons = SplitReasons(Text(r, i, 2));
+            s.reasons = SplitReportReasons(Text(r, i, 2));
             s.latest_at = Int(r, i, 3);
             s.moderation = ModerationOf(Int(r, i, 4));
             s.latest_note = std::string(Text(r, i, 5));

@@ -141,17 +141,6 @@ struct AddAuditOp {
 using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
                              AddReportOp, SetModerationOp, AddBlockOp, AddAuditOp>;
 
-std::vector<std::string> SplitReasons(std::string_view joined) {
-  std::vector<std::string> out;
-  while (!joined.empty()) {
-    const size_t comma = std::min(joined.find(','), joined.size());
-    out.emplace_back(joined.substr(0, comma));
-    joined.remove_prefix(std::min(comma + 1, joined.size()));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 class SqliteMetaStore final : public MetaStore {
  public:
   SqliteMetaStore(const std::filesystem::path& path, BlockingPools pools)
@@ -307,7 +296,7 @@ class SqliteMetaStore final : public MetaStore {
               if (!id) continue;
               ReportSummary r{*id};
               r.reports = s.Int(1);
-              r.reasons = SplitReasons(s.Text(2));
+              r.reasons = SplitReportReasons(s.Text(2));
               r.latest_at = s.Int(3);
               const int64_t state = s.Int(4);
               if (state >= 0 && state <= 2) r.moderation = static_cast<Moderation>(state);
