@@ -66,6 +66,9 @@ service::CallTimeouts ReadTimeouts(const Settings& s) {
   t.blob_get = s.Duration("blob_get_timeout");
   t.meta_insert = s.Duration("insert_timeout");
   t.meta_get = s.Duration("meta_get_timeout");
+  // A delete's tombstone and a burn paste's claim commit within the delete's whole budget
+  // (docs/overload.md, "Delete").
+  t.meta_delete = s.Duration("delete_budget");
   return t;
 }
 

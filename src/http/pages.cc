@@ -96,6 +96,14 @@ Explanation Explain(unsigned status, std::string_view reason) {
        {"This paste cannot be shown right now",
         "The storage service returned text that is not this paste's, so it is not shown. Try "
         "again later."}},
+      {"burn_after_reading",
+       {"This paste is shown once",
+        "It burns after reading: open its link in a browser and confirm, or POST to "
+        "/api/v1/pastes/ID/claim. The first reader who does gets the text; then it is gone."}},
+      {"storage_quota",
+       {"The server is full",
+        "It holds as much text as its operator allows. Nothing was saved; space frees up as "
+        "pastes expire or are deleted."}},
       {"body_missing",
        {"This paste cannot be shown right now",
         "The storage service did not return this paste's text. Try again later."}},
@@ -170,6 +178,7 @@ std::string IndexPage(std::string_view default_ttl) {
 <div class="controls">
 <label>Language <select name="lang">{}</select></label>
 <label>Expires after <select name="ttl">{}</select></label>
+<label><input type="checkbox" name="burn" value="1" id="burn"> Burn after reading</label>
 <button type="submit" class="primary">Create paste</button>
 <span class="hint js-only" hidden>or press Ctrl+Enter</span>
 </div>
@@ -230,6 +239,30 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
 <p><a href="/">New paste</a></p>)",
                             status, EscapeHtml(e.title), EscapeHtml(e.text), retry, kind,
                             EscapeHtml(reason), EscapeHtml(message)));
+}
+
+std::string BurnConfirmPage(std::string_view id) {
+  return Layout("burn after reading",
+                fmt::format(R"(<h1>Paste <code>{0}</code> burns after reading</h1>
+<section class="notice warn" id="burn-warning"><p>This paste will be deleted when you open it. It is shown once, to whoever opens it first; after that its link answers "no such paste".</p></section>
+<form method="post" action="/{0}/claim">
+<button type="submit" class="primary" id="confirm-burn">Open it and delete it</button> <a href="/">Not now</a>
+</form>)",
+                            EscapeHtml(id)));
+}
+
+std::string BurnCreatedPage(std::string_view url, std::string_view delete_url) {
+  return Layout(
+      "paste created",
+      fmt::format(
+          R"(<section class="notice" id="created"><h1>Paste created: burns after reading</h1>
+<p>Share this link. The first person to open it (and confirm) sees the text once; then it is deleted. Opening it yourself burns it.</p>
+<div class="linkrow"><input id="share-link" readonly value="{0}" aria-label="Link to this paste"><button type="button" class="js-only" hidden data-copy-from="share-link">Copy link</button></div>
+<p>Delete link, <strong>shown only this once</strong>:</p>
+<div class="linkrow"><input id="delete-link" readonly value="{1}" aria-label="Delete link"><a class="button" id="delete" href="{1}">Delete</a></div>
+</section>
+<p><a href="/">New paste</a></p>)",
+          EscapeHtml(url), EscapeHtml(delete_url)));
 }
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token) {

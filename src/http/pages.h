@@ -48,6 +48,13 @@ std::string PastePage(const PasteView& view);
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
                       std::optional<int64_t> retry_after_seconds, int64_t now_unix);
 
+/// What a browser sees at a burn-after-reading paste's link: a warning and a button whose POST
+/// (to /ID/claim) burns it and shows the text. A GET never burns (chat link previews).
+std::string BurnConfirmPage(std::string_view id);
+/// The answer to a browser's burn-after-reading create: the links, never the text (showing it
+/// would need the render cache, and the creator has it anyway).
+std::string BurnCreatedPage(std::string_view url, std::string_view delete_url);
+
 std::string DeleteConfirmPage(std::string_view id, std::string_view token);
 std::string DeletedPage(std::string_view id);
 

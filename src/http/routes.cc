@@ -105,6 +105,7 @@ std::vector<Route> DefaultRoutes() {
       {"/api/v1/pastes", {kPost}, HandleCreateApi, "create_api", RouteKind::kCreate},
       {"/api/v1/pastes/{id}", {kDelete}, HandleDelete, "delete"},
       {"/api/v1/pastes/{id}", read, HandleReadApi, "read_api"},
+      {"/api/v1/pastes/{id}/claim", {kPost}, HandleClaimApi, "claim_api"},
       // haste's protocol (hastebin clients, editor plugins): create and read a document.
       {"/documents", {kPost}, HandleCreateHaste, "create_haste", RouteKind::kCreate},
       {"/documents/{id}", read, HandleDocument, "document"},
@@ -117,6 +118,7 @@ std::vector<Route> DefaultRoutes() {
       {"/api/v1/status", read, HandleStatusApi, "status_api"},
       {"/debug/faults", {kGet, kHead, kPut}, HandleFaults, "debug"},
       {"/static/{path...}", read, HandleStatic, "static"},
+      {"/{id}/claim", {kPost}, HandleClaimForm, "claim_form"},
       {"/{id}", read, HandleView, "view"},
   };
 }

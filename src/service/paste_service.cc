@@ -81,6 +81,14 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                                             {{"outcome", "confirmed"}})),
       unknown_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
                                           {{"outcome", "unknown"}})),
+      claims_won_(metrics.GetCounter("sluice_burn_claims_total",
+                                     "Claims of burn-after-reading pastes by outcome (won: the "
+                                     "one reader got the text; gone: claimed before, or expired)",
+                                     {{"outcome", "won"}})),
+      claims_gone_(metrics.GetCounter("sluice_burn_claims_total",
+                                      "Claims of burn-after-reading pastes by outcome (won: the "
+                                      "one reader got the text; gone: claimed before, or expired)",
+                                      {{"outcome", "gone"}})),
       fills_(Result<CachedPaste>(
           MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
   if (shared_) {
@@ -146,7 +154,7 @@ admission::Outcome OutcomeOf(const Status& put) {
 }  // namespace
 
 awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
-                                                     std::string_view ttl_text) {
+                                                     std::string_view ttl_text, bool burn) {
   if (body.size() > options_.max_paste_bytes) {
     co_return MakeError(ErrorCode::kTooLarge,
                         fmt::format("a paste may be at most {} bytes", options_.max_paste_bytes),
@@ -180,6 +188,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   store::PasteMeta meta{id,    now,         now + ttl.count(), body.size(), HashDeleteToken(token),
                         false, std::nullopt};
   if (options_.verify_bodies) meta.body_sha256 = DigestBody(body);
+  meta.burn = burn;
 
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);
@@ -237,7 +246,8 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         reason);
   }
   ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
-  cache_.Put(CachedPaste{meta, std::move(shared_body)});
+  // A burn paste's text leaves this process once, through Claim: never from a cache.
+  if (!burn) cache_.Put(CachedPaste{meta, std::move(shared_body)});
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
 }
 
@@ -286,7 +296,8 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   if (!id) co_return NotFound();
   if (auto hit = cache_.Get(*id)) {
     cache_hits_.Inc();
-    if (!IsLive(hit->meta)) co_return NotFound();
+    // A burn row is never cached; this only guards against one arriving by some later path.
+    if (!IsLive(hit->meta) || hit->meta.burn) co_return NotFound();
     co_return *std::move(hit);
   }
   cache_misses_.Inc();
@@ -393,8 +404,15 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     co_return WithRetryAfter(meta.error());
   }
   if (!IsLive(*meta)) {
-    if (from_primary) co_await KeepShared(*meta, deadline);  // tombstones spare the primary too
+    // Tombstones spare the primary too; a claimed burn row's is kept as well (its text is gone).
+    if (from_primary) co_await KeepShared(*meta, deadline);
     co_return NotFound();
+  }
+  if (meta->burn) {
+    // The row alone, without the body and without any cache: the caller shows a confirmation or
+    // refuses, and the text is read by Claim only. Kept out of the shared cache too, so that no
+    // other process can serve it from there after the claim.
+    co_return CachedPaste{*meta, nullptr};
   }
   Result<std::string> body = co_await blobs_.Get(id, deadline);
   if (!body.ok()) {
@@ -434,6 +452,73 @@ awaitable<void> PasteService::KeepShared(const store::PasteMeta& meta, Deadline 
       shared_->PutMeta(meta, SharedTtl(meta), deadline.ForCall(clock_, options_.cache_timeout));
   const Status kept = co_await std::move(keeping);
   if (!kept.ok()) shared_errors_.Inc();
+}
+
+awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client,
+                                                   std::string_view id_text) {
+  const auto id = store::PasteId::Parse(id_text);
+  if (!id) co_return NotFound();
+  // A claim is an origin read (never cached) and then a write: it pays like a fill's leader.
+  auto admitting = admission_.AdmitOriginRead(client.Key());
+  Result<admission::Permit> read_slot = co_await std::move(admitting);
+  if (!read_slot.ok()) co_return read_slot.error();
+  const Deadline deadline = Deadline::After(clock_, options_.delete_budget);
+  Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
+  if (!meta.ok()) {
+    if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
+    co_return WithRetryAfter(meta.error());
+  }
+  if (!IsLive(*meta)) {
+    claims_gone_.Inc();
+    co_return NotFound();
+  }
+  if (!meta->burn) {
+    co_return MakeError(ErrorCode::kInvalidArgument,
+                        "this paste is not burn-after-reading; read it with GET", "not_burn");
+  }
+  // The body first, the claim after: a body that cannot be fetched or does not check out fails
+  // the claim with 503 and leaves the paste for a retry, rather than burning it unread. The
+  // outbox removes the body only after a claim has committed, so a winner always finds it.
+  Result<std::string> body = co_await blobs_.Get(*id, deadline);
+  if (!body.ok()) {
+    if (body.error().code == ErrorCode::kNotFound) {
+      // Another reader may have claimed it meanwhile and the outbox already taken the body.
+      Result<store::PasteMeta> again = co_await meta_.Get(*id, deadline);
+      if (again.ok() && !IsLive(*again)) {
+        claims_gone_.Inc();
+        co_return NotFound();
+      }
+      spdlog::error("claim {}: row without body", id->view());
+      co_return WithRetryAfter(MakeError(
+          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
+    }
+    co_return WithRetryAfter(body.error());
+  }
+  if (options_.verify_bodies) {
+    if (const auto mismatch = CheckBody(*meta, *body)) {
+      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
+      spdlog::error("claim {}: the body store returned a body that does not match the row ({})",
+                    id->view(), BodyMismatchName(*mismatch));
+      co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                         "the paste store returned a damaged body for this "
+                                         "paste; it was not served or burned, try again later",
+                                         "body_mismatch"));
+    }
+  }
+  auto claiming = meta_.Claim(*id, clock_.UnixSeconds(), deadline);
+  Result<store::PasteMeta> claimed = co_await std::move(claiming);
+  if (!claimed.ok()) {
+    if (claimed.error().code == ErrorCode::kNotFound) {
+      claims_gone_.Inc();
+      co_return NotFound();
+    }
+    // A claim whose answer was lost may have burned the paste: the reader is told to retry, and
+    // a retry answers 404 if it did.
+    co_return WithRetryAfter(claimed.error());
+  }
+  claims_won_.Inc();
+  cache_.MarkDeleted(*id);
+  co_return CachedPaste{*claimed, std::make_shared<const std::string>(std::move(*body))};
 }
 
 awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token) {

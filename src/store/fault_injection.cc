@@ -438,6 +438,18 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
+  awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.claim");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.Claim(id, now, d);
+  }
+
+  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.live_bytes");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.LiveBytes(d);
+  }
+
  private:
   MetaStore& inner_;
   FaultInjector& injector_;

@@ -111,8 +111,9 @@ class PasteService {
   /// An insert whose answer was lost (see store::InsertOutcomeUnknown) is checked by reading the
   /// row: found, the create succeeded; otherwise Unavailable with reason "outcome_unknown" (the
   /// paste may or may not exist), and the body stays for the orphan reaper.
+  /// `burn`: burn after reading; the text is then served once, by Claim, and never cached.
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
-                                                      std::string_view ttl);
+                                                      std::string_view ttl, bool burn = false);
 
   /// Returns a live paste: NotFound for malformed ids (without touching storage), absent, expired
   /// or deleted pastes; Unavailable when a store fails, never NotFound, and Unavailable with reason
@@ -121,8 +122,18 @@ class PasteService {
   /// and no limit; a miss that joins a fill of the id already in flight costs nothing either; the
   /// miss that leads a fill takes the client's origin-read budget, a read slot, and one fill
   /// within the fill cap.
+  /// A live burn-after-reading paste comes back as its row with a null body: the caller never
+  /// serves it from here (it confirms, or points to Claim).
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
+
+  /// Reads a burn-after-reading paste once: fetches and checks the body, then claims the row
+  /// (store::MetaStore::Claim), and only the one caller whose claim commits gets the text; every
+  /// other, concurrent or later, gets NotFound. InvalidArgument (reason "not_burn") for a paste
+  /// that is not burn-after-reading; Unavailable when a store fails (nothing burned, unless the
+  /// claim's own answer was lost). Costs an origin read like a fill's leader; nothing is cached.
+  boost::asio::awaitable<Result<CachedPaste>> Claim(const ClientKeySource& client,
+                                                    std::string_view id_text);
 
   /// The caller's budgets, spending nothing.
   ClientBudgets Budgets(std::string_view client_key) const {
@@ -180,6 +191,8 @@ class PasteService {
   Counter& checksum_mismatches_;
   Counter& confirmed_inserts_;
   Counter& unknown_inserts_;
+  Counter& claims_won_;
+  Counter& claims_gone_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 };
 

@@ -1,0 +1,153 @@
+"""Burn after reading (README, "Burn after reading"): one reader gets the text, even when many ask
+at once through two processes sharing one PostgreSQL; a GET never burns; nothing is cacheable.
+
+Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_burn
+"""
+
+import json
+import shutil
+import tempfile
+import threading
+import unittest
+
+from sluice_harness import SluiceServer, SluiceTestCase
+from test_postgres import PostgresServer
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml"}
+
+
+def claim(server, paste_id, results, index, start):
+    start.wait()
+    res = server.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"", timeout=30)
+    results[index] = res
+
+
+class BurnOnPostgresTest(SluiceTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = PostgresServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pg.stop()
+
+    # Sized for a shared, noisy test machine: fifty claims at once queue on one row lock and open
+    # connections on demand; what is checked is who wins, not how fast.
+    RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "5s", "--read-budget", "5s",
+               "--delete-budget", "20s", "--blob-get-timeout", "5s"]
+
+    def test_fifty_concurrent_claims_through_two_processes_have_one_winner(self):
+        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
+        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
+        a = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
+        b = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
+        created = a.request("POST", "/api/v1/pastes?burn=1", body=b"read me once")
+        self.assertStatus(created, 201)
+        doc = created.json()
+        self.assertTrue(doc["burn"])
+        self.assertTrue(doc["claim_url"].endswith(f"/api/v1/pastes/{doc['id']}/claim"))
+
+        # A link preview's GET, raw or not, through either process, burns nothing.
+        for s in (a, b):
+            preview = s.get(f"/{doc['id']}", headers=BROWSER)
+            self.assertStatus(preview, 200)
+            self.assertIn(b"will be deleted when you open it", preview.body)
+            self.assertEqual(preview.header("Cache-Control"), "no-store")
+            self.assertJsonError(s.get(f"/raw/{doc['id']}"), 409, "burn_after_reading")
+            self.assertJsonError(s.get(f"/api/v1/pastes/{doc['id']}"), 409, "burn_after_reading")
+
+        results = [None] * 50
+        start = threading.Event()
+        threads = [threading.Thread(target=claim, args=(a if i % 2 else b, doc["id"], results, i,
+                                                        start)) for i in range(50)]
+        for t in threads:
+            t.start()
+        start.set()
+        for t in threads:
+            t.join()
+        statuses = sorted(r.status for r in results)
+        self.assertEqual(statuses, [200] + [404] * 49, [r for r in results if r.status != 404])
+        winner = next(r for r in results if r.status == 200)
+        self.assertEqual(winner.json()["content"], "read me once")
+        self.assertEqual(winner.header("Cache-Control"), "no-store")
+        self.assertEqual(self.pg.sql(f"SELECT deleted FROM pastes WHERE id = '{doc['id']}'"), "t")
+        for s in (a, b):
+            self.assertStatus(s.get(f"/raw/{doc['id']}"), 404)
+            self.assertStatus(s.request("POST", f"/api/v1/pastes/{doc['id']}/claim", body=b""), 404)
+
+
+class BurnEmbeddedTest(SluiceTestCase):
+    # One server for the class.
+    @classmethod
+    def setUpClass(cls):
+        cls.s = SluiceServer().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+        cls.s.cleanup()
+
+    def test_every_create_route_takes_burn(self):
+        s = self.s
+        made = []
+        res = s.request("POST", "/api/v1/pastes", body=json.dumps({"content": "json", "burn": True}),
+                        headers={"Content-Type": "application/json"})
+        self.assertStatus(res, 201)
+        made.append(res.json()["id"])
+        res = s.request("POST", "/documents?burn=1", body=b"haste")
+        self.assertStatus(res, 200)
+        made.append(res.json()["key"])
+        res = s.request("POST", "/?burn=1", body=b"curl")
+        self.assertStatus(res, 201)
+        made.append(res.body.decode().strip().rsplit("/", 1)[1])
+        boundary = "xyzzy"
+        form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nform\r\n"
+                f"--{boundary}\r\nContent-Disposition: form-data; name=\"burn\"\r\n\r\n1\r\n"
+                f"--{boundary}--\r\n").encode()
+        res = s.request("POST", "/", body=form, headers={
+            **BROWSER, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+        self.assertStatus(res, 201)
+        self.assertIn(b"burns after reading", res.body)
+        self.assertNotIn(b"<pre", res.body)  # the text is not shown, not rendered
+        made.append(res.header("Location").rsplit("/", 1)[1])
+        for paste_id, text in zip(made, ["json", "haste", "curl", "form"]):
+            self.assertJsonError(s.get(f"/raw/{paste_id}"), 409, "burn_after_reading")
+            self.assertJsonError(s.get(f"/documents/{paste_id}"), 409, "burn_after_reading")
+            res = s.request("POST", f"/api/v1/pastes/{paste_id}/claim?format=raw", body=b"")
+            self.assertStatus(res, 200)
+            self.assertEqual(res.body.decode(), text)
+            self.assertEqual(res.header("Cache-Control"), "no-store")
+            self.assertStatus(s.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b""), 404)
+
+    def test_browser_confirms_then_reads_once(self):
+        s = self.s
+        doc = s.request("POST", "/api/v1/pastes?burn=1", body=b"<secret>").json()
+        for _ in range(3):  # previews and reloads
+            page = s.get(f"/{doc['id']}", headers=BROWSER)
+            self.assertStatus(page, 200)
+            self.assertIn(f'action="/{doc["id"]}/claim"'.encode(), page.body)
+            self.assertNotIn(b"secret", page.body)
+        shown = s.request("POST", f"/{doc['id']}/claim", body=b"", headers={
+            **BROWSER, "Content-Type": "application/x-www-form-urlencoded"})
+        self.assertStatus(shown, 200)
+        self.assertIn(b"&lt;secret&gt;", shown.body)
+        self.assertEqual(shown.header("Cache-Control"), "no-store")
+        self.assertStatus(s.get(f"/{doc['id']}", headers=BROWSER), 404)
+        self.assertStatus(s.request("POST", f"/{doc['id']}/claim", body=b"", headers=BROWSER), 404)
+
+    def test_claim_of_an_ordinary_paste_is_refused_and_burns_nothing(self):
+        s = self.s
+        doc = s.create_ok(b"ordinary")
+        self.assertJsonError(s.request("POST", f"/api/v1/pastes/{doc['id']}/claim", body=b""),
+                             409, "not_burn")
+        self.assertStatus(s.get(f"/raw/{doc['id']}"), 200)
+        self.assertJsonError(s.request("POST", "/api/v1/pastes/nothere/claim", body=b""), 404)
+
+    def test_burn_must_be_a_boolean_in_json(self):
+        res = self.s.request("POST", "/api/v1/pastes", body=b'{"content": "x", "burn": "yes"}',
+                             headers={"Content-Type": "application/json"})
+        self.assertJsonError(res, 400, "bad_json")
+
+
+if __name__ == "__main__":
+    unittest.main()
