@@ -57,6 +57,7 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.delete_budget = s.Duration("delete_budget");
   o.cache_timeout = s.Duration("cache_timeout");
   o.verify_bodies = s.Boolean("verify_bodies");
+  o.max_storage_bytes = static_cast<uint64_t>(s.Integer("max_storage_bytes"));
   return o;
 }
 

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -39,6 +41,23 @@ std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesyst
   // them is a bucket like any other.
   if (!s.String("meta").empty()) return std::nullopt;
   return std::optional<DataDirLock>(std::in_place, dir);
+}
+
+// The embedded blob store fills the data disk: a quota the disk cannot hold is a promise the
+// server would break with failed PUTs (503) instead of the quota's 507.
+void WarnIfDiskBelowQuota(const Settings& s, const std::filesystem::path& dir, uint64_t quota) {
+  if (quota == 0 || !s.String("blob").empty()) return;
+  std::error_code ec;
+  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+  if (ec) {
+    spdlog::warn("max_storage_bytes: cannot tell the free space of {}: {}", dir.string(),
+                 ec.message());
+  } else if (space.available < quota) {
+    spdlog::warn(
+        "max_storage_bytes is {} bytes but {} has only {} bytes free: the disk may fill before "
+        "the quota answers 507",
+        quota, dir.string(), space.available);
+  }
 }
 
 }  // namespace
@@ -160,6 +179,9 @@ int ServerProcess::Run() {
     signals.async_wait(on_signal);
     server_->Start();
     janitor_.Start(loops_.front().get_executor());
+    WarnIfDiskBelowQuota(settings_, options_.data_dir, options_.service.max_storage_bytes);
+    // The live bytes for /metrics, /status and the quota, read once now; creates re-read them.
+    asio::co_spawn(loops_.front(), service_.RefreshStorage(), asio::detached);
     spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
                  SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),
                  options_.threads, std::filesystem::absolute(options_.data_dir).string(),

@@ -315,6 +315,30 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
         "<span data-metric=\"{}\">{:.4g}</span></td></tr>",
         EscapeHtml(labels), EscapeHtml(key), value, EscapeHtml(limit_key), limit);
   }
+  // Storage against the quota, in bytes and in words.
+  double live = 0, quota = 0, day = 0;
+  for (const auto& [key, value] : metrics) {
+    if (key == "sluice_storage_live_bytes") live = value;
+    if (key == "sluice_storage_quota_bytes") quota = value;
+    if (key == "sluice_storage_created_bytes_24h") day = value;
+  }
+  auto bytes_row = [](std::string_view label, std::string_view key, double value) {
+    return fmt::format(
+        "<tr><td>{}</td><td class=\"n\"><span data-metric=\"{}\">{:.0f}</span> bytes ({})</td>"
+        "</tr>",
+        label, key, value, SizeInWords(static_cast<uint64_t>(std::max(0.0, value))));
+  };
+  std::string storage = bytes_row("Live pastes", "sluice_storage_live_bytes", live);
+  storage += quota > 0 ? bytes_row("Quota", "sluice_storage_quota_bytes", quota) +
+                             fmt::format(
+                                 "<tr><td>Used</td><td class=\"n\" id=\"storage-used\">"
+                                 "{:.1f}% of the quota</td></tr>",
+                                 100.0 * live / quota)
+                       : std::string(
+                             "<tr><td>Quota</td><td class=\"n\">none "
+                             "(<code>max_storage_bytes</code> = 0)</td></tr>");
+  storage +=
+      bytes_row("Created in the last 24 h (this process)", "sluice_storage_created_bytes_24h", day);
   return Layout(
       "sluice: status",
       fmt::format(
@@ -329,10 +353,11 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
 <section class="card"><h2>Limiter</h2><table>{}</table><p class="meta">In-process token buckets; no shared limiter store, so nothing can fail open here.</p></section>
 <section class="card"><h2>Outbox</h2><table>{}</table></section>
 <section class="card"><h2>Highlighter ladder</h2><table>{}</table></section>
+<section class="card" id="storage"><h2>Storage against the quota</h2><table>{}</table><p class="meta">Creates that would pass the quota answer 507 <code>storage_quota</code>.</p></section>
 </div>)",
           FormatUnixTime(now_unix), pools, rows("sluice_admission_rejections_total"),
           rows("sluice_view_rung_total"), rows("sluice_breaker_state"), rows("sluice_limiter"),
-          rows("sluice_outbox_age"), rows("sluice_view_s") + rows("sluice_view_a")),
+          rows("sluice_outbox_age"), rows("sluice_view_s") + rows("sluice_view_a"), storage),
       true);
 }
 

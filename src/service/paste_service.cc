@@ -89,8 +89,25 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                                       "Claims of burn-after-reading pastes by outcome (won: the "
                                       "one reader got the text; gone: claimed before, or expired)",
                                       {{"outcome", "gone"}})),
-      fills_(Result<CachedPaste>(
-          MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
+      fills_(
+          Result<CachedPaste>(MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))),
+      created_bytes_(metrics.GetCounter("sluice_storage_created_bytes_total",
+                                        "Bytes of pastes created by this process")),
+      quota_refusals_(metrics.GetCounter(
+          "sluice_storage_quota_refusals_total",
+          "Creates refused 507 storage_quota: live bytes plus the declared length over the quota")),
+      storage_gauges_(metrics) {
+  storage_gauges_.Add("sluice_storage_live_bytes",
+                      "Bytes of live pastes (not deleted, not yet purged) in the metadata store, "
+                      "as this process last saw them",
+                      {}, [this] { return static_cast<double>(Storage().live_bytes); });
+  storage_gauges_.Add("sluice_storage_quota_bytes",
+                      "The storage quota, max_storage_bytes (0: none)", {},
+                      [this] { return static_cast<double>(options_.max_storage_bytes); });
+  storage_gauges_.Add("sluice_storage_created_bytes_24h",
+                      "Bytes of pastes created by this process in the last 24 hours (sum over "
+                      "processes for the site)",
+                      {}, [this] { return static_cast<double>(CreatedLastDay()); });
   if (shared_) {
     // Captures the cache, not the service: the store's thread may deliver a message while the
     // service is being torn down, and the cache outlives both.
@@ -118,6 +135,10 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
                                                           CreateHeaders headers,
                                                           uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
+  // The quota before the rate limits: a refusal for a full store spends none of the client's
+  // tokens.
+  auto checking = CheckQuota(*headers.declared_length);
+  if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
   auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
@@ -246,6 +267,8 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         reason);
   }
   ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
+  CountLive(static_cast<int64_t>(meta.size_bytes));
+  CountCreated(meta.size_bytes);
   // A burn paste's text leaves this process once, through Claim: never from a cache.
   if (!burn) cache_.Put(CachedPaste{meta, std::move(shared_body)});
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
@@ -517,6 +540,7 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
     co_return WithRetryAfter(claimed.error());
   }
   claims_won_.Inc();
+  CountLive(-static_cast<int64_t>(claimed->size_bytes));
   cache_.MarkDeleted(*id);
   co_return CachedPaste{*claimed, std::make_shared<const std::string>(std::move(*body))};
 }
@@ -537,6 +561,7 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
   if (Status s = co_await meta_.MarkDeleted(*id, clock_.UnixSeconds(), deadline); !s.ok()) {
     co_return WithRetryAfter(s.error());
   }
+  CountLive(-static_cast<int64_t>(meta->size_bytes));
   cache_.MarkDeleted(*id);
   if (shared_) {
     // The tombstone replaces the row in the shared cache and the message drops it from every
@@ -552,6 +577,88 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
     }
   }
   co_return Ok();
+}
+
+namespace {
+
+int64_t Nanos(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// How long a create may wait for the live bytes the first time (the start-up read failed): a
+// failure or a timeout lets the create through rather than refusing on a number nobody has.
+constexpr auto kStorageReadBudget = std::chrono::milliseconds(200);
+
+}  // namespace
+
+awaitable<std::optional<Error>> PasteService::CheckQuota(uint64_t declared_length) {
+  const uint64_t quota = options_.max_storage_bytes;
+  if (quota == 0) co_return std::nullopt;
+  const bool stale =
+      Nanos(clock_.Now()) - live_read_at_ns_.load() >
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.storage_refresh).count();
+  // One create at a time pays for the re-read (a point read of a few counter rows); the others
+  // decide from the value they have, which this process's own creates and deletes keep current.
+  // Other processes' creates reach it at the next re-read: across processes the quota can be
+  // passed by what they create in one storage_refresh.
+  if ((stale || !live_known_) && !refreshing_.exchange(true)) {
+    auto refreshing = RefreshStorage();
+    co_await std::move(refreshing);
+  }
+  if (!live_known_) co_return std::nullopt;  // never read: fail open, the store decides the rest
+  const uint64_t live = Storage().live_bytes;
+  if (live + declared_length <= quota) co_return std::nullopt;
+  quota_refusals_.Inc();
+  Error e = MakeError(ErrorCode::kInsufficientStorage,
+                      fmt::format("the server's storage quota is reached ({} of {} bytes in use); "
+                                  "nothing was saved, try again later",
+                                  live, quota),
+                      "storage_quota");
+  e.retry_after_seconds = admission_.JitteredRetryAfterSeconds();
+  co_return e;
+}
+
+awaitable<void> PasteService::RefreshStorage() {
+  const TimePoint started = clock_.Now();
+  auto reading = meta_.LiveBytes(Deadline::After(clock_, kStorageReadBudget));
+  Result<uint64_t> live = co_await std::move(reading);
+  if (live.ok()) {
+    live_bytes_ = static_cast<int64_t>(*live);
+    live_read_at_ns_ = Nanos(started);
+    live_known_ = true;
+  } else {
+    spdlog::warn("storage: live bytes not read: {}", live.error().message);
+  }
+  refreshing_ = false;
+}
+
+void PasteService::CountLive(int64_t delta) { live_bytes_.fetch_add(delta); }
+
+void PasteService::CountCreated(uint64_t bytes) {
+  created_bytes_.Inc(bytes);
+  const int64_t hour = clock_.UnixSeconds() / 3600;
+  std::lock_guard lock(created_mu_);
+  auto& [at, sum] = created_hours_[static_cast<size_t>(hour % 24)];
+  if (at != hour) {
+    at = hour;
+    sum = 0;
+  }
+  sum += bytes;
+}
+
+uint64_t PasteService::CreatedLastDay() const {
+  const int64_t hour = clock_.UnixSeconds() / 3600;
+  std::lock_guard lock(created_mu_);
+  uint64_t total = 0;
+  for (const auto& [at, sum] : created_hours_) {
+    if (at > hour - 24 && at <= hour) total += sum;
+  }
+  return total;
+}
+
+PasteService::StorageUsage PasteService::Storage() const {
+  return StorageUsage{static_cast<uint64_t>(std::max<int64_t>(0, live_bytes_.load())),
+                      live_known_.load(), options_.max_storage_bytes, CreatedLastDay()};
 }
 
 }  // namespace sluice::service

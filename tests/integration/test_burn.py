@@ -10,7 +10,8 @@ import tempfile
 import threading
 import unittest
 
-from sluice_harness import SluiceServer, SluiceTestCase
+from promtext import metric
+from sluice_harness import SluiceServer, SluiceTestCase, wait_until
 from test_postgres import PostgresServer
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
@@ -151,3 +152,47 @@ class BurnEmbeddedTest(SluiceTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StorageQuotaTest(SluiceTestCase):
+    """max_storage_bytes (README, "Storage quota"): 507 from the headers, reads and deletes go on,
+    a delete frees room without a restart."""
+
+    def test_a_full_quota_refuses_creates_until_a_delete_frees_room(self):
+        s = self.server(["--max-storage-bytes", "100"])
+        first = s.create_ok(b"a" * 60)
+        # Refused from Content-Length alone: no body is sent, and the answer still comes.
+        res = s.request("POST", "/api/v1/pastes", body=None, content_length=50)
+        doc = self.assertJsonError(res, 507, "storage_quota")
+        self.assertIn("quota", doc["error"])
+        self.assertGreater(int(res.header("Retry-After")), 0)
+        self.assertEqual(res.header("Cache-Control"), "no-store")
+        self.assertJsonError(s.request("POST", "/?burn=1", body=b"b" * 41), 507, "storage_quota")
+        # Reads go on; a paste that fits still fits.
+        self.assertStatus(s.get(f"/raw/{first['id']}"), 200)
+        fits = s.create_ok(b"c" * 40)
+        metrics = s.metrics()
+        self.assertEqual(metric(metrics, "sluice_storage_live_bytes"), 100)
+        self.assertEqual(metric(metrics, "sluice_storage_quota_bytes"), 100)
+        self.assertEqual(metric(metrics, "sluice_storage_created_bytes_24h"), 100)
+        page = s.get("/status")
+        self.assertIn(b"Storage against the quota", page.body)
+        self.assertIn(b"100.0% of the quota", page.body)
+
+        self.assertStatus(s.delete(first["id"], token=first["delete_token"]), 204)
+        again = s.create_ok(b"d" * 50)
+        self.assertJsonError(s.request("POST", "/api/v1/pastes", body=b"e" * 11), 507,
+                             "storage_quota")
+        # A burn paste's claim frees its bytes too.
+        burn = s.request("POST", "/api/v1/pastes?burn=1", body=b"f" * 10).json()
+        self.assertStatus(s.request("POST", f"/api/v1/pastes/{burn['id']}/claim", body=b""), 200)
+        self.assertEqual(metric(s.metrics(), "sluice_storage_live_bytes"), 90)
+        s.create_ok(b"g" * 10)
+        # The count is the store's, not only this process's: a restart reads it back.
+        s.restart()
+        wait_until(lambda: metric(s.metrics(), "sluice_storage_live_bytes") == 100,
+                   message="live bytes read back from the store at start")
+        self.assertJsonError(s.request("POST", "/api/v1/pastes", body=b"h"), 507, "storage_quota")
+        self.assertStatus(s.delete(again["id"], token=again["delete_token"]), 204)
+        self.assertStatus(s.delete(fits["id"], token=fits["delete_token"]), 204)
+        s.create_ok(b"i" * 90)

@@ -28,6 +28,9 @@ enum class ErrorCode {
   kDeadlineExceeded,
   /// A bug or an unexpected dependency answer. Not retryable by the app.
   kInternal,
+  /// The operator's storage quota is reached. Retrying after `retry_after_seconds` may help, once
+  /// pastes expire or are deleted.
+  kInsufficientStorage,
 };
 
 /// The name of a code as it appears in JSON bodies and logs ("not_found").

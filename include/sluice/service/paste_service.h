@@ -2,10 +2,13 @@
 // stores through their interfaces and time through a Clock; it knows nothing of sockets or HTTP.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +53,12 @@ struct ServiceOptions {
   /// checks cost (bench/run_body_checks_bench.sh): then a short, empty or altered body is served
   /// as the paste. Default: true.
   bool verify_bodies = true;
+  /// Storage quota: the live bytes (store::MetaStore::LiveBytes) a create may not take past, in
+  /// bytes; 0: none. Default: 0.
+  uint64_t max_storage_bytes = 0;
+  /// Longest this process decides the quota from live bytes it has not re-read from the store;
+  /// its own creates and deletes count at once. Default: 1 s.
+  Duration storage_refresh = std::chrono::seconds(1);
 };
 
 /// What a create's request line and headers say, before any of the body is read.
@@ -99,7 +108,8 @@ class PasteService {
   Status CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance = 0) const;
 
   /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
-  /// TooLarge), the rate limits (ResourceExhausted, with the limit), the in-flight caps
+  /// TooLarge), the storage quota (InsufficientStorage, reason "storage_quota", with a
+  /// Retry-After), the rate limits (ResourceExhausted, with the limit), the in-flight caps
   /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create. Suspends
   /// only to ask a shared limiter store, and then for at most its budget.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
@@ -144,6 +154,19 @@ class PasteService {
   /// success again for a paste already deleted with the right token.
   boost::asio::awaitable<Status> Delete(std::string_view id_text, std::string_view token);
 
+  /// Re-reads the live bytes from the metadata store (a failure keeps the last value). The
+  /// server calls it at start; creates call it when the value is older than storage_refresh.
+  boost::asio::awaitable<void> RefreshStorage();
+
+  /// What the storage quota sees now.
+  struct StorageUsage {
+    uint64_t live_bytes = 0;
+    bool known = false;  // false until the first read from the store succeeded
+    uint64_t quota_bytes = 0;
+    uint64_t created_bytes_24h = 0;  // by this process
+  };
+  StorageUsage Storage() const;
+
  private:
   bool IsLive(const store::PasteMeta& meta) const;
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
@@ -167,6 +190,12 @@ class PasteService {
                                           admission::Deadline deadline);
   /// How long the shared cache may keep `meta`: never past its expiry, at most shared_meta_ttl.
   std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
+  /// The quota's refusal, from the declared length alone, or nothing.
+  boost::asio::awaitable<std::optional<Error>> CheckQuota(uint64_t declared_length);
+  /// This process's own change to the live bytes (+ a create, - a delete or claim).
+  void CountLive(int64_t delta);
+  void CountCreated(uint64_t bytes);
+  uint64_t CreatedLastDay() const;
 
   struct IdHash {
     size_t operator()(const store::PasteId& id) const {
@@ -194,6 +223,18 @@ class PasteService {
   Counter& claims_won_;
   Counter& claims_gone_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
+
+  // Storage accounting (docs/overload.md, "Create", step 1).
+  std::atomic<int64_t> live_bytes_{0};
+  std::atomic<bool> live_known_{false};
+  std::atomic<int64_t> live_read_at_ns_{0};  // clock_.Now() of the last read, since its epoch
+  std::atomic<bool> refreshing_{false};
+  Counter& created_bytes_;
+  Counter& quota_refusals_;
+  // Bytes created per hour over the last 24 h, by hour number (Unix hours), for the 24 h gauge.
+  mutable std::mutex created_mu_;
+  std::array<std::pair<int64_t, uint64_t>, 24> created_hours_{};
+  GaugeCallbacks storage_gauges_;  // last: its callbacks read the members above
 };
 
 }  // namespace sluice::service
