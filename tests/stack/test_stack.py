@@ -201,8 +201,16 @@ class StackTest(unittest.TestCase):
         wait_until(lambda: all(restored(i) for i in range(PROCESSES)), timeout=30, interval=0.5,
                    message="shared limits restored after Redis returns")
         time.sleep(1.5)  # the global budget refills
+        def fail_open():
+            return s.metric_sum("sluice_shared_limit_decisions_total", outcome="fail_open")
+        missed_before = fail_open()
         statuses = [s.create(f"again {i}".encode(), client="10.3.0.2")[0] for i in range(14)]
-        self.assertEqual(statuses.count(201), 10, statuses)
+        # A Redis just restarted, on a busy machine, may miss the 5 ms limiter budget now and
+        # then: that create is decided fail-open (admitted, uncharged), as the contract says.
+        # Each such miss may add one 201 beyond the key's burst of 10, and no more.
+        missed = fail_open() - missed_before
+        self.assertGreaterEqual(statuses.count(201), 10, statuses)
+        self.assertLessEqual(statuses.count(201), 10 + missed, (missed, statuses))
 
     # ---- PostgreSQL down -------------------------------------------------------------------
     def test_4_postgres_down_cached_reads_continue_creates_503_and_recover(self):
