@@ -44,7 +44,7 @@ awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx);
 /// POST /api/v1/pastes/{id}/claim: the one reading of a burn-after-reading paste, as JSON
 /// (?format=raw: the text); 404 once claimed.
 awaitable<Reply> HandleClaimApi(const Request& req, Context& ctx);
-/// POST /{id}/claim: the confirmation page's button; the paste page in plain text.
+/// POST /claim/{id}: the confirmation page's button; the paste page in plain text.
 awaitable<Reply> HandleClaimForm(const Request& req, Context& ctx);
 
 awaitable<Reply> HandleIndex(const Request& req, Context& ctx);

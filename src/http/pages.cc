@@ -245,7 +245,7 @@ std::string BurnConfirmPage(std::string_view id) {
   return Layout("burn after reading",
                 fmt::format(R"(<h1>Paste <code>{0}</code> burns after reading</h1>
 <section class="notice warn" id="burn-warning"><p>This paste will be deleted when you open it. It is shown once, to whoever opens it first; after that its link answers "no such paste".</p></section>
-<form method="post" action="/{0}/claim">
+<form method="post" action="/claim/{0}">
 <button type="submit" class="primary" id="confirm-burn">Open it and delete it</button> <a href="/">Not now</a>
 </form>)",
                             EscapeHtml(id)));

@@ -49,7 +49,7 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
                       std::optional<int64_t> retry_after_seconds, int64_t now_unix);
 
 /// What a browser sees at a burn-after-reading paste's link: a warning and a button whose POST
-/// (to /ID/claim) burns it and shows the text. A GET never burns (chat link previews).
+/// (to /claim/ID) burns it and shows the text. A GET never burns (chat link previews).
 std::string BurnConfirmPage(std::string_view id);
 /// The answer to a browser's burn-after-reading create: the links, never the text (showing it
 /// would need the render cache, and the creator has it anyway).

@@ -111,6 +111,7 @@ std::vector<Route> DefaultRoutes() {
       {"/documents/{id}", read, HandleDocument, "document"},
       {"/raw/{id}", read, HandleRaw, "raw"},
       {"/delete/{id}", {kGet, kHead, kPost}, HandleDeleteForm, "delete_form"},
+      {"/claim/{id}", {kPost}, HandleClaimForm, "claim_form"},
       {"/healthz", read, HandleHealthz, "healthz"},
       {"/metrics", read, HandleMetrics, "metrics"},
       {"/api/v1/limits", read, HandleLimits, "limits"},
@@ -118,7 +119,6 @@ std::vector<Route> DefaultRoutes() {
       {"/api/v1/status", read, HandleStatusApi, "status_api"},
       {"/debug/faults", {kGet, kHead, kPut}, HandleFaults, "debug"},
       {"/static/{path...}", read, HandleStatic, "static"},
-      {"/{id}/claim", {kPost}, HandleClaimForm, "claim_form"},
       {"/{id}", read, HandleView, "view"},
   };
 }

@@ -126,15 +126,15 @@ class BurnEmbeddedTest(SluiceTestCase):
         for _ in range(3):  # previews and reloads
             page = s.get(f"/{doc['id']}", headers=BROWSER)
             self.assertStatus(page, 200)
-            self.assertIn(f'action="/{doc["id"]}/claim"'.encode(), page.body)
+            self.assertIn(f'action="/claim/{doc["id"]}"'.encode(), page.body)
             self.assertNotIn(b"secret", page.body)
-        shown = s.request("POST", f"/{doc['id']}/claim", body=b"", headers={
+        shown = s.request("POST", f"/claim/{doc['id']}", body=b"", headers={
             **BROWSER, "Content-Type": "application/x-www-form-urlencoded"})
         self.assertStatus(shown, 200)
         self.assertIn(b"&lt;secret&gt;", shown.body)
         self.assertEqual(shown.header("Cache-Control"), "no-store")
         self.assertStatus(s.get(f"/{doc['id']}", headers=BROWSER), 404)
-        self.assertStatus(s.request("POST", f"/{doc['id']}/claim", body=b"", headers=BROWSER), 404)
+        self.assertStatus(s.request("POST", f"/claim/{doc['id']}", body=b"", headers=BROWSER), 404)
 
     def test_claim_of_an_ordinary_paste_is_refused_and_burns_nothing(self):
         s = self.s

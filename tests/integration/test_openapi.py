@@ -119,7 +119,7 @@ class OpenApiTest(SluiceTestCase):
             self.check("/api/v1/pastes/{id}/claim", "post",
                        s.request("POST", f"/api/v1/pastes/{burn_id}/claim", body=""))
         burn_id = s.request("POST", "/?burn=1", body="once\n").body.decode().strip()[-12:]
-        self.check("/{id}/claim", "post", s.request("POST", f"/{burn_id}/claim", body="",
+        self.check("/claim/{id}", "post", s.request("POST", f"/claim/{burn_id}", body="",
                                                      headers={"Accept": "text/html"}))
         other = s.create_ok("again\n")
         self.check("/delete/{id}", "post", s.request(
