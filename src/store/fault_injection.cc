@@ -439,13 +439,13 @@ class FaultInjectingMetaStore final : public MetaStore {
   }
 
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline d) override {
-    std::optional<Error> injected = co_await injector_.Before("meta.claim");
+    std::optional<Error> injected = co_await injector_.Before("meta.mark_deleted");
     if (injected) co_return std::move(*injected);
     co_return co_await inner_.Claim(id, now, d);
   }
 
   awaitable<Result<uint64_t>> LiveBytes(admission::Deadline d) override {
-    std::optional<Error> injected = co_await injector_.Before("meta.live_bytes");
+    std::optional<Error> injected = co_await injector_.Before("meta.sweep");
     if (injected) co_return std::move(*injected);
     co_return co_await inner_.LiveBytes(d);
   }
