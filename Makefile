@@ -19,12 +19,13 @@ run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
 # Everything, in order of speed: unit, integration and scenario tests on the dev build, then the unit
-# tests (the highlighter's worker pool included) and the server's API and hostile-input suites again
-# under AddressSanitizer+UBSan, then the admission library and the worker pool under
-# ThreadSanitizer, then a 5 s run of every libFuzzer target.
+# tests (the highlighter's worker pool included), every fuzz target's corpus and its mutations
+# (fuzz/replay_main.cc) and the server's API and hostile-input suites under AddressSanitizer+UBSan,
+# then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
+# (clang, libFuzzer) is `make fuzz`.
 test:
 	@scripts/install-deps.sh test
-	$(MAKE) test-dev test-asan test-tsan test-fuzz
+	$(MAKE) test-dev test-asan test-tsan
 
 test-dev:
 	cmake --preset dev >/dev/null
@@ -36,8 +37,9 @@ test-dev:
 ASAN_SERVER_SUITES := test_api|test_hostile|test_highlight_workers
 test-asan:
 	cmake --preset asan >/dev/null
-	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests highlight_tests sluice
-	ctest --test-dir build/asan -L 'unit|admission|highlight' --output-on-failure -j$(JOBS)
+	cmake --build build/asan -j$(JOBS) --target unit_tests admission_tests highlight_tests sluice \
+	  fuzz_replays
+	ctest --test-dir build/asan -L 'unit|admission|highlight|fuzz' --output-on-failure -j$(JOBS)
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp \
 	  ctest --test-dir build/asan -R '^integration\.($(ASAN_SERVER_SUITES))$$' --output-on-failure \
 	  -j$(JOBS)
@@ -87,7 +89,8 @@ lab: build
 	python3 tools/run_lab.py --bin $(DEV)/sluice --scale $(LAB_SCALE)
 
 # libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus;
-# the executions per target are printed at the end. `make test` runs each for 5 s (test-fuzz).
+# the executions per target are printed at the end. `make test-fuzz` runs each for 5 s; `make test`
+# replays the corpus and its mutations in its ASan build instead (fuzz/replay_main.cc).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := text ids multipart durations config request resp
 fuzz:
@@ -95,6 +98,7 @@ fuzz:
 	$(MAKE) fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 test-fuzz:
+	@scripts/install-deps.sh fuzz
 	$(MAKE) fuzz-run FUZZ_SECONDS=5
 
 fuzz-run:

@@ -11,10 +11,11 @@ packages=(g++ cmake make pkg-config ccache
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight)
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
-# prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py).
+# prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py)
+# and checks and unit-tests the alert rules (scripts/check-alert-rules.sh).
 # slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py);
 # pastebinit and wget are clients people already have (tests/integration/test_clients.py).
-test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3 clang libclang-rt-14-dev
+test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget)
 case "$profile" in

@@ -78,6 +78,7 @@ start_app() {  # INDEX
   # when Redis is down); the shared buckets in Redis hold the tier's total.
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
+    --admin-listen "127.0.0.1:$((port + 1000))" \
     --meta "postgres://postgres@127.0.0.1:$pg_dial/sluice" \
     --cache "redis://127.0.0.1:$redis_dial" --processes "$processes" \
     --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_dial" \
@@ -117,7 +118,7 @@ render_nginx() {
   done
   sed -e "s|^pid .*|pid $dir/nginx/nginx.pid;|" \
     -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$nginx_port;|" \
-    -e "/server 127.0.0.1:808[12] max_fails=0;/d" \
+    -e "/server 127.0.0.1:818[12] max_fails=0;/d" \
     -e "s|    least_conn;|    least_conn;\n$upstreams|" \
     "$here/deploy/nginx/sluice.conf" >"$dir/nginx/nginx.conf"
 }

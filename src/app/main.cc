@@ -1,6 +1,7 @@
 // The sluice binary's commands: `sluice serve` (its parts are built in server_process.cc, its
 // backends chosen in backends.cc), `sluice paste`, `sluice plan` (the Little's-law arithmetic of
-// the admission caps) and `sluice migrate` (PostgreSQL's schema).
+// the admission caps), `sluice migrate` (PostgreSQL's schema) and `sluice admin` (the operator's
+// client of the admin listener, admin_command.cc).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -9,7 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "admin_command.h"
 #include "backends.h"
+#include "log_format.h"
 #include "paste_command.h"
 #include "server_process.h"
 #include "settings.h"
@@ -26,6 +29,7 @@ namespace {
 
 int Serve(const Settings& s) {
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
+  SetLogFormat(s.String("log_format"));
   const int code = ServerProcess(s).Run();
   spdlog::info("sluice stopped");
   return code;
@@ -68,6 +72,9 @@ int main(int argc, char** argv) {
   sluice::app::PasteCommandOptions paste_options;
   sluice::app::AddPasteFlags(*paste, paste_options);
 
+  sluice::app::AdminCommandOptions admin_options;
+  CLI::App* admin = sluice::app::AddAdminCommand(app, admin_options);
+
   CLI::App* migrate = app.add_subcommand(
       "migrate", "Apply the PostgreSQL metadata schema migrations (safe to repeat or run at once)");
   std::string migrate_meta;
@@ -92,6 +99,7 @@ int main(int argc, char** argv) {
   try {
     if (serve->parsed()) return sluice::app::Serve(*settings);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
+    if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (plan->parsed()) {
       auto latency = sluice::ParseDuration(plan_latency);

@@ -87,6 +87,7 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.adaptive_target = s.Duration("aimd_target");
   a.read_slots = s.Integer("read_slots");
   a.ip_read = {s.Number("ip_read_rate"), s.Number("ip_read_burst")};
+  a.ip_report = {s.Number("report_rate"), s.Number("report_burst")};
   a.fill_cap = s.Integer("fill_cap");
   a.fill_cap_per_client = s.Integer("fill_cap_per_client");
   a.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));
@@ -101,6 +102,8 @@ http::ServerOptions ReadServer(const Settings& s) {
   auto trusted = admission::TrustedProxies::Parse(CommaList(s.String("trusted_proxy")));
   if (!trusted.ok()) throw std::invalid_argument("trusted_proxy: " + trusted.error().message);
   o.trusted_proxies = *trusted;
+  o.access_log = s.Boolean("access_log");
+  o.access_log_sample = s.Number("access_log_sample");
   o.listen = s.String("listen");
   o.max_connections = ConnectionCap(s.Integer("max_connections"));
   o.max_connections_per_client = s.Integer("max_connections_per_client");
@@ -112,6 +115,7 @@ http::ServerOptions ReadServer(const Settings& s) {
   o.min_body_rate = s.Integer("min_body_rate");
   o.min_body_rate_grace = s.Duration("min_body_rate_grace");
   o.drain_timeout = s.Duration("drain_timeout");
+  o.metrics_on_public = s.Boolean("metrics_on_public");
   return o;
 }
 
@@ -170,6 +174,10 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.janitor.orphan_age_floor = In<std::chrono::seconds>(s, "orphan_age_floor");
   o.render = ReadRender(s);
   o.server = ReadServer(s);
+  o.moderation.hide_threshold = s.Integer("report_hide_threshold");
+  o.moderation.shared_meta_ttl = o.service.shared_meta_ttl;
+  o.admin_listen = s.String("admin_listen");
+  o.admin_token_file = s.String("admin_token_file");
   return o;
 }
 

@@ -14,6 +14,7 @@
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/guarded_stores.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/worker/janitor.h"
 
@@ -37,6 +38,11 @@ struct ServeOptions {
   worker::JanitorOptions janitor;
   render::ViewRendererOptions render;
   http::ServerOptions server;
+  service::ModerationOptions moderation;
+  /// The admin listener's HOST:PORT (empty: none) and the file of its token (empty: no token, every
+  /// admin request refused).
+  std::string admin_listen;
+  std::string admin_token_file;
 };
 
 /// Throws std::invalid_argument naming the setting when a value or a combination is refused.

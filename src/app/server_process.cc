@@ -1,5 +1,6 @@
 #include "server_process.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -9,11 +10,15 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "backends.h"
 #include "sluice/service/guarded_stores.h"
+#include "sluice/service/ids.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "dev"
@@ -35,6 +40,28 @@ double ResidentBytes() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
+// The admin token's digest, from its file (one line; surrounding whitespace is not part of it).
+// A file that is named but unreadable or empty stops the start: an operator who set one expects it
+// to be in force.
+std::optional<std::array<unsigned char, 32>> ReadAdminToken(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path);
+  std::string token;
+  if (!in || !std::getline(in, token)) {
+    throw std::invalid_argument("admin_token_file: cannot read " + path);
+  }
+  const size_t first = token.find_first_not_of(" \t\r\n");
+  const size_t last = token.find_last_not_of(" \t\r\n");
+  if (first == std::string::npos)
+    throw std::invalid_argument("admin_token_file: " + path + " is empty");
+  token = token.substr(first, last - first + 1);
+  if (token.size() < 16) {
+    throw std::invalid_argument("admin_token_file: the token in " + path +
+                                " is shorter than 16 characters");
+  }
+  return service::HashDeleteToken(token);
+}
+
 std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   // With PostgreSQL the data dir holds at most bodies, which are immutable, and a shared folder of
@@ -46,7 +73,7 @@ std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesyst
 // The embedded blob store fills the data disk: a quota the disk cannot hold is a promise the
 // server would break with failed PUTs (503) instead of the quota's 507.
 void WarnIfDiskBelowQuota(const Settings& s, const std::filesystem::path& dir, uint64_t quota) {
-  if (quota == 0 || !s.String("blob").empty()) return;
+  if (quota == 0 || s.String("blob") != "files") return;
   std::error_code ec;
   const std::filesystem::space_info space = std::filesystem::space(dir, ec);
   if (ec) {
@@ -58,6 +85,22 @@ void WarnIfDiskBelowQuota(const Settings& s, const std::filesystem::path& dir, u
         "the quota answers 507",
         quota, dir.string(), space.available);
   }
+}
+
+// processes > 1 means a fleet sharing limits through Redis; on an embedded store each process still
+// keeps its own pastes, and a paste made on one is 404 on the others (README, "Scale out").
+void WarnIfFleetOnEmbeddedStores(const Settings& s) {
+  const int64_t processes = s.Integer("processes");
+  if (processes <= 1) return;
+  std::vector<std::string> embedded;
+  if (s.String("meta").empty()) embedded.push_back("metadata in SQLite (meta is empty)");
+  if (s.String("blob") == "files") embedded.push_back("bodies in files (blob = files)");
+  if (embedded.empty()) return;
+  spdlog::warn(
+      "processes = {} but this process keeps {} in its own data dir: each process has its own "
+      "pastes, and a paste made on one is 404 on the others; a fleet needs PostgreSQL (meta) and "
+      "S3 (blob), see the README, 'Scale out'",
+      processes, fmt::join(embedded, " and "));
 }
 
 }  // namespace
@@ -140,22 +183,46 @@ ServerProcess::ServerProcess(const Settings& settings)
       shared_state_(MakeSharedState(settings, clock_, metrics_)),
       admission_(options_.admission, clock_, metrics_, shared_state_.get()),
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
-               shared_state_.get()),
+               shared_state_.get(), &blocks_),
+      moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
+                  shared_state_.get()),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
                       : store::MakeHttpPurgeEdgeCache(options_.edge_purge, clock_)),
       janitor_(*meta_, *blobs_, cache_, clock_, metrics_, options_.janitor, edge_cache_.get()),
       renderer_(options_.render, clock_, metrics_),
-      server_(std::make_unique<http::HttpServer>(loops_.pointers(),
-                                                 faults_.Control(options_.server), service_,
-                                                 renderer_, metrics_, clock_)) {
+      server_(std::make_unique<http::HttpServer>(loops_.pointers(), PublicOptions(), service_,
+                                                 renderer_, metrics_, clock_)),
+      admin_server_(MakeAdminServer()) {
+  WarnIfFleetOnEmbeddedStores(settings_);
   process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
                       ResidentBytes);
+  process_gauges_.Add("sluice_plan_put_bytes_per_day",
+                      "put_bytes_per_day_plan: body bytes a day the plan allows (0: none)", {},
+                      [plan = settings_.Number("put_bytes_per_day_plan")] { return plan; });
   AddMetaPoolGauges(*meta_backend_, meta_gauges_);
   budget_gauges_.Add("sluice_retry_budget_balance", "Retries the budget would allow now", {},
                      [this] { return retry_budget_.Balance(); });
   cache_gauges_.Add("sluice_paste_cache_bytes", "Bytes held by the paste cache", {},
                     [this] { return static_cast<double>(cache_.bytes_used()); });
+}
+
+http::ServerOptions ServerProcess::PublicOptions() {
+  http::ServerOptions o = options_.server;
+  o.moderation = &moderation_;  // the public reports
+  return o;
+}
+
+std::unique_ptr<http::HttpServer> ServerProcess::MakeAdminServer() {
+  if (options_.admin_listen.empty()) return nullptr;
+  http::ServerOptions o = faults_.Control(options_.server);
+  o.surface = http::ServerOptions::Surface::kAdmin;
+  o.listen = options_.admin_listen;
+  o.public_url.clear();
+  o.moderation = &moderation_;
+  o.admin_token_sha256 = ReadAdminToken(options_.admin_token_file);
+  return std::make_unique<http::HttpServer>(loops_.pointers(), std::move(o), service_, renderer_,
+                                            metrics_, clock_);
 }
 
 int ServerProcess::Run() {
@@ -172,16 +239,30 @@ int ServerProcess::Run() {
             draining = true;
             spdlog::info("signal {}: draining in-flight requests", signal);
             janitor_.Stop();
+            moderation_.Stop();
+            // The admin side closes with the public one; the loops stop when the public drain
+            // ends, which also ends whatever the admin side still serves.
+            if (admin_server_) admin_server_->Drain([] {});
             server_->Drain([this] { loops_.Stop(); });
           }
           signals.async_wait(on_signal);
         };
     signals.async_wait(on_signal);
     server_->Start();
+    if (admin_server_) {
+      admin_server_->Start();
+      spdlog::info("admin listener at http://{}:{}{}", admin_server_->bound_address(),
+                   admin_server_->port(),
+                   options_.admin_token_file.empty()
+                       ? " without a token (admin_token_file unset): every admin request is "
+                         "refused with 401"
+                       : "");
+    }
     janitor_.Start(loops_.front().get_executor());
     WarnIfDiskBelowQuota(settings_, options_.data_dir, options_.service.max_storage_bytes);
     // The live bytes for /metrics, /status and the quota, read once now; creates re-read them.
     asio::co_spawn(loops_.front(), service_.RefreshStorage(), asio::detached);
+    moderation_.Start(loops_.front().get_executor());
     spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
                  SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),
                  options_.threads, std::filesystem::absolute(options_.data_dir).string(),
@@ -203,6 +284,7 @@ ServerProcess::ShutdownOrder::~ShutdownOrder() {
   // 2. The stores' own threads post completions to the loops, so they stop while the loops
   //    exist; the committers finish their last batch here.
   p.server_.reset();
+  p.admin_server_.reset();
   p.blobs_.reset();
   p.meta_.reset();
   p.blob_backend_.reset();

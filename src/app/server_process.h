@@ -19,6 +19,7 @@
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/dependency.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/store/blob_store.h"
@@ -69,6 +70,9 @@ class ServerProcess {
   int Run();
 
  private:
+  http::ServerOptions PublicOptions();
+  std::unique_ptr<http::HttpServer> MakeAdminServer();
+
   const Settings& settings_;
   const ServeOptions options_;
   // Two processes on one embedded metadata store each trust their own memory of it, so a delete
@@ -96,11 +100,15 @@ class ServerProcess {
   // After the cache it invalidates, so it stops delivering before the cache goes.
   std::unique_ptr<store::SharedState> shared_state_;
   service::AdmissionControl admission_;
+  service::Blocklist blocks_;
   service::PasteService service_;
+  service::ModerationService moderation_;
   std::unique_ptr<store::EdgeCache> edge_cache_;
   worker::Janitor janitor_;
   render::ViewRenderer renderer_;
   std::unique_ptr<http::HttpServer> server_;
+  // The operator's listener (README.md, "Moderation"); null when admin_listen is empty.
+  std::unique_ptr<http::HttpServer> admin_server_;
 
   // Runs first on the way out, once the loops have stopped.
   struct ShutdownOrder {

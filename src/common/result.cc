@@ -22,6 +22,10 @@ const char* ErrorCodeName(ErrorCode code) {
       return "internal";
     case ErrorCode::kInsufficientStorage:
       return "insufficient_storage";
+    case ErrorCode::kPermissionDenied:
+      return "forbidden";
+    case ErrorCode::kWithheld:
+      return "withheld";
   }
   return "internal";
 }

@@ -59,6 +59,8 @@ struct Exchange {
   uint64_t& consumed;
   // Set on a connection in the health reserve: what any request but /healthz is answered.
   const std::optional<Error>& refusal;
+  // X-Request-Id of this request (src/http/access_log.h), for the lines logged about it.
+  std::string_view request_id;
 };
 
 /// Reads a create's body once its route has admitted it (src/http/request.h, BodyReader).

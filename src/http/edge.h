@@ -45,6 +45,8 @@ class EdgeMetrics {
   void CountResponse(size_t label_index, unsigned status, double seconds);
   /// The route label of answers given before a request could be routed (the parser's refusals).
   size_t unparsed_label() const { return labels_.size(); }
+  /// The route label of `label_index` (for the access log).
+  std::string_view Label(size_t label_index) const;
 
   Gauge& in_flight;
   Gauge& connections;
@@ -59,7 +61,6 @@ class EdgeMetrics {
   Counter& bytes_received;
 
  private:
-  std::string_view Label(size_t label_index) const;
   // Resolved once per route and status, so the hot path is a few atomic operations.
   struct RouteStats {
     Histogram* latency = nullptr;
@@ -84,7 +85,9 @@ struct Edge {
   Edge(ServerOptions options_in, Context context_in, MetricsRegistry& registry)
       : options(std::move(options_in)),
         context(std::move(context_in)),
-        routes(DefaultRoutes()),
+        routes(options.surface == ServerOptions::Surface::kAdmin
+                   ? AdminRoutes()
+                   : DefaultRoutes(options.metrics_on_public)),
         metrics(registry, routes),
         connections_per_client(options.max_connections_per_client),
         reserved_per_client(kHealthReservePerClient) {}

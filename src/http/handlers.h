@@ -3,8 +3,10 @@
 // site_handlers.cc.
 #pragma once
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "reply.h"
@@ -12,6 +14,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/render/view_renderer.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 
 namespace sluice::http {
@@ -28,6 +31,10 @@ struct Context {
   /// and then the route answers 404.
   std::function<std::string()> get_faults;
   std::function<Status(std::string_view)> set_faults;
+  /// Reports (public) and the review (admin listener); null when moderation is not set up.
+  service::ModerationService* moderation = nullptr;
+  /// Admin listener only: the SHA-256 of its bearer token; unset refuses every request.
+  std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
 };
 
 using boost::asio::awaitable;
@@ -55,5 +62,18 @@ awaitable<Reply> HandleStatusPage(const Request& req, Context& ctx);
 awaitable<Reply> HandleStatusApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleFaults(const Request& req, Context& ctx);
 awaitable<Reply> HandleStatic(const Request& req, Context& ctx);
+
+// Moderation (admin_handlers.cc).
+awaitable<Reply> HandleReportApi(const Request& req, Context& ctx);
+awaitable<Reply> HandleReportForm(const Request& req, Context& ctx);
+awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx);
+awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx);
+awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx);
+awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx);
+awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx);
+awaitable<Reply> HandleAdminAudit(const Request& req, Context& ctx);
+/// The admin listener's gate, before any route: nothing (go on) for the right bearer token, else
+/// the 401 to answer.
+std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx);
 
 }  // namespace sluice::http

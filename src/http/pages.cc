@@ -107,6 +107,18 @@ Explanation Explain(unsigned status, std::string_view reason) {
       {"body_missing",
        {"This paste cannot be shown right now",
         "The storage service did not return this paste's text. Try again later."}},
+      {"under_review",
+       {"This paste is under review",
+        "Several visitors reported it, so it is withheld until the operator has looked at it."}},
+      {"taken_down",
+       {"This paste was taken down",
+        "The operator removed it after a report. It will not be shown again."}},
+      {"blocked",
+       {"This address may not create pastes",
+        "The operator blocked new pastes from it for a while. Reading pastes is not affected."}},
+      {"report_rate",
+       {"You are sending reports too quickly",
+        "This is a rate limit on how many reports one visitor may send. Try again later."}},
   };
   if (auto it = kReasons.find(reason); it != kReasons.end()) return it->second;
   switch (status) {
@@ -209,11 +221,15 @@ std::string PastePage(const PasteView& view) {
       fmt::format("paste {}", view.id),
       fmt::format(
           R"({0}<div class="toolbar"><span class="meta">Paste <code>{1}</code> &middot; {2} &middot; {3} &middot; expires {4} <span class="rung" title="X-Sluice-Rung">{5}</span></span>
-<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a></div>
+<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a>{9}</div>
 {7}<pre class="code" id="code">{8}</pre>)",
           notice, EscapeHtml(view.id), EscapeHtml(view.language_label),
           SizeInWords(view.size_bytes), FormatUnixTime(view.expires_at), EscapeHtml(view.rung_tag),
-          EscapeHtml(view.raw_url), shed, view.lines));
+          EscapeHtml(view.raw_url), shed, view.lines,
+          view.reportable
+              ? fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)",
+                            EscapeHtml(view.id))
+              : std::string()));
 }
 
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
@@ -263,6 +279,32 @@ std::string BurnCreatedPage(std::string_view url, std::string_view delete_url) {
 </section>
 <p><a href="/">New paste</a></p>)",
           EscapeHtml(url), EscapeHtml(delete_url)));
+}
+
+std::string ReportFormPage(std::string_view id) {
+  return Layout("report paste", fmt::format(R"(<h1>Report paste <code>{0}</code></h1>
+<p>Tell the operator why this paste should not be here. Your address is recorded with the report.</p>
+<form method="post" action="/report/{0}">
+<p><label for="reason">Reason</label>
+<select id="reason" name="reason">
+<option value="spam">Spam</option>
+<option value="malware">Malware</option>
+<option value="illegal">Illegal content</option>
+<option value="personal_data">Personal data</option>
+<option value="other">Other</option>
+</select></p>
+<p><label for="note">Note (optional, at most 1000 bytes)</label><br>
+<textarea id="note" name="note" rows="4" cols="60" maxlength="1000"></textarea></p>
+<button type="submit" class="primary" id="send-report">Send report</button> <a href="/{0}">Back to the paste</a>
+</form>)",
+                                            EscapeHtml(id)));
+}
+
+std::string ReportedPage(std::string_view id) {
+  return Layout("report sent", fmt::format(R"(<h1>Thank you</h1>
+<p id="reported">Your report of paste <code>{0}</code> reached the operator.</p>
+<p><a href="/">New paste</a></p>)",
+                                           EscapeHtml(id)));
 }
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token) {

@@ -37,6 +37,8 @@ struct PasteView {
   std::string language_label;  // "Python", "Plain text"
   std::string rung_tag;        // the X-Sluice-Rung value, shown small
   bool shed = false;           // on the plain rung: say why, so nobody thinks highlighting broke
+  /// False on a burned paste's one reading: the row is a tombstone, and a report of it is 404.
+  bool reportable = true;
   /// The fragment from render::Highlight or render::PlainLines.
   std::string_view lines;
   std::optional<CreatedNotice> created;
@@ -56,6 +58,9 @@ std::string BurnConfirmPage(std::string_view id);
 std::string BurnCreatedPage(std::string_view url, std::string_view delete_url);
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token);
+/// The report form of a paste (GET /report/{id}) and the thanks after it (POST).
+std::string ReportFormPage(std::string_view id);
+std::string ReportedPage(std::string_view id);
 std::string DeletedPage(std::string_view id);
 
 /// The operator's page: the numbers now (`metrics`, from MetricsRegistry::Collect); the script

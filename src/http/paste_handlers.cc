@@ -357,6 +357,7 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
     page.rung_tag = "plain; burn after reading";
     page.language_label = "Plain text";
     page.raw_url = "/";  // the raw link would answer 404 now
+    page.reportable = false;
     reply = Reply::Html(200, PastePage(page));
   } else if (as == ClaimAs::kRaw) {
     reply = Reply::Text(200, "");

@@ -23,6 +23,10 @@ unsigned StatusFor(ErrorCode code) {
       return 500;
     case ErrorCode::kInsufficientStorage:
       return 507;
+    case ErrorCode::kPermissionDenied:
+      return 403;
+    case ErrorCode::kWithheld:
+      return 451;
   }
   return 500;
 }

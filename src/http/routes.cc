@@ -95,31 +95,52 @@ RouteMatch RouteTable::Match(Method method, std::string_view path) const {
   return out;
 }
 
-std::vector<Route> DefaultRoutes() {
+std::vector<Route> DefaultRoutes(bool metrics) {
   using enum Method;
   const Methods read{kGet, kHead};
   // Order matters only where patterns overlap: "/{id}" comes after every one-segment literal.
-  return {
+  std::vector<Route> routes = {
       {"/", read, HandleIndex, "index"},
       {"/", {kPost}, HandleCreateForm, "create_form", RouteKind::kCreate},
       {"/api/v1/pastes", {kPost}, HandleCreateApi, "create_api", RouteKind::kCreate},
       {"/api/v1/pastes/{id}", {kDelete}, HandleDelete, "delete"},
       {"/api/v1/pastes/{id}", read, HandleReadApi, "read_api"},
       {"/api/v1/pastes/{id}/claim", {kPost}, HandleClaimApi, "claim_api"},
+      {"/api/v1/pastes/{id}/report", {kPost}, HandleReportApi, "report_api"},
       // haste's protocol (hastebin clients, editor plugins): create and read a document.
       {"/documents", {kPost}, HandleCreateHaste, "create_haste", RouteKind::kCreate},
       {"/documents/{id}", read, HandleDocument, "document"},
       {"/raw/{id}", read, HandleRaw, "raw"},
       {"/delete/{id}", {kGet, kHead, kPost}, HandleDeleteForm, "delete_form"},
       {"/claim/{id}", {kPost}, HandleClaimForm, "claim_form"},
+      {"/report/{id}", {kGet, kHead, kPost}, HandleReportForm, "report_form"},
       {"/healthz", read, HandleHealthz, "healthz"},
       {"/metrics", read, HandleMetrics, "metrics"},
       {"/api/v1/limits", read, HandleLimits, "limits"},
       {"/status", read, HandleStatusPage, "status"},
       {"/api/v1/status", read, HandleStatusApi, "status_api"},
-      {"/debug/faults", {kGet, kHead, kPut}, HandleFaults, "debug"},
       {"/static/{path...}", read, HandleStatic, "static"},
       {"/{id}", read, HandleView, "view"},
+  };
+  // Off the public side, /metrics falls to "/{id}", whose malformed id is a 404 like any other.
+  if (!metrics) std::erase_if(routes, [](const Route& r) { return r.pattern == "/metrics"; });
+  return routes;
+}
+
+std::vector<Route> AdminRoutes() {
+  using enum Method;
+  const Methods read{kGet, kHead};
+  // Labels are the admin side's own, so its answers never blur the public routes' metrics.
+  return {
+      {"/healthz", read, HandleHealthz, "admin_healthz"},
+      {"/metrics", read, HandleMetrics, "admin_metrics"},
+      {"/debug/faults", {kGet, kHead, kPut}, HandleFaults, "debug"},
+      {"/admin/reports", read, HandleAdminReports, "admin_reports"},
+      {"/admin/pastes/{id}", read, HandleAdminPaste, "admin_paste"},
+      {"/admin/pastes/{id}/takedown", {kPost}, HandleAdminTakedown, "admin_takedown"},
+      {"/admin/pastes/{id}/dismiss", {kPost}, HandleAdminDismiss, "admin_dismiss"},
+      {"/admin/blocks", {kPost}, HandleAdminBlock, "admin_block"},
+      {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
   };
 }
 

@@ -82,7 +82,9 @@ class RouteTable {
   std::vector<std::string_view> labels_;
 };
 
-/// sluice's routes: the API, the web UI and the operator's endpoints.
-std::vector<Route> DefaultRoutes();
+/// sluice's public routes: the API and the web UI, and /metrics when `metrics` is true.
+std::vector<Route> DefaultRoutes(bool metrics = true);
+/// The admin listener's routes: /metrics, /debug/faults and the moderation API under /admin/.
+std::vector<Route> AdminRoutes();
 
 }  // namespace sluice::http

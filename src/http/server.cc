@@ -178,7 +178,15 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options,
                        service::PasteService& service, render::ViewRenderer& renderer,
                        MetricsRegistry& metrics, const Clock& clock) {
-  Context context{service, renderer, metrics, clock, "", options.get_faults, options.set_faults};
+  Context context{service,
+                  renderer,
+                  metrics,
+                  clock,
+                  "",
+                  options.get_faults,
+                  options.set_faults,
+                  options.moderation,
+                  options.admin_token_sha256};
   impl_ = std::make_shared<Impl>(
       std::move(ios), std::make_shared<Edge>(std::move(options), std::move(context), metrics));
 }

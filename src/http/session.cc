@@ -11,6 +11,7 @@
 #include <boost/beast/http/span_body.hpp>
 #include <limits>
 
+#include "access_log.h"
 #include "beast_request.h"
 #include "framing.h"
 #include "presenter.h"
@@ -45,6 +46,13 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   label_index = match.label_index;
   const bool unread_body = !x.parser.is_done();
   if (x.refusal && match.label != "healthz") co_return Reply::Refuse(*x.refusal).Closing();
+  if (x.edge.options.surface == ServerOptions::Surface::kAdmin) {
+    // Every admin answer, a 404 included, is for the token's holder only.
+    if (auto refused = CheckAdminToken(fields, x.edge.context)) {
+      refused->close = unread_body;
+      co_return std::move(*refused);
+    }
+  }
   if (method == Method::kUnknown) {
     Reply r = Reply::Refuse(ErrorCode::kInvalidArgument, "this method is not implemented",
                             "method_not_implemented", 501);
@@ -82,7 +90,8 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   } catch (const std::exception& e) {
     // A bug, not the client's fault: answered (nothing was sent yet) and logged, and the
     // connection closes, since the handler may have left the body half read.
-    spdlog::error("{} {}: uncaught exception: {}", View(req.method_string()), full_path, e.what());
+    spdlog::error("{} {}: uncaught exception: {} (request {})", View(req.method_string()),
+                  full_path, e.what(), x.request_id);
   }
   co_return Reply::Refuse(ErrorCode::kInternal, "internal error", "internal").Closing();
 }
@@ -268,18 +277,27 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const bool wants_keep_alive = parser.get().keep_alive();
     const BeastFields fields(parser.get());
     const RequestClient client(peer, fields, edge->options.trusted_proxies);
-    Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal};
+    const std::string request_id =
+        RequestIdFor(fields.Get("X-Request-Id"), peer, edge->options.trusted_proxies);
+    Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal, request_id};
     size_t label_index = 0;
     Reply reply = co_await Dispatch(exchange, client, fields, label_index);
     const unsigned status = reply.status;
+    const std::string reason = reply.error ? reply.error->reason : std::string();
     const bool close =
         reply.close || !wants_keep_alive || edge->draining.load() || held.refusal.has_value();
     Reply presented =
         Present(std::move(reply), WantsHtml(fields), edge->context.clock.UnixSeconds());
+    presented.Set("X-Request-Id", request_id);
     const bool written = co_await Write(*edge, stream, std::move(presented), head, close);
-    edge->metrics.CountResponse(
-        label_index, status,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    edge->metrics.CountResponse(label_index, status, seconds);
+    if (edge->options.access_log && AccessLogWants(status, edge->options.access_log_sample)) {
+      const auto method = parser.get().method_string();
+      LogAccess({request_id, std::string_view(method.data(), method.size()),
+                 edge->metrics.Label(label_index), status, reason, client.Key(), seconds});
+    }
     if (close || !written) break;
   }
   edge->metrics.bytes_received.Inc(consumed + buffer.size());

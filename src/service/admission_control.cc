@@ -59,6 +59,8 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
                                                 options.max_client_keys},
                  clock),
       ip_read_(admission::KeyedLimiterOptions{{options.ip_read}, options.max_client_keys}, clock),
+      ip_report_(admission::KeyedLimiterOptions{{options.ip_report}, options.max_client_keys},
+                 clock),
       global_count_(
           shared ? LocalShare(options, options.global_create_count) : options.global_create_count,
           clock),
@@ -298,6 +300,13 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
     global_bytes_.Refund(bytes);
   }
   return slot;
+}
+
+Status AdmissionControl::AdmitReport(std::string_view client_key) {
+  const admission::KeyedDecision mine = ip_report_.TryTake(client_key, 1);
+  if (mine.allowed()) return Ok();
+  return RateLimited("report_rate", options_.ip_report, mine.decision,
+                     ip_report_.Peek(client_key).available[0]);
 }
 
 boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginRead(

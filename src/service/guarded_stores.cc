@@ -133,6 +133,58 @@ class GuardedMetaStore final : public store::MetaStore {
                                [this](Deadline cd) { return inner_.LiveBytes(cd); });
   }
 
+  // Moderation: operator-paced calls, under the delete's timeout. A report is keyed by paste and
+  // client and a repeated withholding only purges the edge again, so both may be retried; a block
+  // or an audit row written twice would be a second row.
+  awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,
+                                                    Deadline d) override {
+    return dep_.Call<store::ReportOutcome>(
+        {"report", t_.meta_delete, true}, d,
+        [this, report = std::move(report)](Deadline cd) { return inner_.AddReport(report, cd); });
+  }
+  awaitable<Status> SetModeration(PasteId id, store::Moderation state, std::string reason,
+                                  int64_t now, Deadline d) override {
+    return Unwrap(dep_.Call<Unit>(
+        {"moderate", t_.meta_delete, true}, d,
+        [this, id, state, reason = std::move(reason), now](Deadline cd) -> awaitable<Result<Unit>> {
+          auto setting = inner_.SetModeration(id, state, reason, now, cd);
+          co_return FromStatus(co_await std::move(setting));
+        }));
+  }
+  awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(size_t limit,
+                                                                   Deadline d) override {
+    return dep_.Call<std::vector<store::ReportSummary>>(
+        {"reports", t_.meta_delete, true}, d,
+        [this, limit](Deadline cd) { return inner_.OpenReports(limit, cd); });
+  }
+  awaitable<Status> AddBlock(store::ClientBlock block, Deadline d) override {
+    return Unwrap(
+        dep_.Call<Unit>({"block", t_.meta_delete, false}, d,
+                        [this, block = std::move(block)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto adding = inner_.AddBlock(block, cd);
+                          co_return FromStatus(co_await std::move(adding));
+                        }));
+  }
+  awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(int64_t now,
+                                                                  Deadline d) override {
+    return dep_.Call<std::vector<store::ClientBlock>>(
+        {"blocks", t_.meta_delete, true}, d,
+        [this, now](Deadline cd) { return inner_.ActiveBlocks(now, cd); });
+  }
+  awaitable<Status> AddAudit(store::AuditEntry entry, Deadline d) override {
+    return Unwrap(
+        dep_.Call<Unit>({"audit", t_.meta_delete, false}, d,
+                        [this, entry = std::move(entry)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto adding = inner_.AddAudit(entry, cd);
+                          co_return FromStatus(co_await std::move(adding));
+                        }));
+  }
+  awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(size_t limit, Deadline d) override {
+    return dep_.Call<std::vector<store::AuditEntry>>(
+        {"audit", t_.meta_delete, true}, d,
+        [this, limit](Deadline cd) { return inner_.AuditTrail(limit, cd); });
+  }
+
  private:
   static awaitable<Status> Unwrap(awaitable<Result<Unit>> call) {
     co_return ToStatus(co_await std::move(call));

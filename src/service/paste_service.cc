@@ -30,6 +30,16 @@ Error NotFound() {
                    "no paste with this id (it may have expired or been deleted)", "not_found");
 }
 
+Error Withheld(store::Moderation m) {
+  if (m == store::Moderation::kTakenDown) {
+    return MakeError(ErrorCode::kWithheld, "this paste was taken down after a report",
+                     "taken_down");
+  }
+  return MakeError(ErrorCode::kWithheld,
+                   "this paste is withheld while the operator reviews reports about it",
+                   "under_review");
+}
+
 Error Invalid(std::string message, std::string reason) {
   return MakeError(ErrorCode::kInvalidArgument, std::move(message), std::move(reason));
 }
@@ -46,7 +56,7 @@ constexpr const char* kUnknownHelp =
 PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                            AdmissionControl& admission, const Clock& clock,
                            MetricsRegistry& metrics, ServiceOptions options,
-                           store::SharedState* shared)
+                           store::SharedState* shared, const Blocklist* blocks)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
@@ -54,6 +64,7 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       clock_(clock),
       options_(options),
       shared_(shared),
+      blocks_(blocks),
       cache_hits_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
                                      {{"outcome", "hit"}})),
       cache_misses_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
@@ -89,6 +100,10 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                                       "Claims of burn-after-reading pastes by outcome (won: the "
                                       "one reader got the text; gone: claimed before, or expired)",
                                       {{"outcome", "gone"}})),
+      // What the body store is billed for: the alert rules weigh it per day against a plan
+      // (deploy/prometheus/sluice.rules.yml, docs/operations.md).
+      put_bytes_(metrics.GetCounter("sluice_blob_put_bytes_total",
+                                    "Paste body bytes the body store accepted")),
       fills_(
           Result<CachedPaste>(MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))),
       created_bytes_(metrics.GetCounter("sluice_storage_created_bytes_total",
@@ -135,8 +150,17 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
                                                           CreateHeaders headers,
                                                           uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
-  // The quota before the rate limits: a refusal for a full store spends none of the client's
-  // tokens.
+  // Before the buckets: a blocked client spends nothing and learns why.
+  if (blocks_) {
+    if (auto block = blocks_->Find(client_key, clock_.UnixSeconds())) {
+      co_return MakeError(ErrorCode::kPermissionDenied,
+                          fmt::format("new pastes from {} are blocked until {} (Unix time): {}",
+                                      block->prefix, block->until, block->reason),
+                          "blocked");
+    }
+  }
+  // The quota after the block, before the rate limits: a refusal for a full store spends none of
+  // the client's tokens.
   auto checking = CheckQuota(*headers.declared_length);
   if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
   auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
@@ -233,6 +257,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     e.message = "the paste store is unavailable; nothing was saved, try again later";
     co_return WithRetryAfter(std::move(e));
   }
+  put_bytes_.Inc(meta.size_bytes);
   auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options_.insert_timeout));
   Status insert = co_await std::move(inserting);
   if (!insert.ok() && store::InsertOutcomeUnknown(insert.error())) {
@@ -319,6 +344,7 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   if (!id) co_return NotFound();
   if (auto hit = cache_.Get(*id)) {
     cache_hits_.Inc();
+    if (hit->meta.moderation != store::Moderation::kNone) co_return Withheld(hit->meta.moderation);
     // A burn row is never cached; this only guards against one arriving by some later path.
     if (!IsLive(hit->meta) || hit->meta.burn) co_return NotFound();
     co_return *std::move(hit);
@@ -426,9 +452,13 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
     co_return WithRetryAfter(meta.error());
   }
-  if (!IsLive(*meta)) {
+  // Before liveness: a taken-down paste is a tombstone too, and says 451, not 404. Its body is
+  // never fetched, so nothing of it is cached. A withheld burn row says 451 as well: it is never
+  // claimed while moderation holds it (MetaStore::Claim).
+  if (meta->moderation != store::Moderation::kNone || !IsLive(*meta)) {
     // Tombstones spare the primary too; a claimed burn row's is kept as well (its text is gone).
     if (from_primary) co_await KeepShared(*meta, deadline);
+    if (meta->moderation != store::Moderation::kNone) co_return Withheld(meta->moderation);
     co_return NotFound();
   }
   if (meta->burn) {
@@ -491,6 +521,10 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
     if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
     co_return WithRetryAfter(meta.error());
   }
+  // Moderation first, as a read's (Fill): a withheld or taken-down paste says 451 and is never
+  // burned. The store's claim re-checks it in its one atomic step, so a paste withheld between
+  // this read and the claim is not burned either (that one claim answers 404, the next 451).
+  if (meta->moderation != store::Moderation::kNone) co_return Withheld(meta->moderation);
   if (!IsLive(*meta)) {
     claims_gone_.Inc();
     co_return NotFound();

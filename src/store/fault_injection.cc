@@ -438,6 +438,58 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
+  // Moderation: one target for all of it.
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.AddReport(std::move(report), d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
+                                  admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.SetModeration(id, state, std::move(reason), now, d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
+                                                            admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.OpenReports(limit, d);
+  }
+
+  awaitable<Status> AddBlock(ClientBlock block, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.AddBlock(std::move(block), d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
+                                                           admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.ActiveBlocks(now, d);
+  }
+
+  awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.AddAudit(std::move(entry), d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
+                                                        admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.AuditTrail(limit, d);
+  }
+
+  // Burn after reading and storage accounting, under the existing targets.
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.mark_deleted");
     if (injected) co_return std::move(*injected);

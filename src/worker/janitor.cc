@@ -105,7 +105,12 @@ awaitable<size_t> Janitor::DrainOutboxOnce() {
   }
   thread_local std::mt19937_64 rng{std::random_device{}()};
   for (const store::OutboxEntry& entry : *due) {
-    Status removed = co_await blobs_.Delete(entry.id, deadline);
+    // A withheld paste keeps its body for the review (src/service/moderation.cc): only the edge's
+    // copies go.
+    Status removed = Ok();
+    if (entry.kind == store::OutboxEntry::Kind::kDeleteBody) {
+      removed = co_await blobs_.Delete(entry.id, deadline);
+    }
     if (removed.ok() && edge_ != nullptr) {
       // After the body: an edge refetch between the two finds the paste gone at the origin.
       removed = co_await edge_->Purge(entry.id, deadline);
@@ -113,7 +118,8 @@ awaitable<size_t> Janitor::DrainOutboxOnce() {
       if (!removed.ok()) spdlog::warn("outbox: {}", removed.error().message);
     }
     if (removed.ok()) {
-      if ((co_await meta_.FinishOutbox(entry.seq, deadline)).ok()) bodies_deleted_.Inc();
+      const bool finished = (co_await meta_.FinishOutbox(entry.seq, deadline)).ok();
+      if (finished && entry.kind == store::OutboxEntry::Kind::kDeleteBody) bodies_deleted_.Inc();
       continue;
     }
     // Exponential backoff with full jitter: a store that comes back is not met by every entry at

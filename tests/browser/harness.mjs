@@ -29,7 +29,7 @@ export async function startSluice(extraArgs = [], { relaxed = true } = {}) {
   const bin = process.env.SLUICE_BIN || join(repoRoot, 'build', 'dev', 'sluice');
   const dir = mkdtempSync(join(tmpdir(), 'sluice-browser-'));
   const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'),
-    '--threads', '2', ...(relaxed ? RELAXED : []), ...extraArgs];
+    '--admin-listen', '127.0.0.1:0', '--threads', '2', ...(relaxed ? RELAXED : []), ...extraArgs];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const url = await new Promise((resolve, reject) => {

@@ -283,6 +283,130 @@ TYPED_TEST_P(StoreContract, ConcurrentWritersAreAllDurable) {
   }
 }
 
+// Moderation (src/service/moderation.cc): one counted report per client key and paste, the state
+// a read checks, the edge purge a withholding owes, blocks and the audit trail.
+TYPED_TEST_P(StoreContract, ReportsCountEachClientKeyOnce) {
+  const PasteMeta row = Row("rep000000001", 5000);
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  auto report = [&](const char* key, const char* reason, const char* note, int64_t at) {
+    auto r = RunSync(
+        this->meta().AddReport(AbuseReport{row.id, key, reason, note, at}, this->deadline()));
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : ReportOutcome{};
+  };
+  ReportOutcome first = report("192.0.2.1", "spam", "first", 200);
+  EXPECT_TRUE(first.counted);
+  EXPECT_EQ(first.open_reports, 1);
+  ReportOutcome again = report("192.0.2.1", "malware", "again", 201);
+  EXPECT_FALSE(again.counted);
+  EXPECT_EQ(again.open_reports, 1);
+  ReportOutcome second = report("2001:db8:1:2::/64", "malware", "second", 202);
+  EXPECT_TRUE(second.counted);
+  EXPECT_EQ(second.open_reports, 2);
+  this->backend_.Reopen();
+  auto open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  ASSERT_TRUE(open.ok()) << open.error().message;
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].id, row.id);
+  EXPECT_EQ((*open)[0].reports, 2);
+  EXPECT_EQ((*open)[0].reasons, (std::vector<std::string>{"malware", "spam"}));
+  EXPECT_EQ((*open)[0].latest_at, 202);
+  EXPECT_EQ((*open)[0].latest_note, "second");
+  EXPECT_EQ((*open)[0].moderation, Moderation::kNone);
+}
+
+TYPED_TEST_P(StoreContract, WithholdingOwesAnEdgePurgeAndReviewClosesReports) {
+  const PasteMeta row = Row("mod000000001", 5000);
+  const PasteMeta later = Row("mod000000002", 5000);
+  for (const PasteMeta& r : {row, later}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kNone);
+  ASSERT_TRUE(RunSync(this->meta().AddReport(AbuseReport{row.id, "192.0.2.1", "spam", "", 300},
+                                             this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().AddReport(AbuseReport{later.id, "192.0.2.1", "other", "", 301},
+                                             this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(row.id, Moderation::kWithheld, "3 reports", 310,
+                                                 this->deadline()))
+                  .ok());
+  this->backend_.Reopen();
+  EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kWithheld);
+  auto due = RunSync(this->meta().DueOutbox(310, 10, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].id, row.id);
+  EXPECT_EQ((*due)[0].kind, OutboxEntry::Kind::kPurgeEdge);
+  // Withheld: still open, newest first.
+  auto open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 2u);
+  EXPECT_EQ((*open)[0].id, later.id);
+  EXPECT_EQ((*open)[1].moderation, Moderation::kWithheld);
+  // Reviewed (dismissed): served again, its reports closed; a new key starts a new count, the
+  // key that reported already is not counted twice.
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(row.id, Moderation::kNone, "fine", 320, this->deadline()))
+          .ok());
+  EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kNone);
+  open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].id, later.id);
+  auto again = RunSync(
+      this->meta().AddReport(AbuseReport{row.id, "192.0.2.1", "spam", "", 330}, this->deadline()));
+  EXPECT_FALSE(again->counted);
+  auto fresh = RunSync(
+      this->meta().AddReport(AbuseReport{row.id, "192.0.2.2", "spam", "", 331}, this->deadline()));
+  EXPECT_TRUE(fresh->counted);
+  EXPECT_EQ(fresh->open_reports, 1);
+  // Taken down: the state stays on the tombstone.
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(later.id, Moderation::kTakenDown, "malware", 340,
+                                                 this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().MarkDeleted(later.id, 340, this->deadline())).ok());
+  auto down = RunSync(this->meta().Get(later.id, this->deadline()));
+  EXPECT_TRUE(down->deleted);
+  EXPECT_EQ(down->moderation, Moderation::kTakenDown);
+  Status missing = RunSync(this->meta().SetModeration(Id("nothere00000"), Moderation::kWithheld,
+                                                      "x", 350, this->deadline()));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TYPED_TEST_P(StoreContract, BlocksInForceAndTheAuditTrailNewestFirst) {
+  ASSERT_TRUE(RunSync(this->meta().AddBlock(ClientBlock{"198.51.100.0/24", "spam", 100, 200},
+                                            this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().AddBlock(ClientBlock{"2001:db8::/48", "abuse", 100, 1000},
+                                            this->deadline()))
+                  .ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(RunSync(this->meta().AddAudit(
+                            AuditEntry{400 + i, "takedown", "aud00000000" + std::to_string(i),
+                                       "reason " + std::to_string(i)},
+                            this->deadline()))
+                    .ok());
+  }
+  this->backend_.Reopen();
+  auto blocks = RunSync(this->meta().ActiveBlocks(200, this->deadline()));
+  ASSERT_TRUE(blocks.ok()) << blocks.error().message;
+  ASSERT_EQ(blocks->size(), 1u);
+  EXPECT_EQ((*blocks)[0].prefix, "2001:db8::/48");
+  EXPECT_EQ((*blocks)[0].reason, "abuse");
+  EXPECT_EQ((*blocks)[0].until, 1000);
+  EXPECT_EQ(RunSync(this->meta().ActiveBlocks(199, this->deadline()))->size(), 2u);
+  auto audit = RunSync(this->meta().AuditTrail(2, this->deadline()));
+  ASSERT_TRUE(audit.ok()) << audit.error().message;
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[0].at, 402);
+  EXPECT_EQ((*audit)[0].target, "aud000000002");
+  EXPECT_EQ((*audit)[0].detail, "reason 2");
+  EXPECT_EQ((*audit)[1].action, "takedown");
+  EXPECT_EQ((*audit)[1].at, 401);
+}
+
 // Burn after reading and storage accounting
 
 inline PasteMeta BurnRow(std::string_view id, int64_t expires_at) {
@@ -403,6 +527,49 @@ TYPED_TEST_P(StoreContract, LiveBytesFollowInsertsDeletesClaimsAndPurges) {
   EXPECT_EQ(live(), 5u);
 }
 
+// Moderation and burn together: a withheld or taken-down burn row is never claimed (the read
+// answers 451 for it, src/service/paste_service.cc), and a dismissed one can be claimed again.
+TYPED_TEST_P(StoreContract, ClaimNeverBurnsAModeratedRow) {
+  ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("held00000001", 5000), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("down00000001", 5000), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"), Moderation::kWithheld,
+                                                 "3 reports", 150, this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("down00000001"), Moderation::kTakenDown,
+                                                 "malware", 150, this->deadline()))
+                  .ok());
+  for (const char* id : {"held00000001", "down00000001"}) {
+    auto r = RunSync(this->meta().Claim(Id(id), 200, this->deadline()));
+    ASSERT_FALSE(r.ok()) << id;
+    EXPECT_EQ(r.error().code, ErrorCode::kNotFound) << id;
+  }
+  this->backend_.Reopen();
+  auto held = RunSync(this->meta().Get(Id("held00000001"), this->deadline()));
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_FALSE(held->deleted);
+  EXPECT_TRUE(held->burn);
+  EXPECT_EQ(held->moderation, Moderation::kWithheld);
+  auto live = RunSync(this->meta().LiveBytes(this->deadline()));
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  EXPECT_EQ(*live, 10u);
+  // Only the withholding's edge purge is owed, no body removal.
+  auto due = RunSync(this->meta().DueOutbox(200, 10, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].kind, OutboxEntry::Kind::kPurgeEdge);
+
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"), Moderation::kNone, "fine", 210,
+                                                 this->deadline()))
+                  .ok());
+  auto won = RunSync(this->meta().Claim(Id("held00000001"), 220, this->deadline()));
+  ASSERT_TRUE(won.ok()) << won.error().message;
+  EXPECT_TRUE(won->burn);
+  EXPECT_EQ(won->moderation, Moderation::kNone);
+  live = RunSync(this->meta().LiveBytes(this->deadline()));
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  EXPECT_EQ(*live, 5u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreContract, InsertedRowReadsBackIdentically, BodySizeAndChecksumRoundTrip,
     MissingRowIsNotFound, DuplicateInsertFailsAndKeepsTheFirstRow,
@@ -410,7 +577,9 @@ REGISTER_TYPED_TEST_SUITE_P(
     OutboxRetryPostponesAndFinishRemoves, ExpiredListsOnlyDueRowsUpToTheLimit,
     PurgeRemovesRowsAndTheirOutboxEntries, RowsSurviveReopening, BodyReadsBackByteIdentically,
     MissingBodyIsNotFoundAndDeleteIsIdempotent, ListPagesThroughBodiesInIdOrder,
-    ConcurrentWritersAreAllDurable, ClaimTakesABurnRowOnceAndOwesItsBody,
-    ConcurrentClaimsHaveExactlyOneWinner, LiveBytesFollowInsertsDeletesClaimsAndPurges);
+    ConcurrentWritersAreAllDurable, ReportsCountEachClientKeyOnce,
+    WithholdingOwesAnEdgePurgeAndReviewClosesReports, BlocksInForceAndTheAuditTrailNewestFirst,
+    ClaimTakesABurnRowOnceAndOwesItsBody, ConcurrentClaimsHaveExactlyOneWinner,
+    LiveBytesFollowInsertsDeletesClaimsAndPurges, ClaimNeverBurnsAModeratedRow);
 
 }  // namespace sluice::store::contract

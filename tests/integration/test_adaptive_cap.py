@@ -44,7 +44,7 @@ class AdaptiveCreateCapTest(SluiceTestCase):
         shrunk = create_cap(s)
         self.assertLess(shrunk, start, "PUTs slower than the target must lower the cap")
 
-        self.assertEqual(s.request("PUT", "/debug/faults", body=b"").status, 204)
+        self.assertEqual(s.admin_request("PUT", "/debug/faults", body=b"").status, 204)
         key = 1000
         for _ in range(30):
             statuses = self.burst_of_creates(s, int(max(2, create_cap(s))), key)

@@ -150,6 +150,43 @@ class BurnEmbeddedTest(SluiceTestCase):
         self.assertJsonError(res, 400, "bad_json")
 
 
+class BurnModeratedTest(SluiceTestCase):
+    """Moderation comes first (README, "Burn after reading"): a withheld or taken-down burn paste
+    answers 451 to reads and claims, and no claim burns it while it is withheld."""
+
+    def test_a_withheld_burn_paste_answers_451_and_is_not_burned(self):
+        s = self.server(["--report-hide-threshold", "1"])
+        held = s.request("POST", "/api/v1/pastes?burn=1", body=b"held text").json()
+        down = s.request("POST", "/api/v1/pastes?burn=1", body=b"down text").json()
+        res = s.request("POST", f"/api/v1/pastes/{held['id']}/report",
+                        body=json.dumps({"reason": "spam"}),
+                        headers={"Content-Type": "application/json"})
+        self.assertStatus(res, 202)
+        self.assertTrue(res.json()["under_review"])
+        page = s.get(f"/{held['id']}", headers=BROWSER)
+        self.assertStatus(page, 451)
+        self.assertNotIn(b"will be deleted when you open it", page.body)
+        self.assertJsonError(s.get(f"/raw/{held['id']}"), 451, "under_review")
+        for _ in range(2):
+            self.assertJsonError(s.request("POST", f"/api/v1/pastes/{held['id']}/claim", body=b""),
+                                 451, "under_review")
+        self.assertStatus(s.request("POST", f"/claim/{held['id']}", body=b"", headers=BROWSER), 451)
+
+        self.assertStatus(s.admin_request("POST", f"/admin/pastes/{down['id']}/takedown",
+                                          body=json.dumps({"reason": "malware"})), 200)
+        self.assertJsonError(s.request("POST", f"/api/v1/pastes/{down['id']}/claim", body=b""),
+                             451, "taken_down")
+
+        # Dismissed: it burns after reading again, its text intact.
+        self.assertStatus(s.admin_request("POST", f"/admin/pastes/{held['id']}/dismiss",
+                                          body="{}"), 200)
+        self.assertStatus(s.get(f"/{held['id']}", headers=BROWSER), 200)
+        res = s.request("POST", f"/api/v1/pastes/{held['id']}/claim?format=raw", body=b"")
+        self.assertStatus(res, 200)
+        self.assertEqual(res.body, b"held text")
+        self.assertStatus(s.request("POST", f"/api/v1/pastes/{held['id']}/claim", body=b""), 404)
+
+
 if __name__ == "__main__":
     unittest.main()
 

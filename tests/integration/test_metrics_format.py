@@ -101,8 +101,9 @@ class MetricsFormatTest(SluiceTestCase):
                          "--ip-create-rate", "0.001", "--ip-create-burst", "2"], cache=redis)
         wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
                    message="write pool warm")
-        set_faults("127.0.0.1", s.port, "meta.get:latency=1ms")
-        self.addCleanup(lambda: s.running() and set_faults("127.0.0.1", s.port, ""))
+        set_faults("127.0.0.1", s.admin_port, "meta.get:latency=1ms", s.admin_token)
+        self.addCleanup(lambda: s.running() and set_faults("127.0.0.1", s.admin_port, "",
+                                                           s.admin_token))
         self.drive_traffic(s, refusal_certain=False)
         m = self.check_live_metrics(s)
         for family in ("sluice_meta_pool_connections", "sluice_limiter_fail_open",

@@ -725,9 +725,11 @@ def scrape(host, port):
 # ------------------------------------------------------------------------------------------------
 # Faults and the process.
 
-def set_faults(host, port, spec):
-    """PUT /debug/faults; the server must answer 204."""
-    rec = request(host, port, "PUT", "/debug/faults", body=spec, timeout=5)
+def set_faults(host, port, spec, token=None):
+    """PUT /debug/faults on the admin listener at `port` (with its bearer `token`); the server must
+    answer 204."""
+    headers = [("Authorization", f"Bearer {token}")] if token else None
+    rec = request(host, port, "PUT", "/debug/faults", headers=headers, body=spec, timeout=5)
     if rec.status != 204:
         raise AssertionError(f"PUT /debug/faults {spec!r} answered {rec!r} {rec.body[:300]!r}")
     return rec
@@ -895,12 +897,12 @@ class ScenarioTestCase(SluiceTestCase):
     def _clear_faults(self, s):
         if s.running():
             try:
-                set_faults("127.0.0.1", s.port, "")
+                set_faults("127.0.0.1", s.admin_port, "", s.admin_token)
             except Exception:
                 pass
 
     def faults(self, s, spec):
-        return set_faults("127.0.0.1", s.port, spec)
+        return set_faults("127.0.0.1", s.admin_port, spec, s.admin_token)
 
     def scrape(self, s):
         return scrape("127.0.0.1", s.port)

@@ -39,6 +39,9 @@ LISTENING = re.compile(r"listening on (https?://\S+)")
 SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak|Thread|UndefinedBehavior)Sanitizer|"
                               r"runtime error: ")
 LISTENING_LOCAL = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+# The admin listener's line comes before the public one, so both are known once that one is seen.
+ADMIN_LISTENING = re.compile(r"admin listener at http://127\.0\.0\.1:(\d+)")
+ADMIN_TOKEN = "test-admin-token-0123456789"
 
 
 _live = set()  # servers not yet stopped: killed at exit whatever happened
@@ -151,6 +154,11 @@ class SluiceServer:
         self.keep_root = keep_root or bool(os.environ.get("SLUICE_KEEP_TEST_DATA"))
         self.proc = None
         self.port = None
+        self.admin_port = None  # the admin listener's, when it runs
+        self.admin_token = ADMIN_TOKEN
+        self.admin_token_file = os.path.join(self.root, "admin.token")
+        with open(self.admin_token_file, "w") as f:
+            f.write(ADMIN_TOKEN + "\n")
         self.base_url = None  # as the server announced it (its public URL when one is set)
         self.starts = 0
         self.last_returncode = None
@@ -161,7 +169,13 @@ class SluiceServer:
         if self.data_dir_flag and "--data-dir" not in self.args:
             cmd += ["--data-dir", self.data_dir]
         backends = [] if {"--meta", "--blob", "--cache"} & set(self.args) else BACKEND_ARGS
-        return cmd + backends + self.args
+        # Never the default 127.0.0.1:8081: tests run side by side, each with its own listener.
+        admin = []
+        if "--admin-listen" not in self.args and "SLUICE_ADMIN_LISTEN" not in self.env:
+            admin += ["--admin-listen", "127.0.0.1:0"]
+        if "--admin-token-file" not in self.args and "SLUICE_ADMIN_TOKEN_FILE" not in self.env:
+            admin += ["--admin-token-file", self.admin_token_file]
+        return cmd + backends + admin + self.args
 
     def start(self):
         assert self.proc is None, "already running"
@@ -182,6 +196,8 @@ class SluiceServer:
             match = LISTENING.search(text)
             if match:
                 self.base_url = match.group(1).rstrip(";,")
+                admin = ADMIN_LISTENING.search(text)
+                self.admin_port = int(admin.group(1)) if admin else None
                 local = LISTENING_LOCAL.search(text)
                 if local:
                     self.port = int(local.group(1))
@@ -302,6 +318,18 @@ class SluiceServer:
         finally:
             if own:
                 conn.close()
+
+    def admin_request(self, method, path, body=None, headers=None, token=ADMIN_TOKEN, **kw):
+        """A request to the admin listener, with `token` as its bearer token (None: none)."""
+        assert self.admin_port, "no admin listener"
+        pairs = list(headers.items() if isinstance(headers, dict) else headers or ())
+        if token is not None:
+            pairs.append(("Authorization", f"Bearer {token}"))
+        conn = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=10)
+        try:
+            return self.request(method, path, body=body, headers=pairs, conn=conn, **kw)
+        finally:
+            conn.close()
 
     def get(self, path, headers=None, **kw):
         return self.request("GET", path, headers=headers, **kw)

@@ -159,6 +159,47 @@ class FaultyMetaStore final : public store::MetaStore {
     co_return co_await inner_.LiveBytes(d);
   }
 
+  // Moderation: fails with the rest when `fail` is set.
+  boost::asio::awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,
+                                                                 admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.AddReport(std::move(report), d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Status> SetModeration(store::PasteId id, store::Moderation state,
+                                               std::string reason, int64_t now,
+                                               admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.SetModeration(id, state, std::move(reason), now, d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(
+      size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.OpenReports(limit, d);
+  }
+  boost::asio::awaitable<Status> AddBlock(store::ClientBlock block,
+                                          admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.AddBlock(std::move(block), d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(
+      int64_t now, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.ActiveBlocks(now, d);
+  }
+  boost::asio::awaitable<Status> AddAudit(store::AuditEntry entry, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.AddAudit(std::move(entry), d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(
+      size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.AuditTrail(limit, d);
+  }
+
  private:
   store::MetaStore& inner_;
 };

@@ -31,6 +31,10 @@ enum class ErrorCode {
   /// The operator's storage quota is reached. Retrying after `retry_after_seconds` may help, once
   /// pastes expire or are deleted.
   kInsufficientStorage,
+  /// The operator refused this client (a block). Retrying cannot help until the block ends.
+  kPermissionDenied,
+  /// Moderation withholds the thing: under review after reports, or taken down (HTTP 451).
+  kWithheld,
 };
 
 /// The name of a code as it appears in JSON bodies and logs ("not_found").

@@ -3,11 +3,13 @@
 // presenter (presenter.h); docs/architecture.md follows a request through them.
 #pragma once
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/render/view_renderer.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 
 namespace sluice::http {
@@ -52,10 +55,23 @@ struct ServerOptions {
   /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
   /// key is the socket peer and whatever a client writes in the header is ignored.
   admission::TrustedProxies trusted_proxies;
+  /// One log line per request (src/http/access_log.h): every 5xx, and this share of the rest.
+  bool access_log = false;
+  double access_log_sample = 1.0;
   /// Fault injection control (GET/PUT /debug/faults); both unset unless configuration enables
   /// fault injection, and then the route does not exist.
   std::function<std::string()> get_faults;
   std::function<Status(std::string_view)> set_faults;
+  /// Which routes this listener serves: the public site and API, or the operator's side
+  /// (/debug/faults, /metrics, /admin/...), which a public request never reaches (404).
+  enum class Surface { kPublic, kAdmin } surface = Surface::kPublic;
+  /// Public side: serve /metrics there too (it is always on the admin side). Default: true.
+  bool metrics_on_public = true;
+  /// Admin side: the SHA-256 of the bearer token every request must carry; unset, every request is
+  /// refused with 401 (no token file was configured).
+  std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
+  /// Admin side: the moderation use-cases (reports, takedowns, blocks); may be null.
+  service::ModerationService* moderation = nullptr;
 };
 
 /// Accepts connections and serves the API. Each io_context must be run by exactly one thread:

@@ -70,6 +70,10 @@ struct AdmissionOptions {
   int retry_after_min = 5;
   int retry_after_max = 15;
   /// Client keys remembered by each keyed limiter. Default: 100,000.
+  /// Abuse reports per client key: their own bucket, so reporting never spends a create's budget
+  /// and a flood of reports is refused with 429 like creates. Per process, never shared.
+  /// Default: one every 10 s, 5 at once.
+  admission::TokenBucketPolicy ip_report{0.1, 5};
   size_t max_client_keys = 100'000;
 };
 
@@ -124,6 +128,10 @@ class AdmissionControl {
 
   ClientBudgets Budgets(std::string_view client_key) const;
 
+  /// One abuse report of `client_key`: ResourceExhausted (reason report_rate, with Retry-After and
+  /// the limit) when its report bucket is empty.
+  Status AdmitReport(std::string_view client_key);
+
   /// A Retry-After for 503s, uniform in the configured band, so shed clients do not return as a
   /// wave.
   int JitteredRetryAfterSeconds() { return retry_after_.NextSeconds(); }
@@ -164,6 +172,7 @@ class AdmissionControl {
   store::SharedState* const shared_;
   admission::KeyedLimiter ip_create_;
   admission::KeyedLimiter ip_read_;
+  admission::KeyedLimiter ip_report_;
   admission::TokenBucket global_count_;
   admission::TokenBucket global_bytes_;
   std::unique_ptr<admission::SlotLimiter> create_slots_;

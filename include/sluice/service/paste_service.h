@@ -18,6 +18,7 @@
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
 #include "sluice/service/admission_control.h"
+#include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
@@ -96,10 +97,12 @@ struct CreateTicket {
 class PasteService {
  public:
   /// `shared`, when given, is the metadata cache between `cache` and `meta`, and its invalidations
-  /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it.
+  /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it. `blocks`,
+  /// when given, refuses creates from blocked clients (403) and must outlive the service.
   PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                AdmissionControl& admission, const Clock& clock, MetricsRegistry& metrics,
-               ServiceOptions options, store::SharedState* shared = nullptr);
+               ServiceOptions options, store::SharedState* shared = nullptr,
+               const Blocklist* blocks = nullptr);
 
   const ServiceOptions& options() const { return options_; }
 
@@ -108,8 +111,9 @@ class PasteService {
   Status CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance = 0) const;
 
   /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
-  /// TooLarge), the storage quota (InsufficientStorage, reason "storage_quota", with a
-  /// Retry-After), the rate limits (ResourceExhausted, with the limit), the in-flight caps
+  /// TooLarge), an operator's block of the client (PermissionDenied, reason blocked), the storage
+  /// quota (InsufficientStorage, reason "storage_quota", with a Retry-After), the rate limits
+  /// (ResourceExhausted, with the limit), the in-flight caps
   /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create. Suspends
   /// only to ask a shared limiter store, and then for at most its budget.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
@@ -125,13 +129,13 @@ class PasteService {
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
                                                       std::string_view ttl, bool burn = false);
 
-  /// Returns a live paste: NotFound for malformed ids (without touching storage), absent, expired
-  /// or deleted pastes; Unavailable when a store fails, never NotFound, and Unavailable with reason
-  /// "body_mismatch" when the blob store's body is not the one the row describes (never served,
-  /// never cached). A cache hit costs no slot
-  /// and no limit; a miss that joins a fill of the id already in flight costs nothing either; the
-  /// miss that leads a fill takes the client's origin-read budget, a read slot, and one fill
-  /// within the fill cap.
+  /// Returns a live paste: Withheld (reason under_review or taken_down) for a paste moderation
+  /// withholds, whatever else its row says (a burn paste too); NotFound for malformed ids (without
+  /// touching storage), absent, expired or deleted pastes; Unavailable when a store fails, never
+  /// NotFound, and Unavailable with reason "body_mismatch" when the blob store's body is not the
+  /// one the row describes (never served, never cached). A cache hit costs no slot and no limit; a
+  /// miss that joins a fill of the id already in flight costs nothing either; the miss that leads
+  /// a fill takes the client's origin-read budget, a read slot, and one fill within the fill cap.
   /// A live burn-after-reading paste comes back as its row with a null body: the caller never
   /// serves it from here (it confirms, or points to Claim).
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
@@ -139,9 +143,11 @@ class PasteService {
 
   /// Reads a burn-after-reading paste once: fetches and checks the body, then claims the row
   /// (store::MetaStore::Claim), and only the one caller whose claim commits gets the text; every
-  /// other, concurrent or later, gets NotFound. InvalidArgument (reason "not_burn") for a paste
-  /// that is not burn-after-reading; Unavailable when a store fails (nothing burned, unless the
-  /// claim's own answer was lost). Costs an origin read like a fill's leader; nothing is cached.
+  /// other, concurrent or later, gets NotFound. Withheld (451) for a paste moderation withholds,
+  /// before anything is claimed: it is never burned. InvalidArgument (reason "not_burn") for a
+  /// paste that is not burn-after-reading; Unavailable when a store fails (nothing burned, unless
+  /// the claim's own answer was lost). Costs an origin read like a fill's leader; nothing is
+  /// cached.
   boost::asio::awaitable<Result<CachedPaste>> Claim(const ClientKeySource& client,
                                                     std::string_view id_text);
 
@@ -210,6 +216,7 @@ class PasteService {
   const Clock& clock_;
   const ServiceOptions options_;
   store::SharedState* const shared_;
+  const Blocklist* const blocks_;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;
@@ -222,6 +229,7 @@ class PasteService {
   Counter& unknown_inserts_;
   Counter& claims_won_;
   Counter& claims_gone_;
+  Counter& put_bytes_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 
   // Storage accounting (docs/overload.md, "Create", step 1).

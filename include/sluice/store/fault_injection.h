@@ -31,8 +31,9 @@ struct FaultRule {
 
   /// The operation: "blob.put", "blob.get", "blob.delete", "blob.list", "meta.insert", "meta.get",
   /// "meta.mark_deleted" (MarkDeleted, Claim), "meta.outbox" (DueOutbox, FinishOutbox,
-  /// RetryOutboxLater, OldestOutboxAge), "meta.sweep" (Expired, Purge, Existing, LiveBytes); or a
-  /// wildcard "blob.*", "meta.*", "*". Default: "*".
+  /// RetryOutboxLater, OldestOutboxAge), "meta.sweep" (Expired, Purge, Existing, LiveBytes),
+  /// "meta.moderation" (reports, moderation states, blocks, audit); or a wildcard "blob.*",
+  /// "meta.*", "*". Default: "*".
   std::string target = "*";
   /// What happens. Default: kLatency.
   Kind kind = Kind::kLatency;
@@ -55,9 +56,9 @@ struct FaultRule {
 const char* FaultKindName(FaultRule::Kind kind);
 
 /// The concrete targets a decorator reports, in a fixed order.
-inline constexpr std::array<std::string_view, 9> kFaultTargets = {
-    "blob.put", "blob.get",          "blob.delete", "blob.list", "meta.insert",
-    "meta.get", "meta.mark_deleted", "meta.outbox", "meta.sweep"};
+inline constexpr std::array<std::string_view, 10> kFaultTargets = {
+    "blob.put", "blob.get",          "blob.delete", "blob.list",  "meta.insert",
+    "meta.get", "meta.mark_deleted", "meta.outbox", "meta.sweep", "meta.moderation"};
 
 /// A set of rules. A value type; copy freely.
 class FaultPlan {

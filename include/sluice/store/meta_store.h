@@ -4,11 +4,13 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "sluice/admission/deadline.h"
 #include "sluice/common/result.h"
+#include "sluice/store/moderation.h"
 #include "sluice/store/paste.h"
 
 namespace sluice::store {
@@ -75,6 +77,41 @@ class MetaStore {
   /// Returns which of `ids` have a row in any state, for the orphan reaper.
   virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Existing(
       std::vector<PasteId> ids, admission::Deadline deadline) = 0;
+
+  // Moderation: abuse reports, withheld and taken-down pastes, blocked clients and the audit trail
+  // of every operator action (src/service/moderation.cc; README.md, "Moderation").
+
+  /// Records a report unless this client key already reported this paste (then not counted).
+  /// Returns whether it counted and how many distinct keys have an open report of the paste.
+  virtual boost::asio::awaitable<Result<ReportOutcome>> AddReport(AbuseReport report,
+                                                                  admission::Deadline deadline) = 0;
+
+  /// Sets the paste's moderation state with its reason and time; NotFound if there is no row.
+  /// kWithheld also enqueues an edge purge (OutboxEntry::kPurgeEdge) in the same transaction;
+  /// kNone and kTakenDown close the paste's open reports (they have been reviewed).
+  virtual boost::asio::awaitable<Status> SetModeration(PasteId id, Moderation state,
+                                                       std::string reason, int64_t now,
+                                                       admission::Deadline deadline) = 0;
+
+  /// Pastes with open reports, the most recently reported first, at most `limit`.
+  virtual boost::asio::awaitable<Result<std::vector<ReportSummary>>> OpenReports(
+      size_t limit, admission::Deadline deadline) = 0;
+
+  /// Records a block of a client key or prefix until `block.until`.
+  virtual boost::asio::awaitable<Status> AddBlock(ClientBlock block,
+                                                  admission::Deadline deadline) = 0;
+
+  /// Blocks still in force at `now`.
+  virtual boost::asio::awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(
+      int64_t now, admission::Deadline deadline) = 0;
+
+  /// Appends one operator action to the audit trail.
+  virtual boost::asio::awaitable<Status> AddAudit(AuditEntry entry,
+                                                  admission::Deadline deadline) = 0;
+
+  /// The last `limit` audit rows, newest first.
+  virtual boost::asio::awaitable<Result<std::vector<AuditEntry>>> AuditTrail(
+      size_t limit, admission::Deadline deadline) = 0;
 
   // Burn after reading and storage accounting
 

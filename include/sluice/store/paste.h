@@ -36,6 +36,11 @@ using TokenHash = std::array<unsigned char, 32>;
 /// returned from the one that was acknowledged.
 using BodyDigest = std::array<unsigned char, 32>;
 
+/// What moderation did to a paste (README.md, "Moderation"): nothing, withheld pending review
+/// (enough distinct clients reported it), or taken down by an operator. Either of the last two is
+/// answered 451, never the text.
+enum class Moderation { kNone = 0, kWithheld = 1, kTakenDown = 2 };
+
 /// One metadata row. Times are Unix seconds.
 struct PasteMeta {
   PasteId id;
@@ -51,13 +56,16 @@ struct PasteMeta {
   /// Burn after reading: one reader gets the text through MetaStore::Claim, and then the row is a
   /// tombstone. Never served by a plain read, never cached (src/service/paste_service.cc).
   bool burn = false;
+  /// Withheld or taken down pastes are never served, whatever `deleted` says.
+  Moderation moderation = Moderation::kNone;
 };
 
 /// What the background worker owes the outside world after a commit (at least once).
 struct OutboxEntry {
   int64_t seq = 0;
   PasteId id;
-  enum class Kind { kDeleteBody } kind = Kind::kDeleteBody;
+  /// kPurgeEdge: only the edge's copies go (a withheld paste keeps its body for review).
+  enum class Kind { kDeleteBody, kPurgeEdge } kind = Kind::kDeleteBody;
   int attempts = 0;
   int64_t next_attempt_at = 0;
 };

@@ -106,11 +106,103 @@ class MemoryMetaStore final : public MetaStore {
     co_return ids;
   }
 
+  // Moderation
+
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    ReportOutcome out;
+    auto key = std::make_pair(report.id, report.client_key);
+    out.counted = !reports_.contains(key);
+    if (out.counted) reports_.emplace(key, StoredReport{report, true});
+    for (const auto& [k, r] : reports_) {
+      if (k.first == report.id && r.open) ++out.open_reports;
+    }
+    co_return out;
+  }
+
+  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string, int64_t now,
+                                  admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto it = rows_.find(id);
+    if (it == rows_.end()) co_return NotFound();
+    it->second.moderation = state;
+    if (state == Moderation::kWithheld) {
+      outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, now}, now});
+    } else {
+      for (auto& [k, r] : reports_) {
+        if (k.first == id) r.open = false;
+      }
+    }
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
+                                                            admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::map<PasteId, ReportSummary> by_paste;
+    for (const auto& [k, r] : reports_) {
+      auto row = rows_.find(k.first);
+      if (!r.open || row == rows_.end()) continue;
+      ReportSummary& s = by_paste.try_emplace(k.first, ReportSummary{k.first}).first->second;
+      ++s.reports;
+      if (std::find(s.reasons.begin(), s.reasons.end(), r.report.reason) == s.reasons.end()) {
+        s.reasons.push_back(r.report.reason);
+      }
+      if (r.report.at >= s.latest_at) {
+        s.latest_at = r.report.at;
+        s.latest_note = r.report.note;
+      }
+      s.moderation = row->second.moderation;
+    }
+    std::vector<ReportSummary> out;
+    for (auto& [id, s] : by_paste) {
+      std::sort(s.reasons.begin(), s.reasons.end());
+      out.push_back(std::move(s));
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.latest_at > b.latest_at; });
+    if (out.size() > limit) out.erase(out.begin() + static_cast<std::ptrdiff_t>(limit), out.end());
+    co_return out;
+  }
+
+  awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    blocks_.push_back(std::move(block));
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
+                                                           admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<ClientBlock> out;
+    for (const ClientBlock& b : blocks_) {
+      if (b.until > now) out.push_back(b);
+    }
+    co_return out;
+  }
+
+  awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    audit_.push_back(std::move(entry));
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
+                                                        admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<AuditEntry> out(audit_.rbegin(), audit_.rend());
+    if (out.size() > limit) out.resize(limit);
+    co_return out;
+  }
+
+  // Burn after reading and storage accounting
+
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline) override {
     std::lock_guard lock(mu_);
     auto it = rows_.find(id);
+    // A withheld or taken-down row is never claimed (src/store/sqlite/sqlite_meta_store.cc).
     if (it == rows_.end() || !it->second.burn || it->second.deleted ||
-        it->second.expires_at <= now) {
+        it->second.moderation != Moderation::kNone || it->second.expires_at <= now) {
       co_return NotFound();
     }
     PasteMeta before = it->second;
@@ -129,10 +221,17 @@ class MemoryMetaStore final : public MetaStore {
   }
 
  private:
+  struct StoredReport {
+    AbuseReport report;
+    bool open = true;
+  };
   std::mutex mu_;
   std::map<PasteId, PasteMeta> rows_;
   std::vector<std::pair<OutboxEntry, int64_t>> outbox_;
   int64_t seq_ = 0;
+  std::map<std::pair<PasteId, std::string>, StoredReport> reports_;
+  std::vector<ClientBlock> blocks_;
+  std::vector<AuditEntry> audit_;
 };
 
 class MemoryBlobStore final : public BlobStore {

@@ -264,6 +264,21 @@ TokenHash Hash(std::string_view hex) {
   return out;
 }
 
+Moderation ModerationOf(int64_t v) {
+  return v >= 0 && v <= 2 ? static_cast<Moderation>(v) : Moderation::kNone;
+}
+
+std::vector<std::string> SplitReasons(std::string_view joined) {
+  std::vector<std::string> out;
+  while (!joined.empty()) {
+    const size_t comma = std::min(joined.find(','), joined.size());
+    out.emplace_back(joined.substr(0, comma));
+    joined.remove_prefix(std::min(comma + 1, joined.size()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Param P(int64_t v) { return Param{std::to_string(v), false}; }
 Param P(std::string_view v) { return Param{std::string(v), false}; }
 
@@ -280,7 +295,7 @@ Param IdArray(const std::vector<PasteId>& ids) {
 
 // The columns every row read selects, in the order RowFrom parses.
 #define SLUICE_ROW_COLUMNS \
-  "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn"
+  "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation"
 
 PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   PasteMeta m{id,
@@ -295,6 +310,7 @@ PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
     m.body_sha256 = Hash(Text(r, 0, 5));
   }
   m.burn = Text(r, 0, 6) == "t";
+  m.moderation = ModerationOf(Int(r, 0, 7));
   return m;
 }
 
@@ -394,7 +410,7 @@ class PgMetaStore final : public PostgresMetaStore {
                                                         admission::Deadline deadline) override {
     return Query<std::vector<OutboxEntry>>(
         PostgresPurpose::kCleanup, deadline,
-        "SELECT seq, paste_id, attempts, next_attempt_at FROM outbox "
+        "SELECT seq, paste_id, attempts, next_attempt_at, kind FROM outbox "
         "WHERE next_attempt_at <= $1 ORDER BY next_attempt_at, seq LIMIT $2",
         {P(now), P(static_cast<int64_t>(limit))},
         [](const PGresult* r) -> Result<std::vector<OutboxEntry>> {
@@ -402,8 +418,10 @@ class PgMetaStore final : public PostgresMetaStore {
           for (int i = 0; i < PQntuples(r); ++i) {
             auto id = PasteId::Parse(Text(r, i, 1));
             if (!id) continue;  // unreachable: only parsed ids are ever written
-            out.push_back(OutboxEntry{Int(r, i, 0), *id, OutboxEntry::Kind::kDeleteBody,
-                                      static_cast<int>(Int(r, i, 2)), Int(r, i, 3)});
+            const auto kind = Text(r, i, 4) == "purge_edge" ? OutboxEntry::Kind::kPurgeEdge
+                                                            : OutboxEntry::Kind::kDeleteBody;
+            out.push_back(
+                OutboxEntry{Int(r, i, 0), *id, kind, static_cast<int>(Int(r, i, 2)), Int(r, i, 3)});
           }
           return out;
         });
@@ -475,17 +493,130 @@ class PgMetaStore final : public PostgresMetaStore {
         });
   }
 
+  // Moderation: writes on the write pool, the operator's reads on the cleanup pool, whose
+  // statement timeout suits a listing rather than a hot read.
+
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report,
+                                             admission::Deadline deadline) override {
+    // The count reads the snapshot from before the insert, so this report is added to it.
+    return Query<ReportOutcome>(
+        PostgresPurpose::kWrite, deadline,
+        "WITH added AS (INSERT INTO reports (paste_id, client_key, reason, note, created_at, open) "
+        "VALUES ($1, $2, $3, $4, $5, true) ON CONFLICT DO NOTHING RETURNING 1) "
+        "SELECT (SELECT count(*) FROM added), "
+        "(SELECT count(*) FROM reports WHERE paste_id = $1 AND open)",
+        {P(report.id.view()), P(report.client_key), P(report.reason), P(report.note), P(report.at)},
+        [](const PGresult* r) -> Result<ReportOutcome> {
+          ReportOutcome out;
+          out.counted = Int(r, 0, 0) > 0;
+          out.open_reports = Int(r, 0, 1) + Int(r, 0, 0);
+          return out;
+        });
+  }
+
+  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
+                                  admission::Deadline deadline) override {
+    // One statement, so the state, the edge purge owed and the closing of reports commit together.
+    return Command(
+        PostgresPurpose::kWrite, deadline,
+        "WITH marked AS (UPDATE pastes SET moderation = $2::smallint, moderation_reason = $3, "
+        "moderated_at = $4 WHERE id = $1 RETURNING id), "
+        "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
+        "SELECT id, 'purge_edge', 0, $4, $4 FROM marked WHERE $2::smallint = 1 RETURNING seq), "
+        "closed AS (UPDATE reports SET open = false WHERE paste_id = $1 AND open "
+        "AND $2::smallint <> 1 AND EXISTS (SELECT 1 FROM marked) RETURNING 1) "
+        "SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM queued), "
+        "(SELECT count(*) FROM closed)",
+        {P(id.view()), P(static_cast<int64_t>(state)), P(reason), P(now)},
+        [](const PGresult* r) -> Result<std::monostate> {
+          if (Int(r, 0, 0) > 0) return std::monostate{};
+          return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+        });
+  }
+
+  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
+                                                            admission::Deadline deadline) override {
+    return Query<std::vector<ReportSummary>>(
+        PostgresPurpose::kCleanup, deadline,
+        "SELECT r.paste_id, count(*), string_agg(DISTINCT r.reason, ','), max(r.created_at), "
+        "max(p.moderation), (SELECT n.note FROM reports n WHERE n.paste_id = r.paste_id AND n.open "
+        "ORDER BY n.created_at DESC LIMIT 1) "
+        "FROM reports r JOIN pastes p ON p.id = r.paste_id WHERE r.open "
+        "GROUP BY r.paste_id ORDER BY max(r.created_at) DESC, r.paste_id LIMIT $1",
+        {P(static_cast<int64_t>(limit))},
+        [](const PGresult* r) -> Result<std::vector<ReportSummary>> {
+          std::vector<ReportSummary> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            auto id = PasteId::Parse(Text(r, i, 0));
+            if (!id) continue;
+            ReportSummary s{*id};
+            s.reports = Int(r, i, 1);
+            s.reasons = SplitReasons(Text(r, i, 2));
+            s.latest_at = Int(r, i, 3);
+            s.moderation = ModerationOf(Int(r, i, 4));
+            s.latest_note = std::string(Text(r, i, 5));
+            out.push_back(std::move(s));
+          }
+          return out;
+        });
+  }
+
+  awaitable<Status> AddBlock(ClientBlock block, admission::Deadline deadline) override {
+    return Command(PostgresPurpose::kWrite, deadline,
+                   "INSERT INTO blocks (prefix, reason, created_at, until) VALUES ($1, $2, $3, $4)",
+                   {P(block.prefix), P(block.reason), P(block.created_at), P(block.until)});
+  }
+
+  awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
+                                                           admission::Deadline deadline) override {
+    return Query<std::vector<ClientBlock>>(
+        PostgresPurpose::kCleanup, deadline,
+        "SELECT prefix, reason, created_at, until FROM blocks WHERE until > $1 ORDER BY seq",
+        {P(now)}, [](const PGresult* r) -> Result<std::vector<ClientBlock>> {
+          std::vector<ClientBlock> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            out.push_back(ClientBlock{std::string(Text(r, i, 0)), std::string(Text(r, i, 1)),
+                                      Int(r, i, 2), Int(r, i, 3)});
+          }
+          return out;
+        });
+  }
+
+  awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline deadline) override {
+    return Command(PostgresPurpose::kWrite, deadline,
+                   "INSERT INTO audit (at, action, target, detail) VALUES ($1, $2, $3, $4)",
+                   {P(entry.at), P(entry.action), P(entry.target), P(entry.detail)});
+  }
+
+  awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
+                                                        admission::Deadline deadline) override {
+    return Query<std::vector<AuditEntry>>(
+        PostgresPurpose::kCleanup, deadline,
+        "SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT $1",
+        {P(static_cast<int64_t>(limit))}, [](const PGresult* r) -> Result<std::vector<AuditEntry>> {
+          std::vector<AuditEntry> out;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            out.push_back(AuditEntry{Int(r, i, 0), std::string(Text(r, i, 1)),
+                                     std::string(Text(r, i, 2)), std::string(Text(r, i, 3))});
+          }
+          return out;
+        });
+  }
+
+  // Burn after reading and storage accounting
+
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now,
                                      admission::Deadline deadline) override {
     // One statement, so one transaction: the tombstone, its outbox entry and the live bytes
     // commit together. Concurrent claims (from any process) queue on the row lock; under READ
     // COMMITTED each later one re-checks `NOT deleted` against the committed tombstone and
     // updates nothing, so exactly one gets the row back. The final SELECT reads the statement's
-    // snapshot, from before the update: the row as it was.
+    // snapshot, from before the update: the row as it was. A withheld or taken-down row is never
+    // claimed; a SetModeration that commits first is seen by the same re-check.
     return Query<PasteMeta>(
         PostgresPurpose::kWrite, deadline,
         "WITH claimed AS (UPDATE pastes SET deleted = true WHERE id = $1 AND burn AND NOT deleted "
-        "AND expires_at > $2 RETURNING id, size_bytes), "
+        "AND moderation = 0 AND expires_at > $2 RETURNING id, size_bytes), "
         "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
         "SELECT id, 'delete_body', 0, $2, $2 FROM claimed), "
         "counted AS (UPDATE storage_usage u SET live_bytes = u.live_bytes - c.size_bytes "

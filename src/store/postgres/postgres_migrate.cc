@@ -43,12 +43,43 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS body_sha256 bytea;
     )sql",
-    // burn: burn after reading (MetaStore::Claim). A constant default rewrites nothing.
+    // 3: moderation (README.md, "Moderation"): a paste's state with its reason and time, abuse
+    // reports (one per client key and paste), blocked clients and the audit trail.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderation smallint NOT NULL DEFAULT 0;
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderation_reason text;
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderated_at bigint;
+    CREATE TABLE IF NOT EXISTS reports (
+      paste_id text NOT NULL,
+      client_key text NOT NULL,
+      reason text NOT NULL,
+      note text NOT NULL,
+      created_at bigint NOT NULL,
+      open boolean NOT NULL DEFAULT true,
+      PRIMARY KEY (paste_id, client_key)
+    );
+    CREATE INDEX IF NOT EXISTS reports_open ON reports (created_at) WHERE open;
+    CREATE TABLE IF NOT EXISTS blocks (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      prefix text NOT NULL,
+      reason text NOT NULL,
+      created_at bigint NOT NULL,
+      until bigint NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS audit (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      at bigint NOT NULL,
+      action text NOT NULL,
+      target text NOT NULL,
+      detail text NOT NULL
+    );
+    )sql",
+    // 4: burn after reading (MetaStore::Claim). A constant default rewrites nothing.
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS burn boolean NOT NULL DEFAULT false;
     )sql",
-    // storage_usage: live bytes (MetaStore::LiveBytes), kept by every statement that adds or
-    // removes a live row, in sixteen slots chosen by the id's last character: one counter row
+    // 5: storage_usage, the live bytes (MetaStore::LiveBytes), kept by every statement that adds
+    // or removes a live row, in sixteen slots chosen by the id's last character: one counter row
     // would serialise every insert of every process on its row lock; sixteen spread them, and a
     // read sums sixteen rows.
     R"sql(

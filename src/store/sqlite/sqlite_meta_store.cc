@@ -48,11 +48,43 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN body_sha256 BLOB;
     )sql",
-    // burn: burn after reading (MetaStore::Claim).
+    // 3: moderation (README.md, "Moderation"): a paste's state with its reason and time, abuse
+    // reports (one per client key and paste), blocked clients and the audit trail.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN moderation INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE pastes ADD COLUMN moderation_reason TEXT;
+    ALTER TABLE pastes ADD COLUMN moderated_at INTEGER;
+    CREATE TABLE reports (
+      paste_id TEXT NOT NULL,
+      client_key TEXT NOT NULL,
+      reason TEXT NOT NULL,
+      note TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      open INTEGER NOT NULL DEFAULT 1,
+      PRIMARY KEY (paste_id, client_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX reports_open ON reports (open, created_at);
+    CREATE TABLE blocks (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      prefix TEXT NOT NULL,
+      reason TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      until INTEGER NOT NULL
+    );
+    CREATE TABLE audit (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      at INTEGER NOT NULL,
+      action TEXT NOT NULL,
+      target TEXT NOT NULL,
+      detail TEXT NOT NULL
+    );
+    )sql",
+    // 4: burn after reading (MetaStore::Claim).
     R"sql(
     ALTER TABLE pastes ADD COLUMN burn INTEGER NOT NULL DEFAULT 0;
     )sql",
-    // storage_usage: live bytes (MetaStore::LiveBytes), kept by every transaction that adds or
+    // 5: storage_usage, the live bytes (MetaStore::LiveBytes), kept by every transaction that adds
+    // or
     // removes a live row. One row: the embedded store has one writer, so it is never contended.
     R"sql(
     CREATE TABLE storage_usage (slot INTEGER PRIMARY KEY, live_bytes INTEGER NOT NULL);
@@ -68,7 +100,8 @@ Error StorageError(Db& db, std::string_view what) {
   return e;
 }
 
-// The columns of kRowColumns, in order.
+// Columns in order: created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn,
+// moderation (Get and the claim's RETURNING select them so).
 PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0, {}};
   m.burn = s.Int(6) != 0;
@@ -80,6 +113,8 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
     m.body_sha256.emplace();
     std::copy_n(digest.begin(), digest.size(), m.body_sha256->begin());
   }
+  const int64_t moderation = s.Int(7);
+  if (moderation >= 0 && moderation <= 2) m.moderation = static_cast<Moderation>(moderation);
   return m;
 }
 
@@ -107,8 +142,36 @@ struct ClaimOp {
   // Written on the committer thread before the op's completion, read by the caller after it.
   std::shared_ptr<std::optional<PasteMeta>> claimed;
 };
-using WriteOp =
-    std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp, ClaimOp>;
+struct AddReportOp {
+  AbuseReport report;
+  // Filled on the committer thread; read by the caller once its Submit has completed.
+  std::shared_ptr<ReportOutcome> outcome;
+};
+struct SetModerationOp {
+  PasteId id;
+  Moderation state;
+  std::string reason;
+  int64_t now;
+};
+struct AddBlockOp {
+  ClientBlock block;
+};
+struct AddAuditOp {
+  AuditEntry entry;
+};
+using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
+                             ClaimOp, AddReportOp, SetModerationOp, AddBlockOp, AddAuditOp>;
+
+std::vector<std::string> SplitReasons(std::string_view joined) {
+  std::vector<std::string> out;
+  while (!joined.empty()) {
+    const size_t comma = std::min(joined.find(','), joined.size());
+    out.emplace_back(joined.substr(0, comma));
+    joined.remove_prefix(std::min(comma + 1, joined.size()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 Error NoSuchPaste() { return MakeError(ErrorCode::kNotFound, "no such paste", "not_found"); }
 
@@ -129,8 +192,8 @@ class SqliteMetaStore final : public MetaStore {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<PasteMeta> {
       return WithReader([&](Db& db) -> Result<PasteMeta> {
         Statement& s = db.Prepare(
-            "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn "
-            "FROM pastes WHERE id = ?");
+            "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, "
+            "moderation FROM pastes WHERE id = ?");
         s.Bind(1, id.view());
         const int rc = s.Step();
         if (rc == SQLITE_ROW) return RowToMeta(id, s);
@@ -150,7 +213,7 @@ class SqliteMetaStore final : public MetaStore {
         *pools_.cleanup, [this, now, limit]() -> Result<std::vector<OutboxEntry>> {
           return WithReader([&](Db& db) -> Result<std::vector<OutboxEntry>> {
             Statement& s = db.Prepare(
-                "SELECT seq, paste_id, attempts, next_attempt_at FROM outbox "
+                "SELECT seq, paste_id, attempts, next_attempt_at, kind FROM outbox "
                 "WHERE next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?");
             s.Bind(1, now).Bind(2, static_cast<int64_t>(limit));
             std::vector<OutboxEntry> out;
@@ -158,8 +221,9 @@ class SqliteMetaStore final : public MetaStore {
             while ((rc = s.Step()) == SQLITE_ROW) {
               auto id = PasteId::Parse(s.Text(1));
               if (!id) continue;  // unreachable: only parsed ids are ever written
-              out.push_back(OutboxEntry{s.Int(0), *id, OutboxEntry::Kind::kDeleteBody,
-                                        static_cast<int>(s.Int(2)), s.Int(3)});
+              const auto kind = s.Text(4) == "purge_edge" ? OutboxEntry::Kind::kPurgeEdge
+                                                          : OutboxEntry::Kind::kDeleteBody;
+              out.push_back(OutboxEntry{s.Int(0), *id, kind, static_cast<int>(s.Int(2)), s.Int(3)});
             }
             if (rc != SQLITE_DONE) return StorageError(db, "outbox");
             return out;
@@ -230,6 +294,102 @@ class SqliteMetaStore final : public MetaStore {
           });
         });
   }
+
+  // Moderation
+
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, admission::Deadline) override {
+    auto outcome = std::make_shared<ReportOutcome>();
+    auto submitting = committer_->Submit(AddReportOp{std::move(report), outcome});
+    const Status s = co_await std::move(submitting);
+    if (!s.ok()) co_return s.error();
+    co_return *outcome;
+  }
+
+  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
+                                  admission::Deadline) override {
+    return committer_->Submit(SetModerationOp{id, state, std::move(reason), now});
+  }
+
+  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
+                                                            admission::Deadline) override {
+    return asio_glue::RunBlocking(
+        *pools_.read, [this, limit]() -> Result<std::vector<ReportSummary>> {
+          return WithReader([&](Db& db) -> Result<std::vector<ReportSummary>> {
+            Statement& s = db.Prepare(
+                "SELECT r.paste_id, COUNT(*), GROUP_CONCAT(DISTINCT r.reason), "
+                "MAX(r.created_at), p.moderation, "
+                "(SELECT n.note FROM reports n WHERE n.paste_id = r.paste_id AND n.open = 1 "
+                "ORDER BY n.created_at DESC LIMIT 1) "
+                "FROM reports r JOIN pastes p ON p.id = r.paste_id WHERE r.open = 1 "
+                "GROUP BY r.paste_id ORDER BY MAX(r.created_at) DESC, r.paste_id LIMIT ?");
+            s.Bind(1, static_cast<int64_t>(limit));
+            std::vector<ReportSummary> out;
+            int rc;
+            while ((rc = s.Step()) == SQLITE_ROW) {
+              auto id = PasteId::Parse(s.Text(0));
+              if (!id) continue;
+              ReportSummary r{*id};
+              r.reports = s.Int(1);
+              r.reasons = SplitReasons(s.Text(2));
+              r.latest_at = s.Int(3);
+              const int64_t state = s.Int(4);
+              if (state >= 0 && state <= 2) r.moderation = static_cast<Moderation>(state);
+              r.latest_note = std::string(s.Text(5));
+              out.push_back(std::move(r));
+            }
+            if (rc != SQLITE_DONE) return StorageError(db, "open reports");
+            return out;
+          });
+        });
+  }
+
+  awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
+    return committer_->Submit(AddBlockOp{std::move(block)});
+  }
+
+  awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
+                                                           admission::Deadline) override {
+    return asio_glue::RunBlocking(*pools_.read, [this, now]() -> Result<std::vector<ClientBlock>> {
+      return WithReader([&](Db& db) -> Result<std::vector<ClientBlock>> {
+        Statement& s = db.Prepare(
+            "SELECT prefix, reason, created_at, until FROM blocks WHERE until > ? ORDER BY seq");
+        s.Bind(1, now);
+        std::vector<ClientBlock> out;
+        int rc;
+        while ((rc = s.Step()) == SQLITE_ROW) {
+          out.push_back(
+              ClientBlock{std::string(s.Text(0)), std::string(s.Text(1)), s.Int(2), s.Int(3)});
+        }
+        if (rc != SQLITE_DONE) return StorageError(db, "blocks");
+        return out;
+      });
+    });
+  }
+
+  awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {
+    return committer_->Submit(AddAuditOp{std::move(entry)});
+  }
+
+  awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
+                                                        admission::Deadline) override {
+    return asio_glue::RunBlocking(*pools_.read, [this, limit]() -> Result<std::vector<AuditEntry>> {
+      return WithReader([&](Db& db) -> Result<std::vector<AuditEntry>> {
+        Statement& s =
+            db.Prepare("SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT ?");
+        s.Bind(1, static_cast<int64_t>(limit));
+        std::vector<AuditEntry> out;
+        int rc;
+        while ((rc = s.Step()) == SQLITE_ROW) {
+          out.push_back(AuditEntry{s.Int(0), std::string(s.Text(1)), std::string(s.Text(2)),
+                                   std::string(s.Text(3))});
+        }
+        if (rc != SQLITE_DONE) return StorageError(db, "audit");
+        return out;
+      });
+    });
+  }
+
+  // Burn after reading and storage accounting
 
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline) override {
     auto claimed = std::make_shared<std::optional<PasteMeta>>();
@@ -399,13 +559,15 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   // One writer runs every op, so the UPDATE's condition is the claim: the first op finds the row
-  // live and marks it, every later one finds it marked and changes nothing.
+  // live and marks it, every later one finds it marked and changes nothing. A withheld or
+  // taken-down row is never claimed: moderation answers 451 for it, and burning it would destroy
+  // what the operator is reviewing.
   Status Apply(Db& db, const ClaimOp& op) {
     try {
       Statement& mark = db.Prepare(
           "UPDATE pastes SET deleted = 1 WHERE id = ? AND burn = 1 AND deleted = 0 AND "
-          "expires_at > ? RETURNING created_at, expires_at, size_bytes, token_hash, deleted, "
-          "body_sha256, burn");
+          "moderation = 0 AND expires_at > ? RETURNING created_at, expires_at, size_bytes, "
+          "token_hash, deleted, body_sha256, burn, moderation");
       mark.Bind(1, op.id.view()).Bind(2, op.now);
       const int rc = mark.Step();
       if (rc == SQLITE_DONE) return Ok();  // nothing to claim: *op.claimed stays empty
@@ -477,6 +639,58 @@ class SqliteMetaStore final : public MetaStore {
       if (Status s = Done(db, owed, "purge outbox"); !s.ok()) return s;
     }
     return Ok();
+  }
+
+  Status Apply(Db& db, const AddReportOp& op) {
+    const AbuseReport& r = op.report;
+    Statement& insert = db.Prepare(
+        "INSERT OR IGNORE INTO reports (paste_id, client_key, reason, note, created_at, open) "
+        "VALUES (?, ?, ?, ?, ?, 1)");
+    insert.Bind(1, r.id.view()).Bind(2, r.client_key).Bind(3, r.reason).Bind(4, r.note);
+    insert.Bind(5, r.at);
+    if (Status s = Done(db, insert, "report"); !s.ok()) return s;
+    op.outcome->counted = sqlite3_changes(db.raw()) > 0;
+    Statement& count = db.Prepare("SELECT COUNT(*) FROM reports WHERE paste_id = ? AND open = 1");
+    count.Bind(1, r.id.view());
+    if (count.Step() != SQLITE_ROW) return StorageError(db, "count reports");
+    op.outcome->open_reports = count.Int(0);
+    return Ok();
+  }
+
+  Status Apply(Db& db, const SetModerationOp& op) {
+    Statement& mark = db.Prepare(
+        "UPDATE pastes SET moderation = ?, moderation_reason = ?, moderated_at = ? WHERE id = ?");
+    mark.Bind(1, static_cast<int64_t>(op.state)).Bind(2, op.reason).Bind(3, op.now);
+    mark.Bind(4, op.id.view());
+    if (Status s = Done(db, mark, "moderate"); !s.ok()) return s;
+    if (sqlite3_changes(db.raw()) == 0) {
+      return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+    }
+    if (op.state == Moderation::kWithheld) {
+      Statement& enqueue = db.Prepare(
+          "INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
+          "VALUES (?, 'purge_edge', 0, ?, ?)");
+      enqueue.Bind(1, op.id.view()).Bind(2, op.now).Bind(3, op.now);
+      return Done(db, enqueue, "enqueue purge");
+    }
+    Statement& close = db.Prepare("UPDATE reports SET open = 0 WHERE paste_id = ? AND open = 1");
+    close.Bind(1, op.id.view());
+    return Done(db, close, "close reports");
+  }
+
+  Status Apply(Db& db, const AddBlockOp& op) {
+    Statement& s =
+        db.Prepare("INSERT INTO blocks (prefix, reason, created_at, until) VALUES (?, ?, ?, ?)");
+    s.Bind(1, op.block.prefix).Bind(2, op.block.reason).Bind(3, op.block.created_at);
+    s.Bind(4, op.block.until);
+    return Done(db, s, "block");
+  }
+
+  Status Apply(Db& db, const AddAuditOp& op) {
+    Statement& s = db.Prepare("INSERT INTO audit (at, action, target, detail) VALUES (?, ?, ?, ?)");
+    s.Bind(1, op.entry.at).Bind(2, op.entry.action).Bind(3, op.entry.target);
+    s.Bind(4, op.entry.detail);
+    return Done(db, s, "audit");
   }
 
   const std::filesystem::path path_;

@@ -1,0 +1,32 @@
+// `sluice admin ...`: the operator's client of the admin listener (README.md, "Moderation"). It
+// reads the bearer token from a file, sends one request, prints the JSON answer, and says what went
+// wrong otherwise.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace sluice::app {
+
+struct AdminCommandOptions {
+  /// The admin listener, http:// only. Default: http://127.0.0.1:8081 (or SLUICE_ADMIN).
+  std::string admin = "http://127.0.0.1:8081";
+  /// The file holding the token (or SLUICE_ADMIN_TOKEN_FILE); required.
+  std::string token_file;
+  /// Filled by the subcommand that was given.
+  std::string method;
+  std::string path;
+  std::string body;
+};
+
+/// Adds `sluice admin` and its subcommands (reports, show, takedown, dismiss, block, audit) to
+/// `app`; returns the `admin` command, whose parsed() says it ran.
+CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& options);
+
+/// Sends the request the subcommand built; the exit code: 0 success, 1 refused or failed, 2 usage.
+int RunAdmin(AdminCommandOptions& options);
+
+}  // namespace sluice::app

@@ -1,0 +1,181 @@
+#include "sluice/service/moderation.h"
+
+#include <gtest/gtest.h>
+
+#include "../../support/faulty_stores.h"
+#include "../../support/run_sync.h"
+#include "sluice/service/paste_service.h"
+#include "sluice/store/backends.h"
+
+namespace sluice::service {
+namespace {
+
+using testing::FaultyMetaStore;
+using testing::RunSync;
+
+store::ClientBlock BlockOf(std::string prefix, int64_t until) {
+  return store::ClientBlock{std::move(prefix), "test", 0, until};
+}
+
+TEST(BlocklistTest, MatchesKeysAddressesAndPrefixesUntilTheyEnd) {
+  Blocklist blocks;
+  EXPECT_FALSE(blocks.Find("203.0.113.9", 50));
+  blocks.Add(BlockOf("203.0.113.0/24", 100));
+  blocks.Add(BlockOf("2001:db8::/48", 100));
+  blocks.Add(BlockOf("198.51.100.7", 100));
+  EXPECT_TRUE(blocks.Find("203.0.113.9", 50));
+  EXPECT_FALSE(blocks.Find("203.0.113.9", 100)) << "a block ends at its until";
+  EXPECT_FALSE(blocks.Find("203.0.114.1", 50));
+  EXPECT_TRUE(blocks.Find("2001:db8:0:5::/64", 50)) << "an IPv6 key is its /64";
+  EXPECT_FALSE(blocks.Find("2001:db9::/64", 50));
+  EXPECT_TRUE(blocks.Find("198.51.100.7", 50));
+  EXPECT_FALSE(blocks.Find("198.51.100.8", 50));
+  blocks.Replace({BlockOf("192.0.2.1", 100)});
+  EXPECT_FALSE(blocks.Find("203.0.113.9", 50));
+  EXPECT_TRUE(blocks.Find("192.0.2.1", 50));
+  EXPECT_TRUE(Blocklist::Check("10.0.0.0/8").ok());
+  EXPECT_FALSE(Blocklist::Check("junk").ok());
+  EXPECT_FALSE(Blocklist::Check("").ok());
+}
+
+class ModerationTest : public ::testing::Test {
+ protected:
+  static AdmissionOptions Limits() {
+    AdmissionOptions o;
+    o.ip_create_count = o.global_create_count = {1e6, 1e6};
+    o.ip_create_bytes = o.global_create_bytes = {1e12, 1e12};
+    o.ip_read = {1e6, 1e6};
+    o.ip_report = {0.001, 3};
+    return o;
+  }
+
+  struct Client final : ClientKeySource {
+    explicit Client(std::string k) : key(std::move(k)) {}
+    std::string Key() const override { return key; }
+    std::string key;
+  };
+
+  store::PasteId Create(std::string body, std::string key = "192.0.2.1") {
+    auto ticket = RunSync(service_.AdmitCreate(key, {body.size(), false}));
+    EXPECT_TRUE(ticket.ok());
+    auto created = RunSync(service_.Create(std::move(*ticket), std::move(body), ""), clock_);
+    EXPECT_TRUE(created.ok());
+    return created->id;
+  }
+  Result<CachedPaste> Read(const store::PasteId& id) {
+    return RunSync(service_.Read(Client("192.0.2.1"), id.view()));
+  }
+  Result<ReportReceipt> Report(const store::PasteId& id, std::string key) {
+    return RunSync(moderation_.Report(std::move(key), id.view(), "spam", "note"));
+  }
+
+  ManualClock clock_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<store::MetaStore> meta_impl_ = store::MakeMemoryMetaStore();
+  std::unique_ptr<store::BlobStore> blobs_ = store::MakeMemoryBlobStore(&clock_);
+  FaultyMetaStore meta_{*meta_impl_};
+  PasteCache cache_{1 << 20};
+  AdmissionControl admission_{Limits(), clock_, metrics_};
+  Blocklist blocks_;
+  PasteService service_{meta_,    *blobs_,          cache_,  admission_, clock_,
+                        metrics_, ServiceOptions{}, nullptr, &blocks_};
+  ModerationService moderation_{
+      meta_, *blobs_, cache_, admission_, blocks_, clock_, ModerationOptions{}};
+};
+
+TEST_F(ModerationTest, TheThirdDistinctReporterWithholdsEvenACachedPaste) {
+  const store::PasteId id = Create("text");
+  ASSERT_TRUE(Read(id).ok());  // now in the process cache
+  EXPECT_TRUE(Report(id, "10.0.0.1")->counted);
+  EXPECT_FALSE(Report(id, "10.0.0.1")->counted);
+  EXPECT_FALSE(Report(id, "10.0.0.2")->withheld);
+  ASSERT_TRUE(Read(id).ok());
+  auto third = Report(id, "10.0.0.3");
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE(third->withheld);
+  auto read = Read(id);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, ErrorCode::kWithheld);
+  EXPECT_EQ(read.error().reason, "under_review");
+  auto due = RunSync(meta_impl_->DueOutbox(clock_.UnixSeconds(), 10, admission::Deadline::Never()));
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].kind, store::OutboxEntry::Kind::kPurgeEdge);
+
+  ASSERT_TRUE(RunSync(moderation_.Dismiss(id.view(), "fine")).ok());
+  auto again = Read(id);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again->body, "text");
+  auto audit = RunSync(moderation_.Audit(10));
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[0].action, "dismiss");
+  EXPECT_EQ((*audit)[1].action, "withhold");
+}
+
+TEST_F(ModerationTest, ReportsOfOneClientAreRateLimitedBeforeAnyStoreCall) {
+  const store::PasteId id = Create("text");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Report(id, "10.0.0.9").ok());
+  const int calls = meta_.calls.load();
+  auto refused = Report(id, "10.0.0.9");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(refused.error().reason, "report_rate");
+  EXPECT_TRUE(refused.error().retry_after_seconds);
+  EXPECT_EQ(meta_.calls.load(), calls);
+}
+
+TEST_F(ModerationTest, BadReportsAreRefusedAndAStoreFailureIsUnavailable) {
+  const store::PasteId id = Create("text");
+  EXPECT_EQ(RunSync(moderation_.Report("10.0.0.1", id.view(), "boring", "")).error().reason,
+            "bad_reason");
+  EXPECT_EQ(RunSync(moderation_.Report("10.0.0.1", id.view(), "spam", std::string(1001, 'n')))
+                .error()
+                .reason,
+            "note_too_long");
+  EXPECT_EQ(RunSync(moderation_.Report("10.0.0.1", "AAAAAAAAAAAA", "spam", "")).error().code,
+            ErrorCode::kNotFound);
+  meta_.fail = true;
+  auto down = Report(id, "10.0.0.2");
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(down.error().retry_after_seconds);
+}
+
+TEST_F(ModerationTest, TakedownIs451ForGoodAndOwesTheBodysDeletion) {
+  const store::PasteId id = Create("text");
+  ASSERT_TRUE(Read(id).ok());
+  ASSERT_TRUE(RunSync(moderation_.Takedown(id.view(), "malware")).ok());
+  auto read = Read(id);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, ErrorCode::kWithheld);
+  EXPECT_EQ(read.error().reason, "taken_down");
+  auto due = RunSync(meta_impl_->DueOutbox(clock_.UnixSeconds(), 10, admission::Deadline::Never()));
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].kind, store::OutboxEntry::Kind::kDeleteBody);
+  EXPECT_EQ(RunSync(moderation_.Dismiss(id.view(), "")).error().reason, "taken_down");
+  EXPECT_EQ(Read(id).error().reason, "taken_down");
+}
+
+TEST_F(ModerationTest, ABlockedClientCannotCreateButReads) {
+  const store::PasteId id = Create("text", "203.0.113.5");
+  auto block = RunSync(moderation_.Block("203.0.113.0/24", std::chrono::hours(1), "spam run"));
+  ASSERT_TRUE(block.ok());
+  auto refused = RunSync(service_.AdmitCreate("203.0.113.5", {4, false}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(refused.error().reason, "blocked");
+  EXPECT_TRUE(RunSync(service_.Read(Client("203.0.113.5"), id.view())).ok());
+  EXPECT_TRUE(RunSync(service_.AdmitCreate("192.0.2.7", {4, false})).ok());
+  // Another process learns of it from the store.
+  Blocklist elsewhere;
+  ModerationService other{
+      meta_, *blobs_, cache_, admission_, elsewhere, clock_, ModerationOptions{}};
+  ASSERT_TRUE(RunSync(other.LoadBlocks()).ok());
+  EXPECT_TRUE(elsewhere.Find("203.0.113.5", clock_.UnixSeconds()));
+  clock_.Advance(std::chrono::hours(2));
+  EXPECT_TRUE(RunSync(service_.AdmitCreate("203.0.113.5", {4, false})).ok());
+  EXPECT_EQ(RunSync(moderation_.Block("junk", std::chrono::hours(1), "")).error().reason,
+            "bad_prefix");
+}
+
+}  // namespace
+}  // namespace sluice::service
