@@ -25,11 +25,19 @@ const RELAXED = ['--ip-create-rate', '1000', '--ip-create-burst', '1000', '--ip-
   '10000', '--ip-read-burst', '10000', '--ip-create-bytes-rate', '100000000',
   '--ip-create-bytes-burst', '100000000'];
 
+// The browser tests are about pages, not dependency timeouts: on a busy CI machine the embedded
+// store can miss the default 50 ms insert timeout and turn a create into a 503. The same patient
+// timeouts as tests/lib/sluice_harness.py's PATIENT_TIMEOUTS.
+const PATIENT = ['--read-budget', '5s', '--meta-get-timeout', '2s', '--blob-get-timeout', '3s',
+  '--insert-timeout', '2s', '--put-timeout', '5s', '--create-budget', '10s', '--delete-budget', '5s',
+  '--cache-timeout', '1s'];
+
 export async function startSluice(extraArgs = [], { relaxed = true } = {}) {
   const bin = process.env.SLUICE_BIN || join(repoRoot, 'build', 'dev', 'sluice');
   const dir = mkdtempSync(join(tmpdir(), 'sluice-browser-'));
   const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'),
-    '--admin-listen', '127.0.0.1:0', '--threads', '2', ...(relaxed ? RELAXED : []), ...extraArgs];
+    '--admin-listen', '127.0.0.1:0', '--threads', '2', ...PATIENT, ...(relaxed ? RELAXED : []),
+    ...extraArgs];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const url = await new Promise((resolve, reject) => {
