@@ -57,6 +57,7 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.delete_budget = s.Duration("delete_budget");
   o.cache_timeout = s.Duration("cache_timeout");
   o.verify_bodies = s.Boolean("verify_bodies");
+  o.max_storage_bytes = static_cast<uint64_t>(s.Integer("max_storage_bytes"));
   return o;
 }
 
@@ -66,6 +67,9 @@ service::CallTimeouts ReadTimeouts(const Settings& s) {
   t.blob_get = s.Duration("blob_get_timeout");
   t.meta_insert = s.Duration("insert_timeout");
   t.meta_get = s.Duration("meta_get_timeout");
+  // A delete's tombstone and a burn paste's claim commit within the delete's whole budget
+  // (docs/overload.md, "Delete").
+  t.meta_delete = s.Duration("delete_budget");
   return t;
 }
 

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -66,6 +68,23 @@ std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesyst
   // them is a bucket like any other.
   if (!s.String("meta").empty()) return std::nullopt;
   return std::optional<DataDirLock>(std::in_place, dir);
+}
+
+// The embedded blob store fills the data disk: a quota the disk cannot hold is a promise the
+// server would break with failed PUTs (503) instead of the quota's 507.
+void WarnIfDiskBelowQuota(const Settings& s, const std::filesystem::path& dir, uint64_t quota) {
+  if (quota == 0 || s.String("blob") != "files") return;
+  std::error_code ec;
+  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+  if (ec) {
+    spdlog::warn("max_storage_bytes: cannot tell the free space of {}: {}", dir.string(),
+                 ec.message());
+  } else if (space.available < quota) {
+    spdlog::warn(
+        "max_storage_bytes is {} bytes but {} has only {} bytes free: the disk may fill before "
+        "the quota answers 507",
+        quota, dir.string(), space.available);
+  }
 }
 
 // processes > 1 means a fleet sharing limits through Redis; on an embedded store each process still
@@ -240,6 +259,9 @@ int ServerProcess::Run() {
                        : "");
     }
     janitor_.Start(loops_.front().get_executor());
+    WarnIfDiskBelowQuota(settings_, options_.data_dir, options_.service.max_storage_bytes);
+    // The live bytes for /metrics, /status and the quota, read once now; creates re-read them.
+    asio::co_spawn(loops_.front(), service_.RefreshStorage(), asio::detached);
     moderation_.Start(loops_.front().get_executor());
     spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
                  SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),

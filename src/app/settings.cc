@@ -165,6 +165,8 @@ constexpr SettingSpec kServeSettings[] = {
                   "Longest expiry this server grants: 10m, 1h, 1d, 1w or 30d"),
     IntegerSetting("max_paste_bytes", "1000000", "1", "1073741824",
                    "Largest paste accepted, in bytes"),
+    IntegerSetting("max_storage_bytes", "0", "0", "1000000000000000",
+                   "Storage quota: live bytes of pastes past which creates answer 507 (0: none)"),
     IntegerSetting("cache_bytes", "67108864", "0", "1099511627776",
                    "Memory for recently read or created pastes, in bytes (0: off)"),
     IntegerSetting("read_threads", "16", "1", "1024",

@@ -20,6 +20,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "deadline_exceeded";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kInsufficientStorage:
+      return "insufficient_storage";
     case ErrorCode::kPermissionDenied:
       return "forbidden";
     case ErrorCode::kWithheld:

@@ -48,6 +48,11 @@ awaitable<Reply> HandleRaw(const Request& req, Context& ctx);
 awaitable<Reply> HandleView(const Request& req, Context& ctx);
 awaitable<Reply> HandleDelete(const Request& req, Context& ctx);
 awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx);
+/// POST /api/v1/pastes/{id}/claim: the one reading of a burn-after-reading paste, as JSON
+/// (?format=raw: the text); 404 once claimed.
+awaitable<Reply> HandleClaimApi(const Request& req, Context& ctx);
+/// POST /claim/{id}: the confirmation page's button; the paste page in plain text.
+awaitable<Reply> HandleClaimForm(const Request& req, Context& ctx);
 
 awaitable<Reply> HandleIndex(const Request& req, Context& ctx);
 awaitable<Reply> HandleHealthz(const Request& req, Context& ctx);

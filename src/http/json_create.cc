@@ -31,7 +31,12 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
  public:
   bool null() override { return NotAString("null"); }
-  bool boolean(bool) override { return NotAString("a boolean"); }
+  bool boolean(bool value) override {
+    if (depth_ != 1 || key_ != "burn") return NotAString("a boolean");
+    out_.burn = value;
+    key_.clear();
+    return true;
+  }
   bool number_integer(number_integer_t) override { return NotAString("a number"); }
   bool number_unsigned(number_unsigned_t) override { return NotAString("a number"); }
   // A number too large for a double arrives here as infinity: refused like any other number.
@@ -40,6 +45,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
 
   bool string(string_t& value) override {
     if (depth_ != 1) return NotAString("");
+    if (key_ == "burn") return Refuse("'burn' must be a boolean (true or false), not a string");
     // The service refuses NUL bytes too; naming the escape here tells the client which field.
     if (value.find('\0') != std::string::npos) {
       return Refuse(fmt::format("'{}' contains a NUL (\\u0000) escape", key_));
@@ -64,11 +70,11 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool end_array() override { return true; }
 
   bool key(string_t& name) override {
-    if (name != "content" && name != "ttl" && name != "language") {
+    if (name != "content" && name != "ttl" && name != "language" && name != "burn") {
       return Refuse(
-          fmt::format("unknown field '{}' (known: content, ttl, language)", Printable(name)));
+          fmt::format("unknown field '{}' (known: content, ttl, language, burn)", Printable(name)));
     }
-    const unsigned bit = name == "content" ? 1u : name == "ttl" ? 2u : 4u;
+    const unsigned bit = name == "content" ? 1u : name == "ttl" ? 2u : name == "language" ? 4u : 8u;
     if (seen_ & bit) return Refuse(fmt::format("duplicate field '{}'", name));
     seen_ |= bit;
     key_ = name;
@@ -91,6 +97,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
  private:
   bool NotAString(std::string_view what) {
     if (depth_ == 0) return Refuse("the body must be a JSON object");
+    if (key_ == "burn") return Refuse(fmt::format("'burn' must be true or false, not {}", what));
     return Refuse(fmt::format("'{}' must be a string, not {}", key_, what));
   }
   bool Refuse(std::string why) {

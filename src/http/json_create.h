@@ -1,4 +1,5 @@
-// The JSON create of POST /api/v1/pastes ({"content": "...", "ttl": "1d", "language": "python"}),
+// The JSON create of POST /api/v1/pastes ({"content": "...", "ttl": "1d", "language": "python",
+// "burn": true}),
 // decoded strictly: the envelope is a flat object of strings, and anything else is refused with a
 // reason before the service sees the text.
 #pragma once
@@ -15,6 +16,8 @@ struct JsonCreate {
   std::string content;
   std::optional<std::string> ttl;
   std::optional<std::string> language;
+  /// "burn": true (a JSON boolean; the only field that is not a string).
+  bool burn = false;
 };
 
 /// True for application/json and text/json (pastebinit's JSON mode sends the latter), with or

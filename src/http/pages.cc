@@ -96,6 +96,14 @@ Explanation Explain(unsigned status, std::string_view reason) {
        {"This paste cannot be shown right now",
         "The storage service returned text that is not this paste's, so it is not shown. Try "
         "again later."}},
+      {"burn_after_reading",
+       {"This paste is shown once",
+        "It burns after reading: open its link in a browser and confirm, or POST to "
+        "/api/v1/pastes/ID/claim. The first reader who does gets the text; then it is gone."}},
+      {"storage_quota",
+       {"The server is full",
+        "It holds as much text as its operator allows. Nothing was saved; space frees up as "
+        "pastes expire or are deleted."}},
       {"body_missing",
        {"This paste cannot be shown right now",
         "The storage service did not return this paste's text. Try again later."}},
@@ -182,6 +190,7 @@ std::string IndexPage(std::string_view default_ttl) {
 <div class="controls">
 <label>Language <select name="lang">{}</select></label>
 <label>Expires after <select name="ttl">{}</select></label>
+<label><input type="checkbox" name="burn" value="1" id="burn"> Burn after reading</label>
 <button type="submit" class="primary">Create paste</button>
 <span class="hint js-only" hidden>or press Ctrl+Enter</span>
 </div>
@@ -212,11 +221,15 @@ std::string PastePage(const PasteView& view) {
       fmt::format("paste {}", view.id),
       fmt::format(
           R"({0}<div class="toolbar"><span class="meta">Paste <code>{1}</code> &middot; {2} &middot; {3} &middot; expires {4} <span class="rung" title="X-Sluice-Rung">{5}</span></span>
-<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a><a class="button" id="report" href="/report/{1}">Report</a></div>
+<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a>{9}</div>
 {7}<pre class="code" id="code">{8}</pre>)",
           notice, EscapeHtml(view.id), EscapeHtml(view.language_label),
           SizeInWords(view.size_bytes), FormatUnixTime(view.expires_at), EscapeHtml(view.rung_tag),
-          EscapeHtml(view.raw_url), shed, view.lines));
+          EscapeHtml(view.raw_url), shed, view.lines,
+          view.reportable
+              ? fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)",
+                            EscapeHtml(view.id))
+              : std::string()));
 }
 
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
@@ -242,6 +255,30 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
 <p><a href="/">New paste</a></p>)",
                             status, EscapeHtml(e.title), EscapeHtml(e.text), retry, kind,
                             EscapeHtml(reason), EscapeHtml(message)));
+}
+
+std::string BurnConfirmPage(std::string_view id) {
+  return Layout("burn after reading",
+                fmt::format(R"(<h1>Paste <code>{0}</code> burns after reading</h1>
+<section class="notice warn" id="burn-warning"><p>This paste will be deleted when you open it. It is shown once, to whoever opens it first; after that its link answers "no such paste".</p></section>
+<form method="post" action="/claim/{0}">
+<button type="submit" class="primary" id="confirm-burn">Open it and delete it</button> <a href="/">Not now</a>
+</form>)",
+                            EscapeHtml(id)));
+}
+
+std::string BurnCreatedPage(std::string_view url, std::string_view delete_url) {
+  return Layout(
+      "paste created",
+      fmt::format(
+          R"(<section class="notice" id="created"><h1>Paste created: burns after reading</h1>
+<p>Share this link. The first person to open it (and confirm) sees the text once; then it is deleted. Opening it yourself burns it.</p>
+<div class="linkrow"><input id="share-link" readonly value="{0}" aria-label="Link to this paste"><button type="button" class="js-only" hidden data-copy-from="share-link">Copy link</button></div>
+<p>Delete link, <strong>shown only this once</strong>:</p>
+<div class="linkrow"><input id="delete-link" readonly value="{1}" aria-label="Delete link"><a class="button" id="delete" href="{1}">Delete</a></div>
+</section>
+<p><a href="/">New paste</a></p>)",
+          EscapeHtml(url), EscapeHtml(delete_url)));
 }
 
 std::string ReportFormPage(std::string_view id) {
@@ -320,6 +357,30 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
         "<span data-metric=\"{}\">{:.4g}</span></td></tr>",
         EscapeHtml(labels), EscapeHtml(key), value, EscapeHtml(limit_key), limit);
   }
+  // Storage against the quota, in bytes and in words.
+  double live = 0, quota = 0, day = 0;
+  for (const auto& [key, value] : metrics) {
+    if (key == "sluice_storage_live_bytes") live = value;
+    if (key == "sluice_storage_quota_bytes") quota = value;
+    if (key == "sluice_storage_created_bytes_24h") day = value;
+  }
+  auto bytes_row = [](std::string_view label, std::string_view key, double value) {
+    return fmt::format(
+        "<tr><td>{}</td><td class=\"n\"><span data-metric=\"{}\">{:.0f}</span> bytes ({})</td>"
+        "</tr>",
+        label, key, value, SizeInWords(static_cast<uint64_t>(std::max(0.0, value))));
+  };
+  std::string storage = bytes_row("Live pastes", "sluice_storage_live_bytes", live);
+  storage += quota > 0 ? bytes_row("Quota", "sluice_storage_quota_bytes", quota) +
+                             fmt::format(
+                                 "<tr><td>Used</td><td class=\"n\" id=\"storage-used\">"
+                                 "{:.1f}% of the quota</td></tr>",
+                                 100.0 * live / quota)
+                       : std::string(
+                             "<tr><td>Quota</td><td class=\"n\">none "
+                             "(<code>max_storage_bytes</code> = 0)</td></tr>");
+  storage +=
+      bytes_row("Created in the last 24 h (this process)", "sluice_storage_created_bytes_24h", day);
   return Layout(
       "sluice: status",
       fmt::format(
@@ -334,10 +395,11 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
 <section class="card"><h2>Limiter</h2><table>{}</table><p class="meta">In-process token buckets; no shared limiter store, so nothing can fail open here.</p></section>
 <section class="card"><h2>Outbox</h2><table>{}</table></section>
 <section class="card"><h2>Highlighter ladder</h2><table>{}</table></section>
+<section class="card" id="storage"><h2>Storage against the quota</h2><table>{}</table><p class="meta">Creates that would pass the quota answer 507 <code>storage_quota</code>.</p></section>
 </div>)",
           FormatUnixTime(now_unix), pools, rows("sluice_admission_rejections_total"),
           rows("sluice_view_rung_total"), rows("sluice_breaker_state"), rows("sluice_limiter"),
-          rows("sluice_outbox_age"), rows("sluice_view_s") + rows("sluice_view_a")),
+          rows("sluice_outbox_age"), rows("sluice_view_s") + rows("sluice_view_a"), storage),
       true);
 }
 

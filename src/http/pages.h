@@ -37,6 +37,8 @@ struct PasteView {
   std::string language_label;  // "Python", "Plain text"
   std::string rung_tag;        // the X-Sluice-Rung value, shown small
   bool shed = false;           // on the plain rung: say why, so nobody thinks highlighting broke
+  /// False on a burned paste's one reading: the row is a tombstone, and a report of it is 404.
+  bool reportable = true;
   /// The fragment from render::Highlight or render::PlainLines.
   std::string_view lines;
   std::optional<CreatedNotice> created;
@@ -47,6 +49,13 @@ std::string PastePage(const PasteView& view);
 /// and when to try again.
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
                       std::optional<int64_t> retry_after_seconds, int64_t now_unix);
+
+/// What a browser sees at a burn-after-reading paste's link: a warning and a button whose POST
+/// (to /claim/ID) burns it and shows the text. A GET never burns (chat link previews).
+std::string BurnConfirmPage(std::string_view id);
+/// The answer to a browser's burn-after-reading create: the links, never the text (showing it
+/// would need the render cache, and the creator has it anyway).
+std::string BurnCreatedPage(std::string_view url, std::string_view delete_url);
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token);
 /// The report form of a paste (GET /report/{id}) and the thanks after it (POST).

@@ -80,7 +80,12 @@ struct CreateInput {
   std::string language;
   /// From a file part's filename or the Sluice-Filename header.
   std::string filename;
+  /// Burn after reading: ?burn=1, the form's checkbox, or JSON "burn": true.
+  bool burn = false;
 };
+
+// "1", "true", "on" (an HTML checkbox's value when it has none) and "yes" ask for it.
+bool IsYes(std::string_view v) { return v == "1" || v == "true" || v == "on" || v == "yes"; }
 
 std::optional<Reply> ReadForm(std::string body, std::string_view boundary, CreateInput& in) {
   auto parts = ParseMultipart(body, boundary);
@@ -96,6 +101,7 @@ std::optional<Reply> ReadForm(std::string body, std::string_view boundary, Creat
     if (part.name == "content" && !content) content = FromTextArea(part.content);
     if (part.name == "ttl" && in.ttl.empty()) in.ttl = std::string(part.content);
     if (part.name == "lang") in.language = std::string(part.content);
+    if (part.name == "burn") in.burn = IsYes(part.content);
   }
   if (!content) {
     return Reply::Refuse(ErrorCode::kInvalidArgument, "the form has no 'file' or 'content' field",
@@ -112,6 +118,7 @@ std::optional<Reply> ReadJson(CreateInput& in) {
   in.text = std::move(decoded->content);
   if (decoded->ttl) in.ttl = std::move(*decoded->ttl);
   if (decoded->language) in.language = std::move(*decoded->language);
+  if (decoded->burn) in.burn = true;
   return std::nullopt;
 }
 
@@ -162,6 +169,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                  req.Query("lang").value_or("auto"),
                  std::string(req.headers.Get("Sluice-Filename"))};
   if (in.ttl.empty()) in.ttl = std::string(req.headers.Get("Sluice-TTL"));
+  in.burn = IsYes(req.Query("burn").value_or(""));
   if (boundary) {
     if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
   }
@@ -184,7 +192,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const bool browser = from == CreateFrom::kForm && req.WantsHtml();
   // The page after a browser create shows the paste, so it keeps the text the service consumes.
   auto text = browser ? std::make_shared<const std::string>(in.text) : nullptr;
-  auto creating = ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl);
+  auto creating = ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl, in.burn);
   auto created = co_await std::move(creating);
   if (!created.ok()) co_return Reply::Refuse(created.error());
   const std::string id = created->id.str();
@@ -202,7 +210,15 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                         {"delete_url", fmt::format("{}/api/v1/pastes/{}", ctx.base_url, id)},
                         {"expires_at", FormatUnixTime(created->expires_at)},
                         {"delete_token", created->delete_token}};
+    if (in.burn) {
+      j["burn"] = true;
+      j["claim_url"] = fmt::format("{}/api/v1/pastes/{}/claim", ctx.base_url, id);
+    }
     reply = Reply::Json(201, j.dump() + "\n");
+  } else if (browser && in.burn) {
+    // No rendering: the render cache must never hold a burn paste's text (src/render/).
+    reply = Reply::Html(201, BurnCreatedPage(url, fmt::format("{}/delete/{}?token={}", ctx.base_url,
+                                                              id, created->delete_token)));
   } else if (browser) {
     auto rendering = ctx.renderer.Render(id, text, in.language, req.client.Key());
     const render::RenderedView view = co_await std::move(rendering);
@@ -251,6 +267,23 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   auto reading = ctx.service.Read(req.client, requested);
   auto paste = co_await std::move(reading);
   if (!paste.ok()) co_return Reply::Refuse(paste.error());
+  if (paste->meta.burn) {
+    // A GET never burns: a chat's link preview or a prefetch must not eat the one reading. A
+    // browser at the paste's link confirms with a POST; everything else is told where to POST.
+    if (as == ReadAs::kView && req.WantsHtml()) {
+      co_return std::move(Reply::Html(200, BurnConfirmPage(paste->meta.id.view()))
+                              .Set("Cache-Control", "no-store")
+                              .Set("Vary", "Accept"));
+    }
+    Reply refused = Reply::Refuse(
+        ErrorCode::kInvalidArgument,
+        fmt::format("this paste burns after reading: POST {}/api/v1/pastes/{}/claim to read it, "
+                    "once",
+                    ctx.base_url, paste->meta.id.view()),
+        "burn_after_reading", 409);
+    if (as == ReadAs::kView) refused.Set("Vary", "Accept");
+    co_return refused;
+  }
   if (as == ReadAs::kDocument || as == ReadAs::kMeta) {
     nlohmann::json j = as == ReadAs::kMeta
                            ? MetaJson(ctx, *paste, req.Query("content").value_or("0") == "1")
@@ -302,6 +335,44 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   co_return reply;
 }
 
+// The one reading of a burn paste: JSON (the read API's fields and content) or, for a browser's
+// confirmation POST, the paste page in plain text (never highlighted: the render cache keeps
+// renderings by id, and a burned text must not outlive its reading there).
+enum class ClaimAs { kJson, kRaw, kPage };
+
+awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
+  auto claiming = ctx.service.Claim(req.client, req.id);
+  auto paste = co_await std::move(claiming);
+  if (!paste.ok()) {
+    if (paste.error().reason == "not_burn") co_return Reply::Refuse(paste.error(), 409);
+    co_return Reply::Refuse(paste.error());
+  }
+  const std::string_view id = paste->meta.id.view();
+  Reply reply;
+  if (as == ClaimAs::kPage) {
+    render::RenderedView view;
+    view.html = std::make_shared<const std::string>(render::PlainLines(*paste->body));
+    PasteView page =
+        MakePasteView(ctx, id, "text", paste->meta.expires_at, paste->body->size(), view);
+    page.rung_tag = "plain; burn after reading";
+    page.language_label = "Plain text";
+    page.raw_url = "/";  // the raw link would answer 404 now
+    page.reportable = false;
+    reply = Reply::Html(200, PastePage(page));
+  } else if (as == ClaimAs::kRaw) {
+    reply = Reply::Text(200, "");
+    reply.shared_body = paste->body;
+    reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
+    reply.Set("X-Content-Type-Options", "nosniff");
+  } else {
+    nlohmann::json j = MetaJson(ctx, *paste, true);
+    j["burn"] = true;
+    reply = Reply::Json(200, j.dump() + "\n");
+  }
+  reply.Set("Cache-Control", "no-store");
+  co_return reply;
+}
+
 awaitable<Reply> Delete(Context& ctx, std::string_view id, std::string_view token, Reply done) {
   auto deleting = ctx.service.Delete(id, token);
   Status deleted = co_await std::move(deleting);
@@ -350,6 +421,15 @@ awaitable<Reply> HandleDocument(const Request& req, Context& ctx) {
 
 awaitable<Reply> HandleReadApi(const Request& req, Context& ctx) {
   return Read(req, ctx, ReadAs::kMeta);
+}
+
+awaitable<Reply> HandleClaimApi(const Request& req, Context& ctx) {
+  const bool raw = req.Query("format").value_or("") == "raw";
+  return Claim(req, ctx, raw ? ClaimAs::kRaw : ClaimAs::kJson);
+}
+
+awaitable<Reply> HandleClaimForm(const Request& req, Context& ctx) {
+  return Claim(req, ctx, req.WantsHtml() ? ClaimAs::kPage : ClaimAs::kRaw);
 }
 
 awaitable<Reply> HandleDelete(const Request& req, Context& ctx) {

@@ -21,6 +21,8 @@ unsigned StatusFor(ErrorCode code) {
       return 503;
     case ErrorCode::kInternal:
       return 500;
+    case ErrorCode::kInsufficientStorage:
+      return 507;
     case ErrorCode::kPermissionDenied:
       return 403;
     case ErrorCode::kWithheld:

@@ -121,6 +121,17 @@ class GuardedMetaStore final : public store::MetaStore {
         {"sweep", t_.meta_background, true}, d,
         [this, ids = std::move(ids)](Deadline cd) { return inner_.Existing(ids, cd); });
   }
+  awaitable<Result<store::PasteMeta>> Claim(PasteId id, int64_t now, Deadline d) override {
+    // Never retried: a claim whose answer was lost may have burned the paste, and a second try
+    // would answer 404 to the reader it was meant for.
+    return dep_.Call<store::PasteMeta>(
+        {"claim", t_.meta_delete, false}, d,
+        [this, id, now](Deadline cd) { return inner_.Claim(id, now, cd); });
+  }
+  awaitable<Result<uint64_t>> LiveBytes(Deadline d) override {
+    return dep_.Call<uint64_t>({"live_bytes", t_.meta_background, true}, d,
+                               [this](Deadline cd) { return inner_.LiveBytes(cd); });
+  }
 
   // Moderation: operator-paced calls, under the delete's timeout. A report is keyed by paste and
   // client and a repeated withholding only purges the edge again, so both may be retried; a block

@@ -92,12 +92,37 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                                             {{"outcome", "confirmed"}})),
       unknown_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
                                           {{"outcome", "unknown"}})),
+      claims_won_(metrics.GetCounter("sluice_burn_claims_total",
+                                     "Claims of burn-after-reading pastes by outcome (won: the "
+                                     "one reader got the text; gone: claimed before, or expired)",
+                                     {{"outcome", "won"}})),
+      claims_gone_(metrics.GetCounter("sluice_burn_claims_total",
+                                      "Claims of burn-after-reading pastes by outcome (won: the "
+                                      "one reader got the text; gone: claimed before, or expired)",
+                                      {{"outcome", "gone"}})),
       // What the body store is billed for: the alert rules weigh it per day against a plan
       // (deploy/prometheus/sluice.rules.yml, docs/operations.md).
       put_bytes_(metrics.GetCounter("sluice_blob_put_bytes_total",
                                     "Paste body bytes the body store accepted")),
-      fills_(Result<CachedPaste>(
-          MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))) {
+      fills_(
+          Result<CachedPaste>(MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))),
+      created_bytes_(metrics.GetCounter("sluice_storage_created_bytes_total",
+                                        "Bytes of pastes created by this process")),
+      quota_refusals_(metrics.GetCounter(
+          "sluice_storage_quota_refusals_total",
+          "Creates refused 507 storage_quota: live bytes plus the declared length over the quota")),
+      storage_gauges_(metrics) {
+  storage_gauges_.Add("sluice_storage_live_bytes",
+                      "Bytes of live pastes (not deleted, not yet purged) in the metadata store, "
+                      "as this process last saw them",
+                      {}, [this] { return static_cast<double>(Storage().live_bytes); });
+  storage_gauges_.Add("sluice_storage_quota_bytes",
+                      "The storage quota, max_storage_bytes (0: none)", {},
+                      [this] { return static_cast<double>(options_.max_storage_bytes); });
+  storage_gauges_.Add("sluice_storage_created_bytes_24h",
+                      "Bytes of pastes created by this process in the last 24 hours (sum over "
+                      "processes for the site)",
+                      {}, [this] { return static_cast<double>(CreatedLastDay()); });
   if (shared_) {
     // Captures the cache, not the service: the store's thread may deliver a message while the
     // service is being torn down, and the cache outlives both.
@@ -134,6 +159,10 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
                           "blocked");
     }
   }
+  // The quota after the block, before the rate limits: a refusal for a full store spends none of
+  // the client's tokens.
+  auto checking = CheckQuota(*headers.declared_length);
+  if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
   auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
@@ -170,7 +199,7 @@ admission::Outcome OutcomeOf(const Status& put) {
 }  // namespace
 
 awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
-                                                     std::string_view ttl_text) {
+                                                     std::string_view ttl_text, bool burn) {
   if (body.size() > options_.max_paste_bytes) {
     co_return MakeError(ErrorCode::kTooLarge,
                         fmt::format("a paste may be at most {} bytes", options_.max_paste_bytes),
@@ -204,6 +233,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   store::PasteMeta meta{id,    now,         now + ttl.count(), body.size(), HashDeleteToken(token),
                         false, std::nullopt};
   if (options_.verify_bodies) meta.body_sha256 = DigestBody(body);
+  meta.burn = burn;
 
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);
@@ -262,7 +292,10 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         reason);
   }
   ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
-  cache_.Put(CachedPaste{meta, std::move(shared_body)});
+  CountLive(static_cast<int64_t>(meta.size_bytes));
+  CountCreated(meta.size_bytes);
+  // A burn paste's text leaves this process once, through Claim: never from a cache.
+  if (!burn) cache_.Put(CachedPaste{meta, std::move(shared_body)});
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
 }
 
@@ -312,7 +345,8 @@ awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
   if (auto hit = cache_.Get(*id)) {
     cache_hits_.Inc();
     if (hit->meta.moderation != store::Moderation::kNone) co_return Withheld(hit->meta.moderation);
-    if (!IsLive(hit->meta)) co_return NotFound();
+    // A burn row is never cached; this only guards against one arriving by some later path.
+    if (!IsLive(hit->meta) || hit->meta.burn) co_return NotFound();
     co_return *std::move(hit);
   }
   cache_misses_.Inc();
@@ -419,11 +453,19 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     co_return WithRetryAfter(meta.error());
   }
   // Before liveness: a taken-down paste is a tombstone too, and says 451, not 404. Its body is
-  // never fetched, so nothing of it is cached.
+  // never fetched, so nothing of it is cached. A withheld burn row says 451 as well: it is never
+  // claimed while moderation holds it (MetaStore::Claim).
   if (meta->moderation != store::Moderation::kNone || !IsLive(*meta)) {
-    if (from_primary) co_await KeepShared(*meta, deadline);  // tombstones spare the primary too
+    // Tombstones spare the primary too; a claimed burn row's is kept as well (its text is gone).
+    if (from_primary) co_await KeepShared(*meta, deadline);
     if (meta->moderation != store::Moderation::kNone) co_return Withheld(meta->moderation);
     co_return NotFound();
+  }
+  if (meta->burn) {
+    // The row alone, without the body and without any cache: the caller shows a confirmation or
+    // refuses, and the text is read by Claim only. Kept out of the shared cache too, so that no
+    // other process can serve it from there after the claim.
+    co_return CachedPaste{*meta, nullptr};
   }
   Result<std::string> body = co_await blobs_.Get(id, deadline);
   if (!body.ok()) {
@@ -465,6 +507,78 @@ awaitable<void> PasteService::KeepShared(const store::PasteMeta& meta, Deadline 
   if (!kept.ok()) shared_errors_.Inc();
 }
 
+awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client,
+                                                   std::string_view id_text) {
+  const auto id = store::PasteId::Parse(id_text);
+  if (!id) co_return NotFound();
+  // A claim is an origin read (never cached) and then a write: it pays like a fill's leader.
+  auto admitting = admission_.AdmitOriginRead(client.Key());
+  Result<admission::Permit> read_slot = co_await std::move(admitting);
+  if (!read_slot.ok()) co_return read_slot.error();
+  const Deadline deadline = Deadline::After(clock_, options_.delete_budget);
+  Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
+  if (!meta.ok()) {
+    if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
+    co_return WithRetryAfter(meta.error());
+  }
+  // Moderation first, as a read's (Fill): a withheld or taken-down paste says 451 and is never
+  // burned. The store's claim re-checks it in its one atomic step, so a paste withheld between
+  // this read and the claim is not burned either (that one claim answers 404, the next 451).
+  if (meta->moderation != store::Moderation::kNone) co_return Withheld(meta->moderation);
+  if (!IsLive(*meta)) {
+    claims_gone_.Inc();
+    co_return NotFound();
+  }
+  if (!meta->burn) {
+    co_return MakeError(ErrorCode::kInvalidArgument,
+                        "this paste is not burn-after-reading; read it with GET", "not_burn");
+  }
+  // The body first, the claim after: a body that cannot be fetched or does not check out fails
+  // the claim with 503 and leaves the paste for a retry, rather than burning it unread. The
+  // outbox removes the body only after a claim has committed, so a winner always finds it.
+  Result<std::string> body = co_await blobs_.Get(*id, deadline);
+  if (!body.ok()) {
+    if (body.error().code == ErrorCode::kNotFound) {
+      // Another reader may have claimed it meanwhile and the outbox already taken the body.
+      Result<store::PasteMeta> again = co_await meta_.Get(*id, deadline);
+      if (again.ok() && !IsLive(*again)) {
+        claims_gone_.Inc();
+        co_return NotFound();
+      }
+      spdlog::error("claim {}: row without body", id->view());
+      co_return WithRetryAfter(MakeError(
+          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
+    }
+    co_return WithRetryAfter(body.error());
+  }
+  if (options_.verify_bodies) {
+    if (const auto mismatch = CheckBody(*meta, *body)) {
+      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
+      spdlog::error("claim {}: the body store returned a body that does not match the row ({})",
+                    id->view(), BodyMismatchName(*mismatch));
+      co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                         "the paste store returned a damaged body for this "
+                                         "paste; it was not served or burned, try again later",
+                                         "body_mismatch"));
+    }
+  }
+  auto claiming = meta_.Claim(*id, clock_.UnixSeconds(), deadline);
+  Result<store::PasteMeta> claimed = co_await std::move(claiming);
+  if (!claimed.ok()) {
+    if (claimed.error().code == ErrorCode::kNotFound) {
+      claims_gone_.Inc();
+      co_return NotFound();
+    }
+    // A claim whose answer was lost may have burned the paste: the reader is told to retry, and
+    // a retry answers 404 if it did.
+    co_return WithRetryAfter(claimed.error());
+  }
+  claims_won_.Inc();
+  CountLive(-static_cast<int64_t>(claimed->size_bytes));
+  cache_.MarkDeleted(*id);
+  co_return CachedPaste{*claimed, std::make_shared<const std::string>(std::move(*body))};
+}
+
 awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token) {
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
@@ -481,6 +595,7 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
   if (Status s = co_await meta_.MarkDeleted(*id, clock_.UnixSeconds(), deadline); !s.ok()) {
     co_return WithRetryAfter(s.error());
   }
+  CountLive(-static_cast<int64_t>(meta->size_bytes));
   cache_.MarkDeleted(*id);
   if (shared_) {
     // The tombstone replaces the row in the shared cache and the message drops it from every
@@ -496,6 +611,88 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
     }
   }
   co_return Ok();
+}
+
+namespace {
+
+int64_t Nanos(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// How long a create may wait for the live bytes the first time (the start-up read failed): a
+// failure or a timeout lets the create through rather than refusing on a number nobody has.
+constexpr auto kStorageReadBudget = std::chrono::milliseconds(200);
+
+}  // namespace
+
+awaitable<std::optional<Error>> PasteService::CheckQuota(uint64_t declared_length) {
+  const uint64_t quota = options_.max_storage_bytes;
+  if (quota == 0) co_return std::nullopt;
+  const bool stale =
+      Nanos(clock_.Now()) - live_read_at_ns_.load() >
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.storage_refresh).count();
+  // One create at a time pays for the re-read (a point read of a few counter rows); the others
+  // decide from the value they have, which this process's own creates and deletes keep current.
+  // Other processes' creates reach it at the next re-read: across processes the quota can be
+  // passed by what they create in one storage_refresh.
+  if ((stale || !live_known_) && !refreshing_.exchange(true)) {
+    auto refreshing = RefreshStorage();
+    co_await std::move(refreshing);
+  }
+  if (!live_known_) co_return std::nullopt;  // never read: fail open, the store decides the rest
+  const uint64_t live = Storage().live_bytes;
+  if (live + declared_length <= quota) co_return std::nullopt;
+  quota_refusals_.Inc();
+  Error e = MakeError(ErrorCode::kInsufficientStorage,
+                      fmt::format("the server's storage quota is reached ({} of {} bytes in use); "
+                                  "nothing was saved, try again later",
+                                  live, quota),
+                      "storage_quota");
+  e.retry_after_seconds = admission_.JitteredRetryAfterSeconds();
+  co_return e;
+}
+
+awaitable<void> PasteService::RefreshStorage() {
+  const TimePoint started = clock_.Now();
+  auto reading = meta_.LiveBytes(Deadline::After(clock_, kStorageReadBudget));
+  Result<uint64_t> live = co_await std::move(reading);
+  if (live.ok()) {
+    live_bytes_ = static_cast<int64_t>(*live);
+    live_read_at_ns_ = Nanos(started);
+    live_known_ = true;
+  } else {
+    spdlog::warn("storage: live bytes not read: {}", live.error().message);
+  }
+  refreshing_ = false;
+}
+
+void PasteService::CountLive(int64_t delta) { live_bytes_.fetch_add(delta); }
+
+void PasteService::CountCreated(uint64_t bytes) {
+  created_bytes_.Inc(bytes);
+  const int64_t hour = clock_.UnixSeconds() / 3600;
+  std::lock_guard lock(created_mu_);
+  auto& [at, sum] = created_hours_[static_cast<size_t>(hour % 24)];
+  if (at != hour) {
+    at = hour;
+    sum = 0;
+  }
+  sum += bytes;
+}
+
+uint64_t PasteService::CreatedLastDay() const {
+  const int64_t hour = clock_.UnixSeconds() / 3600;
+  std::lock_guard lock(created_mu_);
+  uint64_t total = 0;
+  for (const auto& [at, sum] : created_hours_) {
+    if (at > hour - 24 && at <= hour) total += sum;
+  }
+  return total;
+}
+
+PasteService::StorageUsage PasteService::Storage() const {
+  return StorageUsage{static_cast<uint64_t>(std::max<int64_t>(0, live_bytes_.load())),
+                      live_known_.load(), options_.max_storage_bytes, CreatedLastDay()};
 }
 
 }  // namespace sluice::service

@@ -489,6 +489,19 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await inner_.AuditTrail(limit, d);
   }
 
+  // Burn after reading and storage accounting, under the existing targets.
+  awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.mark_deleted");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.Claim(id, now, d);
+  }
+
+  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.sweep");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.LiveBytes(d);
+  }
+
  private:
   MetaStore& inner_;
   FaultInjector& injector_;

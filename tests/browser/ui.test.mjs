@@ -103,6 +103,25 @@ test('the delete link, shown once, deletes the paste', async () => {
   await page.close();
 });
 
+test('burn after reading: the link asks first, the button shows the text once', async () => {
+  const page = await chrome.browser.newPage();
+  await page.goto(server.url + '/');
+  await page.fill('textarea[name=content]', 'burn me <b>\n');
+  await page.check('#burn');
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  const link = await page.inputValue('#share-link');
+  // A chat's link preview (a plain GET) burns nothing.
+  assert.equal((await page.request.get(link, { headers: { Accept: 'text/html' } })).status(), 200);
+  const asked = await page.goto(link);
+  assert.equal(asked.status(), 200);
+  assert.match(await page.textContent('#burn-warning'), /will be deleted when you open it/);
+  const shown = await Promise.all([page.waitForNavigation(), page.click('#confirm-burn')]);
+  assert.equal(shown[0].status(), 200);
+  assert.match(await page.textContent('#code'), /burn me <b>/);
+  assert.equal((await page.goto(link)).status(), 404);
+  await page.close();
+});
+
 test('dark mode follows the browser preference', async () => {
   const context = await chrome.browser.newContext({ colorScheme: 'dark', viewport: { width: 1100, height: 760 } });
   const page = await context.newPage();

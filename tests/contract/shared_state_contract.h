@@ -122,6 +122,24 @@ TEST_P(SharedStateContract, MetaCacheCarriesTheBodyChecksum) {
   EXPECT_EQ((*hit)->body_sha256, row.body_sha256);
 }
 
+// Moderation puts live rows here (src/service/moderation.cc): a withheld row must still say 451,
+// and a burn row read back must still be a burn row, or a plain GET would serve its text.
+TEST_P(SharedStateContract, MetaCacheCarriesModerationAndBurn) {
+  for (const auto state : {store::Moderation::kWithheld, store::Moderation::kNone}) {
+    // PutMeta never replaces an entry: one id per case.
+    const auto id = Id(state == store::Moderation::kNone ? "BuRn00000001" : "BuRn00000002");
+    store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 42, {}, false, {}};
+    row.burn = true;
+    row.moderation = state;
+    ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
+    auto hit = RunSync(state_->GetMeta(id, Deadline()));
+    ASSERT_TRUE(hit.ok());
+    ASSERT_TRUE(hit->has_value());
+    EXPECT_TRUE((*hit)->burn);
+    EXPECT_EQ((*hit)->moderation, state);
+  }
+}
+
 TEST_P(SharedStateContract, TombstoneReplacesTheRowAndAFillCannotUndoIt) {
   const auto id = Id("ZZZZZZ000000");
   store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 5, {}, false, {}};

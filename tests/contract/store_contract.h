@@ -407,6 +407,169 @@ TYPED_TEST_P(StoreContract, BlocksInForceAndTheAuditTrailNewestFirst) {
   EXPECT_EQ((*audit)[1].at, 401);
 }
 
+// Burn after reading and storage accounting
+
+inline PasteMeta BurnRow(std::string_view id, int64_t expires_at) {
+  PasteMeta m = Row(id, expires_at);
+  m.burn = true;
+  return m;
+}
+
+TYPED_TEST_P(StoreContract, ClaimTakesABurnRowOnceAndOwesItsBody) {
+  ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("burn00000001", 5000), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().Insert(Row("keep00000001", 5000), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("late00000001", 150), this->deadline())).ok());
+  EXPECT_TRUE(RunSync(this->meta().Get(Id("burn00000001"), this->deadline()))->burn);
+  EXPECT_FALSE(RunSync(this->meta().Get(Id("keep00000001"), this->deadline()))->burn);
+
+  auto won = RunSync(this->meta().Claim(Id("burn00000001"), 200, this->deadline()));
+  ASSERT_TRUE(won.ok()) << won.error().message;
+  EXPECT_EQ(won->id, Id("burn00000001"));
+  EXPECT_TRUE(won->burn);
+  EXPECT_FALSE(won->deleted);  // the row as it was before the claim
+  EXPECT_EQ(won->size_bytes, 5u);
+  EXPECT_EQ(won->body_sha256, Row("burn00000001", 5000).body_sha256);
+
+  auto again = RunSync(this->meta().Claim(Id("burn00000001"), 201, this->deadline()));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(RunSync(this->meta().Get(Id("burn00000001"), this->deadline()))->deleted);
+
+  // Not a burn row, expired, or absent: nothing to claim, and nothing changes.
+  for (const char* id : {"keep00000001", "late00000001", "none00000001"}) {
+    auto r = RunSync(this->meta().Claim(Id(id), 200, this->deadline()));
+    ASSERT_FALSE(r.ok()) << id;
+    EXPECT_EQ(r.error().code, ErrorCode::kNotFound) << id;
+  }
+  EXPECT_FALSE(RunSync(this->meta().Get(Id("keep00000001"), this->deadline()))->deleted);
+
+  auto due = RunSync(this->meta().DueOutbox(200, 10, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].id, Id("burn00000001"));
+  this->backend_.Reopen();
+  EXPECT_TRUE(RunSync(this->meta().Get(Id("burn00000001"), this->deadline()))->deleted);
+}
+
+// Many claimers of one id at once, from two threads: exactly one wins each row, and the others
+// are told NotFound, never an error.
+TYPED_TEST_P(StoreContract, ConcurrentClaimsHaveExactlyOneWinner) {
+  constexpr int kRows = 4;
+  constexpr int kClaimers = 25;
+  for (int r = 0; r < kRows; ++r) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("race0000000" + std::to_string(r), 5000),
+                                            this->deadline()))
+                    .ok());
+  }
+  boost::asio::io_context io;
+  std::atomic<int> won[kRows] = {};
+  std::atomic<int> gone{0}, failed{0};
+  for (int c = 0; c < kClaimers; ++c) {
+    for (int r = 0; r < kRows; ++r) {
+      boost::asio::co_spawn(
+          io,
+          [&, r]() -> boost::asio::awaitable<void> {
+            auto claiming =
+                this->meta().Claim(Id("race0000000" + std::to_string(r)), 200, this->deadline());
+            Result<PasteMeta> got = co_await std::move(claiming);
+            if (got.ok())
+              ++won[r];
+            else if (got.error().code == ErrorCode::kNotFound)
+              ++gone;
+            else
+              ++failed;
+          },
+          boost::asio::detached);
+    }
+  }
+  std::thread second([&io] { io.run(); });
+  io.run();
+  second.join();
+  for (int r = 0; r < kRows; ++r) EXPECT_EQ(won[r].load(), 1) << "row " << r;
+  EXPECT_EQ(gone.load(), kRows * (kClaimers - 1));
+  EXPECT_EQ(failed.load(), 0);
+  auto due = RunSync(this->meta().DueOutbox(200, 100, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  EXPECT_EQ(due->size(), static_cast<size_t>(kRows));  // one body owed per row, not per claimer
+}
+
+TYPED_TEST_P(StoreContract, LiveBytesFollowInsertsDeletesClaimsAndPurges) {
+  auto live = [this] {
+    auto r = RunSync(this->meta().LiveBytes(this->deadline()));
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : uint64_t{0};
+  };
+  EXPECT_EQ(live(), 0u);
+  PasteMeta kept = Row("live00000001", 5000);
+  kept.size_bytes = 1000;
+  PasteMeta burn = BurnRow("live00000002", 5000);
+  burn.size_bytes = 300;
+  PasteMeta expiring = Row("live00000003", 150);
+  expiring.size_bytes = 20;
+  for (const PasteMeta& row : {kept, burn, expiring}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  }
+  EXPECT_EQ(live(), 1320u);
+  // A refused duplicate adds nothing.
+  EXPECT_FALSE(RunSync(this->meta().Insert(kept, this->deadline())).ok());
+  EXPECT_EQ(live(), 1320u);
+  ASSERT_TRUE(RunSync(this->meta().MarkDeleted(kept.id, 200, this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().MarkDeleted(kept.id, 201, this->deadline())).ok());
+  EXPECT_EQ(live(), 320u);
+  ASSERT_TRUE(RunSync(this->meta().Claim(burn.id, 200, this->deadline())).ok());
+  EXPECT_FALSE(RunSync(this->meta().Claim(burn.id, 200, this->deadline())).ok());
+  EXPECT_EQ(live(), 20u);
+  // Purging the expired live row frees it; purging tombstones frees nothing more.
+  ASSERT_TRUE(RunSync(this->meta().Purge({expiring.id, kept.id, burn.id}, this->deadline())).ok());
+  EXPECT_EQ(live(), 0u);
+  ASSERT_TRUE(RunSync(this->meta().Insert(Row("live00000004", 5000), this->deadline())).ok());
+  this->backend_.Reopen();
+  EXPECT_EQ(live(), 5u);
+}
+
+// Moderation and burn together: a withheld or taken-down burn row is never claimed (the read
+// answers 451 for it, src/service/paste_service.cc), and a dismissed one can be claimed again.
+TYPED_TEST_P(StoreContract, ClaimNeverBurnsAModeratedRow) {
+  ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("held00000001", 5000), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("down00000001", 5000), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"), Moderation::kWithheld,
+                                                 "3 reports", 150, this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("down00000001"), Moderation::kTakenDown,
+                                                 "malware", 150, this->deadline()))
+                  .ok());
+  for (const char* id : {"held00000001", "down00000001"}) {
+    auto r = RunSync(this->meta().Claim(Id(id), 200, this->deadline()));
+    ASSERT_FALSE(r.ok()) << id;
+    EXPECT_EQ(r.error().code, ErrorCode::kNotFound) << id;
+  }
+  this->backend_.Reopen();
+  auto held = RunSync(this->meta().Get(Id("held00000001"), this->deadline()));
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_FALSE(held->deleted);
+  EXPECT_TRUE(held->burn);
+  EXPECT_EQ(held->moderation, Moderation::kWithheld);
+  auto live = RunSync(this->meta().LiveBytes(this->deadline()));
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  EXPECT_EQ(*live, 10u);
+  // Only the withholding's edge purge is owed, no body removal.
+  auto due = RunSync(this->meta().DueOutbox(200, 10, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].kind, OutboxEntry::Kind::kPurgeEdge);
+
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"), Moderation::kNone, "fine", 210,
+                                                 this->deadline()))
+                  .ok());
+  auto won = RunSync(this->meta().Claim(Id("held00000001"), 220, this->deadline()));
+  ASSERT_TRUE(won.ok()) << won.error().message;
+  EXPECT_TRUE(won->burn);
+  EXPECT_EQ(won->moderation, Moderation::kNone);
+  live = RunSync(this->meta().LiveBytes(this->deadline()));
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  EXPECT_EQ(*live, 5u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreContract, InsertedRowReadsBackIdentically, BodySizeAndChecksumRoundTrip,
     MissingRowIsNotFound, DuplicateInsertFailsAndKeepsTheFirstRow,
@@ -415,6 +578,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     PurgeRemovesRowsAndTheirOutboxEntries, RowsSurviveReopening, BodyReadsBackByteIdentically,
     MissingBodyIsNotFoundAndDeleteIsIdempotent, ListPagesThroughBodiesInIdOrder,
     ConcurrentWritersAreAllDurable, ReportsCountEachClientKeyOnce,
-    WithholdingOwesAnEdgePurgeAndReviewClosesReports, BlocksInForceAndTheAuditTrailNewestFirst);
+    WithholdingOwesAnEdgePurgeAndReviewClosesReports, BlocksInForceAndTheAuditTrailNewestFirst,
+    ClaimTakesABurnRowOnceAndOwesItsBody, ConcurrentClaimsHaveExactlyOneWinner,
+    LiveBytesFollowInsertsDeletesClaimsAndPurges, ClaimNeverBurnsAModeratedRow);
 
 }  // namespace sluice::store::contract

@@ -143,6 +143,9 @@ TEST(SqliteMetaStore, MigratesADatabaseFromBeforeChecksumsKeepingItsRows) {
     ASSERT_TRUE(old.ok()) << old.error().message;
     EXPECT_EQ(old->size_bytes, 5u);              // still size-checked
     EXPECT_FALSE(old->body_sha256.has_value());  // served without a checksum, not a wrong one
+    EXPECT_FALSE(old->burn);
+    // The live bytes start from the rows already there (5), plus the one inserted since (5).
+    EXPECT_EQ(*RunSync(meta->LiveBytes(Deadline::Never())), open == 0 ? 5u : 10u);
     if (open == 0) {
       ASSERT_TRUE(RunSync(meta->Insert(Row("new000000001", 5000), Deadline::Never())).ok());
     }

@@ -119,6 +119,17 @@ class OpenApiTest(SluiceTestCase):
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key))
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key, token=token))
         self.check("/api/v1/pastes/{id}", "delete", s.delete("AAAAAAAAAAAA", token="x"))
+        burn = self.check("/api/v1/pastes", "post",
+                          s.request("POST", "/api/v1/pastes?burn=1", body="once\n"))
+        burn_id = burn.json()["id"]
+        self.check("/raw/{id}", "get", s.get(f"/raw/{burn_id}"))
+        self.check("/{id}", "get", s.get(f"/{burn_id}", headers={"Accept": "text/html"}))
+        for _ in range(2):  # the reading, then 404
+            self.check("/api/v1/pastes/{id}/claim", "post",
+                       s.request("POST", f"/api/v1/pastes/{burn_id}/claim", body=""))
+        burn_id = s.request("POST", "/?burn=1", body="once\n").body.decode().strip()[-12:]
+        self.check("/claim/{id}", "post", s.request("POST", f"/claim/{burn_id}", body="",
+                                                     headers={"Accept": "text/html"}))
         other = s.create_ok("again\n")
         self.check("/delete/{id}", "post", s.request(
             "POST", f"/delete/{other['id']}", body=f"token={other['delete_token']}",

@@ -149,6 +149,15 @@ class FaultyMetaStore final : public store::MetaStore {
     auto op = inner_.Existing(std::move(ids), d);
     co_return co_await std::move(op);
   }
+  boost::asio::awaitable<Result<store::PasteMeta>> Claim(store::PasteId id, int64_t now,
+                                                         admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.Claim(id, now, d);
+  }
+  boost::asio::awaitable<Result<uint64_t>> LiveBytes(admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.LiveBytes(d);
+  }
 
   // Moderation: fails with the rest when `fail` is set.
   boost::asio::awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,

@@ -28,6 +28,9 @@ enum class ErrorCode {
   kDeadlineExceeded,
   /// A bug or an unexpected dependency answer. Not retryable by the app.
   kInternal,
+  /// The operator's storage quota is reached. Retrying after `retry_after_seconds` may help, once
+  /// pastes expire or are deleted.
+  kInsufficientStorage,
   /// The operator refused this client (a block). Retrying cannot help until the block ends.
   kPermissionDenied,
   /// Moderation withholds the thing: under review after reports, or taken down (HTTP 451).

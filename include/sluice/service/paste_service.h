@@ -2,10 +2,13 @@
 // stores through their interfaces and time through a Clock; it knows nothing of sockets or HTTP.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +54,12 @@ struct ServiceOptions {
   /// checks cost (bench/run_body_checks_bench.sh): then a short, empty or altered body is served
   /// as the paste. Default: true.
   bool verify_bodies = true;
+  /// Storage quota: the live bytes (store::MetaStore::LiveBytes) a create may not take past, in
+  /// bytes; 0: none. Default: 0.
+  uint64_t max_storage_bytes = 0;
+  /// Longest this process decides the quota from live bytes it has not re-read from the store;
+  /// its own creates and deletes count at once. Default: 1 s.
+  Duration storage_refresh = std::chrono::seconds(1);
 };
 
 /// What a create's request line and headers say, before any of the body is read.
@@ -102,8 +111,9 @@ class PasteService {
   Status CheckCreateHeaders(const CreateHeaders& headers, uint64_t allowance = 0) const;
 
   /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
-  /// TooLarge), an operator's block of the client (PermissionDenied, reason blocked), the rate
-  /// limits (ResourceExhausted, with the limit), the in-flight caps
+  /// TooLarge), an operator's block of the client (PermissionDenied, reason blocked), the storage
+  /// quota (InsufficientStorage, reason "storage_quota", with a Retry-After), the rate limits
+  /// (ResourceExhausted, with the limit), the in-flight caps
   /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create. Suspends
   /// only to ask a shared limiter store, and then for at most its budget.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
@@ -115,18 +125,31 @@ class PasteService {
   /// An insert whose answer was lost (see store::InsertOutcomeUnknown) is checked by reading the
   /// row: found, the create succeeded; otherwise Unavailable with reason "outcome_unknown" (the
   /// paste may or may not exist), and the body stays for the orphan reaper.
+  /// `burn`: burn after reading; the text is then served once, by Claim, and never cached.
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
-                                                      std::string_view ttl);
+                                                      std::string_view ttl, bool burn = false);
 
   /// Returns a live paste: Withheld (reason under_review or taken_down) for a paste moderation
-  /// withholds, whatever else its row says; NotFound for malformed ids (without touching storage),
-  /// absent, expired or deleted pastes; Unavailable when a store fails, never NotFound, and
-  /// Unavailable with reason "body_mismatch" when the blob store's body is not the one the row
-  /// describes (never served, never cached). A cache hit costs no slot and no limit; a miss that
-  /// joins a fill of the id already in flight costs nothing either; the miss that leads a fill
-  /// takes the client's origin-read budget, a read slot, and one fill within the fill cap.
+  /// withholds, whatever else its row says (a burn paste too); NotFound for malformed ids (without
+  /// touching storage), absent, expired or deleted pastes; Unavailable when a store fails, never
+  /// NotFound, and Unavailable with reason "body_mismatch" when the blob store's body is not the
+  /// one the row describes (never served, never cached). A cache hit costs no slot and no limit; a
+  /// miss that joins a fill of the id already in flight costs nothing either; the miss that leads
+  /// a fill takes the client's origin-read budget, a read slot, and one fill within the fill cap.
+  /// A live burn-after-reading paste comes back as its row with a null body: the caller never
+  /// serves it from here (it confirms, or points to Claim).
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
+
+  /// Reads a burn-after-reading paste once: fetches and checks the body, then claims the row
+  /// (store::MetaStore::Claim), and only the one caller whose claim commits gets the text; every
+  /// other, concurrent or later, gets NotFound. Withheld (451) for a paste moderation withholds,
+  /// before anything is claimed: it is never burned. InvalidArgument (reason "not_burn") for a
+  /// paste that is not burn-after-reading; Unavailable when a store fails (nothing burned, unless
+  /// the claim's own answer was lost). Costs an origin read like a fill's leader; nothing is
+  /// cached.
+  boost::asio::awaitable<Result<CachedPaste>> Claim(const ClientKeySource& client,
+                                                    std::string_view id_text);
 
   /// The caller's budgets, spending nothing.
   ClientBudgets Budgets(std::string_view client_key) const {
@@ -136,6 +159,19 @@ class PasteService {
   /// Deletes with the token. NotFound for a malformed id, a missing paste or a wrong token alike;
   /// success again for a paste already deleted with the right token.
   boost::asio::awaitable<Status> Delete(std::string_view id_text, std::string_view token);
+
+  /// Re-reads the live bytes from the metadata store (a failure keeps the last value). The
+  /// server calls it at start; creates call it when the value is older than storage_refresh.
+  boost::asio::awaitable<void> RefreshStorage();
+
+  /// What the storage quota sees now.
+  struct StorageUsage {
+    uint64_t live_bytes = 0;
+    bool known = false;  // false until the first read from the store succeeded
+    uint64_t quota_bytes = 0;
+    uint64_t created_bytes_24h = 0;  // by this process
+  };
+  StorageUsage Storage() const;
 
  private:
   bool IsLive(const store::PasteMeta& meta) const;
@@ -160,6 +196,12 @@ class PasteService {
                                           admission::Deadline deadline);
   /// How long the shared cache may keep `meta`: never past its expiry, at most shared_meta_ttl.
   std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
+  /// The quota's refusal, from the declared length alone, or nothing.
+  boost::asio::awaitable<std::optional<Error>> CheckQuota(uint64_t declared_length);
+  /// This process's own change to the live bytes (+ a create, - a delete or claim).
+  void CountLive(int64_t delta);
+  void CountCreated(uint64_t bytes);
+  uint64_t CreatedLastDay() const;
 
   struct IdHash {
     size_t operator()(const store::PasteId& id) const {
@@ -185,8 +227,22 @@ class PasteService {
   Counter& checksum_mismatches_;
   Counter& confirmed_inserts_;
   Counter& unknown_inserts_;
+  Counter& claims_won_;
+  Counter& claims_gone_;
   Counter& put_bytes_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
+
+  // Storage accounting (docs/overload.md, "Create", step 1).
+  std::atomic<int64_t> live_bytes_{0};
+  std::atomic<bool> live_known_{false};
+  std::atomic<int64_t> live_read_at_ns_{0};  // clock_.Now() of the last read, since its epoch
+  std::atomic<bool> refreshing_{false};
+  Counter& created_bytes_;
+  Counter& quota_refusals_;
+  // Bytes created per hour over the last 24 h, by hour number (Unix hours), for the 24 h gauge.
+  mutable std::mutex created_mu_;
+  std::array<std::pair<int64_t, uint64_t>, 24> created_hours_{};
+  GaugeCallbacks storage_gauges_;  // last: its callbacks read the members above
 };
 
 }  // namespace sluice::service

@@ -30,9 +30,10 @@ struct FaultRule {
   enum class Kind { kLatency, kError, kRefuse, kHang };
 
   /// The operation: "blob.put", "blob.get", "blob.delete", "blob.list", "meta.insert", "meta.get",
-  /// "meta.mark_deleted", "meta.outbox" (DueOutbox, FinishOutbox, RetryOutboxLater,
-  /// OldestOutboxAge), "meta.sweep" (Expired, Purge, Existing), "meta.moderation" (reports,
-  /// moderation states, blocks, audit); or a wildcard "blob.*", "meta.*", "*". Default: "*".
+  /// "meta.mark_deleted" (MarkDeleted, Claim), "meta.outbox" (DueOutbox, FinishOutbox,
+  /// RetryOutboxLater, OldestOutboxAge), "meta.sweep" (Expired, Purge, Existing, LiveBytes),
+  /// "meta.moderation" (reports, moderation states, blocks, audit); or a wildcard "blob.*",
+  /// "meta.*", "*". Default: "*".
   std::string target = "*";
   /// What happens. Default: kLatency.
   Kind kind = Kind::kLatency;

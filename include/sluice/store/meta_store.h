@@ -112,6 +112,21 @@ class MetaStore {
   /// The last `limit` audit rows, newest first.
   virtual boost::asio::awaitable<Result<std::vector<AuditEntry>>> AuditTrail(
       size_t limit, admission::Deadline deadline) = 0;
+
+  // Burn after reading and storage accounting
+
+  /// Claims a burn-after-reading paste for its one reader: in one transaction (one atomic step
+  /// across processes), marks the row deleted and enqueues removal of its body, only if it is a
+  /// burn row, not deleted and not expired at `now`. Returns the row as it was before the claim.
+  /// NotFound if there is no such row, if it is not a burn row, or if another caller claimed it
+  /// first: of many concurrent calls for one id, exactly one succeeds.
+  virtual boost::asio::awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now,
+                                                          admission::Deadline deadline) = 0;
+
+  /// Live bytes: the sum of size_bytes over rows that are not tombstones (expired rows count until
+  /// they are purged: their bodies are still on disk). Kept by the insert, delete, claim and purge
+  /// transactions themselves, so it is right across processes sharing the store.
+  virtual boost::asio::awaitable<Result<uint64_t>> LiveBytes(admission::Deadline deadline) = 0;
 };
 
 }  // namespace sluice::store

@@ -53,6 +53,9 @@ struct PasteMeta {
   /// SHA-256 of the body. Empty on rows written before checksums were recorded: their body is
   /// checked by size alone.
   std::optional<BodyDigest> body_sha256;
+  /// Burn after reading: one reader gets the text through MetaStore::Claim, and then the row is a
+  /// tombstone. Never served by a plain read, never cached (src/service/paste_service.cc).
+  bool burn = false;
   /// Withheld or taken down pastes are never served, whatever `deleted` says.
   Moderation moderation = Moderation::kNone;
 };

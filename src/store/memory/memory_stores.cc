@@ -195,6 +195,31 @@ class MemoryMetaStore final : public MetaStore {
     co_return out;
   }
 
+  // Burn after reading and storage accounting
+
+  awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto it = rows_.find(id);
+    // A withheld or taken-down row is never claimed (src/store/sqlite/sqlite_meta_store.cc).
+    if (it == rows_.end() || !it->second.burn || it->second.deleted ||
+        it->second.moderation != Moderation::kNone || it->second.expires_at <= now) {
+      co_return NotFound();
+    }
+    PasteMeta before = it->second;
+    it->second.deleted = true;
+    outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kDeleteBody, 0, now}, now});
+    co_return before;
+  }
+
+  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    uint64_t live = 0;
+    for (const auto& [id, row] : rows_) {
+      if (!row.deleted) live += row.size_bytes;
+    }
+    co_return live;
+  }
+
  private:
   struct StoredReport {
     AbuseReport report;

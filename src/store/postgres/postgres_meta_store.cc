@@ -282,6 +282,31 @@ Param IdArray(const std::vector<PasteId>& ids) {
   return Param{std::move(s), false};
 }
 
+// The columns every row read selects, in the order RowFrom parses.
+#define SLUICE_ROW_COLUMNS \
+  "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation"
+
+PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
+  PasteMeta m{id,
+              Int(r, 0, 0),
+              Int(r, 0, 1),
+              static_cast<uint64_t>(Int(r, 0, 2)),
+              Hash(Text(r, 0, 3)),
+              Text(r, 0, 4) == "t",
+              std::nullopt};
+  // NULL on rows from before checksums ("\\x" and 64 hex digits otherwise).
+  if (!PQgetisnull(r, 0, 5) && Text(r, 0, 5).size() == 2 + 2 * BodyDigest().size()) {
+    m.body_sha256 = Hash(Text(r, 0, 5));
+  }
+  m.burn = Text(r, 0, 6) == "t";
+  m.moderation = ModerationOf(Int(r, 0, 7));
+  return m;
+}
+
+// The storage_usage slot of a row (src/store/postgres/postgres_migrate.cc): its id's last
+// character, spread over sixteen counter rows.
+#define SLUICE_USAGE_SLOT(id) "ascii(right(" id ", 1)) % 16"
+
 class PgMetaStore final : public PostgresMetaStore {
  public:
   explicit PgMetaStore(PostgresOptions options)
@@ -326,37 +351,27 @@ class PgMetaStore final : public PostgresMetaStore {
       digest.assign(reinterpret_cast<const char*>(meta.body_sha256->data()),
                     meta.body_sha256->size());
     }
+    // One statement, so the row and its live bytes commit together.
     return Command(
         PostgresPurpose::kWrite, deadline,
-        "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-        "body_sha256) VALUES ($1, $2, $3, $4, $5, false, NULLIF($6::bytea, ''::bytea))",
+        "WITH added AS (INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, "
+        "deleted, body_sha256, burn) VALUES ($1, $2, $3, $4, $5, false, "
+        "NULLIF($6::bytea, ''::bytea), $7::boolean) RETURNING id, size_bytes) "
+        "UPDATE storage_usage u SET live_bytes = u.live_bytes + a.size_bytes FROM added a "
+        "WHERE u.slot = " SLUICE_USAGE_SLOT("a.id"),
         {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
          P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
-         Param{std::move(digest), true}},
+         Param{std::move(digest), true}, P(meta.burn ? "true" : "false")},
         nullptr, LostAnswer::kOutcomeUnknown);
   }
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override {
     return Query<PasteMeta>(
-        PostgresPurpose::kRead, deadline,
-        "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, moderation "
-        "FROM pastes WHERE id = $1",
+        PostgresPurpose::kRead, deadline, "SELECT " SLUICE_ROW_COLUMNS " FROM pastes WHERE id = $1",
         {P(id.view())}, [id](const PGresult* r) -> Result<PasteMeta> {
           if (PQntuples(r) == 0)
             return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
-          PasteMeta m{id,
-                      Int(r, 0, 0),
-                      Int(r, 0, 1),
-                      static_cast<uint64_t>(Int(r, 0, 2)),
-                      Hash(Text(r, 0, 3)),
-                      Text(r, 0, 4) == "t",
-                      std::nullopt};
-          // NULL on rows from before checksums ("\x" and 64 hex digits otherwise).
-          if (!PQgetisnull(r, 0, 5) && Text(r, 0, 5).size() == 2 + 2 * BodyDigest().size()) {
-            m.body_sha256 = Hash(Text(r, 0, 5));
-          }
-          m.moderation = ModerationOf(Int(r, 0, 6));
-          return m;
+          return RowFrom(id, r);
         });
   }
 
@@ -368,9 +383,11 @@ class PgMetaStore final : public PostgresMetaStore {
     return Command(
         PostgresPurpose::kWrite, deadline,
         "WITH marked AS (UPDATE pastes SET deleted = true WHERE id = $1 AND NOT deleted "
-        "RETURNING id), "
+        "RETURNING id, size_bytes), "
         "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
-        "SELECT id, 'delete_body', 0, $2, $2 FROM marked RETURNING seq) "
+        "SELECT id, 'delete_body', 0, $2, $2 FROM marked RETURNING seq), "
+        "counted AS (UPDATE storage_usage u SET live_bytes = u.live_bytes - m.size_bytes "
+        "FROM marked m WHERE u.slot = " SLUICE_USAGE_SLOT("m.id") ") "
         "SELECT (SELECT count(*) FROM queued), EXISTS (SELECT 1 FROM pastes WHERE id = $1)",
         {P(id.view()), P(now)}, [](const PGresult* r) -> Result<std::monostate> {
           if (Int(r, 0, 0) > 0 || Text(r, 0, 1) == "t") return std::monostate{};
@@ -437,8 +454,14 @@ class PgMetaStore final : public PostgresMetaStore {
 
   awaitable<Status> Purge(std::vector<PasteId> ids, admission::Deadline deadline) override {
     return Command(PostgresPurpose::kCleanup, deadline,
-                   "WITH owed AS (DELETE FROM outbox WHERE paste_id = ANY ($1::text[])) "
-                   "DELETE FROM pastes WHERE id = ANY ($1::text[])",
+                   // A purged tombstone was counted out when it was marked; an expired live
+                   // row is counted out now.
+                   "WITH owed AS (DELETE FROM outbox WHERE paste_id = ANY ($1::text[])), "
+                   "gone AS (DELETE FROM pastes WHERE id = ANY ($1::text[]) "
+                   "RETURNING id, size_bytes, deleted) "
+                   "UPDATE storage_usage u SET live_bytes = u.live_bytes - g.bytes "
+                   "FROM (SELECT " SLUICE_USAGE_SLOT("id") " AS slot, SUM(size_bytes) AS bytes "
+                   "FROM gone WHERE NOT deleted GROUP BY 1) g WHERE u.slot = g.slot",
                    {IdArray(ids)});
   }
 
@@ -567,6 +590,41 @@ class PgMetaStore final : public PostgresMetaStore {
           }
           return out;
         });
+  }
+
+  // Burn after reading and storage accounting
+
+  awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now,
+                                     admission::Deadline deadline) override {
+    // One statement, so one transaction: the tombstone, its outbox entry and the live bytes
+    // commit together. Concurrent claims (from any process) queue on the row lock; under READ
+    // COMMITTED each later one re-checks `NOT deleted` against the committed tombstone and
+    // updates nothing, so exactly one gets the row back. The final SELECT reads the statement's
+    // snapshot, from before the update: the row as it was. A withheld or taken-down row is never
+    // claimed; a SetModeration that commits first is seen by the same re-check.
+    return Query<PasteMeta>(
+        PostgresPurpose::kWrite, deadline,
+        "WITH claimed AS (UPDATE pastes SET deleted = true WHERE id = $1 AND burn AND NOT deleted "
+        "AND moderation = 0 AND expires_at > $2 RETURNING id, size_bytes), "
+        "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
+        "SELECT id, 'delete_body', 0, $2, $2 FROM claimed), "
+        "counted AS (UPDATE storage_usage u SET live_bytes = u.live_bytes - c.size_bytes "
+        "FROM claimed c WHERE u.slot = " SLUICE_USAGE_SLOT("c.id") ") "
+        "SELECT " SLUICE_ROW_COLUMNS " FROM pastes WHERE id = $1 AND EXISTS (SELECT 1 FROM claimed)",
+        {P(id.view()), P(now)}, [id](const PGresult* r) -> Result<PasteMeta> {
+          if (PQntuples(r) == 0)
+            return MakeError(ErrorCode::kNotFound, "no such paste to claim", "not_found");
+          return RowFrom(id, r);
+        });
+  }
+
+  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline deadline) override {
+    return Query<uint64_t>(PostgresPurpose::kCleanup, deadline,
+                           "SELECT COALESCE(SUM(live_bytes), 0) FROM storage_usage", {},
+                           [](const PGresult* r) -> Result<uint64_t> {
+                             if (PQntuples(r) == 0) return uint64_t{0};
+                             return static_cast<uint64_t>(std::max<int64_t>(0, Int(r, 0, 0)));
+                           });
   }
 
   PoolStats Stats(PostgresPurpose purpose) const override {

@@ -74,6 +74,25 @@ constexpr const char* kMigrations[] = {
       detail text NOT NULL
     );
     )sql",
+    // 4: burn after reading (MetaStore::Claim). A constant default rewrites nothing.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS burn boolean NOT NULL DEFAULT false;
+    )sql",
+    // 5: storage_usage, the live bytes (MetaStore::LiveBytes), kept by every statement that adds
+    // or removes a live row, in sixteen slots chosen by the id's last character: one counter row
+    // would serialise every insert of every process on its row lock; sixteen spread them, and a
+    // read sums sixteen rows.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS storage_usage (
+      slot smallint PRIMARY KEY,
+      live_bytes bigint NOT NULL
+    );
+    INSERT INTO storage_usage (slot, live_bytes)
+      SELECT s, 0 FROM generate_series(0, 15) AS s ON CONFLICT (slot) DO NOTHING;
+    UPDATE storage_usage
+      SET live_bytes = (SELECT COALESCE(SUM(size_bytes), 0) FROM pastes WHERE NOT deleted)
+      WHERE slot = 0;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

@@ -79,6 +79,18 @@ constexpr const char* kMigrations[] = {
       detail TEXT NOT NULL
     );
     )sql",
+    // 4: burn after reading (MetaStore::Claim).
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN burn INTEGER NOT NULL DEFAULT 0;
+    )sql",
+    // 5: storage_usage, the live bytes (MetaStore::LiveBytes), kept by every transaction that adds
+    // or
+    // removes a live row. One row: the embedded store has one writer, so it is never contended.
+    R"sql(
+    CREATE TABLE storage_usage (slot INTEGER PRIMARY KEY, live_bytes INTEGER NOT NULL);
+    INSERT INTO storage_usage (slot, live_bytes)
+      SELECT 0, COALESCE(SUM(size_bytes), 0) FROM pastes WHERE deleted = 0;
+    )sql",
 };
 
 Error StorageError(Db& db, std::string_view what) {
@@ -88,8 +100,11 @@ Error StorageError(Db& db, std::string_view what) {
   return e;
 }
 
+// Columns in order: created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn,
+// moderation (Get and the claim's RETURNING select them so).
 PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0, {}};
+  m.burn = s.Int(6) != 0;
   auto hash = s.Blob(3);
   std::copy_n(hash.begin(), std::min(hash.size(), m.token_hash.size()), m.token_hash.begin());
   // Anything but 32 bytes (NULL on rows from before checksums) is no checksum, never a wrong one.
@@ -98,7 +113,7 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
     m.body_sha256.emplace();
     std::copy_n(digest.begin(), digest.size(), m.body_sha256->begin());
   }
-  const int64_t moderation = s.Int(6);
+  const int64_t moderation = s.Int(7);
   if (moderation >= 0 && moderation <= 2) m.moderation = static_cast<Moderation>(moderation);
   return m;
 }
@@ -121,6 +136,12 @@ struct RetryOutboxOp {
 struct PurgeOp {
   std::vector<PasteId> ids;
 };
+struct ClaimOp {
+  PasteId id;
+  int64_t now;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<std::optional<PasteMeta>> claimed;
+};
 struct AddReportOp {
   AbuseReport report;
   // Filled on the committer thread; read by the caller once its Submit has completed.
@@ -139,7 +160,9 @@ struct AddAuditOp {
   AuditEntry entry;
 };
 using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
-                             AddReportOp, SetModerationOp, AddBlockOp, AddAuditOp>;
+                             ClaimOp, AddReportOp, SetModerationOp, AddBlockOp, AddAuditOp>;
+
+Error NoSuchPaste() { return MakeError(ErrorCode::kNotFound, "no such paste", "not_found"); }
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -158,7 +181,7 @@ class SqliteMetaStore final : public MetaStore {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<PasteMeta> {
       return WithReader([&](Db& db) -> Result<PasteMeta> {
         Statement& s = db.Prepare(
-            "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, "
+            "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, "
             "moderation FROM pastes WHERE id = ?");
         s.Bind(1, id.view());
         const int rc = s.Step();
@@ -355,6 +378,28 @@ class SqliteMetaStore final : public MetaStore {
     });
   }
 
+  // Burn after reading and storage accounting
+
+  awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline) override {
+    auto claimed = std::make_shared<std::optional<PasteMeta>>();
+    // Built outside the co_await: g++ 12 mishandles non-trivial temporaries inside one.
+    auto submitting = committer_->Submit(ClaimOp{id, now, claimed});
+    Status done = co_await std::move(submitting);
+    if (!done.ok()) co_return done.error();
+    if (!*claimed) co_return NoSuchPaste();
+    co_return std::move(**claimed);
+  }
+
+  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline) override {
+    return asio_glue::RunBlocking(*pools_.cleanup, [this]() -> Result<uint64_t> {
+      return WithReader([&](Db& db) -> Result<uint64_t> {
+        Statement& s = db.Prepare("SELECT COALESCE(SUM(live_bytes), 0) FROM storage_usage");
+        if (s.Step() != SQLITE_ROW) return StorageError(db, "live bytes");
+        return static_cast<uint64_t>(std::max<int64_t>(0, s.Int(0)));
+      });
+    });
+  }
+
  private:
   static constexpr size_t kMaxBatch = 512;
 
@@ -470,14 +515,59 @@ class SqliteMetaStore final : public MetaStore {
     try {
       Statement& s = db.Prepare(
           "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-          "body_sha256) VALUES (?, ?, ?, ?, ?, 0, ?)");
+          "body_sha256, burn) VALUES (?, ?, ?, ?, ?, 0, ?, ?)");
       const PasteMeta& m = op.meta;
       s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
       s.Bind(4, static_cast<int64_t>(m.size_bytes))
           .Bind(5, std::span<const unsigned char>(m.token_hash));
       // Left unbound, the checksum is NULL (Prepare clears the bindings).
       if (m.body_sha256) s.Bind(6, std::span<const unsigned char>(*m.body_sha256));
-      return Done(db, s, "insert");
+      s.Bind(7, int64_t{m.burn ? 1 : 0});
+      if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
+      return CountLive(db, static_cast<int64_t>(m.size_bytes));
+    } catch (const std::exception& e) {
+      return MakeError(ErrorCode::kUnavailable, e.what(), "storage_unavailable");
+    }
+  }
+
+  // Adds `delta` to the live bytes, inside the op's savepoint.
+  static Status CountLive(Db& db, int64_t delta) {
+    if (delta == 0) return Ok();
+    Statement& count =
+        db.Prepare("UPDATE storage_usage SET live_bytes = live_bytes + ? WHERE slot = 0");
+    count.Bind(1, delta);
+    return Done(db, count, "storage usage");
+  }
+
+  Status Enqueue(Db& db, const PasteId& id, int64_t now) {
+    Statement& enqueue = db.Prepare(
+        "INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
+        "VALUES (?, 'delete_body', 0, ?, ?)");
+    enqueue.Bind(1, id.view()).Bind(2, now).Bind(3, now);
+    return Done(db, enqueue, "enqueue");
+  }
+
+  // One writer runs every op, so the UPDATE's condition is the claim: the first op finds the row
+  // live and marks it, every later one finds it marked and changes nothing. A withheld or
+  // taken-down row is never claimed: moderation answers 451 for it, and burning it would destroy
+  // what the operator is reviewing.
+  Status Apply(Db& db, const ClaimOp& op) {
+    try {
+      Statement& mark = db.Prepare(
+          "UPDATE pastes SET deleted = 1 WHERE id = ? AND burn = 1 AND deleted = 0 AND "
+          "moderation = 0 AND expires_at > ? RETURNING created_at, expires_at, size_bytes, "
+          "token_hash, deleted, body_sha256, burn, moderation");
+      mark.Bind(1, op.id.view()).Bind(2, op.now);
+      const int rc = mark.Step();
+      if (rc == SQLITE_DONE) return Ok();  // nothing to claim: *op.claimed stays empty
+      if (rc != SQLITE_ROW) return StorageError(db, "claim");
+      PasteMeta before = RowToMeta(op.id, mark);
+      before.deleted = false;  // RETURNING shows the row after the update
+      mark.Reset();
+      if (Status s = Enqueue(db, op.id, op.now); !s.ok()) return s;
+      if (Status s = CountLive(db, -static_cast<int64_t>(before.size_bytes)); !s.ok()) return s;
+      *op.claimed = std::move(before);
+      return Ok();
     } catch (const std::exception& e) {
       return MakeError(ErrorCode::kUnavailable, e.what(), "storage_unavailable");
     }
@@ -485,21 +575,21 @@ class SqliteMetaStore final : public MetaStore {
 
   Status Apply(Db& db, const MarkDeletedOp& op) {
     try {
-      Statement& mark = db.Prepare("UPDATE pastes SET deleted = 1 WHERE id = ? AND deleted = 0");
+      Statement& mark = db.Prepare(
+          "UPDATE pastes SET deleted = 1 WHERE id = ? AND deleted = 0 RETURNING size_bytes");
       mark.Bind(1, op.id.view());
-      if (Status s = Done(db, mark, "mark deleted"); !s.ok()) return s;
-      if (sqlite3_changes(db.raw()) == 0) {
+      const int rc = mark.Step();
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "mark deleted");
+      const int64_t freed = rc == SQLITE_ROW ? mark.Int(0) : 0;
+      mark.Reset();
+      if (rc == SQLITE_DONE) {
         Statement& exists = db.Prepare("SELECT 1 FROM pastes WHERE id = ?");
         exists.Bind(1, op.id.view());
-        return exists.Step() == SQLITE_ROW
-                   ? Ok()  // already a tombstone: deleting twice is success
-                   : Status(MakeError(ErrorCode::kNotFound, "no such paste", "not_found"));
+        return exists.Step() == SQLITE_ROW ? Ok()  // already a tombstone: deleting twice is success
+                                           : Status(NoSuchPaste());
       }
-      Statement& enqueue = db.Prepare(
-          "INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
-          "VALUES (?, 'delete_body', 0, ?, ?)");
-      enqueue.Bind(1, op.id.view()).Bind(2, op.now).Bind(3, op.now);
-      return Done(db, enqueue, "enqueue");
+      if (Status s = Enqueue(db, op.id, op.now); !s.ok()) return s;
+      return CountLive(db, -freed);
     } catch (const std::exception& e) {
       return MakeError(ErrorCode::kUnavailable, e.what(), "storage_unavailable");
     }
@@ -519,12 +609,20 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   Status Apply(Db& db, const PurgeOp& op) {
-    Statement& row = db.Prepare("DELETE FROM pastes WHERE id = ?");
+    // A purged tombstone was counted out when it was marked; an expired live row is counted out
+    // now.
+    Statement& row = db.Prepare(
+        "DELETE FROM pastes WHERE id = ? RETURNING CASE WHEN deleted = 0 THEN size_bytes ELSE 0 "
+        "END");
     Statement& owed = db.Prepare("DELETE FROM outbox WHERE paste_id = ?");
     for (const PasteId& id : op.ids) {
       row.Reset();
       row.Bind(1, id.view());
-      if (Status s = Done(db, row, "purge"); !s.ok()) return s;
+      const int rc = row.Step();
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "purge");
+      const int64_t freed = rc == SQLITE_ROW ? row.Int(0) : 0;
+      row.Reset();
+      if (Status s = CountLive(db, -freed); !s.ok()) return s;
       owed.Reset();
       owed.Bind(1, id.view());
       if (Status s = Done(db, owed, "purge outbox"); !s.ok()) return s;

@@ -39,6 +39,25 @@ TEST(JsonCreateTest, OnlyContentIsRequired) {
   EXPECT_NE(Refusal("{}").find("'content'"), std::string::npos);
 }
 
+// "burn" is the one boolean field (README, "Burn after reading").
+TEST(JsonCreateTest, BurnIsABooleanAndOnlyABoolean) {
+  auto on = DecodeJsonCreate(R"({"content": "x", "burn": true})");
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_TRUE(on->burn);
+  auto off = DecodeJsonCreate(R"({"burn": false, "content": "x"})");
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_FALSE(off->burn);
+  EXPECT_FALSE(DecodeJsonCreate(R"({"content": "x"})")->burn);
+  for (const char* body :
+       {R"({"content": "x", "burn": "true"})", R"({"content": "x", "burn": 1})",
+        R"({"content": "x", "burn": null})", R"({"content": "x", "burn": true, "burn": false})",
+        R"({"content": true})"}) {
+    auto refused = DecodeJsonCreate(body);
+    ASSERT_FALSE(refused.ok()) << body;
+    EXPECT_EQ(refused.error().reason, "bad_json") << body;
+  }
+}
+
 TEST(JsonCreateTest, RefusesHostileBodiesWithAReason) {
   EXPECT_NE(Refusal(R"({"content": "a", "title": "x"})").find("unknown field 'title'"),
             std::string::npos);

@@ -546,5 +546,31 @@ TEST_F(PasteServiceTest, MissesThatJoinAFillInFlightSpendNoOriginReadBudget) {
   }
 }
 
+// docs/overload.md, "Create", step 1b: from the declared length, before the body, and a delete
+// frees its bytes at once.
+TEST_F(PasteServiceTest, StorageQuotaRefusesFromTheDeclaredLengthAndADeleteFreesRoom) {
+  ServiceOptions options;
+  options.max_storage_bytes = 10;
+  PasteService quota(meta_, blobs_, cache_, admission_, clock_, metrics_, options);
+  auto admit = [&](uint64_t n) { return RunSync(quota.AdmitCreate("10.0.0.1", {n, false})); };
+  auto first = admit(6);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  auto created = RunSync(quota.Create(std::move(*first), "123456", ""));
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_EQ(quota.Storage().live_bytes, 6u);
+
+  auto refused = admit(5);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInsufficientStorage);
+  EXPECT_EQ(refused.error().reason, "storage_quota");
+  EXPECT_TRUE(refused.error().retry_after_seconds.has_value());
+  EXPECT_TRUE(admit(4).ok());  // exactly up to the quota passes
+
+  ASSERT_TRUE(RunSync(quota.Delete(created->id.view(), created->delete_token)).ok());
+  EXPECT_EQ(quota.Storage().live_bytes, 0u);
+  EXPECT_TRUE(admit(10).ok());
+  EXPECT_FALSE(admit(11).ok());
+}
+
 }  // namespace
 }  // namespace sluice::service
