@@ -14,7 +14,7 @@ import unittest
 import os
 import tempfile
 
-from sluice_harness import SluiceServer, SluiceTestCase, run_sluice, wait_until
+from sluice_harness import SluiceServer, PatientTestCase, run_sluice, wait_until
 
 
 def report(s, paste_id, client, reason="spam", note=""):
@@ -23,10 +23,10 @@ def report(s, paste_id, client, reason="spam", note=""):
                      headers={"Content-Type": "application/json", "X-Forwarded-For": client})
 
 
-class ModerationTest(SluiceTestCase):
+class ModerationTest(PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer(args=["--trusted-proxy", "127.0.0.1", "--report-hide-threshold", "3",
+        cls.s = SluiceServer(patient=True, args=["--trusted-proxy", "127.0.0.1", "--report-hide-threshold", "3",
                                    "--report-burst", "3", "--report-rate", "0.001"])
         cls.s.start()
 
@@ -213,7 +213,7 @@ class ModerationTest(SluiceTestCase):
         self.assertIn("401", res.stderr)
 
 
-class AdminWithoutTokenTest(SluiceTestCase):
+class AdminWithoutTokenTest(PatientTestCase):
     def test_refuses_everything_and_says_so(self):
         s = self.server(["--admin-token-file", "", "--metrics-on-public", "false"])
         self.assertJsonError(s.admin_request("GET", "/metrics"), 401, "admin_token_unset")

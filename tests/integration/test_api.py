@@ -13,7 +13,7 @@ import unittest
 
 from promtext import metric
 from rawhttp import free_port
-from sluice_harness import SluiceTestCase, run_sluice, wait_until
+from sluice_harness import PatientTestCase, run_sluice, wait_until
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{12}$")
 TTLS = {"10m": 600, "1h": 3600, "1d": 86400, "1w": 7 * 86400, "30d": 30 * 86400}
@@ -62,15 +62,6 @@ def max_age(res):
 
 def id_from_url(url):
     return url.rstrip("\n").rsplit("/", 1)[1]
-
-
-class PatientTestCase(SluiceTestCase):
-    """Every server of these suites is patient (tests/lib/sluice_harness.py, PATIENT_TIMEOUTS):
-    they check what the API answers, not how fast, and also run on a server under the sanitizers."""
-
-    def server(self, args=(), env=None, start=True, **kw):
-        kw.setdefault("patient", True)
-        return super().server(args, env=env, start=start, **kw)
 
 
 class ApiTestCase(PatientTestCase):

@@ -11,7 +11,7 @@ import threading
 import unittest
 
 from promtext import metric
-from sluice_harness import SluiceServer, SluiceTestCase, wait_until
+from sluice_harness import SluiceServer, PatientTestCase, wait_until
 from test_postgres import PostgresServer
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
@@ -23,7 +23,7 @@ def claim(server, paste_id, results, index, start):
     results[index] = res
 
 
-class BurnOnPostgresTest(SluiceTestCase):
+class BurnOnPostgresTest(PatientTestCase):
     @classmethod
     def setUpClass(cls):
         cls.pg = PostgresServer()
@@ -77,11 +77,11 @@ class BurnOnPostgresTest(SluiceTestCase):
             self.assertStatus(s.request("POST", f"/api/v1/pastes/{doc['id']}/claim", body=b""), 404)
 
 
-class BurnEmbeddedTest(SluiceTestCase):
+class BurnEmbeddedTest(PatientTestCase):
     # One server for the class.
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer().start()
+        cls.s = SluiceServer(patient=True).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -150,7 +150,7 @@ class BurnEmbeddedTest(SluiceTestCase):
         self.assertJsonError(res, 400, "bad_json")
 
 
-class BurnModeratedTest(SluiceTestCase):
+class BurnModeratedTest(PatientTestCase):
     """Moderation comes first (README, "Burn after reading"): a withheld or taken-down burn paste
     answers 451 to reads and claims, and no claim burns it while it is withheld."""
 
@@ -191,7 +191,7 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class StorageQuotaTest(SluiceTestCase):
+class StorageQuotaTest(PatientTestCase):
     """max_storage_bytes (README, "Storage quota"): 507 from the headers, reads and deletes go on,
     a delete frees room without a restart."""
 

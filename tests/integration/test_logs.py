@@ -13,7 +13,7 @@ import json
 import re
 import unittest
 
-from sluice_harness import SluiceTestCase, wait_until
+from sluice_harness import PatientTestCase, wait_until
 
 MINTED = re.compile(r"^[0-9a-f]{16}$")
 
@@ -23,7 +23,7 @@ def server_lines(server):
     return [l for l in server.log().splitlines() if l and not l.startswith("=====")]
 
 
-class JsonAccessLogTest(SluiceTestCase):
+class JsonAccessLogTest(PatientTestCase):
     def start(self, *args):
         return self.server(["--log-format", "json", "--access-log", "true", *args])
 
@@ -74,7 +74,7 @@ class JsonAccessLogTest(SluiceTestCase):
                          (minted, "view", 404, "not_found"))
 
 
-class RequestIdTest(SluiceTestCase):
+class RequestIdTest(PatientTestCase):
     def test_a_client_that_is_not_a_trusted_proxy_cannot_choose_its_id(self):
         server = self.server()
         ids = set()
@@ -97,7 +97,7 @@ class RequestIdTest(SluiceTestCase):
                          .header("X-Request-Id"), longest)
 
 
-class AccessLogSamplingTest(SluiceTestCase):
+class AccessLogSamplingTest(PatientTestCase):
     def test_without_the_setting_there_is_no_access_log(self):
         server = self.server()
         server.get("/healthz")

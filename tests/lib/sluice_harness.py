@@ -476,6 +476,16 @@ class SluiceTestCase(unittest.TestCase):
         return doc
 
 
+class PatientTestCase(SluiceTestCase):
+    """Every server of these suites is patient (PATIENT_TIMEOUTS): they check what the API answers,
+    not how fast, so a busy machine or a server under the sanitizers must not turn a test's
+    create into a 503."""
+
+    def server(self, args=(), env=None, start=True, **kw):
+        kw.setdefault("patient", True)
+        return super().server(args, env=env, start=start, **kw)
+
+
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 REDIS_SCRIPT = os.path.join(REPO, "scripts", "testenv", "redis.sh")
 
