@@ -9,12 +9,12 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import unittest
 
 from promtext import metric
-from sluice_harness import SluiceTestCase
+from sluice_harness import PatientTestCase
 
 TEXT = "the original text of this paste — with ünïcödé, ✓\n".encode() * 40
 
 
-class BodyChecksTest(SluiceTestCase):
+class BodyChecksTest(PatientTestCase):
     TIER = []  # the default: bodies this small are rows of bodies.db
     WHERE = "inline"
 
