@@ -216,8 +216,9 @@ constexpr std::string_view kStatusJs =
     if (seconds < 1) return decimal(seconds * 1000) + ' ms';
     if (seconds < 60) return decimal(seconds) + ' s';
     const s = Math.round(seconds);
-    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
-    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+    if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 ? ' ' + (s % 60) + ' s' : '');
+    const min = Math.floor((s % 3600) / 60);
+    return Math.floor(s / 3600) + ' h' + (min ? ' ' + min + ' min' : '');
   }
   function percent(share) { return decimal(100 * share) + ' %'; }
 
@@ -227,7 +228,7 @@ constexpr std::string_view kStatusJs =
     rate: { axis: 'per second', tick: decimal, value: function (v) { return decimal(v) + ' per second'; } },
     ms: { axis: 'ms', tick: decimal, value: function (v) { return decimal(v) + ' ms'; } },
     seconds: { axis: 'seconds', tick: decimal, value: duration },
-    bytes: { axis: 'bytes', tick: bytes, value: bytes },
+    bytes: { axis: 'bytes', integer: true, tick: bytes, value: bytes },
     reports: { axis: 'reports', integer: true, tick: count, value: count },
     breaker: { axis: 'state', step: true, levels: 3,
       tick: function (level) { return word('breaker', BREAKER_BY_LEVEL[level]); },
@@ -308,7 +309,7 @@ constexpr std::string_view kStatusJs =
   // labels do not justify a charting library that sluice would have to serve and keep.
   function chart(parent, title, unit, lines, t) {
     const width = Math.max(240, Math.round(parent.getBoundingClientRect().width) || 320);
-    const height = 132, left = 58, right = 10, top = 18, bottom = 22;
+    const height = 132, left = 58, right = 14, top = 18, bottom = 22;
     const svg = el('svg', { class: 'chart', viewBox: '0 0 ' + width + ' ' + height, role: 'img',
       'aria-label': title + ' over the last ' + WINDOW_MIN + ' minutes, in ' + unit.axis +
         '; the table below has the values now' });
@@ -328,9 +329,8 @@ constexpr std::string_view kStatusJs =
     for (let m = WINDOW_MIN; m >= 0; m -= 1) {
       const at = x(t - m * 60000);
       svg.appendChild(el('line', { x1: at, x2: at, y1: height - bottom, y2: height - bottom + 4, class: 'grid' }));
-      svg.appendChild(el('text', { x: at, y: height - 4,
-        'text-anchor': m === WINDOW_MIN ? 'start' : m === 0 ? 'end' : 'middle' },
-      m === 0 ? 'now' : '\u2212' + m + ' min'));
+      svg.appendChild(el('text', { x: at, y: height - 4, 'text-anchor': 'middle' },
+        m === 0 ? 'now' : '\u2212' + m + ' min'));
     }
     lines.forEach(function (l) {
       const pts = [];
@@ -436,7 +436,7 @@ constexpr std::string_view kStatusJs =
     return list.map(function (b, i) {
       const lower = i === 0 ? 0 : Number(list[i - 1].le);
       const upper = b.le === '+Inf' || b.le === Infinity ? null : Number(b.le);
-      return { label: upper === null ? 'over ' + percent(lower) : (i === 0 ? 'up to ' : percent(lower) + ' to ') + percent(upper),
+      return { upper: upper, label: upper === null ? 'over ' + percent(lower) : (i === 0 ? 'up to ' : percent(lower) + ' to ') + percent(upper),
         keys: cumulative && i > 0 ? b.keys - list[i - 1].keys : b.keys };
     });
   }
@@ -475,8 +475,11 @@ constexpr std::string_view kStatusJs =
         svg.appendChild(el('rect', { x: left + i * slot + 2, y: y(r.keys), width: Math.max(1, slot - 4),
           height: y(0) - y(r.keys), fill: COLORS[0] }));
       });
-      svg.appendChild(el('text', { x: left, y: height - 4 }, '0 %'));
-      svg.appendChild(el('text', { x: width - right, y: height - 4, 'text-anchor': 'end' }, 'share of budget used \u2192 100 % and over'));
+      // Each bar is labelled with its bucket's upper bound; the table spells the buckets out.
+      list.forEach(function (r, i) {
+        svg.appendChild(el('text', { x: left + (i + 0.5) * slot, y: height - 4, 'text-anchor': 'middle' },
+          r.upper === null ? 'more' : '\u2264 ' + percent(r.upper)));
+      });
       b.appendChild(svg);
     }
     const rows = list.map(function (r) { return { name: r.label, cells: [count(r.keys)] }; });

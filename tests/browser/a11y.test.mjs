@@ -1,12 +1,10 @@
-// Accessibility and the status page's words: axe-core (npm) runs on every page sluice renders, in
-// light and in dark, and any violation fails the test with its list; /status names things in words,
-// gives every chart a unit and a time axis, and draws the abuse panels (from a fixture, through
-// playwright's route(), where the server has no such data yet).
+// Accessibility: axe-core (npm) runs on every page sluice renders, in light and in dark, and any
+// violation fails the test with its list.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSluice, launchBrowser, repoRoot } from './harness.mjs';
+import { startSluice, launchBrowser, repoRoot, withAbuseFixture } from './harness.mjs';
 
 const AXE = readFileSync(join(repoRoot, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
@@ -14,17 +12,6 @@ const SAMPLE = `def greet(name):
     # A comment, a string and a number, so every colour of the theme is on the page.
     return f"hello {name}" * 2
 `;
-
-// What the abuse sketch adds to /api/v1/status (issue 14, item 6).
-const ABUSE = {
-  window_seconds: 60,
-  top_keys: [{ key: 'key-7f3a', creates: 120, refusals: 480 }, { key: 'key-0c11', creates: 90, refusals: 0 }],
-  top_prefixes: [{ prefix: '203.0.113.0/24', creates: 210, refusals: 480 },
-    { prefix: '2001:db8:1::/48', creates: 12, refusals: 0 }],
-  budget_use: [{ le: 0.1, keys: 700 }, { le: 0.5, keys: 950 }, { le: 0.9, keys: 997 },
-    { le: 1, keys: 997 }, { le: '+Inf', keys: 1000 }],
-  global_cap_saturation: 0.42,
-};
 
 let server;
 let strict;
@@ -66,18 +53,6 @@ async function submit(page, url, text, { burn = false, lang = 'text' } = {}) {
   if (burn) await page.check('#burn');
   const [response] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
   return response;
-}
-
-// The same abuse figures the sketch would send, merged into the server's real answer.
-async function withAbuseFixture(page) {
-  await page.route('**/api/v1/status', async (route) => {
-    const response = await route.fetch();
-    const json = await response.json();
-    json.abuse = ABUSE;
-    json.reports_pending = 4;
-    json.metrics.sluice_reports_pending = 4;
-    await route.fulfill({ response, json });
-  });
 }
 
 // Each page is checked in both themes (playwright's colorScheme emulation), so each is loaded once.
@@ -142,68 +117,4 @@ test('axe finds nothing on any page, light and dark', async () => {
   assert.deepEqual(errors, [], 'no script errors');
   assert.deepEqual(found, [], `axe violations:\n${found.join('\n')}`);
   await context.close();
-});
-
-test('/status names things in words, with units and time axes', async () => {
-  const page = await chrome.browser.newPage({ viewport: { width: 1100, height: 900 } });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  const real = await (await page.request.get(server.url + '/api/v1/status')).json();
-  await page.goto(server.url + '/status');
-  // Two polls: rates need a previous one.
-  await page.waitForSelector('#card-status [data-series]', { timeout: 10000 });
-  const text = await page.textContent('#live');
-  assert.doesNotMatch(text, /[{}]|="|sluice_/, 'no Prometheus names or label syntax');
-  const pools = await page.textContent('#card-pools table');
-  for (const name of ['create slots', 'read slots', 'highlighter slots']) assert.match(pools, new RegExp(name));
-  assert.match(await page.textContent('#card-breakers table'), /metadata store\s*closed/);
-  assert.match(await page.textContent('#card-breakers table'), /body store\s*closed/);
-  assert.doesNotMatch(await page.textContent('#card-breakers table'), /\d\.\d\d/);
-  // Counts are integers.
-  for (const cell of await page.locator('#card-status td:nth-child(3)').allTextContents()) {
-    assert.match(cell, /^[\d,]+$/, `a count is an integer: ${cell}`);
-  }
-  assert.match(await page.textContent('#card-storage table'), /\d+ (bytes|KB|MB)/);
-  // Every time chart: its unit, ticks from five minutes ago to now.
-  const charts = await page.locator('#live svg.chart').evaluateAll((svgs) => svgs.map((svg) => ({
-    card: svg.closest('section').id,
-    labels: Array.from(svg.querySelectorAll('text')).map((t) => t.textContent),
-    label: svg.getAttribute('aria-label'),
-  })));
-  const units = { 'card-pools': 'slots', 'card-status': 'per second', 'card-sheds': 'per second',
-    'card-latency': 'ms', 'card-breakers': 'state', 'card-ladder': 'per second', 'card-outbox': 'seconds',
-    'card-storage': 'bytes' };
-  for (const [card, unit] of Object.entries(units)) {
-    const chart = charts.find((c) => c.card === card);
-    assert.ok(chart, `${card} has a chart`);
-    assert.equal(chart.labels[0], unit, `${card}'s unit`);
-    for (const tick of ['\u22125 min', '\u22121 min', 'now']) assert.ok(chart.labels.includes(tick), `${card}: ${tick}`);
-    assert.match(chart.label, /last 5 minutes/);
-  }
-  const breakerTicks = charts.find((c) => c.card === 'card-breakers').labels;
-  for (const state of ['closed', 'half-open', 'open']) assert.ok(breakerTicks.includes(state));
-
-  // Without the sketch's data: "no data", and no reports panel unless the server has the gauge.
-  assert.match(await page.textContent('#card-top-keys'), /no data/);
-  if (real.reports_pending === undefined && !('sluice_reports_pending' in real.metrics)) {
-    assert.equal(await page.locator('#card-reports').count(), 0);
-  }
-
-  // With it: the tables and the distribution.
-  await withAbuseFixture(page);
-  await page.goto(server.url + '/status');
-  await page.waitForSelector('#card-budget svg rect');
-  assert.ok(await page.locator('#card-reports').isVisible());
-  assert.match(await page.textContent('#card-reports table'), /reports waiting\s*4/);
-  assert.match(await page.textContent('#card-top-keys'), /key-7f3a\s*120\s*480/);
-  assert.match(await page.textContent('#card-top-prefixes'), /203\.0\.113\.0\/24\s*210\s*480/);
-  // The buckets are cumulative, as a histogram's: 700 up to 10 %, 250 from 10 to 50 %, 3 over 100 %.
-  const budget = await page.textContent('#card-budget table');
-  assert.match(budget, /up to 10 %\s*700/);
-  assert.match(budget, /10 % to 50 %\s*250/);
-  assert.match(budget, /over 100 %\s*3/);
-  assert.match(budget, /global create cap used\s*42 %/);
-  assert.equal(await page.locator('#card-budget svg rect').count(), 5);
-  assert.deepEqual(errors, []);
-  await page.close();
 });
