@@ -80,11 +80,14 @@ class ReloadTest(PatientTestCase):
         lock = threading.Lock()
         local = threading.local()
         stop = threading.Event()
+        opened = []
 
         def one(sent):
             conn = getattr(local, "conn", None)
             if conn is None:
                 conn = local.conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+                with lock:
+                    opened.append(conn)
             try:
                 conn.request("POST", CREATE, body=b"reload under load\n",
                              headers={"Content-Type": "text/plain"})
@@ -132,6 +135,8 @@ class ReloadTest(PatientTestCase):
             stop.set()
             sender.join()
             pool.shutdown(wait=True)
+            for conn in opened:
+                conn.close()
 
         outcomes = [o for _, o in results]
         self.assertTrue(all(o in (201, 429) for o in outcomes),
