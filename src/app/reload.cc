@@ -9,9 +9,10 @@ namespace {
 
 // Each is read per request from a snapshot that ServerProcess::Reload replaces: the admission
 // limits (service::AdmissionControl::Reconfigure), the edge's timeouts, caps, trusted proxies and
-// access log (http::HttpServer::Reconfigure), and the log level. Anything not here keeps the value
+// access log (http::HttpServer::Reconfigure), the service's size, TTL, budget and quota limits
+// (service::PasteService::Reconfigure), and the log level. Anything not here keeps the value
 // the server started with, and a reload that finds it changed says so.
-constexpr std::array<std::string_view, 35> kLive = {
+constexpr std::array<std::string_view, 42> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -50,6 +51,14 @@ constexpr std::array<std::string_view, 35> kLive = {
     "drain_timeout",
     // the log
     "log_level",
+    // the service (service::PasteService::Reconfigure)
+    "max_paste_bytes",
+    "default_ttl",
+    "max_ttl",
+    "create_budget",
+    "read_budget",
+    "delete_budget",
+    "max_storage_bytes",
 };
 
 }  // namespace

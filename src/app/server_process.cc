@@ -259,6 +259,7 @@ void ServerProcess::Reload() {
   }
   const ReloadChanges changes = CompareForReload(settings_, applied_, *next);
   admission_.Reconfigure(next_options->admission);
+  service_.Reconfigure(next_options->service);
   server_->Reconfigure(next_options->server);
   if (admin_server_) admin_server_->Reconfigure(next_options->server);
   spdlog::set_level(spdlog::level::from_str(next->String("log_level")));

@@ -183,6 +183,14 @@ class ReloadTest(PatientTestCase):
         self.assertEqual(self.create_bucket(s)["rate_per_second"], 7)
         self.assertEqual(s.create(b"still here\n").status, 201)
 
+    def test_the_service_limits_apply_to_the_next_create(self):
+        s = self.start(ip_create_rate=100, ip_create_burst=100)
+        self.assertEqual(s.create(b"x" * 200).status, 201)
+        self.write(ip_create_rate=100, ip_create_burst=100, max_paste_bytes=100)
+        self.hup_and_wait(s, "ok")
+        self.assertJsonError(s.create(b"x" * 200), 413)
+        self.assertEqual(s.create(b"x" * 100).status, 201)
+
     def test_flags_keep_precedence_over_the_file_on_reload(self):
         s = self.start(ip_create_rate=3, ip_create_burst=6)
         # The harness's admin flags are flags too: a file that changes admin_listen is overruled.
