@@ -110,7 +110,11 @@ std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
     if (!s.String("s3_endpoint").empty()) {
       throw std::invalid_argument("s3_endpoint is set but blob is files, not s3://BUCKET");
     }
-    return store::MakeFsBlobStore(data_dir / "blobs", pools);
+    // Always both tiers, even at 0: bodies written under an earlier limit stay readable.
+    const auto inline_max = static_cast<size_t>(s.Integer("inline_body_bytes"));
+    return store::MakeTieredBlobStore(store::MakeSqliteBlobStore(data_dir / "bodies.db", pools),
+                                      store::MakeFsBlobStore(data_dir / "blobs", pools),
+                                      inline_max);
   }
   auto bucket = store::ParseS3BlobUrl(blob);
   if (!bucket) throw std::invalid_argument("blob: '" + blob + "' is neither files nor s3://BUCKET");

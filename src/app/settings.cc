@@ -130,7 +130,8 @@ constexpr SettingSpec kServeSettings[] = {
     TextSetting("listen", "127.0.0.1:8080",
                 "Address and port to serve on (port 0 picks a free one)", CheckListen),
     TextSetting("data_dir", "./sluice-data",
-                "Folder for the embedded store: meta.db (SQLite) and blobs/", CheckNotEmpty),
+                "Folder for the embedded store: meta.db and bodies.db (SQLite) and blobs/",
+                CheckNotEmpty),
     TextSetting(
         "meta", "",
         "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB?PARAMS "
@@ -306,6 +307,10 @@ constexpr SettingSpec kServeSettings[] = {
     DurationSetting("sweep_interval", "10s", "1ms", "24h",
                     "Pause between expiry sweeps when nothing is due"),
     // Stores date bodies to the second, so the floor is counted in whole seconds.
+    IntegerSetting("inline_body_bytes", "65536", "0", "1073741824",
+                   "Bodies up to this size are rows of data_dir/bodies.db (one flush per batch of "
+                   "creates, isolated from other writers to the disk), larger ones files under "
+                   "data_dir/blobs; 0: files only. With --blob files"),
     DurationSetting("orphan_age_floor", "1h", "1s", "8760h",
                     "Bodies with no row are reaped only when older than this (a body the store "
                     "cannot date is kept)"),

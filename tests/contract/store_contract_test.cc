@@ -2,6 +2,7 @@
 // the embedded SQLite and filesystem stores (on a temporary folder, with real fsyncs).
 #include "store_contract.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -55,12 +56,40 @@ struct EmbeddedBackend : Backend {
   bool persistent() const override { return true; }
 };
 
-using Backends = ::testing::Types<MemoryBackend, EmbeddedBackend>;
+// The embedded backend as src/app/backends.cc composes it: bodies up to kInlineMax bytes are rows
+// of bodies.db, larger ones files. At 3 bytes the suite's bodies land in both tiers ("x" and "b" in
+// the database, "kept" and the concurrent writers' in files).
+template <size_t kInlineMax>
+struct TieredBackend : Backend {
+  TempDir dir;
+  boost::asio::thread_pool read_pool{4};
+  boost::asio::thread_pool cleanup_pool{2};
+  std::unique_ptr<MetaStore> meta_;
+  std::unique_ptr<BlobStore> blobs_;
+  TieredBackend() { Reopen(); }
+  MetaStore& meta() override { return *meta_; }
+  BlobStore& blobs() override { return *blobs_; }
+  void Reopen() override {
+    meta_.reset();
+    blobs_.reset();
+    const BlockingPools pools{&read_pool, &cleanup_pool};
+    meta_ = MakeSqliteMetaStore(dir.path() / "meta.db", pools);
+    blobs_ = MakeTieredBlobStore(MakeSqliteBlobStore(dir.path() / "bodies.db", pools),
+                                 MakeFsBlobStore(dir.path() / "blobs", pools), kInlineMax);
+  }
+  bool persistent() const override { return true; }
+};
+
+using Backends =
+    ::testing::Types<MemoryBackend, EmbeddedBackend, TieredBackend<65536>, TieredBackend<3>>;
 class BackendNames {
  public:
   template <typename T>
   static std::string GetName(int) {
-    return std::is_same_v<T, MemoryBackend> ? "memory" : "sqlite_and_files";
+    if (std::is_same_v<T, MemoryBackend>) return "memory";
+    if (std::is_same_v<T, EmbeddedBackend>) return "sqlite_and_files";
+    if (std::is_same_v<T, TieredBackend<65536>>) return "sqlite_bodies_up_to_64k";
+    return "sqlite_bodies_up_to_3_bytes";
   }
 };
 INSTANTIATE_TYPED_TEST_SUITE_P(Embedded, StoreContract, Backends, BackendNames);
@@ -80,6 +109,86 @@ TEST(FsBlobStore, StoresEachBodyUnderItsValidatedIdOnly) {
   auto blobs = MakeFsBlobStore(dir.path() / "blobs", BlockingPools{&pool, &pool});
   ASSERT_TRUE(RunSync(blobs->Put(Id("AbCdEfGh1234"), Body("x"), Deadline::Never())).ok());
   EXPECT_TRUE(fs::exists(dir.path() / "blobs" / "Ab" / "AbCdEfGh1234"));
+}
+
+// Bodies written before the tiers (files) or under another limit are found, deleted and listed
+// wherever they are; the listing merges both tiers in id order, page by page.
+TEST(TieredBlobStore, ReadsListsAndDeletesAcrossBothTiers) {
+  TempDir dir;
+  boost::asio::thread_pool pool(2);
+  const BlockingPools pools{&pool, &pool};
+  {
+    auto files = MakeFsBlobStore(dir.path() / "blobs", pools);
+    for (const char* id : {"aaaa00000001", "cccc00000001", "eeee00000001"}) {
+      ASSERT_TRUE(RunSync(files->Put(Id(id), Body("from before"), Deadline::Never())).ok());
+    }
+  }
+  auto blobs = MakeTieredBlobStore(MakeSqliteBlobStore(dir.path() / "bodies.db", pools),
+                                   MakeFsBlobStore(dir.path() / "blobs", pools), 4);
+  for (const char* id : {"bbbb00000001", "dddd00000001"}) {
+    ASSERT_TRUE(RunSync(blobs->Put(Id(id), Body("new"), Deadline::Never())).ok());
+  }
+  ASSERT_TRUE(RunSync(blobs->Put(Id("ffff00000001"), Body("too big"), Deadline::Never())).ok());
+  EXPECT_TRUE(fs::exists(dir.path() / "blobs" / "ff" / "ffff00000001"));
+  EXPECT_FALSE(fs::exists(dir.path() / "blobs" / "bb" / "bbbb00000001"));
+  EXPECT_EQ(*RunSync(blobs->Get(Id("cccc00000001"), Deadline::Never())), "from before");
+  EXPECT_EQ(*RunSync(blobs->Get(Id("dddd00000001"), Deadline::Never())), "new");
+
+  std::vector<std::string> listed;
+  std::string cursor;
+  for (int page = 0; page < 10; ++page) {
+    auto got = RunSync(blobs->List(cursor, 4, Deadline::Never()));
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    if (got->empty()) break;
+    for (const auto& info : *got) {
+      listed.push_back(info.id.str());
+      EXPECT_TRUE(info.modified_at.has_value()) << info.id.str();
+    }
+    cursor = got->back().id.str();
+  }
+  EXPECT_EQ(listed, (std::vector<std::string>{"aaaa00000001", "bbbb00000001", "cccc00000001",
+                                              "dddd00000001", "eeee00000001", "ffff00000001"}));
+
+  for (const char* id : {"bbbb00000001", "cccc00000001"}) {
+    ASSERT_TRUE(RunSync(blobs->Delete(Id(id), Deadline::Never())).ok());
+    EXPECT_EQ(RunSync(blobs->Get(Id(id), Deadline::Never())).error().code, ErrorCode::kNotFound);
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "blobs" / "cc" / "cccc00000001"));
+  EXPECT_EQ(RunSync(blobs->List("", 100, Deadline::Never()))->size(), 4u);
+}
+
+// A batch is one transaction: a few thousand bodies from many writers all read back after
+// reopening.
+TEST(SqliteBlobStore, BodiesSurviveReopeningAfterACheckpoint) {
+  TempDir dir;
+  boost::asio::thread_pool pool(2);
+  const BlockingPools pools{&pool, &pool};
+  const std::string big(9000, 'z');  // 3 pages each: past the checkpoint threshold quickly
+  {
+    auto blobs = MakeSqliteBlobStore(dir.path() / "bodies.db", pools);
+    boost::asio::io_context io;
+    int done = 0;
+    for (int i = 0; i < 2000; ++i) {
+      boost::asio::co_spawn(
+          io,
+          [&, i]() -> boost::asio::awaitable<void> {
+            Status st = co_await blobs->Put(Id(fmt::format("ckpt{:08d}", i)),
+                                            Body(big + std::to_string(i)), Deadline::Never());
+            EXPECT_TRUE(st.ok());
+            ++done;
+          },
+          boost::asio::detached);
+    }
+    io.run();
+    ASSERT_EQ(done, 2000);
+  }
+  auto blobs = MakeSqliteBlobStore(dir.path() / "bodies.db", pools);
+  for (int i : {0, 999, 1999}) {
+    auto got = RunSync(blobs->Get(Id(fmt::format("ckpt{:08d}", i)), Deadline::Never()));
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(*got, big + std::to_string(i));
+  }
+  EXPECT_EQ(RunSync(blobs->List("", 5000, Deadline::Never()))->size(), 2000u);
 }
 
 TEST(SqliteMetaStore, RefusesADatabaseFromANewerSchema) {
@@ -190,6 +299,12 @@ TEST(EmbeddedStores, WorkAbandonedBeforeItRunsIsNotDone) {
   ASSERT_FALSE(put.ok());
   EXPECT_EQ(put.error().code, ErrorCode::kDeadlineExceeded);
   EXPECT_FALSE(fs::exists(dir.path() / "blobs" / "la" / "late00000000"));
+  auto inline_blobs = MakeSqliteBlobStore(dir.path() / "bodies.db", pools);
+  put = RunSync(inline_blobs->Put(Id("late00000000"), Body("x"), past));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.error().code, ErrorCode::kDeadlineExceeded);
+  EXPECT_EQ(RunSync(inline_blobs->Get(Id("late00000000"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
 }
 
 }  // namespace

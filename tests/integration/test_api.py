@@ -663,12 +663,12 @@ class DeleteTest(ApiTestCase):
     def test_delete_of_malformed_id_is_404(self):
         self.assertJsonError(self.s.delete("short", "A" * 22), 404)
 
-    def test_delete_removes_the_body_file_within_seconds(self):
+    def test_delete_removes_the_stored_body_within_seconds(self):
         doc = self.s.create_ok("file goes away")
-        path = self.s.blob_path(doc["id"])
-        self.assertTrue(os.path.isfile(path), path)
+        self.assertEqual(self.s.stored_body(doc["id"]), b"file goes away")
         self.assertStatus(self.s.delete(doc["id"], doc["delete_token"]), 204)
-        wait_until(lambda: not os.path.exists(path), timeout=15, message="body file removed")
+        wait_until(lambda: not self.s.has_body(doc["id"]), timeout=15,
+                   message="stored body removed")
         wait_until(lambda: metric(self.s.metrics(), "sluice_outbox_done_total") >= 1,
                    timeout=15, message="outbox entry counted as done")
 
@@ -758,7 +758,6 @@ class LifecycleTest(ApiTestCase):
     def test_expired_paste_is_404_at_once_and_swept(self):
         doc = self.s.create_ok("expire me", ttl="10m")
         keep = self.s.create_ok("keep me", ttl="10m")
-        path = self.s.blob_path(doc["id"])
         self.s.stop()
         self.assertEqual(self.s.execute("UPDATE pastes SET expires_at = 0 WHERE id = ?",
                                         (doc["id"],)), 1)
@@ -766,10 +765,11 @@ class LifecycleTest(ApiTestCase):
         self.assertJsonError(self.s.get(f"/raw/{doc['id']}"), 404)
         self.assertJsonError(self.s.get(f"/{doc['id']}"), 404)
         wait_until(lambda: not self.row(doc["id"]), timeout=15, message="expired row purged")
-        wait_until(lambda: not os.path.exists(path), timeout=15, message="expired body removed")
+        wait_until(lambda: not self.s.has_body(doc["id"]), timeout=15,
+                   message="expired body removed")
         self.assertGreaterEqual(metric(self.s.metrics(), "sluice_expired_purged_total"), 1)
         self.assertReadsBack(keep["id"], "keep me")
-        self.assertTrue(os.path.isfile(self.s.blob_path(keep["id"])))
+        self.assertTrue(self.s.has_body(keep["id"]))
 
     def test_expired_paste_is_404_before_any_sweep(self):
         # A long sweep interval: only the start-up sweep runs, while the paste is still live.
@@ -945,7 +945,7 @@ class ConfigTest(PatientTestCase):
         s.args = ["--config", path]
         s.start()
         doc = s.create_ok("in the configured dir")
-        self.assertTrue(os.path.isfile(s.blob_path(doc["id"])))
+        self.assertTrue(s.has_body(doc["id"]))
         self.assertTrue(os.path.isfile(s.db_path))
         self.assertJsonError(s.create("x", ttl="1w"), 400)
 
@@ -960,7 +960,7 @@ class ConfigTest(PatientTestCase):
         s.env = {"SLUICE_DATA_DIR": s.data_dir}
         s.start()
         doc = s.create_ok("in the env dir")
-        self.assertTrue(os.path.isfile(s.blob_path(doc["id"])))
+        self.assertTrue(s.has_body(doc["id"]))
 
     def test_flag_beats_env_var(self):
         s = self.server(["--max-paste-bytes", "200"], env={"SLUICE_MAX_PASTE_BYTES": "100"})

@@ -1,30 +1,33 @@
-"""A paste body damaged in the embedded file store (truncated, a byte flipped, emptied) is never
-served as the paste: the read is a 503 `body_mismatch` with Retry-After and `no-store`, logged with
-the id and counted on /metrics; the paste reads again once the file is right.
+"""A paste body damaged in the embedded store (truncated, a byte flipped, emptied) is never served
+as the paste: the read is a 503 `body_mismatch` with Retry-After and `no-store`, logged with the id
+and counted on /metrics; the paste reads again once the body is right. Both places a body may live:
+a row of bodies.db (up to --inline-body-bytes, the default for these) and a file under blobs/.
 
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_body_checks
 """
 
-import os
 import unittest
 
 from promtext import metric
-from sluice_harness import SluiceTestCase
+from sluice_harness import PatientTestCase
 
 TEXT = "the original text of this paste — with ünïcödé, ✓\n".encode() * 40
 
 
-class BodyChecksTest(SluiceTestCase):
-    def start(self, *extra):
-        # No process cache: every read goes to the files, as after a restart.
-        return self.server(["--cache-bytes", "0", *extra])
+class BodyChecksTest(PatientTestCase):
+    TIER = []  # the default: bodies this small are rows of bodies.db
+    WHERE = "inline"
 
-    def damage(self, path, how):
-        with open(path, "r+b") as f:
-            data = f.read()
-            f.seek(0)
-            f.truncate()
-            f.write(how(data))
+    def start(self, *extra):
+        # No process cache: every read goes to the store, as after a restart.
+        return self.server(["--cache-bytes", "0", *self.TIER, *extra])
+
+    def damage(self, s, paste_id, how):
+        s.rewrite_body(paste_id, how(s.stored_body(paste_id)))
+
+    def assertStoredIn(self, s, paste_id):
+        inline = paste_id in s.inline_bodies()
+        self.assertEqual("inline" if inline else "file", self.WHERE)
 
     def assertMismatch(self, s, paste_id):
         res = s.get(f"/raw/{paste_id}")
@@ -40,17 +43,17 @@ class BodyChecksTest(SluiceTestCase):
     def test_truncated_flipped_and_emptied_bodies_are_503_never_served(self):
         s = self.start()
         doc = s.create_ok(TEXT)
-        path = s.blob_path(doc["id"])
-        with open(path, "rb") as f:
-            original = f.read()
+        self.assertStoredIn(s, doc["id"])
+        original = s.stored_body(doc["id"])
         self.assertEqual(original, TEXT)
         self.assertEqual(s.get(f"/raw/{doc['id']}").body, TEXT)
 
-        self.damage(path, lambda d: d[:-5])
+        self.damage(s, doc["id"], lambda d: d[:-5])
         self.assertMismatch(s, doc["id"])
-        self.damage(path, lambda d: original[:100] + bytes([original[100] ^ 0x01]) + original[101:])
+        self.damage(s, doc["id"],
+                    lambda d: original[:100] + bytes([original[100] ^ 0x01]) + original[101:])
         self.assertMismatch(s, doc["id"])
-        self.damage(path, lambda d: b"")
+        self.damage(s, doc["id"], lambda d: b"")
         self.assertMismatch(s, doc["id"])
 
         m = s.metrics()
@@ -58,22 +61,27 @@ class BodyChecksTest(SluiceTestCase):
         self.assertGreaterEqual(metric(m, "sluice_body_mismatches_total", kind="checksum"), 1)
         self.assertIn(doc["id"], s.log())
 
-        self.damage(path, lambda d: original)  # repaired: served again
+        self.damage(s, doc["id"], lambda d: original)  # repaired: served again
         res = s.get(f"/raw/{doc['id']}")
         self.assertStatus(res, 200)
         self.assertEqual(res.body, TEXT)
 
     def test_a_damaged_body_is_not_kept_in_the_process_cache(self):
-        s = self.server([])  # the process cache on, as by default
+        s = self.server([*self.TIER])  # the process cache on, as by default
         doc = s.create_ok(TEXT)
+        self.assertStoredIn(s, doc["id"])
         s.restart()  # the cache starts empty; the create had put the paste in it
-        path = s.blob_path(doc["id"])
-        self.damage(path, lambda d: d[:10])
+        self.damage(s, doc["id"], lambda d: d[:10])
         self.assertMismatch(s, doc["id"])
-        self.damage(path, lambda d: TEXT)
+        self.damage(s, doc["id"], lambda d: TEXT)
         self.assertEqual(s.get(f"/raw/{doc['id']}").body, TEXT)
-        self.damage(path, lambda d: d[:10])  # now cached whole: the cached, checked copy serves
+        self.damage(s, doc["id"], lambda d: d[:10])  # now cached whole: the cached copy serves
         self.assertEqual(s.get(f"/raw/{doc['id']}").body, TEXT)
+
+
+class BodyChecksInFilesTest(BodyChecksTest):
+    TIER = ["--inline-body-bytes", "0"]  # every body a file under blobs/
+    WHERE = "file"
 
 
 if __name__ == "__main__":

@@ -216,27 +216,30 @@ class CrashTest(SluiceTestCase):
             s.start()
             self.check_data_dir(s, acked, deleted, maybe_deleted, sent, totals, it)
 
-        # The reaper and the outbox finish what the crashes left: every body in a final location
-        # belongs to a live row (orphans reaped, deleted pastes' bodies removed).
+        # The reaper and the outbox finish what the crashes left: every stored body (a file in a
+        # final location or a row of bodies.db) belongs to a live row (orphans reaped, deleted
+        # pastes' bodies removed).
         def stray_bodies():
             live_rows = {r[0] for r in s.query("SELECT id FROM pastes WHERE deleted = 0")}
-            return [rel for rel in s.blob_files(include_tmp=False)
-                    if rel.partition(os.sep)[2] not in live_rows]
+            return sorted(s.stored_body_ids() - live_rows)
         # Plus orphans planted as a crash between PUT and insert leaves them, an hour old, so the
-        # reaper provably has work even when the kills happened to leave none.
+        # reaper provably has work even when the kills happened to leave none: files, and rows of
+        # bodies.db (where bodies up to --inline-body-bytes live).
+        old = time.time() - 3600
         for n in range(3):
             orphan_id = f"rphn{n}{rng.randrange(10**7):07d}"
             path = s.blob_path(orphan_id)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(b"a body whose row never committed")
-            old = time.time() - 3600
             os.utime(path, (old, old))
+        for n in range(2):
+            s.rewrite_body(f"rphi{n}{rng.randrange(10**7):07d}", b"an inline orphan", old)
         orphans_at_end = len(stray_bodies())
         wait_until(lambda: not stray_bodies(), timeout=60,
                    message="orphaned and deleted bodies reaped")
         for paste_id in set(acked) - deleted - maybe_deleted:
-            self.assertTrue(os.path.isfile(s.blob_path(paste_id)),
+            self.assertTrue(s.has_body(paste_id),
                             f"the reaper removed the body of live paste {paste_id}")
 
         print(f"crash test: {iterations} iterations, {len(acked) - len(deleted)} acknowledged "
@@ -315,9 +318,15 @@ class CrashTest(SluiceTestCase):
                 partial.append((rel, len(content)))
             elif name not in row_ids:
                 totals["orphan_files"].add(name)
+        # Rows of bodies.db likewise: a whole body that was sent, or none.
+        for paste_id, (content, _written_at) in s.inline_bodies().items():
+            if digest(content) not in sent:
+                partial.append((f"bodies.db:{paste_id}", len(content)))
+            elif paste_id not in row_ids:
+                totals["orphan_files"].add(paste_id)
         self.assertEqual(partial, [], f"{where}: incomplete bodies in final blob locations")
         for paste_id in set(acked) - deleted - maybe_deleted:
-            self.assertTrue(os.path.isfile(s.blob_path(paste_id)), f"{where}: no file for {paste_id}")
+            self.assertTrue(s.has_body(paste_id), f"{where}: no stored body for {paste_id}")
 
 
 if __name__ == "__main__":

@@ -388,6 +388,63 @@ class SluiceServer:
         _embedded_only()
         return os.path.join(self.blobs_dir, paste_id[:2], paste_id)
 
+    @property
+    def bodies_db_path(self):
+        """SQLite file of the bodies up to --inline-body-bytes (docs/architecture.md)."""
+        _embedded_only()
+        return os.path.join(self.data_dir, "bodies.db")
+
+    def inline_bodies(self):
+        """{id: (body, written_at)} of every body stored in bodies.db (safe while running: WAL)."""
+        if not os.path.exists(self.bodies_db_path):
+            return {}
+        conn = sqlite3.connect(f"file:{self.bodies_db_path}?mode=ro", uri=True, timeout=10)
+        try:
+            return {r[0]: (bytes(r[1]), r[2])
+                    for r in conn.execute("SELECT id, body, written_at FROM bodies")}
+        finally:
+            conn.close()
+
+    def stored_body(self, paste_id):
+        """The stored bytes of a paste's body, from bodies.db or its file; None if neither."""
+        inline = self.inline_bodies().get(paste_id)
+        if inline is not None:
+            return inline[0]
+        try:
+            with open(self.blob_path(paste_id), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def has_body(self, paste_id):
+        return self.stored_body(paste_id) is not None
+
+    def stored_body_ids(self):
+        """Ids of every stored body, in bodies.db or as a file in its final location."""
+        files = {rel.partition(os.sep)[2] for rel in self.blob_files(include_tmp=False)}
+        return files | set(self.inline_bodies())
+
+    def rewrite_body(self, paste_id, data, written_at=None):
+        """Replaces (or plants) a body where the server keeps it: its row in bodies.db if it has
+        one, else its file. Safe while the server runs (WAL), as damage on disk would be."""
+        _embedded_only()
+        inline = self.inline_bodies().get(paste_id)
+        if inline is None and os.path.exists(self.blob_path(paste_id)):
+            with open(self.blob_path(paste_id), "r+b") as f:
+                f.truncate()
+                f.write(data)
+            if written_at is not None:
+                os.utime(self.blob_path(paste_id), (written_at, written_at))
+            return
+        conn = sqlite3.connect(self.bodies_db_path, timeout=10)
+        try:
+            conn.execute("INSERT OR REPLACE INTO bodies (id, written_at, body) VALUES (?, ?, ?)",
+                         (paste_id, int(written_at if written_at is not None else
+                                        (inline[1] if inline else time.time())), data))
+            conn.commit()
+        finally:
+            conn.close()
+
     def query(self, sql, params=()):
         """Runs a read-only query on meta.db (safe while the server runs: WAL)."""
         _embedded_only()

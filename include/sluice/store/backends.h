@@ -28,6 +28,18 @@ std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_p
 /// filesystem flush per batch. Throws std::runtime_error if `root` cannot be created.
 std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools);
 
+/// Bodies as rows of a SQLite database at `db_path` (WAL), for small bodies: a batch of Puts is one
+/// transaction and one WAL flush, which waits for no other file's dirty pages (unlike syncfs);
+/// checkpoints run on a thread of their own. Throws std::runtime_error if it cannot be opened.
+std::unique_ptr<BlobStore> MakeSqliteBlobStore(const std::filesystem::path& db_path,
+                                               BlockingPools pools);
+
+/// Bodies up to `small_max_bytes` in `small`, larger ones in `large`. Reads try `small` first,
+/// then `large`; deletes and listings cover both (a body written under another limit is found).
+std::unique_ptr<BlobStore> MakeTieredBlobStore(std::unique_ptr<BlobStore> small,
+                                               std::unique_ptr<BlobStore> large,
+                                               size_t small_max_bytes);
+
 /// In-memory stores for tests and experiments; thread-safe; nothing survives the process. The blob
 /// store dates each body by `clock` (which must outlive it) when it is written; without a clock it
 /// lists bodies undated, which the orphan reaper never deletes.

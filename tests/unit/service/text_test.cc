@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <iterator>
+#include <string>
+
 namespace sluice::service {
 namespace {
 
@@ -36,6 +40,115 @@ TEST(CheckPasteText, RejectsMalformedSequences) {
       "ok\xC3(",  // continuation replaced by ASCII
   };
   for (const char* text : bad) EXPECT_EQ(CheckPasteText(text), TextProblem::kInvalidUtf8) << text;
+}
+
+// A decoder written from RFC 3629's rules, one code point at a time: what the table-driven
+// validator must agree with on every input.
+TextProblem ReferenceCheck(std::string_view text) {
+  if (text.empty()) return TextProblem::kEmpty;
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0) return TextProblem::kNulByte;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xF8 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+    if (len == 0 || i + len > text.size()) return TextProblem::kInvalidUtf8;
+    uint32_t cp = c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      const auto t = static_cast<unsigned char>(text[i + k]);
+      if ((t & 0xC0) != 0x80) return TextProblem::kInvalidUtf8;
+      cp = (cp << 6) | (t & 0x3F);
+    }
+    const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return TextProblem::kInvalidUtf8;
+    }
+    i += len;
+  }
+  return TextProblem::kNone;
+}
+
+// Every sequence of one or two bytes, and of three that starts with a non-ASCII byte (an ASCII
+// first byte leaves a two-byte case), between ASCII runs that cross the eight-byte fast path; and
+// every lead byte of four with its second byte's whole range.
+TEST(CheckPasteText, AgreesWithTheReferenceOnEveryShortSequence) {
+  std::string text = "abcdefghij";
+  const size_t prefix = text.size();
+  size_t checked = 0;
+  for (int len = 1; len <= 3; ++len) {
+    const uint32_t end = 1u << (8 * len);
+    for (uint32_t v = len == 3 ? 0x800000u : 0u; v < end; ++v) {
+      text.resize(prefix);
+      for (int k = len - 1; k >= 0; --k) text.push_back(static_cast<char>((v >> (8 * k)) & 0xFF));
+      text += "klmnopqrst";
+      ASSERT_EQ(CheckPasteText(text), ReferenceCheck(text)) << "value " << v << " length " << len;
+      ++checked;
+    }
+  }
+  for (uint32_t lead = 0xF0; lead <= 0xFF; ++lead) {
+    for (uint32_t second = 0; second < 256; ++second) {
+      for (uint32_t tail : {0x80u, 0xBFu, 0x41u}) {
+        text.resize(prefix);
+        for (uint32_t b : {lead, second, tail, 0x80u}) text.push_back(static_cast<char>(b));
+        ASSERT_EQ(CheckPasteText(text), ReferenceCheck(text)) << lead << " " << second;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 8'000'000u);
+}
+
+// Long random texts of valid characters, then each with one byte changed or cut short, at every
+// offset class (inside the fast path's words and across the validator's 64-byte stretches).
+TEST(CheckPasteText, AgreesWithTheReferenceOnLongMutatedTexts) {
+  const std::string_view pieces[] = {"a",
+                                     "z ",
+                                     "\n",
+                                     "\xC3\xA9",
+                                     "\xE2\x82\xAC",
+                                     "\xED\x9F\xBF",
+                                     "\xEE\x80\x80",
+                                     "\xF0\x9F\x9A\x80",
+                                     "\xF4\x8F\xBF\xBF",
+                                     "0123456789abcdef"};
+  uint64_t seed = 42;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  int invalid = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    const size_t target = 1 + next() % 300;
+    while (text.size() < target) text += pieces[next() % std::size(pieces)];
+    ASSERT_EQ(CheckPasteText(text), TextProblem::kNone) << round;
+    std::string bad = text;
+    switch (next() % 3) {
+      case 0:
+        bad[next() % bad.size()] = static_cast<char>(next() & 0xFF);
+        break;
+      case 1:
+        bad.resize(next() % bad.size());
+        break;
+      default:
+        bad.insert(next() % (bad.size() + 1), 1, static_cast<char>(0x80 | (next() & 0x7F)));
+    }
+    const TextProblem want = ReferenceCheck(bad);
+    ASSERT_EQ(CheckPasteText(bad), want) << round;
+    invalid += want == TextProblem::kInvalidUtf8;
+  }
+  EXPECT_GT(invalid, 500);  // the mutations do produce invalid text, so both paths are covered
+}
+
+TEST(CheckPasteText, ReportsWhicheverProblemComesFirst) {
+  EXPECT_EQ(CheckPasteText(std::string_view("ok\0\xFF", 4)), TextProblem::kNulByte);
+  EXPECT_EQ(CheckPasteText(std::string_view("ok\xFF\0", 4)), TextProblem::kInvalidUtf8);
+  // A sequence cut short by the NUL: the NUL is no continuation byte.
+  EXPECT_EQ(CheckPasteText(std::string_view("ok\xC3\0", 4)), TextProblem::kInvalidUtf8);
+  EXPECT_EQ(CheckPasteText(std::string_view("\xC3\xA9\0", 3)), TextProblem::kNulByte);
 }
 
 TEST(ParseTtl, AcceptsOnlyTheAllowList) {

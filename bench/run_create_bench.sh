@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# Durable creates, quiet and beside a co-tenant writer, for one or more sluice binaries in one go.
+#
+#   1. bench/fsync_probe.py on the data dir's filesystem: the disk's group-commit capacity now;
+#   2. for ROUNDS rounds, for each binary in turn (interleaved, so the machine's drift hits all):
+#      a fresh server on an empty data dir, then
+#        quiet:    wrk creates of unique 10 KB UTF-8 pastes at CONNS connections for DURATION s;
+#        cotenant: the same, while `dd if=/dev/zero of=FILE bs=1M count=DD_MB` (no fsync) writes
+#                  to the same filesystem, started with wrk: a log shipper or a backup next door;
+#      the server is stopped, its data and the dd file removed, and `sync` run, untimed;
+#   3. the median round of each binary and mode by creates/s, and the ratio cotenant/quiet.
+#
+# Writes bench/results/creates.md (overwritten) and the raw outputs to bench/results/raw-creates/.
+# Environment:
+#   BINS="before=PATH after=PATH"  the binaries to compare (default: after=$(sluice_binary))
+#   DURATION=10  seconds per wrk run    ROUNDS=3      rounds per binary (>= 1)
+#   CONNS=64     wrk connections        WRK_THREADS=2 wrk threads
+#   DD_MB=3000   co-tenant size (MB)    PROBE_SECONDS=2 seconds per fsync-probe test
+#   KEEP_WORK=1  keep bench/work/creates.* afterwards
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
+WRK_THREADS=${WRK_THREADS:-2}
+DD_MB=${DD_MB:-3000}
+PROBE_SECONDS=${PROBE_SECONDS:-2}
+if [ "$ROUNDS" -lt 1 ]; then echo "ROUNDS must be at least 1" >&2; exit 2; fi
+source bench/lib.sh
+require_tools wrk curl python3 dd
+
+# ---- binaries -------------------------------------------------------------------------------------
+labels=()
+declare -A bin_of
+if [ -n "${BINS:-}" ]; then
+  for pair in $BINS; do
+    label=${pair%%=*}
+    path=${pair#*=}
+    [ -x "$path" ] || { echo "not an executable: $path" >&2; exit 2; }
+    labels+=("$label")
+    bin_of[$label]=$(realpath "$path")
+  done
+else
+  labels=(after)
+  bin_of[after]=$(sluice_binary)
+fi
+
+# ---- work dir and cleanup -------------------------------------------------------------------------
+mkdir -p bench/work
+work=$(mktemp -d "$repo/bench/work/creates.XXXXXX")
+raw=$work/raw
+mkdir -p "$raw"
+sluice_pid=""
+dd_pid=""
+stop_server() {
+  if [ -n "$sluice_pid" ] && kill -0 "$sluice_pid" 2>/dev/null; then
+    kill -TERM "$sluice_pid"
+    wait "$sluice_pid" 2>/dev/null || true
+  fi
+  sluice_pid=""
+}
+cleanup() {
+  local rc=$?
+  set +e
+  stop_server
+  if [ -n "$dd_pid" ] && kill -0 "$dd_pid" 2>/dev/null; then kill "$dd_pid"; wait "$dd_pid"; fi
+  rm -f "$work/cotenant.bin"
+  if [ "$rc" -ne 0 ]; then
+    echo "benchmark failed (exit $rc); last server log lines:" >&2
+    tail -n 20 "$work/sluice.log" >&2 2>/dev/null
+  fi
+  if [ "${KEEP_WORK:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Admission limits lifted, as in bench/run_embedded_bench.sh: this measures the store, not the
+# limiter (at the defaults one client may create 1 paste/s).
+lifted_limits=(--ip-create-rate 1000000 --ip-create-burst 1000000
+               --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12
+               --global-create-rate 1000000 --global-create-burst 1000000
+               --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12
+               --create-slots 1024 --create-slot-bytes 1073741824
+               --ip-read-rate 1000000 --ip-read-burst 1000000)
+
+sluice_url=""
+start_server() {  # start_server LABEL
+  rm -rf "$work/data"
+  mkdir -p "$work/data"
+  "${bin_of[$1]}" serve --listen 127.0.0.1:0 --data-dir "$work/data" "${lifted_limits[@]}" \
+    >"$work/sluice.log" 2>&1 &
+  sluice_pid=$!
+  sluice_url=""
+  for _ in $(seq 100); do
+    sluice_url=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$work/sluice.log" | sed 's/listening on //' || true)
+    [ -n "$sluice_url" ] && break
+    kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice ($1) exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$sluice_url" ] || { echo "sluice ($1) did not report its address" >&2; exit 1; }
+}
+
+# ---- wrk helpers (the same parsing as bench/run_embedded_bench.sh) --------------------------------
+to_ms() {
+  awk -v v="$1" 'BEGIN {
+    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
+    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
+    else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.3f", v * 60000 }
+    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
+    else printf "%s", v }'
+}
+# parse FILE -> "creates/s p50_ms p99_ms errors": creates/s counts 201s only (a shed 503 is quick
+# and would inflate wrk's req/s); errors = socket errors + non-201 answers. The latencies are wrk's,
+# over every answer.
+parse() {
+  local f=$1 rps p50 p99 err
+  rps=$(awk '/ requests in / {d = $4; sub(/s,?$/, "", d)} $1 == "status" && $2 == 201 {n = $3}
+             END {printf "%.0f", (d > 0 ? n / d : 0)}' "$f")
+  p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$f")")
+  p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$f")")
+  err=$(awk '/Socket errors:/ {gsub(/,/, ""); s += $4 + $6 + $8 + $10}
+             /^non_201 / {s += $2} END {print s + 0}' "$f")
+  echo "$rps $p50 $p99 $err"
+}
+run_creates() {  # run_creates OUTFILE
+  local out=$1
+  local cmd=(wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s bench/wrk/create.lua "$sluice_url")
+  echo "\$ ${cmd[*]}" >"$out"
+  "${cmd[@]}" >>"$out" 2>&1
+  kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice is gone mid-run" >&2; exit 1; }
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the disk's capacity --------------------------------------------------------------------------
+echo "fsync probe of $work (${PROBE_SECONDS}s per test)"
+python3 bench/fsync_probe.py "$work" "$PROBE_SECONDS" | tee "$raw/fsync-probe.txt"
+probe() { awk -v k="$1" '$1 == k {print $2}' "$raw/fsync-probe.txt"; }
+
+# ---- rounds ---------------------------------------------------------------------------------------
+for r in $(seq "$ROUNDS"); do
+  for label in "${labels[@]}"; do
+    start_server "$label"
+    # Warm-up: the first creates open files and grow the database; not measured.
+    wrk -t1 -c4 -d1s -s bench/wrk/create.lua "$sluice_url" >/dev/null 2>&1
+    sync
+    run_creates "$raw/$label-quiet-round$r.txt"
+    sync
+    dd if=/dev/zero of="$work/cotenant.bin" bs=1M count="$DD_MB" status=none &
+    dd_pid=$!
+    run_creates "$raw/$label-cotenant-round$r.txt"
+    # The dd's own time (it writes to the page cache; the flush is the kernel's, afterwards).
+    wait "$dd_pid"
+    dd_pid=""
+    stop_server
+    cp "$work/sluice.log" "$raw/$label-sluice-round$r.log"
+    rm -rf "$work/data" "$work/cotenant.bin"
+    sync
+    echo "round $r $label: quiet $(parse "$raw/$label-quiet-round$r.txt"); cotenant $(parse "$raw/$label-cotenant-round$r.txt")"
+  done
+done
+
+# median LABEL MODE -> the round number of the median-creates/s round (for even ROUNDS, the lower)
+median_round() {
+  for r in $(seq "$ROUNDS"); do echo "$(parse "$raw/$1-$2-round$r.txt" | cut -d' ' -f1) $r"; done |
+    sort -n | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2) {print $2}'
+}
+
+# ---- report ---------------------------------------------------------------------------------------
+fs_line=$(df -T "$work" | awk 'NR == 2 {print $1, $2, "mounted on", $7}')
+mount_opts=$(awk -v m="$(df --output=target "$work" | tail -1)" '$2 == m {print $4}' /proc/mounts | tail -1)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+bins_note=""
+for label in "${labels[@]}"; do
+  bins_note+="$label: ${bin_of[$label]#"$repo/"} ($("${bin_of[$label]}" --version 2>&1 | head -1)); "
+done
+out=bench/results/creates.md
+{
+  echo "# Durable creates, quiet and beside a co-tenant writer"
+  echo
+  echo "| | |"
+  echo "|---|---|"
+  echo "| date | $(date -u +%Y-%m-%dT%H:%M:%SZ) |"
+  echo "| cpu | $(lscpu | sed -n 's/^Model name:[[:space:]]*//p') |"
+  echo "| nproc | $(nproc) |"
+  echo "| memory | $(free -h | awk '/^Mem:/ {print $2}') |"
+  echo "| kernel | $(uname -sr) |"
+  echo "| load average before / after | $load_before / $(cut -d' ' -f1-3 /proc/loadavg) |"
+  echo "| data dir filesystem | $fs_line ($mount_opts) |"
+  echo "| git commit | $commit |"
+  echo "| binaries | ${bins_note%; } |"
+  echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$CONNS -d${DURATION}s, bench/wrk/create.lua (unique 10,240-byte UTF-8 bodies), on the same machine |"
+  echo "| co-tenant | \`dd if=/dev/zero of=FILE bs=1M count=$DD_MB\` on the same filesystem, no fsync, started with wrk |"
+  echo "| command | \`BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
+  echo
+  echo "wrk and the server share the same $(nproc) cores, and the machine is shared with other builders:"
+  echo "compare figures within this run (interleaved rounds), not across runs. A 201 means the body and"
+  echo "the row are on disk; creates/s counts 201s only (503s, the server shedding what its store cannot"
+  echo "take within the create budget, are counted under errors). Each round starts a fresh server on an"
+  echo "empty data dir."
+  echo
+  echo "## The disk's group-commit capacity (bench/fsync_probe.py, 10 KB files, ${PROBE_SECONDS}s per test)"
+  echo
+  echo "| test | files/s |"
+  echo "|---|---:|"
+  echo "| serial: write + fsync, one thread | $(probe serial_fsync) |"
+  echo "| write + fsync from 16 threads | $(probe fsync_16threads) |"
+  echo "| batches of 16, one syncfs each | $(probe syncfs_batch_16) |"
+  echo "| batches of 64, one syncfs each | $(probe syncfs_batch_64) |"
+  echo "| batches of 256, one syncfs each | $(probe syncfs_batch_256) |"
+  echo "| the file protocol, batches of 64: temp files, syncfs, rename, syncfs | $(probe sluice_batch_64) |"
+  echo
+  echo "## Creates at $CONNS connections (median round of $ROUNDS by creates/s)"
+  echo
+  echo "| binary | quiet creates/s | p50 ms | p99 ms | errors | co-tenant creates/s | p50 ms | p99 ms | errors | **co-tenant/quiet** |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for label in "${labels[@]}"; do
+    read -r q_rps q_p50 q_p99 q_err <<<"$(parse "$raw/$label-quiet-round$(median_round "$label" quiet).txt")"
+    read -r c_rps c_p50 c_p99 c_err <<<"$(parse "$raw/$label-cotenant-round$(median_round "$label" cotenant).txt")"
+    share=$(awk -v c="$c_rps" -v q="$q_rps" 'BEGIN {printf "%.2f", (q > 0 ? c / q : 0)}')
+    echo "| $label | $q_rps | $q_p50 | $q_p99 | $q_err | $c_rps | $c_p50 | $c_p99 | $c_err | **$share** |"
+  done
+  echo
+  echo "All rounds (201s per second, p50 ms, p99 ms, errors and non-201), in the order they ran:"
+  echo
+  for r in $(seq "$ROUNDS"); do
+    for label in "${labels[@]}"; do
+      echo "- round $r, $label: quiet $(parse "$raw/$label-quiet-round$r.txt"); co-tenant $(parse "$raw/$label-cotenant-round$r.txt")"
+    done
+  done
+  echo
+  echo "Raw wrk outputs and server logs: bench/results/raw-creates/."
+} >"$out.tmp"
+rm -rf bench/results/raw-creates
+mkdir -p bench/results/raw-creates
+cp "$raw"/* bench/results/raw-creates/
+sed -i "s#$work#bench/work/creates.XXXXXX#g" bench/results/raw-creates/*
+mv "$out.tmp" "$out"
+echo
+cat "$out"
