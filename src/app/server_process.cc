@@ -19,6 +19,7 @@
 #include "backends.h"
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/ids.h"
+#include "systemd_notify.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "dev"
@@ -238,6 +239,7 @@ int ServerProcess::Run() {
           } else {
             draining = true;
             spdlog::info("signal {}: draining in-flight requests", signal);
+            systemd::NotifyStopping("draining in-flight requests");
             janitor_.Stop();
             moderation_.Stop();
             // The admin side closes with the public one; the loops stop when the public drain
@@ -268,6 +270,10 @@ int ServerProcess::Run() {
                  options_.threads, std::filesystem::absolute(options_.data_dir).string(),
                  settings_.Describe());
     spdlog::default_logger()->flush();
+    // After the line, as a supervisor reading the log would see it: systemd starts the units
+    // ordered after sluice.service (deploy/systemd/sluice.service) once the listeners are bound.
+    systemd::NotifyReady(
+        fmt::format("serving on {}:{}", server_->bound_address(), server_->port()));
     loops_.Run();
   }
   // Removing the signal set restored the default action, which would turn a supervisor's repeated
