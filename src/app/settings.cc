@@ -478,6 +478,10 @@ void CheckSettings(const Settings& settings) {
 
 std::span<const SettingSpec> ServeSettings() { return kServeSettings; }
 
+std::string AllowedValues(const SettingSpec& spec) { return Allowed(spec); }
+std::string FlagName(const SettingSpec& spec) { return "--" + Dashed(spec.key); }
+std::string EnvName(const SettingSpec& spec) { return EnvName(std::string_view(spec.key)); }
+
 std::optional<std::string> CheckValue(const SettingSpec& spec, std::string_view value) {
   switch (spec.type) {
     case SettingType::kText:
