@@ -7,6 +7,12 @@
 #   postgres.sh start DIR PORT   initdb if DIR is new, start, wait until ready, create database
 #                                `sluice`, print the URL (also written to DIR/url). PORT 0 picks a
 #                                free port.
+#   postgres.sh start-tls DIR PORT
+#                                the same, but as a managed PostgreSQL is reached: TCP only over
+#                                TLS (a certificate for the name localhost from a throwaway CA made
+#                                here, DIR/ca.pem), a password for the user (scram-sha-256, in
+#                                DIR/password), plain TCP refused. The URL (DIR/url) asks for
+#                                sslmode=verify-full with that CA and carries no password.
 #   postgres.sh pause DIR        stop at once (-m immediate) but keep DIR: an outage
 #   postgres.sh resume DIR       start again on the same port and data: the recovery
 #   postgres.sh stop DIR         stop at once and remove DIR
@@ -17,7 +23,7 @@ set -euo pipefail
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR PORT | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|start-tls DIR PORT | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
 
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -42,8 +48,26 @@ pg_start() {
   exit 1
 }
 
+# The CA, and a certificate for localhost (not for 127.0.0.1, so that a client that checks names
+# can be seen refusing the address), each valid for two days.
+make_certificates() {
+  (
+    cd "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=sluice test CA" \
+      -keyout ca.key -out ca.pem 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key \
+      -out server.csr 2>/dev/null
+    printf 'subjectAltName=DNS:localhost\n' >san.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile san.ext -out server.pem 2>/dev/null
+    chmod 600 server.key
+    [ "$(id -u)" -eq 0 ] && chown postgres: server.key server.pem
+    rm -f server.csr san.ext ca.srl
+  )
+}
+
 case "$cmd" in
-  start)
+  start | start-tls)
     port=${3:-0}
     [ "$port" = 0 ] && port=$(free_port)
     mkdir -p "$dir"
@@ -58,18 +82,38 @@ full_page_writes = off
 max_connections = 300
 shared_buffers = 32MB
 CONF
-      # Loopback only, trust: a test server holds nothing worth a password.
-      printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
+      if [ "$cmd" = start-tls ]; then
+        make_certificates
+        python3 -c 'import secrets; print(secrets.token_urlsafe(18))' >"$dir/password"
+        cat >>"$dir/data/postgresql.conf" <<CONF
+ssl = on
+ssl_cert_file = '$dir/server.pem'
+ssl_key_file = '$dir/server.key'
+password_encryption = scram-sha-256
+CONF
+        # The script itself keeps the Unix socket (trust); over TCP only TLS and a password.
+        printf 'local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 reject\n' \
+          >"$dir/data/pg_hba.conf"
+      else
+        # Loopback only, trust: a test server holds nothing worth a password.
+        printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
+      fi
       echo "$port" >"$dir/port"
       [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/port"
     fi
     pg_start
     port=$(cat "$dir/port")
-    if ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
+    if ! "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -tAc \
       "SELECT 1 FROM pg_database WHERE datname = 'sluice'" | grep -q 1; then
-      "$PGBIN/createdb" -h 127.0.0.1 -p "$port" -U postgres sluice
+      "$PGBIN/createdb" -h "$dir" -p "$port" -U postgres sluice
     fi
-    url="postgres://postgres@127.0.0.1:$port/sluice"
+    if [ -f "$dir/password" ]; then
+      "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -q -c \
+        "ALTER USER postgres PASSWORD '$(cat "$dir/password")'"
+      url="postgres://postgres@localhost:$port/sluice?sslmode=verify-full&sslrootcert=$dir/ca.pem"
+    else
+      url="postgres://postgres@127.0.0.1:$port/sluice"
+    fi
     echo "$url" >"$dir/url"
     echo "$url"
     ;;
