@@ -54,6 +54,9 @@ std::string CommandPath(const CLI::App& app) {
   return path;
 }
 
+// CLI11's option groups are nameless subcommands: only the real ones are commands.
+bool Named(const CLI::App* app) { return !app->get_name().empty(); }
+
 bool IsHelp(const CLI::Option* opt) { return opt->get_name() == "--help"; }
 
 bool IsSetting(const CLI::Option* opt) {
@@ -76,7 +79,7 @@ void DescribeCommand(const CLI::App& app, std::string& out) {
                                       : fmt::format(".RI [ {} ]\n", Literal(name));
     }
   }
-  const auto subcommands = app.get_subcommands([](const CLI::App*) { return true; });
+  const auto subcommands = app.get_subcommands(Named);
   if (!subcommands.empty()) synopsis += ".I COMMAND\n";
   out += synopsis + ".br\n" + Roff(app.get_description()) + "\n";
   bool any_setting = false;
@@ -161,7 +164,7 @@ std::string ManPage(const CLI::App& app, std::string_view version) {
   out += fmt::format(".TH SLUICE 1 \"\" \"sluice {}\" \"User Commands\"\n", Roff(version));
   out += ".SH NAME\nsluice \\- a pastebin that stays up when its dependencies do not\n";
   out += ".SH SYNOPSIS\n";
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+  for (const CLI::App* sub : app.get_subcommands(Named)) {
     out += fmt::format(".B sluice {}\n.RI [ OPTIONS ]\n.br\n", Literal(sub->get_name()));
   }
   out += ".B sluice \\-\\-version\n";
@@ -178,7 +181,7 @@ std::string ManPage(const CLI::App& app, std::string_view version) {
       ".IR /var/lib/sluice ,\n"
       "logs to the journal and tells systemd when it is ready and when it stops.\n";
   out += ".SH COMMANDS\n";
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+  for (const CLI::App* sub : app.get_subcommands(Named)) {
     DescribeCommand(*sub, out);
   }
   out +=

@@ -13,6 +13,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -219,6 +220,12 @@ class SystemCallsTest(unittest.TestCase):
                                         headers={"Accept": "text/html"}).status, 200)
         self.assertEqual(server.get(f"/api/v1/pastes/{paste}").status, 200)
         self.assertEqual(server.get("/metrics").status, 200)
+        # SIGTERM to sluice itself (strace would stop tracing and kill it): it drains, ends its
+        # workers, and strace exits with its status once it has traced all of that.
+        with open(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children") as f:
+            sluice_pid = int(f.read().split()[0])
+        os.kill(sluice_pid, signal.SIGTERM)
+        server.proc.wait(timeout=60)
         server.stop(expect_code=0)
         calls = set()
         with open(trace) as f:
