@@ -14,6 +14,7 @@ mount --make-rprivate /
 mount -t overlay overlay -o "lowerdir=/,upperdir=$work/upper,workdir=$work/overlay-work" "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /dev "$root/dev"
+mount --rbind /sys "$root/sys"
 mount -t tmpfs tmpfs "$root/run"
 mount -t tmpfs tmpfs "$root/tmp"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 "$@"; }
@@ -47,10 +48,13 @@ in_root setpriv --reuid=sluice --regid=sluice --init-groups \
 echo "step: serve"
 # As the unit runs it: the service user, the working directory and the configuration of the unit,
 # on free ports; it must create its data under /var/lib/sluice and stop cleanly on SIGTERM.
-in_root sh -c 'cd /var/lib/sluice && exec setpriv --reuid=sluice --regid=sluice --init-groups env \
+# Not through in_root (a function, so a subshell in the background): $! must be the server's pid.
+chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
+  sh -c 'cd /var/lib/sluice && exec setpriv --reuid=sluice --regid=sluice --init-groups env \
   SLUICE_CONFIG=/etc/sluice/sluice.toml SLUICE_LISTEN=127.0.0.1:0 SLUICE_ADMIN_LISTEN=127.0.0.1:0 \
   /usr/bin/sluice serve' > "$work/serve.log" 2>&1 &
 serve=$!
+trap 'kill -KILL "$serve" 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do
   grep -q "listening on" "$work/serve.log" && break
   kill -0 "$serve" 2>/dev/null || break
