@@ -9,13 +9,14 @@ message from any other process, a highlight worker included).
 
 import os
 import re
+import signal
 import socket
 import struct
+import subprocess
 import tempfile
-import threading
 import unittest
 
-from sluice_harness import SluiceTestCase
+from sluice_harness import SluiceServer, SluiceTestCase, clean_env
 
 STATUS_PORT = re.compile(r"STATUS=serving on 127\.0\.0\.1:(\d+)")
 
@@ -67,33 +68,33 @@ class SystemdNotifyTest(SluiceTestCase):
         self.addCleanup(self.peer.close)
 
     def test_ready_when_listening_then_stopping_on_sigterm(self):
-        server = self.server(env={"NOTIFY_SOCKET": self.peer.path}, start=False)
-        # The start runs beside the peer, which acts on READY=1 alone, as systemd would, without
-        # waiting for the log line the harness reads.
-        starting = threading.Thread(target=server.start)
-        starting.start()
-        try:
-            messages = self.peer.receive_until("READY=1")
-            ready, sender = messages[-1]
-            port = STATUS_PORT.search(ready)
-            self.assertIsNotNone(port, f"READY=1 without the listener in STATUS=: {ready!r}")
-            # Ready means bound: a connection the moment READY=1 arrives is accepted.
-            with socket.create_connection(("127.0.0.1", int(port.group(1))), timeout=5) as conn:
-                conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                self.assertTrue(conn.recv(64).startswith(b"HTTP/1.1 200"))
-        finally:
-            starting.join()
+        # Started here rather than by the harness, which returns once it reads the listening line:
+        # the peer acts on READY=1 alone, as systemd would.
+        server = SluiceServer(env={"NOTIFY_SOCKET": self.peer.path})
+        self.addCleanup(server.cleanup)
+        with open(server.log_path, "wb") as log:
+            proc = subprocess.Popen(server.command(), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=clean_env(server.env))
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        messages = self.peer.receive_until("READY=1")
+        ready, sender = messages[-1]
+        port = STATUS_PORT.search(ready)
+        self.assertIsNotNone(port, f"READY=1 without the listener in STATUS=: {ready!r}")
+        # Ready means bound: a connection the moment READY=1 arrives is accepted and answered.
+        with socket.create_connection(("127.0.0.1", int(port.group(1))), timeout=10) as conn:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            conn.settimeout(10)
+            self.assertTrue(conn.recv(64).startswith(b"HTTP/1.1 200"), server.log())
         # From the main process (NotifyAccess=main), not one of its workers.
-        self.assertEqual(sender, server.proc.pid)
-        self.assertEqual(int(port.group(1)), server.port)
-        self.assertIn("listening on", server.log())
+        self.assertEqual(sender, proc.pid)
+        self.assertIn(f"listening on http://127.0.0.1:{port.group(1)}", server.log())
         self.assertNotIn("STOPPING=1", "\n".join(m for m, _ in messages))
 
-        pid = server.proc.pid
-        server.stop(expect_code=0)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(timeout=60), 0, server.log())
         messages = self.peer.receive_until("STOPPING=1", timeout=5)
         stopping, sender = messages[-1]
-        self.assertEqual(sender, pid)
+        self.assertEqual(sender, proc.pid)
         self.assertIn("STATUS=draining", stopping)
         # Nothing claims readiness again between the two.
         self.assertNotIn("READY=1", "\n".join(m for m, _ in messages))
