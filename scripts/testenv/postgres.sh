@@ -19,6 +19,7 @@
 #
 # Run as root, the server runs as the `postgres` OS user (initdb refuses root).
 set -euo pipefail
+testenv=$(cd "$(dirname "$0")" && pwd)
 
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 cmd=${1:-}
@@ -48,24 +49,6 @@ pg_start() {
   exit 1
 }
 
-# The CA, and a certificate for localhost (not for 127.0.0.1, so that a client that checks names
-# can be seen refusing the address), each valid for two days.
-make_certificates() {
-  (
-    cd "$dir"
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=sluice test CA" \
-      -keyout ca.key -out ca.pem 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key \
-      -out server.csr 2>/dev/null
-    printf 'subjectAltName=DNS:localhost\n' >san.ext
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-      -extfile san.ext -out server.pem 2>/dev/null
-    chmod 600 server.key
-    [ "$(id -u)" -eq 0 ] && chown postgres: server.key server.pem
-    rm -f server.csr san.ext ca.srl
-  )
-}
-
 case "$cmd" in
   start | start-tls)
     port=${3:-0}
@@ -83,7 +66,9 @@ max_connections = 300
 shared_buffers = 32MB
 CONF
       if [ "$cmd" = start-tls ]; then
-        make_certificates
+        "$testenv/tls-cert.sh" "$dir" DNS:localhost
+        [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/server.key" "$dir/server.pem"
+        chmod 600 "$dir/server.key"
         python3 -c 'import secrets; print(secrets.token_urlsafe(18))' >"$dir/password"
         cat >>"$dir/data/postgresql.conf" <<CONF
 ssl = on

@@ -597,6 +597,15 @@ std::string Settings::Describe() const {
   return out.empty() ? " all defaults" : out;
 }
 
+std::vector<std::string> Settings::ChangedFrom(const Settings& other) const {
+  std::vector<std::string> changed;
+  for (const auto& [key, value] : values_) {
+    auto it = other.values_.find(key);
+    if (it == other.values_.end() || it->second.first != value.first) changed.push_back(key);
+  }
+  return changed;
+}
+
 SettingsLoader::SettingsLoader(CLI::App& command) {
   config_option_ =
       command.add_option("--config", config_path_, "TOML file with any of the keys below")
