@@ -3,7 +3,7 @@ JOBS ?= 2
 DEV := build/dev
 
 .PHONY: all deps build run test test-dev test-asan test-tsan test-fuzz bench chaos fuzz fuzz-run \
-	stack stack-down lab format clean
+	stack stack-down lab format clean deb install
 
 all: build
 
@@ -114,6 +114,23 @@ fuzz-run:
 	  echo "fuzz $$t: $$(grep -o 'number_of_executed_units: [0-9]*' build/fuzz/$$t.log | cut -d' ' -f2) executions in $(FUZZ_SECONDS) s"; \
 	  [ $$rc -eq 0 ] || { tail -60 build/fuzz/$$t.log; exit 1; }; \
 	done
+
+# The Debian package of a release build (-O2, hardened, stripped, with a -dbgsym package) into
+# build/deb/, checked by lintian: `apt install ./build/deb/sluice_*.deb` (README, "Install as a
+# service"). debian/ says what goes in it.
+deb:
+	@scripts/install-deps.sh deb
+	JOBS=$(JOBS) scripts/build-deb.sh
+
+# For systems without dpkg: a release build installed under PREFIX (DESTDIR for staging): the
+# binary, sluice.1, the systemd unit, sysusers.d/tmpfiles.d entries and PREFIX/etc/sluice/sluice.toml
+# (kept if it exists). deploy/systemd/install.cmake places the service's files.
+PREFIX ?= /usr/local
+install: deps
+	cmake -S . -B build/install -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
+	  -DSLUICE_BUILD_TESTS=OFF -DSLUICE_WERROR=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build build/install -j$(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install build/install --prefix $(PREFIX) --strip
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')

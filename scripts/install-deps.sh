@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Installs what sluice needs to build, test or benchmark, and only what is missing: Debian packages
 # (as root) and, for test and bench, the npm test tooling pinned by package-lock.json.
-# Usage: scripts/install-deps.sh [build|test|bench|lab|fuzz]   (each includes build)
+# Usage: scripts/install-deps.sh [build|test|bench|lab|fuzz|deb]   (each includes build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile="${1:-build}"
 packages=(g++ cmake make pkg-config ccache
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
-  libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight)
+  libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev)
+# make deb (scripts/build-deb.sh): debhelper builds the package, lintian judges it.
+deb_tools=(dpkg-dev debhelper lintian)
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
 # tests. Node.js runs test tooling only (s3rver, playwright-core); the browser is Debian's chromium.
 # prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py)
 # and checks and unit-tests the alert rules (scripts/check-alert-rules.sh).
 # slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py);
 # pastebinit and wget are clients people already have (tests/integration/test_clients.py).
+# The packaging test (tests/deploy/test_debian_package.py) builds the .deb with deb_tools; strace
+# lists the system calls the server makes, to hold them to the unit's SystemCallFilter.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
-  pastebinit wget)
+  pastebinit wget "${deb_tools[@]}" strace)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;
@@ -25,7 +29,8 @@ case "$profile" in
   # The chaos lab's plots: Debian's matplotlib, for /usr/bin/python3.
   lab) packages+=("${test_tools[@]}" python3-matplotlib) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
-  *) echo "usage: $0 [build|test|bench|lab|fuzz]" >&2; exit 2 ;;
+  deb) packages+=("${deb_tools[@]}") ;;
+  *) echo "usage: $0 [build|test|bench|lab|fuzz|deb]" >&2; exit 2 ;;
 esac
 
 missing=()

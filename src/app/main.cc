@@ -1,12 +1,15 @@
 // The sluice binary's commands: `sluice serve` (its parts are built in server_process.cc, its
 // backends chosen in backends.cc), `sluice paste`, `sluice plan` (the Little's-law arithmetic of
 // the admission caps), `sluice migrate` (PostgreSQL's schema) and `sluice admin` (the operator's
-// client of the admin listener, admin_command.cc).
+// client of the admin listener, admin_command.cc), and the reference generated from the same
+// declarations as --help (reference.cc): `sluice man` and `sluice config`.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -14,6 +17,7 @@
 #include "backends.h"
 #include "log_format.h"
 #include "paste_command.h"
+#include "reference.h"
 #include "server_process.h"
 #include "settings.h"
 #include "sluice/admission/littles_law.h"
@@ -34,6 +38,26 @@ int Serve(const Settings& s, const SettingsLoader& loader) {
   const int code = ServerProcess(s, [&loader] { return loader.Resolve(); }).Run();
   spdlog::info("sluice stopped");
   return code;
+}
+
+// `sluice config --check FILE`: the file alone, with the checks a start (or a reload) applies, so
+// an operator can try an edit before `systemctl reload sluice`.
+int CheckConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot read it\n", path.c_str());
+    return 2;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    (void)SettingsLoader::FromToml(text.str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), e.what());
+    return 2;
+  }
+  std::printf("%s: every key is known and every value allowed\n", path.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -83,6 +107,16 @@ int main(int argc, char** argv) {
       ->envname("SLUICE_META")
       ->required();
 
+  CLI::App* man = app.add_subcommand(
+      "man", "Print the manual page sluice(1), generated from the declarations --help lists");
+  CLI::App* config = app.add_subcommand("config", "Print an example configuration or check one");
+  bool config_example = false;
+  std::string config_check;
+  config->add_flag("--example", config_example,
+                   "Print a TOML file with every setting of serve commented out at its default");
+  config->add_option("--check", config_check, "Check FILE as serve would read it, then exit")
+      ->envname("SLUICE_CONFIG");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -102,6 +136,19 @@ int main(int argc, char** argv) {
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
+    if (man->parsed()) {
+      std::fputs(sluice::app::ManPage(app, SLUICE_VERSION).c_str(), stdout);
+      return 0;
+    }
+    if (config->parsed()) {
+      if (config_example) {
+        std::fputs(sluice::app::ExampleConfig(SLUICE_VERSION).c_str(), stdout);
+        return 0;
+      }
+      if (!config_check.empty()) return sluice::app::CheckConfigFile(config_check);
+      std::fputs("sluice config: give --example, or --check FILE (or SLUICE_CONFIG)\n", stderr);
+      return 2;
+    }
     if (plan->parsed()) {
       auto latency = sluice::ParseDuration(plan_latency);
       if (!latency.ok() || latency->count() <= 0) {

@@ -20,6 +20,7 @@
 #include "reload.h"
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/ids.h"
+#include "systemd_notify.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "dev"
@@ -244,8 +245,9 @@ void ServerProcess::Reload() {
     reloads_invalid_.Inc();
     return;
   }
-  // TODO(lead): with src/app/systemd_notify.h (branch deploy), NotifyReloading() here and
-  // NotifyReady() at each return, for Type=notify-reload.
+  // systemd shows the unit as reloading until READY=1 (and Type=notify-reload, systemd 253, waits
+  // for it): every path below ends with NotifyReloaded.
+  systemd::NotifyReloading("reloading the configuration");
   // Everything is read and checked before anything is applied, so a bad file changes nothing.
   std::optional<Settings> next;
   std::optional<ServeOptions> next_options;
@@ -255,6 +257,7 @@ void ServerProcess::Reload() {
   } catch (const std::exception& e) {
     reloads_invalid_.Inc();
     spdlog::error("reload refused, nothing changed: {}", e.what());
+    systemd::NotifyReloaded(std::string("reload refused, nothing changed: ") + e.what());
     return;
   }
   const ReloadChanges changes = CompareForReload(settings_, applied_, *next);
@@ -272,6 +275,8 @@ void ServerProcess::Reload() {
                                  ? std::string("no live setting changed")
                                  : fmt::format("applied {}", fmt::join(changes.live, ", ")));
   (changes.restart.empty() ? reloads_ok_ : reloads_partial_).Inc();
+  systemd::NotifyReloaded(changes.restart.empty() ? "reloaded"
+                                                  : "reloaded; some settings need a restart");
 }
 
 int ServerProcess::Run() {
@@ -295,6 +300,7 @@ int ServerProcess::Run() {
           } else {
             draining = true;
             spdlog::info("signal {}: draining in-flight requests", signal);
+            systemd::NotifyStopping("draining in-flight requests");
             hangups.cancel();
             janitor_.Stop();
             moderation_.Stop();
@@ -326,6 +332,10 @@ int ServerProcess::Run() {
                  options_.threads, std::filesystem::absolute(options_.data_dir).string(),
                  settings_.Describe());
     spdlog::default_logger()->flush();
+    // After the line, as a supervisor reading the log would see it: systemd starts the units
+    // ordered after sluice.service (deploy/systemd/sluice.service) once the listeners are bound.
+    systemd::NotifyReady(
+        fmt::format("serving on {}:{}", server_->bound_address(), server_->port()));
     loops_.Run();
   }
   // Removing the signal set restored the default action, which would turn a supervisor's repeated

@@ -484,6 +484,10 @@ void CheckSettings(const Settings& settings) {
 
 std::span<const SettingSpec> ServeSettings() { return kServeSettings; }
 
+std::string AllowedValues(const SettingSpec& spec) { return Allowed(spec); }
+std::string FlagName(const SettingSpec& spec) { return "--" + Dashed(spec.key); }
+std::string EnvName(const SettingSpec& spec) { return EnvName(std::string_view(spec.key)); }
+
 std::optional<std::string> CheckValue(const SettingSpec& spec, std::string_view value) {
   switch (spec.type) {
     case SettingType::kText:
@@ -663,14 +667,15 @@ void MergeSettings(
     if (auto from_flag = flag(spec)) {
       resolved = {*from_flag, "flag/env"};
     } else if (const toml::node* node = file.get(spec.key)) {
-      if (auto s = node->value<std::string>())
+      // A boolean first: toml++'s value<int64_t>() also converts one, to 1 or 0.
+      if (const auto* b = node->as_boolean())
+        resolved = {b->get() ? "true" : "false", "config file"};
+      else if (auto s = node->value<std::string>())
         resolved = {*s, "config file"};
       else if (auto i = node->value<int64_t>())
         resolved = {std::to_string(*i), "config file"};
       else if (auto d = node->value<double>())
         resolved = {fmt::format("{}", *d), "config file"};
-      else if (auto b = node->value<bool>())
-        resolved = {*b ? "true" : "false", "config file"};
       else
         throw std::runtime_error(
             fmt::format("config file {}: '{}' must be a string or a number", origin, spec.key));

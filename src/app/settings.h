@@ -52,6 +52,12 @@ std::span<const SettingSpec> ServeSettings();
 /// Nothing when `value` is allowed for `spec`, else what is allowed ("must be between 1ms and 1h").
 std::optional<std::string> CheckValue(const SettingSpec& spec, std::string_view value);
 
+/// What `spec` allows, as the refusals word it: "between 1ms and 1h", "one of static, aimd".
+std::string AllowedValues(const SettingSpec& spec);
+/// "--key-with-dashes" and "SLUICE_KEY": the flag and the environment variable of a setting.
+std::string FlagName(const SettingSpec& spec);
+std::string EnvName(const SettingSpec& spec);
+
 /// A setting's value is refused at start: the message names the key, the value and what is allowed.
 class SettingsError : public std::runtime_error {
  public:
