@@ -133,8 +133,9 @@ constexpr SettingSpec kServeSettings[] = {
                 "Folder for the embedded store: meta.db (SQLite) and blobs/", CheckNotEmpty),
     TextSetting(
         "meta", "",
-        "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB (migrated "
-        "at start; pass a password through PGPASSWORD or ~/.pgpass, not the URL, which is logged)",
+        "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB?PARAMS "
+        "(libpq's, e.g. sslmode=verify-full&sslrootcert=CA.pem; migrated at start; a password "
+        "is best passed through PGPASSWORD or ~/.pgpass, kept out of the command line)",
         CheckMetaUrl),
     IntegerSetting("meta_read_connections", "50", "1", "10000",
                    "PostgreSQL connections for paste reads per process (size to fill_cap)"),

@@ -487,36 +487,43 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     // other process can serve it from there after the claim.
     co_return CachedPaste{*meta, nullptr};
   }
-  Result<std::string> body = co_await blobs_.Get(id, deadline);
-  if (!body.ok()) {
-    if (body.error().code == ErrorCode::kNotFound) {
-      // A live row always has its body (the PUT precedes the insert): this is damage, not absence,
-      // and a dependency's wrong answer, not ours.
-      spdlog::error("read {}: row without body", id.view());
-      co_return WithRetryAfter(MakeError(
-          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
-    }
-    co_return WithRetryAfter(body.error());
-  }
-  if (options_.verify_bodies) {
-    if (const auto mismatch = CheckBody(*meta, *body)) {
-      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
-      spdlog::error(
-          "read {}: the body store returned a body that does not match the row ({}: {} "
-          "bytes, the row says {}); not served, not cached",
-          id.view(), BodyMismatchName(*mismatch), body->size(), meta->size_bytes);
-      co_return WithRetryAfter(MakeError(
-          ErrorCode::kUnavailable,
-          "the paste store returned a damaged body for this paste; it was not served, try again "
-          "later",
-          "body_mismatch"));
-    }
-  }
+  auto fetching = FetchCheckedBody(*meta, deadline, "read");
+  Result<std::string> body = co_await std::move(fetching);
+  if (!body.ok()) co_return body.error();
   // Only a row whose body checked out goes to the shared cache: a wrong row must not spread.
   if (from_primary) co_await KeepShared(*meta, deadline);
   CachedPaste paste{*meta, std::make_shared<const std::string>(std::move(*body))};
   cache_.Put(paste);
   co_return paste;
+}
+
+// A live row always has its body (the PUT precedes the insert), so a missing one is damage, not
+// absence, and a body that does not match its row is a dependency's wrong answer: either is 503,
+// never 404 and never served. `action` names the caller in the log.
+awaitable<Result<std::string>> PasteService::FetchCheckedBody(const store::PasteMeta& meta,
+                                                              Deadline deadline,
+                                                              std::string_view action) {
+  Result<std::string> body = co_await blobs_.Get(meta.id, deadline);
+  if (!body.ok()) {
+    if (body.error().code != ErrorCode::kNotFound) co_return WithRetryAfter(body.error());
+    spdlog::error("{} {}: row without body", action, meta.id.view());
+    co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                       "the paste body is missing; try again later",
+                                       std::string(kBodyMissing)));
+  }
+  if (!options_.verify_bodies) co_return body;
+  if (const auto mismatch = CheckBody(meta, *body)) {
+    (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
+    spdlog::error(
+        "{} {}: the body store returned a body that does not match the row ({}: {} bytes, the "
+        "row says {}); not served, not cached",
+        action, meta.id.view(), BodyMismatchName(*mismatch), body->size(), meta.size_bytes);
+    co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                       "the paste store returned a damaged body for this paste; "
+                                       "it was not served, try again later",
+                                       "body_mismatch"));
+  }
+  co_return body;
 }
 
 awaitable<void> PasteService::KeepShared(const store::PasteMeta& meta, Deadline deadline) {
@@ -556,31 +563,18 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
   // The body first, the claim after: a body that cannot be fetched or does not check out fails
   // the claim with 503 and leaves the paste for a retry, rather than burning it unread. The
   // outbox removes the body only after a claim has committed, so a winner always finds it.
-  Result<std::string> body = co_await blobs_.Get(*id, deadline);
+  auto fetching = FetchCheckedBody(*meta, deadline, "claim");
+  Result<std::string> body = co_await std::move(fetching);
   if (!body.ok()) {
-    if (body.error().code == ErrorCode::kNotFound) {
+    if (body.error().reason == kBodyMissing) {
       // Another reader may have claimed it meanwhile and the outbox already taken the body.
       Result<store::PasteMeta> again = co_await meta_.Get(*id, deadline);
       if (again.ok() && !IsLive(*again)) {
         claims_gone_.Inc();
         co_return NotFound();
       }
-      spdlog::error("claim {}: row without body", id->view());
-      co_return WithRetryAfter(MakeError(
-          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
     }
-    co_return WithRetryAfter(body.error());
-  }
-  if (options_.verify_bodies) {
-    if (const auto mismatch = CheckBody(*meta, *body)) {
-      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
-      spdlog::error("claim {}: the body store returned a body that does not match the row ({})",
-                    id->view(), BodyMismatchName(*mismatch));
-      co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
-                                         "the paste store returned a damaged body for this "
-                                         "paste; it was not served or burned, try again later",
-                                         "body_mismatch"));
-    }
+    co_return body.error();
   }
   auto claiming = meta_.Claim(*id, clock_.UnixSeconds(), deadline);
   Result<store::PasteMeta> claimed = co_await std::move(claiming);

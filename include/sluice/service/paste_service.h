@@ -191,6 +191,10 @@ class PasteService {
   /// wave of clients either.
   Error WithRetryAfter(Error e);
   boost::asio::awaitable<Result<CachedPaste>> Fill(store::PasteId id, std::string client_key);
+  static constexpr std::string_view kBodyMissing = "body_missing";
+  boost::asio::awaitable<Result<std::string>> FetchCheckedBody(const store::PasteMeta& meta,
+                                                               Deadline deadline,
+                                                               std::string_view action);
   /// After an insert whose outcome is unknown: reads the row to learn whether it was written.
   /// Success if `meta` is there; otherwise the outcome_unknown error.
   boost::asio::awaitable<Status> ConfirmInsert(const store::PasteMeta& meta, const Error& lost,
