@@ -123,6 +123,24 @@ std::string ClientKeyOf(const IpAddress& address) {
   return std::string(buf) + "/64";
 }
 
+std::string ClientPrefix(std::string_view client_key) {
+  std::string_view address_part = client_key;
+  if (const size_t slash = address_part.find('/'); slash != std::string_view::npos) {
+    address_part = address_part.substr(0, slash);
+  }
+  const std::optional<IpAddress> address = IpAddress::Parse(address_part);
+  if (!address) return std::string(client_key);
+  char buf[INET6_ADDRSTRLEN + 4];
+  if (address->IsV4()) {
+    const IpAddress network = Masked(*address, 96 + 24);
+    inet_ntop(AF_INET, network.bytes.data() + 12, buf, sizeof(buf));
+    return std::string(buf) + "/24";
+  }
+  const IpAddress network = Masked(*address, 48);
+  inet_ntop(AF_INET6, network.bytes.data(), buf, sizeof(buf));
+  return std::string(buf) + "/48";
+}
+
 std::string ClientKey(std::string_view peer, std::span<const std::string_view> forwarded_for,
                       const TrustedProxies& trusted) {
   const std::optional<IpAddress> peer_address = IpAddress::Parse(peer);

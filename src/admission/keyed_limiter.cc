@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 namespace sluice::admission {
 namespace {
@@ -24,6 +25,19 @@ class KeyedLimiter::Shard {
     Node* prev = nullptr;  // towards the most recently used
     Node* next = nullptr;  // towards the least recently used
     std::string_view key;  // points into the map's own key, stable for the node's life
+    // Dimension-0 takes in usage window number `window` and the one before it (UseHistogram).
+    int64_t window = 0;
+    double used_now = 0;
+    double used_before = 0;
+
+    void Use(int64_t now_window, double amount) {
+      if (now_window != window) {
+        used_before = now_window == window + 1 ? used_now : 0;
+        used_now = 0;
+        window = now_window;
+      }
+      used_now = std::max(0.0, used_now + amount);
+    }
   };
 
   Shard(size_t capacity, std::vector<TokenBucketPolicy> initial)
@@ -52,11 +66,15 @@ class KeyedLimiter::Shard {
   }
 
   // Makes room, then adds `key` with full buckets at the front.
+  // Below capacity, a refilled key is forgotten only if its last use was before usage window
+  // `hold_since` (KeyedLimiter::HoldSince: the largest window unless hold_recent_users).
   Node* Insert(std::string_view key, const std::vector<TokenBucketPolicy>& policies, TimePoint now,
-               uint64_t* expired, uint64_t* debtors) {
+               int64_t hold_since, uint64_t* expired, uint64_t* debtors) {
     // Forget up to two refilled keys per insert even below capacity, so the table shrinks back
     // as clients go idle instead of staying at its high-water mark.
-    for (int i = 0; i < 2 && tail_ != nullptr && IsFull(*tail_, policies, now); ++i) {
+    for (int i = 0; i < 2 && tail_ != nullptr && IsFull(*tail_, policies, now) &&
+                    (tail_->window < hold_since || tail_->used_now + tail_->used_before <= 0);
+         ++i) {
       Erase(tail_);
       ++*expired;
     }
@@ -95,6 +113,11 @@ class KeyedLimiter::Shard {
   }
 
   size_t size() const { return map_.size(); }
+
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const auto& [key, node] : map_) f(node);
+  }
 
  private:
   static bool IsFull(const Node& node, const std::vector<TokenBucketPolicy>& policies,
@@ -161,7 +184,7 @@ KeyedDecision KeyedLimiter::TryTake(std::string_view key, double first, double s
     const auto& policies = shard.current_policies;
     Shard::Node* node = shard.Find(key);
     if (node == nullptr) {
-      node = shard.Insert(key, policies, now, &expired, &debtors);
+      node = shard.Insert(key, policies, now, HoldSince(now), &expired, &debtors);
     } else {
       shard.Touch(node);
     }
@@ -175,6 +198,7 @@ KeyedDecision KeyedLimiter::TryTake(std::string_view key, double first, double s
     }
     if (result.refused_dimension < 0) {
       for (size_t d = 0; d < policies.size(); ++d) node->buckets[d].tokens -= amounts[d];
+      node->Use(WindowOf(now), amounts[0]);
       result.decision.allowed = true;
     }
   }
@@ -194,6 +218,67 @@ void KeyedLimiter::Refund(std::string_view key, double first, double second) {
     auto& tokens = node->buckets[d].tokens;
     tokens = std::min(shard.current_policies[d].burst, tokens + amounts[d]);
   }
+  node->Use(WindowOf(clock_.Now()), -first);
+}
+
+int64_t KeyedLimiter::HoldSince(TimePoint now) const {
+  // A key last used in the window before the previous one counts for nothing in UseHistogram.
+  return options_.hold_recent_users ? WindowOf(now) - 1 : std::numeric_limits<int64_t>::max();
+}
+
+int64_t KeyedLimiter::WindowOf(TimePoint t) const {
+  return t.time_since_epoch() / std::max(options_.usage_window, Duration(1));
+}
+
+void KeyedLimiter::NoteUse(std::string_view key, double amount) {
+  size_t hash = 0;
+  Shard& shard = ShardFor(key, &hash);
+  const TimePoint now = clock_.Now();
+  uint64_t expired = 0;
+  uint64_t debtors = 0;
+  {
+    std::lock_guard lock(shard.mu);
+    Shard::Node* node = shard.Find(key);
+    if (node == nullptr) {
+      node = shard.Insert(key, options_.policies, now, HoldSince(now), &expired, &debtors);
+    } else {
+      shard.Touch(node);
+    }
+    node->Use(WindowOf(now), amount);
+  }
+  if (expired != 0) expired_.fetch_add(expired, std::memory_order_relaxed);
+  if (debtors != 0) debtor_evictions_.fetch_add(debtors, std::memory_order_relaxed);
+}
+
+std::vector<uint64_t> KeyedLimiter::UseHistogram(const std::vector<double>& upper_bounds) const {
+  std::vector<uint64_t> counts(upper_bounds.size() + 1, 0);
+  const TimePoint now = clock_.Now();
+  const Duration window = std::max(options_.usage_window, Duration(1));
+  const int64_t now_window = WindowOf(now);
+  // The sliding-window estimate: the previous window counts for the part of it still within the
+  // last `window` (src/admission/heavy_hitters.cc does the same).
+  const double into = std::chrono::duration<double>(now.time_since_epoch() % window).count() /
+                      std::chrono::duration<double>(window).count();
+  const TokenBucketPolicy& policy = options_.policies.front();
+  const double most =
+      policy.burst + policy.rate_per_second * std::chrono::duration<double>(window).count();
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    shard->ForEach([&](const Shard::Node& node) {
+      double used = 0;
+      if (node.window == now_window) {
+        used = node.used_now + node.used_before * (1.0 - into);
+      } else if (node.window + 1 == now_window) {
+        used = node.used_now * (1.0 - into);
+      }
+      if (used <= 0) return;
+      const double share = most > 0 ? used / most : 1.0;
+      const size_t bucket = static_cast<size_t>(
+          std::lower_bound(upper_bounds.begin(), upper_bounds.end(), share) - upper_bounds.begin());
+      ++counts[bucket];
+    });
+  }
+  return counts;
 }
 
 KeyedBudget KeyedLimiter::Peek(std::string_view key) const {

@@ -58,6 +58,14 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
     o.method = "GET";
     o.path = "/admin/reports";
   });
+  admin
+      ->add_subcommand("top",
+                       "Who created and who was refused most in the last minute (keys in full), "
+                       "and the keys by share of their create budget")
+      ->callback([&o] {
+        o.method = "GET";
+        o.path = "/admin/abuse";
+      });
   admin->add_subcommand("audit", "The last operator actions")->callback([&o] {
     o.method = "GET";
     o.path = "/admin/audit";

@@ -31,6 +31,8 @@ constexpr std::array<std::string_view, 42> kLive = {
     "ip_read_burst",
     "report_rate",
     "report_burst",
+    "delete_rate",
+    "delete_burst",
     "fill_cap",
     "fill_cap_per_client",
     "retry_after_min",

@@ -88,6 +88,7 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.read_slots = s.Integer("read_slots");
   a.ip_read = {s.Number("ip_read_rate"), s.Number("ip_read_burst")};
   a.ip_report = {s.Number("report_rate"), s.Number("report_burst")};
+  a.ip_delete = {s.Number("delete_rate"), s.Number("delete_burst")};
   a.fill_cap = s.Integer("fill_cap");
   a.fill_cap_per_client = s.Integer("fill_cap_per_client");
   a.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));

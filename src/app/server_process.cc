@@ -196,10 +196,12 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       cache_gauges_(metrics_),
       shared_state_(MakeSharedState(settings, clock_, metrics_)),
       admission_(options_.admission, clock_, metrics_, shared_state_.get()),
+      abuse_(admission_, clock_, metrics_),
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
-               shared_state_.get(), &blocks_),
+               shared_state_.get(), &blocks_, &abuse_),
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
                   shared_state_.get()),
+      moderation_gauges_(metrics_),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
                       : store::MakeHttpPurgeEdgeCache(options_.edge_purge, clock_)),
@@ -219,11 +221,17 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
                      [this] { return retry_budget_.Balance(); });
   cache_gauges_.Add("sluice_paste_cache_bytes", "Bytes held by the paste cache", {},
                     [this] { return static_cast<double>(cache_.bytes_used()); });
+  moderation_gauges_.Add(
+      "sluice_reports_pending",
+      "Pastes with open abuse reports awaiting review (counted up to 1000; refreshed on every "
+      "report and review action and every blocks_refresh)",
+      {}, [this] { return static_cast<double>(moderation_.PendingReports()); });
 }
 
 http::ServerOptions ServerProcess::PublicOptions() {
   http::ServerOptions o = options_.server;
   o.moderation = &moderation_;  // the public reports
+  o.abuse = &abuse_;            // /api/v1/status, with pseudonyms
   return o;
 }
 
@@ -234,6 +242,7 @@ std::unique_ptr<http::HttpServer> ServerProcess::MakeAdminServer() {
   o.listen = options_.admin_listen;
   o.public_url.clear();
   o.moderation = &moderation_;
+  o.abuse = &abuse_;
   o.admin_token_sha256 = ReadAdminToken(options_.admin_token_file);
   return std::make_unique<http::HttpServer>(loops_.pointers(), std::move(o), service_, renderer_,
                                             metrics_, clock_);

@@ -114,9 +114,11 @@ class ServerProcess {
   // After the cache it invalidates, so it stops delivering before the cache goes.
   std::unique_ptr<store::SharedState> shared_state_;
   service::AdmissionControl admission_;
+  service::AbuseWatch abuse_;
   service::Blocklist blocks_;
   service::PasteService service_;
   service::ModerationService moderation_;
+  GaugeCallbacks moderation_gauges_;  // after moderation_: its callback reads it
   std::unique_ptr<store::EdgeCache> edge_cache_;
   worker::Janitor janitor_;
   render::ViewRenderer renderer_;

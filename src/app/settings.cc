@@ -304,6 +304,10 @@ constexpr SettingSpec kServeSettings[] = {
     PositiveSetting("report_rate", "0.1", "1e15",
                     "Abuse reports per second per client key (over it: 429)"),
     PositiveSetting("report_burst", "5", "1e15", "Abuse reports a client key may send at once"),
+    PositiveSetting("delete_rate", "1", "1e15",
+                    "Deletes per second per client key, right token or wrong (over it: 429 "
+                    "delete_rate)"),
+    PositiveSetting("delete_burst", "60", "1e15", "Deletes a client key may send at once"),
     DurationSetting("sweep_interval", "10s", "1ms", "24h",
                     "Pause between expiry sweeps when nothing is due"),
     // Stores date bodies to the second, so the floor is counted in whole seconds.

@@ -135,6 +135,18 @@ uint64_t MetricsRegistry::AddCounterCallback(const std::string& name, const std:
   return series.callback_id;
 }
 
+uint64_t MetricsRegistry::AddHistogramCallback(const std::string& name, const std::string& help,
+                                               const Labels& labels,
+                                               std::vector<double> upper_bounds,
+                                               std::function<Histogram::Snapshot()> read) {
+  std::lock_guard lock(mu_);
+  Series& series = FamilyFor(name, help, Kind::kHistogram).series[RenderLabels(labels)];
+  series.histogram_callback = std::move(read);
+  series.callback_bounds = std::move(upper_bounds);
+  series.callback_id = next_callback_id_++;
+  return series.callback_id;
+}
+
 std::string MetricsRegistry::Render() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -147,12 +159,13 @@ std::string MetricsRegistry::Render() const {
       if (series.counter) out += fmt::format("{}{} {}\n", name, labels, series.counter->value());
       if (series.gauge) out += fmt::format("{}{} {}\n", name, labels, series.gauge->value());
       if (series.callback) out += fmt::format("{}{} {}\n", name, labels, series.callback());
-      if (series.histogram) {
-        const auto snap = series.histogram->Take();
-        const auto& bounds = series.histogram->upper_bounds();
+      if (series.histogram || series.histogram_callback) {
+        const auto snap = series.histogram ? series.histogram->Take() : series.histogram_callback();
+        const auto& bounds =
+            series.histogram ? series.histogram->upper_bounds() : series.callback_bounds;
         const std::string inner = InnerLabels(labels);
         const std::string sep = inner.empty() ? "" : ",";
-        for (size_t i = 0; i < bounds.size(); ++i) {
+        for (size_t i = 0; i < bounds.size() && i < snap.cumulative.size(); ++i) {
           out += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, inner, sep, bounds[i],
                              snap.cumulative[i]);
         }
@@ -173,8 +186,8 @@ std::vector<std::pair<std::string, double>> MetricsRegistry::Collect() const {
       if (series.counter) out.emplace_back(name + labels, double(series.counter->value()));
       if (series.gauge) out.emplace_back(name + labels, series.gauge->value());
       if (series.callback) out.emplace_back(name + labels, series.callback());
-      if (series.histogram) {
-        const auto snap = series.histogram->Take();
+      if (series.histogram || series.histogram_callback) {
+        const auto snap = series.histogram ? series.histogram->Take() : series.histogram_callback();
         out.emplace_back(name + "_sum" + labels, snap.sum);
         out.emplace_back(name + "_count" + labels, double(snap.count));
       }

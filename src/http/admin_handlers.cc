@@ -219,6 +219,17 @@ awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx) {
                                             {"until", block->until}})));
 }
 
+awaitable<Reply> HandleAdminAbuse(const Request&, Context& ctx) {
+  if (!ctx.abuse) {
+    co_return Reply::Refuse(ErrorCode::kNotFound, "abuse watching is not set up here",
+                            "no_abuse_watch");
+  }
+  nlohmann::json j = {
+      {"abuse", AbuseJson(ctx.abuse->View(service::AbuseWatch::Names::kFull))},
+      {"reports_pending", ctx.moderation ? ctx.moderation->PendingReports() : int64_t{0}}};
+  co_return Uncached(Reply::Json(200, Dump(j)));
+}
+
 awaitable<Reply> HandleAdminAudit(const Request&, Context& ctx) {
   if (!ctx.moderation) co_return NoModeration();
   auto reading = ctx.moderation->Audit(200);

@@ -6,6 +6,7 @@
 #include <array>
 #include <boost/asio/awaitable.hpp>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 
@@ -35,6 +36,8 @@ struct Context {
   service::ModerationService* moderation = nullptr;
   /// Admin listener only: the SHA-256 of its bearer token; unset refuses every request.
   std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
+  /// The abuse view of /api/v1/status and /admin/abuse; null when not set up.
+  const service::AbuseWatch* abuse = nullptr;
 };
 
 using boost::asio::awaitable;
@@ -72,6 +75,12 @@ awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminAudit(const Request& req, Context& ctx);
+/// GET /admin/abuse: the top client keys (in full) and prefixes, the budget distribution.
+awaitable<Reply> HandleAdminAbuse(const Request& req, Context& ctx);
+
+/// The "abuse" object of /api/v1/status and /admin/abuse (README.md, "Status"): the schema the
+/// status page draws.
+nlohmann::json AbuseJson(const service::AbuseView& view);
 /// The admin listener's gate, before any route: nothing (go on) for the right bearer token, else
 /// the 401 to answer.
 std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx);

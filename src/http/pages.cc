@@ -119,6 +119,9 @@ Explanation Explain(unsigned status, std::string_view reason) {
       {"report_rate",
        {"You are sending reports too quickly",
         "This is a rate limit on how many reports one visitor may send. Try again later."}},
+      {"delete_rate",
+       {"You are deleting too quickly",
+        "This is a rate limit on how many deletes one visitor may send. Try again later."}},
   };
   if (auto it = kReasons.find(reason); it != kReasons.end()) return it->second;
   switch (status) {

@@ -373,11 +373,12 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
   co_return reply;
 }
 
-awaitable<Reply> Delete(Context& ctx, std::string_view id, std::string_view token, Reply done) {
-  auto deleting = ctx.service.Delete(id, token);
+awaitable<Reply> Delete(const Request& req, Context& ctx, std::string_view token, Reply done) {
+  const std::string client_key = req.client.Key();
+  auto deleting = ctx.service.Delete(req.id, token, client_key);
   Status deleted = co_await std::move(deleting);
   if (!deleted.ok()) co_return Reply::Refuse(deleted.error());
-  ctx.renderer.Forget(id);
+  ctx.renderer.Forget(req.id);
   done.Set("Cache-Control", "no-store");
   co_return done;
 }
@@ -442,7 +443,7 @@ awaitable<Reply> HandleDelete(const Request& req, Context& ctx) {
     refused.Set("WWW-Authenticate", "Bearer");
     co_return refused;
   }
-  co_return co_await Delete(ctx, req.id, auth.substr(kBearer.size()), Reply::Empty(204));
+  co_return co_await Delete(req, ctx, auth.substr(kBearer.size()), Reply::Empty(204));
 }
 
 // The delete link of the created page: a GET only asks (a link preview or prefetch must never
@@ -460,7 +461,7 @@ awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx) {
         Reply::Html(200, DeleteConfirmPage(req.id, token)).Set("Cache-Control", "no-store"));
   }
   const std::string token = FormValue(req.small_body, "token").value_or("");
-  co_return co_await Delete(ctx, req.id, token, Reply::Html(200, DeletedPage(req.id)));
+  co_return co_await Delete(req, ctx, token, Reply::Html(200, DeletedPage(req.id)));
 }
 
 }  // namespace sluice::http

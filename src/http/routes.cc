@@ -141,6 +141,7 @@ std::vector<Route> AdminRoutes() {
       {"/admin/pastes/{id}/dismiss", {kPost}, HandleAdminDismiss, "admin_dismiss"},
       {"/admin/blocks", {kPost}, HandleAdminBlock, "admin_block"},
       {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
+      {"/admin/abuse", read, HandleAdminAbuse, "admin_abuse"},
   };
 }
 

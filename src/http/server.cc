@@ -187,7 +187,8 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
                   options.get_faults,
                   options.set_faults,
                   options.moderation,
-                  options.admin_token_sha256};
+                  options.admin_token_sha256,
+                  options.abuse};
   impl_ = std::make_shared<Impl>(
       std::move(ios), std::make_shared<Edge>(std::move(options), std::move(context), metrics));
 }

@@ -79,7 +79,35 @@ awaitable<Reply> HandleStatusApi(const Request&, Context& ctx) {
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   nlohmann::json j = {{"time_ms", now_ms}, {"metrics", std::move(values)}};
+  // Public: keys only as pseudonyms (they may be addresses), networks as they are.
+  j["abuse"] = AbuseJson(ctx.abuse ? ctx.abuse->View(service::AbuseWatch::Names::kPseudonyms)
+                                   : service::AbuseView{});
+  j["reports_pending"] = ctx.moderation ? ctx.moderation->PendingReports() : 0;
   co_return Uncached(Reply::Json(200, j.dump() + "\n"));
+}
+
+nlohmann::json AbuseJson(const service::AbuseView& view) {
+  auto rows = [](const std::vector<service::AbuseRow>& from, const char* name) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : from) {
+      out.push_back({{name, r.name}, {"creates", r.creates}, {"refusals", r.refusals}});
+    }
+    return out;
+  };
+  // Cumulative, as "le" says (and as /metrics has it): keys whose share is at most `le`.
+  nlohmann::json budget = nlohmann::json::array();
+  const auto& bounds = service::AbuseWatch::BudgetBounds();
+  uint64_t keys = 0;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    keys += i < view.budget_use.size() ? view.budget_use[i] : 0;
+    budget.push_back(
+        {{"le", i < bounds.size() ? nlohmann::json(bounds[i]) : "+Inf"}, {"keys", keys}});
+  }
+  return {{"window_seconds", view.window_seconds},
+          {"top_keys", rows(view.top_keys, "key")},
+          {"top_prefixes", rows(view.top_prefixes, "prefix")},
+          {"budget_use", std::move(budget)},
+          {"global_cap_saturation", view.global_cap_saturation}};
 }
 
 awaitable<Reply> HandleFaults(const Request& req, Context& ctx) {

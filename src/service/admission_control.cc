@@ -55,11 +55,19 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       clock_(clock),
       metrics_(metrics),
       shared_(shared),
-      ip_create_(admission::KeyedLimiterOptions{{options.ip_create_count, options.ip_create_bytes},
-                                                options.max_client_keys},
-                 clock),
+      ip_create_(
+          [&] {
+            admission::KeyedLimiterOptions o{{options.ip_create_count, options.ip_create_bytes},
+                                             options.max_client_keys};
+            // Its use histogram is what /status shows; light users must stay in it.
+            o.hold_recent_users = true;
+            return o;
+          }(),
+          clock),
       ip_read_(admission::KeyedLimiterOptions{{options.ip_read}, options.max_client_keys}, clock),
       ip_report_(admission::KeyedLimiterOptions{{options.ip_report}, options.max_client_keys},
+                 clock),
+      ip_delete_(admission::KeyedLimiterOptions{{options.ip_delete}, options.max_client_keys},
                  clock),
       global_count_(
           shared ? LocalShare(options, options.global_create_count) : options.global_create_count,
@@ -76,9 +84,9 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
           admission::RetryAfterOptions{options.retry_after_min, options.retry_after_max, 0}),
       gauges_(metrics) {
   // Every reason exists from the start, so a dashboard shows zeros rather than gaps.
-  for (const char* reason :
-       {"ip_create_count", "ip_create_bytes", "global_count", "global_bytes", "create_slots",
-        "create_slots_per_client", "create_bytes", "read_slots", "fill_cap", "origin_get_ip"}) {
+  for (const char* reason : {"ip_create_count", "ip_create_bytes", "global_count", "global_bytes",
+                             "create_slots", "create_slots_per_client", "create_bytes",
+                             "read_slots", "fill_cap", "origin_get_ip", "delete_rate"}) {
     metrics.GetCounter("sluice_admission_rejections_total", kRejectionHelp, {{"reason", reason}});
   }
   const std::pair<const char*, const admission::SlotLimiter*> pools[] = {
@@ -126,6 +134,7 @@ void AdmissionControl::Reconfigure(AdmissionOptions next) {
   ip_create_.SetPolicies({next.ip_create_count, next.ip_create_bytes});
   ip_read_.SetPolicies({next.ip_read});
   ip_report_.SetPolicies({next.ip_report});
+  ip_delete_.SetPolicies({next.ip_delete});
   global_count_.SetPolicy(shared_ ? LocalShare(next, next.global_create_count)
                                   : next.global_create_count);
   global_bytes_.SetPolicy(shared_ ? LocalShare(next, next.global_create_bytes)
@@ -219,13 +228,18 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   auto asking = AskShared(takes, kSharedReasons);
   SharedVerdict verdict = co_await std::move(asking);
   if (verdict.kind == SharedVerdict::kSilent) {
-    co_return AdmitCreateOnLocalShare(client_key, declared_bytes);
+    Result<CreateAdmission> local = AdmitCreateOnLocalShare(client_key, declared_bytes);
+    if (local.ok()) ip_create_.NoteUse(client_key);
+    co_return local;
   }
   if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
   if (!slot.ok()) {
     auto refunding = RefundShared(std::move(takes));  // shed, not limited: the tokens go back
     co_await std::move(refunding);
+  } else {
+    // The budget lives in the shared store; the use histogram is this process's view of it.
+    ip_create_.NoteUse(client_key);
   }
   co_return slot;
 }
@@ -337,6 +351,24 @@ Status AdmissionControl::AdmitReport(std::string_view client_key) {
   if (mine.allowed()) return Ok();
   return RateLimited("report_rate", ip_report_.policies()[0], mine.decision,
                      ip_report_.Peek(client_key).available[0]);
+}
+
+Status AdmissionControl::AdmitDelete(std::string_view client_key) {
+  const admission::KeyedDecision mine = ip_delete_.TryTake(client_key, 1);
+  if (mine.allowed()) return Ok();
+  return RateLimited("delete_rate", ip_delete_.policies()[0], mine.decision,
+                     ip_delete_.Peek(client_key).available[0]);
+}
+
+std::vector<uint64_t> AdmissionControl::CreateBudgetUse(
+    const std::vector<double>& upper_bounds) const {
+  return ip_create_.UseHistogram(upper_bounds);
+}
+
+double AdmissionControl::CreateSlotSaturation() const {
+  const admission::SlotGauges g = create_slots_->Gauges();
+  if (g.limit <= 0) return 1.0;
+  return std::clamp(double(g.in_use) / double(g.limit), 0.0, 1.0);
 }
 
 boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginRead(

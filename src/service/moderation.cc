@@ -164,6 +164,10 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
   Result<store::ReportOutcome> outcome = co_await std::move(adding);
   if (!outcome.ok()) co_return WithRetryAfter(outcome.error());
   ReportReceipt receipt{outcome->counted, meta->moderation == store::Moderation::kWithheld};
+  if (outcome->counted) {
+    auto counting = RefreshPending();
+    co_await std::move(counting);
+  }
   spdlog::info("report {}: reason {} from {} ({}; {} open)", id->view(), reason, client_key,
                outcome->counted ? "counted" : "repeat, not counted", outcome->open_reports);
   if (!receipt.withheld && options_.hide_threshold > 0 &&
@@ -252,6 +256,8 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   if (Status s = co_await std::move(deleting); !s.ok()) co_return WithRetryAfter(s.error());
   auto recording = Record("takedown", meta->id.str(), reason, deadline);
   co_await std::move(recording);
+  auto counting = RefreshPending();
+  co_await std::move(counting);
   co_return Ok();
 }
 
@@ -271,6 +277,8 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
       Record("dismiss", meta->id.str(),
              fmt::format("{} (was {})", note, store::ModerationName(meta->moderation)), deadline);
   co_await std::move(recording);
+  auto counting = RefreshPending();
+  co_await std::move(counting);
   co_return Ok();
 }
 
@@ -312,6 +320,17 @@ awaitable<Status> ModerationService::LoadBlocks() {
   co_return Ok();
 }
 
+awaitable<void> ModerationService::RefreshPending() {
+  // The review queue's own query, bounded: cheap next to the report or action that triggers it.
+  auto listing = meta_.OpenReports(kPendingCountLimit, Deadline::After(clock_, options_.budget));
+  Result<std::vector<store::ReportSummary>> open = co_await std::move(listing);
+  if (!open.ok()) {
+    spdlog::warn("moderation: pending reports not counted: {}", open.error().message);
+    co_return;
+  }
+  pending_.store(static_cast<int64_t>(open->size()), std::memory_order_relaxed);
+}
+
 void ModerationService::Start(boost::asio::any_io_executor executor) {
   boost::asio::co_spawn(executor, RefreshLoop(), asio_glue::LogIfThrown("moderation: blocks"));
 }
@@ -324,6 +343,8 @@ awaitable<void> ModerationService::RefreshLoop() {
       // The blocks already known stay in force.
       spdlog::warn("moderation: blocks not reloaded: {}", loaded.error().message);
     }
+    auto counting = RefreshPending();
+    co_await std::move(counting);
     const auto step = std::chrono::milliseconds(100);
     for (auto slept = std::chrono::milliseconds(0); slept < options_.blocks_refresh && !stopping_;
          slept += step) {

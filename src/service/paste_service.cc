@@ -56,7 +56,7 @@ constexpr const char* kUnknownHelp =
 PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                            AdmissionControl& admission, const Clock& clock,
                            MetricsRegistry& metrics, ServiceOptions options,
-                           store::SharedState* shared, const Blocklist* blocks)
+                           store::SharedState* shared, const Blocklist* blocks, AbuseWatch* abuse)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
@@ -65,6 +65,7 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       options_(options),
       shared_(shared),
       blocks_(blocks),
+      abuse_(abuse),
       cache_hits_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
                                      {{"outcome", "hit"}})),
       cache_misses_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
@@ -149,6 +150,24 @@ Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t a
 awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key,
                                                           CreateHeaders headers,
                                                           uint64_t allowance) {
+  auto admitting = AdmitCreateInOrder(client_key, headers, allowance);
+  Result<CreateTicket> ticket = co_await std::move(admitting);
+  if (abuse_ && !ticket.ok()) {
+    // Only the refusals that are about this client: a 503 from a full cap or a failing store is
+    // the server's state, and a too-large body is a mistake, not a rate.
+    const ErrorCode code = ticket.error().code;
+    if (code == ErrorCode::kResourceExhausted || code == ErrorCode::kPermissionDenied ||
+        code == ErrorCode::kInsufficientStorage) {
+      abuse_->NoteRefusal(client_key);
+    }
+  }
+  if (ticket.ok()) ticket->client_key = std::move(client_key);
+  co_return ticket;
+}
+
+awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(const std::string& client_key,
+                                                                 const CreateHeaders& headers,
+                                                                 uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
   // Before the buckets: a blocked client spends nothing and learns why.
   if (blocks_) {
@@ -163,10 +182,10 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
   // the client's tokens.
   auto checking = CheckQuota(*headers.declared_length);
   if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
-  auto admitting = admission_.AdmitCreate(std::move(client_key), *headers.declared_length);
+  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
-  co_return CreateTicket{std::move(slot->slot), std::move(slot->client_share)};
+  co_return CreateTicket{std::move(slot->slot), std::move(slot->client_share), {}};
 }
 
 Error PasteService::WithRetryAfter(Error e) {
@@ -308,6 +327,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
   CountLive(static_cast<int64_t>(meta.size_bytes));
   CountCreated(meta.size_bytes);
+  if (abuse_ && !ticket.client_key.empty()) abuse_->NoteCreate(ticket.client_key);
   // A burn paste's text leaves this process once, through Claim: never from a cache.
   if (!burn) cache_.Put(CachedPaste{meta, std::move(shared_body)});
   co_return CreatedPaste{id, std::move(token), meta.expires_at};
@@ -588,7 +608,11 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
   co_return CachedPaste{*claimed, std::make_shared<const std::string>(std::move(*body))};
 }
 
-awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token) {
+awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token,
+                                       std::string_view client_key) {
+  if (!client_key.empty()) {
+    if (Status admitted = admission_.AdmitDelete(client_key); !admitted.ok()) co_return admitted;
+  }
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
   const Deadline deadline = Deadline::After(clock_, options_.Load()->delete_budget);

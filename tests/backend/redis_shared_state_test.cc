@@ -216,7 +216,11 @@ TEST(RedisSharedStateTest, ConcurrentCallsOfEveryShapeGetTheirOwnAnswers) {
         auto take = RunSync(state->TakeAll({{"c" + std::to_string(t), {0.0001, 30}, 1}}, Soon()));
         if (!take.ok() || take->allowed != (i < 30)) ++wrong;
         if (i % 10 == 0) {
-          if (!RunSync(state->Invalidate(meta, std::chrono::seconds(60), Soon())).ok()) ++wrong;
+          store::PasteMeta tombstone = meta;
+          tombstone.deleted = true;
+          if (!RunSync(state->Invalidate(tombstone, std::chrono::seconds(60), Soon())).ok()) {
+            ++wrong;
+          }
           auto gone = RunSync(state->GetMeta(id, Soon()));
           if (!gone.ok() || !gone->has_value() || !(*gone)->deleted) ++wrong;
         }

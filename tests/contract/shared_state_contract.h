@@ -143,13 +143,37 @@ TEST_P(SharedStateContract, MetaCacheCarriesModerationAndBurn) {
 TEST_P(SharedStateContract, TombstoneReplacesTheRowAndAFillCannotUndoIt) {
   const auto id = Id("ZZZZZZ000000");
   store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 5, {}, false, {}};
+  store::PasteMeta tombstone = row;
+  tombstone.deleted = true;
   ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
-  ASSERT_TRUE(RunSync(state_->Invalidate(row, std::chrono::seconds(60), Deadline())).ok());
+  ASSERT_TRUE(RunSync(state_->Invalidate(tombstone, std::chrono::seconds(60), Deadline())).ok());
   ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
   auto got = RunSync(state_->GetMeta(id, Deadline()));
   ASSERT_TRUE(got.ok());
   ASSERT_TRUE(got->has_value());
   EXPECT_TRUE((*got)->deleted);
+}
+
+// Moderation's invalidation carries the row in its new state: withheld, then served again after a
+// dismissal. It must stay that row, never a deleted one (a dismissed paste answered 404 from every
+// other process for the entry's lifetime), and a racing fill with the older row cannot replace it.
+TEST_P(SharedStateContract, AModeratedRowIsKeptAsGivenNotAsATombstone) {
+  const auto id = Id("ZZZZZZ000001");
+  store::PasteMeta row{id, 1'700'000'000, 1'700'604'800, 5, {}, false, {}};
+  store::PasteMeta withheld = row;
+  withheld.moderation = store::Moderation::kWithheld;
+  ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
+  ASSERT_TRUE(RunSync(state_->Invalidate(withheld, std::chrono::seconds(60), Deadline())).ok());
+  ASSERT_TRUE(RunSync(state_->PutMeta(row, std::chrono::seconds(60), Deadline())).ok());
+  auto got = RunSync(state_->GetMeta(id, Deadline()));
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_FALSE((*got)->deleted);
+  EXPECT_EQ((*got)->moderation, store::Moderation::kWithheld);
+  ASSERT_TRUE(RunSync(state_->Invalidate(row, std::chrono::seconds(60), Deadline())).ok());
+  got = RunSync(state_->GetMeta(id, Deadline()));
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_FALSE((*got)->deleted);
+  EXPECT_EQ((*got)->moderation, store::Moderation::kNone);
 }
 
 TEST_P(SharedStateContract, InvalidationReachesSubscribers) {

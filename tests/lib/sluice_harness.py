@@ -124,6 +124,7 @@ RELAXED_LIMITS = {
     "--global-create-rate": "100000", "--global-create-burst": "100000",
     "--global-create-bytes-rate": "10000000000", "--global-create-bytes-burst": "10000000000",
     "--ip-read-rate": "100000", "--ip-read-burst": "100000",
+    "--delete-rate": "100000", "--delete-burst": "100000",
     # Every test client is 127.0.0.1, so the per-client shares would be the process's caps.
     "--create-slots-per-client": "1000000", "--max-connections-per-client": "10000000",
 }

@@ -64,4 +64,10 @@ std::string ClientKey(std::string_view peer, std::span<const std::string_view> f
 /// The key of one address: IPv4 as is, IPv6 collapsed to its /64.
 std::string ClientKeyOf(const IpAddress& address);
 
+/// The network a client key belongs to, as abuse is watched by (docs/overload.md, "Abuse or
+/// growth"): "203.0.113.0/24" for an IPv4 key, "2001:db8:1::/48" for an IPv6 one (a site's usual
+/// allocation), so that a carrier or a hoster with many addresses shows up as one. A key that is
+/// not an address (a Unix socket peer) is its own prefix. Pure function.
+std::string ClientPrefix(std::string_view client_key);
+
 }  // namespace sluice::admission

@@ -38,6 +38,13 @@ struct KeyedLimiterOptions {
   /// Independent tables, each with its own mutex, so request threads rarely wait on each other.
   /// Precondition: > 0. Default: 16.
   size_t shards = 16;
+  /// What "recently" means for UseHistogram: each key counts what it took from dimension 0 in the
+  /// current and the previous window of this length. Default: 60 s.
+  Duration usage_window = std::chrono::seconds(60);
+  /// Keep a refilled key until it has taken nothing for a whole usage_window, instead of
+  /// forgetting it as soon as it refilled, so UseHistogram still sees the many clients that used a
+  /// little of their budget (a full table still evicts as described above). Default: false.
+  bool hold_recent_users = false;
 };
 
 /// A take answered for one key. A refused take spends nothing in any dimension.
@@ -74,6 +81,16 @@ class KeyedLimiter {
   void Refund(std::string_view key, double first, double second = 0);
   /// What the key has now, spending nothing and adding no key.
   KeyedBudget Peek(std::string_view key) const;
+  /// Counts a use of dimension 0 that was decided elsewhere (a shared store's bucket), without
+  /// taking anything, so UseHistogram sees keys whose buckets live in that store.
+  void NoteUse(std::string_view key, double amount = 1);
+
+  /// How the held keys spent their dimension-0 budget over the last usage_window: each key that
+  /// took anything, by the share it took of the most the window allows (burst + rate x window).
+  /// `upper_bounds` ascending; the answer has one count more than them, the last for shares above
+  /// every bound. Keys the limiter forgot (refilled and pushed out by new keys) are not counted.
+  /// Cost: one pass over every held key, shard by shard.
+  std::vector<uint64_t> UseHistogram(const std::vector<double>& upper_bounds) const;
 
   /// The policies now (they change with SetPolicies).
   std::vector<TokenBucketPolicy> policies() const;
@@ -93,6 +110,8 @@ class KeyedLimiter {
  private:
   class Shard;
   Shard& ShardFor(std::string_view key, size_t* hash) const;
+  int64_t WindowOf(TimePoint t) const;
+  int64_t HoldSince(TimePoint now) const;
 
   const KeyedLimiterOptions options_;  // the policies at construction; each shard holds the current
   const Clock& clock_;

@@ -82,6 +82,14 @@ class MetricsRegistry {
   /// `read` must never go down, or rate() over it lies. Removed like a gauge callback, by its id.
   uint64_t AddCounterCallback(const std::string& name, const std::string& help,
                               const Labels& labels, std::function<double()> read);
+  /// A histogram read at render time from a distribution owned elsewhere (the keys by share of
+  /// their budget): `read` returns cumulative counts for `upper_bounds` then +Inf, with sum and
+  /// count. A snapshot, not a running count: its buckets may go down between scrapes, so it is
+  /// read as it is (histogram_quantile over the buckets), never through rate(). Removed like a
+  /// gauge callback, by its id.
+  uint64_t AddHistogramCallback(const std::string& name, const std::string& help,
+                                const Labels& labels, std::vector<double> upper_bounds,
+                                std::function<Histogram::Snapshot()> read);
   /// Removes a gauge or counter callback. Once this returns, the callback is never called again.
   void RemoveGaugeCallback(uint64_t id);
 
@@ -99,6 +107,8 @@ class MetricsRegistry {
     std::unique_ptr<Gauge> gauge;
     std::unique_ptr<Histogram> histogram;
     std::function<double()> callback;
+    std::function<Histogram::Snapshot()> histogram_callback;
+    std::vector<double> callback_bounds;
     uint64_t callback_id = 0;
   };
   struct Family {
@@ -133,6 +143,11 @@ class GaugeCallbacks {
   void AddCounter(const std::string& name, const std::string& help, const Labels& labels,
                   std::function<double()> read) {
     ids_.push_back(registry_.AddCounterCallback(name, help, labels, std::move(read)));
+  }
+  void AddHistogram(const std::string& name, const std::string& help, const Labels& labels,
+                    std::vector<double> upper_bounds, std::function<Histogram::Snapshot()> read) {
+    ids_.push_back(registry_.AddHistogramCallback(name, help, labels, std::move(upper_bounds),
+                                                  std::move(read)));
   }
 
  private:

@@ -72,6 +72,9 @@ struct ServerOptions {
   std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
   /// Admin side: the moderation use-cases (reports, takedowns, blocks); may be null.
   service::ModerationService* moderation = nullptr;
+  /// Who creates and who is refused most (/api/v1/status with pseudonyms, /admin/abuse in
+  /// full); may be null.
+  const service::AbuseWatch* abuse = nullptr;
 };
 
 /// Accepts connections and serves the API. Each io_context must be run by exactly one thread:

@@ -75,6 +75,10 @@ struct AdmissionOptions {
   /// and a flood of reports is refused with 429 like creates. Per process, never shared.
   /// Default: one every 10 s, 5 at once.
   admission::TokenBucketPolicy ip_report{0.1, 5};
+  /// Deletes per client key: their own bucket, loose, so that a script cannot turn the delete
+  /// path (a row lookup and a tombstone commit each) into load on the primary. Per process.
+  /// Default: 1/s, 60 at once.
+  admission::TokenBucketPolicy ip_delete{1, 60};
   size_t max_client_keys = 100'000;
 };
 
@@ -133,6 +137,19 @@ class AdmissionControl {
   /// the limit) when its report bucket is empty.
   Status AdmitReport(std::string_view client_key);
 
+  /// One delete of `client_key`: ResourceExhausted (reason delete_rate, with Retry-After and the
+  /// limit) when its delete bucket is empty.
+  Status AdmitDelete(std::string_view client_key);
+
+  /// The client keys this process has seen create in the last minute, by the share of their
+  /// create-count budget they used (admission::KeyedLimiter::UseHistogram): one count per bound,
+  /// then one for above them all. No key leaves this object.
+  std::vector<uint64_t> CreateBudgetUse(const std::vector<double>& upper_bounds) const;
+
+  /// Create slots in flight over the create cap now, 0 to 1 (docs/overload.md, "Abuse or
+  /// growth").
+  double CreateSlotSaturation() const;
+
   /// A Retry-After for 503s, uniform in the configured band, so shed clients do not return as a
   /// wave.
   int JitteredRetryAfterSeconds() { return retry_after_.NextSeconds(); }
@@ -181,6 +198,7 @@ class AdmissionControl {
   admission::KeyedLimiter ip_create_;
   admission::KeyedLimiter ip_read_;
   admission::KeyedLimiter ip_report_;
+  admission::KeyedLimiter ip_delete_;
   admission::TokenBucket global_count_;
   admission::TokenBucket global_bytes_;
   std::unique_ptr<admission::SlotLimiter> create_slots_;

@@ -107,6 +107,14 @@ class ModerationService {
 
   /// Reads the blocks in force from the store into the block list.
   boost::asio::awaitable<Status> LoadBlocks();
+
+  /// Pastes with open reports, as last counted (up to kPendingCountLimit): after every report,
+  /// takedown and dismissal here, and every blocks_refresh for those made through other
+  /// processes. 0 until first counted.
+  int64_t PendingReports() const { return pending_.load(std::memory_order_relaxed); }
+  /// Counts them again from the store; a failure keeps the last count.
+  boost::asio::awaitable<void> RefreshPending();
+  static constexpr size_t kPendingCountLimit = 1000;
   /// Reloads the blocks every blocks_refresh until Stop().
   void Start(boost::asio::any_io_executor executor);
   void Stop() { stopping_ = true; }
@@ -131,6 +139,7 @@ class ModerationService {
   const ModerationOptions options_;
   store::SharedState* const shared_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> pending_{0};
 };
 
 }  // namespace sluice::service

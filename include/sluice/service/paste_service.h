@@ -18,6 +18,7 @@
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
 #include "sluice/common/swappable.h"
+#include "sluice/service/abuse_watch.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
@@ -91,6 +92,8 @@ struct CreateTicket {
   admission::Permit slot;
   /// The client's share of the create slots (create_slots_per_client), held as long as the slot.
   admission::KeyedSlots::Slot client_share;
+  /// Who it is for, so the stored create is counted for them (AbuseWatch).
+  std::string client_key;
 };
 
 /// The create, read and delete use-cases. Thread-safe; the stores, cache and admission control
@@ -100,10 +103,12 @@ class PasteService {
   /// `shared`, when given, is the metadata cache between `cache` and `meta`, and its invalidations
   /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it. `blocks`,
   /// when given, refuses creates from blocked clients (403) and must outlive the service.
+  /// `abuse`, when given, counts each stored create and each create refused for its client (429,
+  /// 403, 507) and must outlive the service.
   PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                AdmissionControl& admission, const Clock& clock, MetricsRegistry& metrics,
                ServiceOptions options, store::SharedState* shared = nullptr,
-               const Blocklist* blocks = nullptr);
+               const Blocklist* blocks = nullptr, AbuseWatch* abuse = nullptr);
 
   /// The options now (a reload replaces them); hold the pointer for the length of one request.
   std::shared_ptr<const ServiceOptions> options() const { return options_.Load(); }
@@ -164,8 +169,11 @@ class PasteService {
   }
 
   /// Deletes with the token. NotFound for a malformed id, a missing paste or a wrong token alike;
-  /// success again for a paste already deleted with the right token.
-  boost::asio::awaitable<Status> Delete(std::string_view id_text, std::string_view token);
+  /// success again for a paste already deleted with the right token. With a `client_key`, first
+  /// its delete budget (ResourceExhausted, reason delete_rate), before any store call, so that
+  /// guessing tokens costs the primary nothing either.
+  boost::asio::awaitable<Status> Delete(std::string_view id_text, std::string_view token,
+                                        std::string_view client_key = {});
 
   /// Re-reads the live bytes from the metadata store (a failure keeps the last value). The
   /// server calls it at start; creates call it when the value is older than storage_refresh.
@@ -182,6 +190,10 @@ class PasteService {
 
  private:
   bool IsLive(const store::PasteMeta& meta) const;
+  /// AdmitCreate's checks in their order, without the counting of refusals.
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(const std::string& client_key,
+                                                                  const CreateHeaders& headers,
+                                                                  uint64_t allowance);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
   /// wave of clients either.
   Error WithRetryAfter(Error e);
@@ -228,6 +240,7 @@ class PasteService {
   Swappable<ServiceOptions> options_;
   store::SharedState* const shared_;
   const Blocklist* const blocks_;
+  AbuseWatch* const abuse_;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;

@@ -69,9 +69,12 @@ class SharedState {
   virtual boost::asio::awaitable<Status> PutMeta(PasteMeta meta, std::chrono::seconds ttl,
                                                  admission::Deadline deadline) = 0;
 
-  /// Replaces the entry of `tombstone.id` with the tombstone for `ttl` and tells every subscribed
-  /// process (this one included) that the id changed.
-  virtual boost::asio::awaitable<Status> Invalidate(PasteMeta tombstone, std::chrono::seconds ttl,
+  /// Replaces the entry of `row.id` with `row`, as given, for `ttl` and tells every subscribed
+  /// process (this one included) that the id changed. A delete passes its tombstone (deleted
+  /// set); moderation passes the row in its new state, which must not be turned into a tombstone:
+  /// a dismissed paste cached as deleted answered 404 from every other process until the entry
+  /// expired.
+  virtual boost::asio::awaitable<Status> Invalidate(PasteMeta row, std::chrono::seconds ttl,
                                                     admission::Deadline deadline) = 0;
 
   /// Calls `on_invalidated` with every id invalidated by any process from now on, until the

@@ -56,16 +56,15 @@ class MemorySharedState final : public SharedState {
     co_return Ok();
   }
 
-  boost::asio::awaitable<Status> Invalidate(PasteMeta tombstone, std::chrono::seconds ttl,
+  boost::asio::awaitable<Status> Invalidate(PasteMeta row, std::chrono::seconds ttl,
                                             admission::Deadline /*deadline*/) override {
     std::vector<std::function<void(const PasteId&)>> subscribers;
     {
       std::lock_guard lock(mu_);
-      tombstone.deleted = true;
-      meta_.insert_or_assign(tombstone.id.str(), Entry{tombstone, clock_.Now() + ttl});
+      meta_.insert_or_assign(row.id.str(), Entry{row, clock_.Now() + ttl});
       subscribers = subscribers_;
     }
-    for (auto& notify : subscribers) notify(tombstone.id);
+    for (auto& notify : subscribers) notify(row.id);
     co_return Ok();
   }
 

@@ -243,12 +243,11 @@ class RedisSharedState final : public store::SharedState {
     co_return Ok();
   }
 
-  awaitable<Status> Invalidate(PasteMeta tombstone, std::chrono::seconds ttl,
+  awaitable<Status> Invalidate(PasteMeta row, std::chrono::seconds ttl,
                                Deadline deadline) override {
-    tombstone.deleted = true;
-    auto running = Eval(invalidate_script_, {MetaKey(tombstone.id)},
-                        {EncodeMeta(tombstone), std::to_string(std::max<int64_t>(1, ttl.count())),
-                         channel_, tombstone.id.str()},
+    auto running = Eval(invalidate_script_, {MetaKey(row.id)},
+                        {EncodeMeta(row), std::to_string(std::max<int64_t>(1, ttl.count())),
+                         channel_, row.id.str()},
                         deadline, "invalidate");
     Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
