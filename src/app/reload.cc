@@ -12,7 +12,7 @@ namespace {
 // access log (http::HttpServer::Reconfigure), the service's size, TTL, budget and quota limits
 // (service::PasteService::Reconfigure), and the log level. Anything not here keeps the value
 // the server started with, and a reload that finds it changed says so.
-constexpr std::array<std::string_view, 42> kLive = {
+constexpr std::array<std::string_view, 44> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
