@@ -7,17 +7,24 @@
 #   postgres.sh start DIR PORT   initdb if DIR is new, start, wait until ready, create database
 #                                `sluice`, print the URL (also written to DIR/url). PORT 0 picks a
 #                                free port.
+#   postgres.sh start-tls DIR PORT
+#                                the same, but as a managed PostgreSQL is reached: TCP only over
+#                                TLS (a certificate for the name localhost from a throwaway CA made
+#                                here, DIR/ca.pem), a password for the user (scram-sha-256, in
+#                                DIR/password), plain TCP refused. The URL (DIR/url) asks for
+#                                sslmode=verify-full with that CA and carries no password.
 #   postgres.sh pause DIR        stop at once (-m immediate) but keep DIR: an outage
 #   postgres.sh resume DIR       start again on the same port and data: the recovery
 #   postgres.sh stop DIR         stop at once and remove DIR
 #
 # Run as root, the server runs as the `postgres` OS user (initdb refuses root).
 set -euo pipefail
+testenv=$(cd "$(dirname "$0")" && pwd)
 
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR PORT | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|start-tls DIR PORT | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
 
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -43,7 +50,7 @@ pg_start() {
 }
 
 case "$cmd" in
-  start)
+  start | start-tls)
     port=${3:-0}
     [ "$port" = 0 ] && port=$(free_port)
     mkdir -p "$dir"
@@ -58,18 +65,40 @@ full_page_writes = off
 max_connections = 300
 shared_buffers = 32MB
 CONF
-      # Loopback only, trust: a test server holds nothing worth a password.
-      printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
+      if [ "$cmd" = start-tls ]; then
+        "$testenv/tls-cert.sh" "$dir" DNS:localhost
+        [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/server.key" "$dir/server.pem"
+        chmod 600 "$dir/server.key"
+        python3 -c 'import secrets; print(secrets.token_urlsafe(18))' >"$dir/password"
+        cat >>"$dir/data/postgresql.conf" <<CONF
+ssl = on
+ssl_cert_file = '$dir/server.pem'
+ssl_key_file = '$dir/server.key'
+password_encryption = scram-sha-256
+CONF
+        # The script itself keeps the Unix socket (trust); over TCP only TLS and a password.
+        printf 'local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 reject\n' \
+          >"$dir/data/pg_hba.conf"
+      else
+        # Loopback only, trust: a test server holds nothing worth a password.
+        printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
+      fi
       echo "$port" >"$dir/port"
       [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/port"
     fi
     pg_start
     port=$(cat "$dir/port")
-    if ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
+    if ! "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -tAc \
       "SELECT 1 FROM pg_database WHERE datname = 'sluice'" | grep -q 1; then
-      "$PGBIN/createdb" -h 127.0.0.1 -p "$port" -U postgres sluice
+      "$PGBIN/createdb" -h "$dir" -p "$port" -U postgres sluice
     fi
-    url="postgres://postgres@127.0.0.1:$port/sluice"
+    if [ -f "$dir/password" ]; then
+      "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -q -c \
+        "ALTER USER postgres PASSWORD '$(cat "$dir/password")'"
+      url="postgres://postgres@localhost:$port/sluice?sslmode=verify-full&sslrootcert=$dir/ca.pem"
+    else
+      url="postgres://postgres@127.0.0.1:$port/sluice"
+    fi
     echo "$url" >"$dir/url"
     echo "$url"
     ;;

@@ -9,6 +9,7 @@
 # user with a password (the default user is off). DIR/url is the URL sluice connects with
 # (rediss://USER:PASSWORD@localhost:PORT), DIR/password the password alone.
 set -euo pipefail
+testenv=$(cd "$(dirname "$0")" && pwd)
 
 usage() { echo "usage: $0 start|start-tls DIR PORT | stop DIR" >&2; exit 2; }
 
@@ -52,13 +53,7 @@ case "$cmd" in
     if [ "$port" = 0 ]; then port=$(free_port); fi
     (
       cd "$dir"
-      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=sluice test CA" \
-        -keyout ca.key -out ca.pem 2>/dev/null
-      openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key \
-        -out server.csr 2>/dev/null
-      printf 'subjectAltName=DNS:localhost\n' > san.ext
-      openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-        -extfile san.ext -out server.pem 2>/dev/null
+      "$testenv/tls-cert.sh" . DNS:localhost
       # A second CA that signed nothing here: a client trusting only it must refuse the server.
       openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=some other CA" \
         -keyout other-ca.key -out other-ca.pem 2>/dev/null

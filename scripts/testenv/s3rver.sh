@@ -17,6 +17,7 @@
 # Its credentials are s3rver's defaults: AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER.
 # Only the pid this script recorded is ever signalled.
 set -euo pipefail
+testenv=$(cd "$(dirname "$0")" && pwd)
 
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/node_modules/s3rver/bin/s3rver.js"
@@ -54,13 +55,7 @@ case "$cmd" in
     tls_args=()
     if [[ "$cmd" == start-tls ]]; then
       scheme=https
-      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=sluice test CA" \
-        -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
-      openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
-        -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
-      printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/san.cnf"
-      openssl x509 -req -days 2 -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
-        -CAcreateserial -extfile "$dir/san.cnf" -out "$dir/server.pem" 2>/dev/null
+      "$testenv/tls-cert.sh" "$dir" DNS:localhost,IP:127.0.0.1
       tls_args=(--key "$dir/server.key" --cert "$dir/server.pem")
     fi
     node --openssl-legacy-provider "$bin" -d "$dir/data" -a 127.0.0.1 -p "$port" --silent \

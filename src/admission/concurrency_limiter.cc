@@ -85,10 +85,16 @@ std::optional<SlotRefusal> SlotCounter::TryAcquire(int64_t max_count, int64_t ma
 }  // namespace internal
 
 ConcurrencyLimiter::ConcurrencyLimiter(ConcurrencyLimiterOptions options, const Clock& clock)
-    : options_(options), clock_(clock) {}
+    : max_count_(options.max_count), max_bytes_(options.max_bytes), clock_(clock) {}
+
+void ConcurrencyLimiter::SetLimits(ConcurrencyLimiterOptions options) {
+  max_count_.store(options.max_count, std::memory_order_relaxed);
+  max_bytes_.store(options.max_bytes, std::memory_order_relaxed);
+}
 
 AcquireResult ConcurrencyLimiter::TryAcquire(int64_t bytes) {
-  if (auto refusal = counter_.TryAcquire(options_.max_count, options_.max_bytes, bytes)) {
+  if (auto refusal = counter_.TryAcquire(max_count_.load(std::memory_order_relaxed),
+                                         max_bytes_.load(std::memory_order_relaxed), bytes)) {
     (*refusal == SlotRefusal::kCount ? refused_count_ : refused_bytes_)
         .fetch_add(1, std::memory_order_relaxed);
     return AcquireResult{std::nullopt, *refusal};
@@ -100,8 +106,8 @@ SlotGauges ConcurrencyLimiter::Gauges() const {
   const internal::SlotCounter::Snapshot now = counter_.Load();
   return SlotGauges{now.count,
                     now.bytes,
-                    options_.max_count,
-                    options_.max_bytes,
+                    max_count_.load(std::memory_order_relaxed),
+                    max_bytes_.load(std::memory_order_relaxed),
                     refused_count_.load(std::memory_order_relaxed),
                     refused_bytes_.load(std::memory_order_relaxed)};
 }

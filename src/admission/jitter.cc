@@ -37,12 +37,22 @@ uint64_t SeedOrRandom(uint64_t seed) {
 
 }  // namespace
 
+uint64_t JitteredRetryAfter::Pack(int min_seconds, int max_seconds) {
+  return (uint64_t{static_cast<uint32_t>(min_seconds)} << 32) | static_cast<uint32_t>(max_seconds);
+}
+
 JitteredRetryAfter::JitteredRetryAfter(RetryAfterOptions options)
-    : options_(options), jitter_(SeedOrRandom(options.seed)) {}
+    : band_(Pack(options.min_seconds, options.max_seconds)), jitter_(SeedOrRandom(options.seed)) {}
+
+void JitteredRetryAfter::SetBand(int min_seconds, int max_seconds) {
+  band_.store(Pack(min_seconds, max_seconds), std::memory_order_relaxed);
+}
 
 int JitteredRetryAfter::NextSeconds() {
-  return static_cast<int>(
-      jitter_.Between(int64_t{options_.min_seconds}, int64_t{options_.max_seconds}));
+  const uint64_t band = band_.load(std::memory_order_relaxed);
+  const auto lo = static_cast<int32_t>(static_cast<uint32_t>(band >> 32));
+  const auto hi = static_cast<int32_t>(static_cast<uint32_t>(band));
+  return static_cast<int>(jitter_.Between(int64_t{lo}, int64_t{hi}));
 }
 
 }  // namespace sluice::admission

@@ -26,11 +26,25 @@ class KeyedLimiter::Shard {
     std::string_view key;  // points into the map's own key, stable for the node's life
   };
 
-  explicit Shard(size_t capacity) : capacity_(capacity) {
+  Shard(size_t capacity, std::vector<TokenBucketPolicy> initial)
+      : current_policies(std::move(initial)), capacity_(capacity) {
     map_.reserve(std::min<size_t>(capacity, 1024));
   }
 
   std::mutex mu;
+  // Guarded by mu: a copy per shard, so a reload changes them without a lock every take shares.
+  std::vector<TokenBucketPolicy> current_policies;
+
+  // Refills every key at the old policies up to `now`, then caps it at the new bursts.
+  void Replace(std::vector<TokenBucketPolicy> next, TimePoint now) {
+    for (auto& [key, node] : map_) {
+      for (size_t d = 0; d < current_policies.size(); ++d) {
+        node.buckets[d].Refill(current_policies[d], now);
+        node.buckets[d].tokens = std::min(node.buckets[d].tokens, next[d].burst);
+      }
+    }
+    current_policies = std::move(next);
+  }
 
   Node* Find(std::string_view key) {
     auto it = map_.find(key);
@@ -121,7 +135,9 @@ KeyedLimiter::KeyedLimiter(KeyedLimiterOptions options, const Clock& clock)
   const size_t shards = std::max<size_t>(1, options_.shards);
   const size_t per_shard = std::max<size_t>(1, options_.max_keys / shards);
   shards_.reserve(shards);
-  for (size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(per_shard));
+  for (size_t i = 0; i < shards; ++i) {
+    shards_.push_back(std::make_unique<Shard>(per_shard, options_.policies));
+  }
 }
 
 KeyedLimiter::~KeyedLimiter() = default;
@@ -134,7 +150,6 @@ KeyedLimiter::Shard& KeyedLimiter::ShardFor(std::string_view key, size_t* hash) 
 
 KeyedDecision KeyedLimiter::TryTake(std::string_view key, double first, double second) {
   const std::array<double, kMaxDimensions> amounts{first, second};
-  const auto& policies = options_.policies;
   size_t hash = 0;
   Shard& shard = ShardFor(key, &hash);
   const TimePoint now = clock_.Now();
@@ -143,6 +158,7 @@ KeyedDecision KeyedLimiter::TryTake(std::string_view key, double first, double s
   KeyedDecision result;
   {
     std::lock_guard lock(shard.mu);
+    const auto& policies = shard.current_policies;
     Shard::Node* node = shard.Find(key);
     if (node == nullptr) {
       node = shard.Insert(key, policies, now, &expired, &debtors);
@@ -174,20 +190,20 @@ void KeyedLimiter::Refund(std::string_view key, double first, double second) {
   std::lock_guard lock(shard.mu);
   Shard::Node* node = shard.Find(key);
   if (node == nullptr) return;
-  for (size_t d = 0; d < options_.policies.size(); ++d) {
+  for (size_t d = 0; d < shard.current_policies.size(); ++d) {
     auto& tokens = node->buckets[d].tokens;
-    tokens = std::min(options_.policies[d].burst, tokens + amounts[d]);
+    tokens = std::min(shard.current_policies[d].burst, tokens + amounts[d]);
   }
 }
 
 KeyedBudget KeyedLimiter::Peek(std::string_view key) const {
   KeyedBudget budget;
-  const auto& policies = options_.policies;
-  for (size_t d = 0; d < policies.size(); ++d) budget.available[d] = policies[d].burst;
   size_t hash = 0;
   Shard& shard = ShardFor(key, &hash);
   const TimePoint now = clock_.Now();
   std::lock_guard lock(shard.mu);
+  const auto& policies = shard.current_policies;
+  for (size_t d = 0; d < policies.size(); ++d) budget.available[d] = policies[d].burst;
   Shard::Node* node = shard.Find(key);
   if (node == nullptr) return budget;
   for (size_t d = 0; d < policies.size(); ++d) {
@@ -196,6 +212,20 @@ KeyedBudget KeyedLimiter::Peek(std::string_view key) const {
     budget.available[d] = std::max(0.0, copy.tokens);
   }
   return budget;
+}
+
+std::vector<TokenBucketPolicy> KeyedLimiter::policies() const {
+  std::lock_guard lock(shards_.front()->mu);
+  return shards_.front()->current_policies;
+}
+
+void KeyedLimiter::SetPolicies(std::vector<TokenBucketPolicy> policies) {
+  policies.resize(options_.policies.size(), options_.policies.back());
+  const TimePoint now = clock_.Now();
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    shard->Replace(policies, now);
+  }
 }
 
 size_t KeyedLimiter::size() const {

@@ -27,10 +27,11 @@
 namespace sluice::app {
 namespace {
 
-int Serve(const Settings& s) {
+int Serve(const Settings& s, const SettingsLoader& loader) {
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
   SetLogFormat(s.String("log_format"));
-  const int code = ServerProcess(s).Run();
+  // SIGHUP reads the same sources again: the config file anew, flags and environment as parsed.
+  const int code = ServerProcess(s, [&loader] { return loader.Resolve(); }).Run();
   spdlog::info("sluice stopped");
   return code;
 }
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    if (serve->parsed()) return sluice::app::Serve(*settings);
+    if (serve->parsed()) return sluice::app::Serve(*settings, loader);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends.h"
+#include "reload.h"
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/ids.h"
 
@@ -154,13 +155,25 @@ http::ServerOptions FaultLayer::Control(http::ServerOptions options) {
   return options;
 }
 
-ServerProcess::ServerProcess(const Settings& settings)
+const char* const kReloadsHelp =
+    "Configuration reloads (SIGHUP) by result: ok (all applied), partial (the live settings "
+    "applied, some changed ones need a restart), invalid (refused, nothing changed)";
+
+ServerProcess::ServerProcess(const Settings& settings, Reread reread)
     : settings_(settings),
       options_(ReadServeOptions(settings)),
+      reread_(std::move(reread)),
+      applied_(settings),
       data_dir_lock_(LockIfEmbedded(settings, options_.data_dir)),
       loops_(options_.threads),
       clock_(SystemClock::Instance()),
       process_gauges_(metrics_),
+      reloads_ok_(
+          metrics_.GetCounter("sluice_config_reloads_total", kReloadsHelp, {{"result", "ok"}})),
+      reloads_partial_(metrics_.GetCounter("sluice_config_reloads_total", kReloadsHelp,
+                                           {{"result", "partial"}})),
+      reloads_invalid_(metrics_.GetCounter("sluice_config_reloads_total", kReloadsHelp,
+                                           {{"result", "invalid"}})),
       read_pool_(options_.read_threads),
       cleanup_pool_(options_.cleanup_threads),
       meta_backend_(MakeMetaStore(settings, options_.timeouts, {&read_pool_, &cleanup_pool_},
@@ -225,10 +238,54 @@ std::unique_ptr<http::HttpServer> ServerProcess::MakeAdminServer() {
                                             metrics_, clock_);
 }
 
+void ServerProcess::Reload() {
+  if (!reread_) {
+    spdlog::warn("reload: this server cannot read its settings again; nothing changed");
+    reloads_invalid_.Inc();
+    return;
+  }
+  // TODO(lead): with src/app/systemd_notify.h (branch deploy), NotifyReloading() here and
+  // NotifyReady() at each return, for Type=notify-reload.
+  // Everything is read and checked before anything is applied, so a bad file changes nothing.
+  std::optional<Settings> next;
+  std::optional<ServeOptions> next_options;
+  try {
+    next.emplace(reread_());
+    next_options.emplace(ReadServeOptions(*next));
+  } catch (const std::exception& e) {
+    reloads_invalid_.Inc();
+    spdlog::error("reload refused, nothing changed: {}", e.what());
+    return;
+  }
+  const ReloadChanges changes = CompareForReload(settings_, applied_, *next);
+  admission_.Reconfigure(next_options->admission);
+  service_.Reconfigure(next_options->service);
+  server_->Reconfigure(next_options->server);
+  if (admin_server_) admin_server_->Reconfigure(next_options->server);
+  spdlog::set_level(spdlog::level::from_str(next->String("log_level")));
+  applied_ = *next;
+  if (!changes.restart.empty()) {
+    spdlog::warn("reload: {} cannot change while running and keep their values; restart to apply",
+                 fmt::join(changes.restart, ", "));
+  }
+  spdlog::info("reload: {}", changes.live.empty()
+                                 ? std::string("no live setting changed")
+                                 : fmt::format("applied {}", fmt::join(changes.live, ", ")));
+  (changes.restart.empty() ? reloads_ok_ : reloads_partial_).Inc();
+}
+
 int ServerProcess::Run() {
   {
     // Armed before the listening line: a supervisor may send SIGTERM the moment it reads it.
     asio::signal_set signals(loops_.front(), SIGTERM, SIGINT);
+    asio::signal_set hangups(loops_.front(), SIGHUP);
+    std::function<void(const boost::system::error_code&, int)> on_hangup =
+        [&](const boost::system::error_code& ec, int) {
+          if (ec) return;
+          Reload();
+          hangups.async_wait(on_hangup);
+        };
+    hangups.async_wait(on_hangup);
     bool draining = false;
     std::function<void(const boost::system::error_code&, int)> on_signal =
         [&](const boost::system::error_code& ec, int signal) {
@@ -238,6 +295,7 @@ int ServerProcess::Run() {
           } else {
             draining = true;
             spdlog::info("signal {}: draining in-flight requests", signal);
+            hangups.cancel();
             janitor_.Stop();
             moderation_.Stop();
             // The admin side closes with the public one; the loops stop when the public drain
@@ -274,6 +332,7 @@ int ServerProcess::Run() {
   // SIGTERM during the teardown (pools joined, stores flushed) into a kill and a non-zero status.
   std::signal(SIGTERM, SIG_IGN);
   std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);
   return 0;
 }
 

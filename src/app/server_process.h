@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -64,10 +65,17 @@ struct FaultLayer {
 
 class ServerProcess {
  public:
+  /// Reads the settings again (the config file; flags and environment as at start), throwing
+  /// what Resolve throws.
+  using Reread = std::function<Settings()>;
   /// Builds every part; throws std::invalid_argument or std::runtime_error naming what is wrong.
-  explicit ServerProcess(const Settings& settings);
-  /// Listens and serves until SIGTERM or SIGINT, then drains; the exit code.
+  /// `reread`, when given, is what SIGHUP calls (README.md, "Reload").
+  explicit ServerProcess(const Settings& settings, Reread reread = {});
+  /// Listens and serves until SIGTERM or SIGINT, then drains; the exit code. SIGHUP reloads.
   int Run();
+  /// Reads the settings again and applies what can change live to new requests; the result
+  /// counted in sluice_config_reloads_total. Runs on the first event loop.
+  void Reload();
 
  private:
   http::ServerOptions PublicOptions();
@@ -75,6 +83,9 @@ class ServerProcess {
 
   const Settings& settings_;
   const ServeOptions options_;
+  Reread reread_;
+  // The settings the live parts run on now: the start's, then each reload's.
+  Settings applied_;
   // Two processes on one embedded metadata store each trust their own memory of it, so a delete
   // through one is still served by the other: the data dir is locked when its SQLite is in use.
   std::optional<DataDirLock> data_dir_lock_;
@@ -83,6 +94,9 @@ class ServerProcess {
   const Clock& clock_;
   MetricsRegistry metrics_;
   GaugeCallbacks process_gauges_;
+  Counter& reloads_ok_;
+  Counter& reloads_partial_;
+  Counter& reloads_invalid_;
   boost::asio::thread_pool read_pool_;
   boost::asio::thread_pool cleanup_pool_;
   std::unique_ptr<store::MetaStore> meta_backend_;

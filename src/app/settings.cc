@@ -133,8 +133,9 @@ constexpr SettingSpec kServeSettings[] = {
                 "Folder for the embedded store: meta.db (SQLite) and blobs/", CheckNotEmpty),
     TextSetting(
         "meta", "",
-        "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB (migrated "
-        "at start; pass a password through PGPASSWORD or ~/.pgpass, not the URL, which is logged)",
+        "Metadata store: empty for SQLite in data_dir, or postgres://USER@HOST:PORT/DB?PARAMS "
+        "(libpq's, e.g. sslmode=verify-full&sslrootcert=CA.pem; migrated at start; a password "
+        "is best passed through PGPASSWORD or ~/.pgpass, kept out of the command line)",
         CheckMetaUrl),
     IntegerSetting("meta_read_connections", "50", "1", "10000",
                    "PostgreSQL connections for paste reads per process (size to fill_cap)"),
@@ -590,6 +591,15 @@ std::string Settings::Describe() const {
       out += fmt::format(" {}={} ({})", key, WithoutPassword(value.first), value.second);
   }
   return out.empty() ? " all defaults" : out;
+}
+
+std::vector<std::string> Settings::ChangedFrom(const Settings& other) const {
+  std::vector<std::string> changed;
+  for (const auto& [key, value] : values_) {
+    auto it = other.values_.find(key);
+    if (it == other.values_.end() || it->second.first != value.first) changed.push_back(key);
+  }
+  return changed;
 }
 
 SettingsLoader::SettingsLoader(CLI::App& command) {

@@ -73,6 +73,8 @@ class Settings {
   std::string Source(std::string_view key) const;
   /// Where each value came from ("flag/env", "config file", "default"), for the startup log.
   std::string Describe() const;
+  /// The keys whose values differ from `other`'s, in declaration-map order (a reload's changes).
+  std::vector<std::string> ChangedFrom(const Settings& other) const;
 
  private:
   friend class SettingsLoader;

@@ -112,13 +112,14 @@ std::vector<std::string_view> BeastFields::All(std::string_view name) const {
 awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   if (beast::iequals(x_.parser.get()[bhttp::field::expect], "100-continue")) {
     bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
-    x_.stream.expires_after(x_.edge.options.body_timeout);
+    x_.stream.expires_after(x_.edge.Live()->body_timeout);
     boost::system::error_code ec;
     co_await bhttp::async_write(x_.stream, go_on, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return MakeError(ErrorCode::kInvalidArgument, "client went away", "aborted");
   }
   x_.parser.body_limit(limit);
-  const ServerOptions& o = x_.edge.options;
+  const std::shared_ptr<const ServerOptions> live = x_.edge.Live();
+  const ServerOptions& o = *live;
   const auto started = std::chrono::steady_clock::now();
   x_.stream.expires_at(started + o.body_timeout);
   // The stream closes the socket when its expiry fires, which would leave no way to answer, so
@@ -190,7 +191,7 @@ awaitable<std::optional<Reply>> ReadSmallBody(Exchange& x) {
         .Closing();
   }
   x.parser.body_limit(kSmallBodyLimit);
-  x.stream.expires_after(x.edge.options.body_timeout);
+  x.stream.expires_after(x.edge.Live()->body_timeout);
   boost::system::error_code ec;
   x.consumed += co_await bhttp::async_read(x.stream, x.buffer, x.parser,
                                            asio::redirect_error(asio::use_awaitable, ec));

@@ -12,6 +12,7 @@
 #include "routes.h"
 #include "sluice/admission/keyed_slots.h"
 #include "sluice/common/metrics.h"
+#include "sluice/common/swappable.h"
 #include "sluice/http/server.h"
 
 namespace sluice::http {
@@ -84,6 +85,7 @@ inline constexpr int64_t kHealthReservePerClient = 2;
 struct Edge {
   Edge(ServerOptions options_in, Context context_in, MetricsRegistry& registry)
       : options(std::move(options_in)),
+        live(options),
         context(std::move(context_in)),
         routes(options.surface == ServerOptions::Surface::kAdmin
                    ? AdminRoutes()
@@ -92,7 +94,13 @@ struct Edge {
         connections_per_client(options.max_connections_per_client),
         reserved_per_client(kHealthReservePerClient) {}
 
+  /// As built: what cannot change while the server runs (listen, surface, public_url, the admin
+  /// token and the callbacks) is read from here.
   const ServerOptions options;
+  /// What a reload may change (timeouts, caps, trusted proxies, access log): read once per request
+  /// or connection through Live(), so one request never mixes two configurations.
+  Swappable<ServerOptions> live;
+  std::shared_ptr<const ServerOptions> Live() const { return live.Load(); }
   Context context;
   const RouteTable routes;
   EdgeMetrics metrics;

@@ -220,7 +220,7 @@ std::string PastePage(const PasteView& view) {
   return Layout(
       fmt::format("paste {}", view.id),
       fmt::format(
-          R"({0}<div class="toolbar"><span class="meta">Paste <code>{1}</code> &middot; {2} &middot; {3} &middot; expires {4} <span class="rung" title="X-Sluice-Rung">{5}</span></span>
+          R"({0}<div class="toolbar"><h1>Paste <code>{1}</code></h1><span class="meta">{2} &middot; {3} &middot; expires {4} <span class="rung" title="X-Sluice-Rung">{5}</span></span>
 <a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a>{9}</div>
 {7}<pre class="code" id="code">{8}</pre>)",
           notice, EscapeHtml(view.id), EscapeHtml(view.language_label),
@@ -327,51 +327,21 @@ std::string DeletedPage(std::string_view id) {
 
 std::string StatusPage(const std::vector<std::pair<std::string, double>>& metrics,
                        int64_t now_unix) {
-  // The same series the script charts; without the script, a reload shows them fresh.
-  auto rows = [&](std::string_view prefix) {
-    std::string out;
-    for (const auto& [key, value] : metrics) {
-      if (!std::string_view(key).starts_with(prefix)) continue;
-      const size_t brace = key.find('{');
-      const std::string labels = brace == std::string::npos ? "" : key.substr(brace);
-      // The family is the card's title; the labels tell the rows apart.
-      out += fmt::format(
-          "<tr><td><code>{}</code></td><td class=\"n\" data-metric=\"{}\">{:.4g}</td></tr>",
-          EscapeHtml(labels.empty() ? key : labels), EscapeHtml(key), value);
-    }
-    return out.empty() ? std::string("<tr><td colspan=\"2\" class=\"meta\">none</td></tr>") : out;
-  };
-  // Pools as "in use / limit", one row each.
-  std::string pools;
-  for (const auto& [key, value] : metrics) {
-    constexpr std::string_view kInUse = "sluice_pool_in_use{";
-    if (!std::string_view(key).starts_with(kInUse)) continue;
-    const std::string labels = key.substr(kInUse.size() - 1);
-    const std::string limit_key = "sluice_pool_limit" + labels;
-    double limit = 0;
-    for (const auto& [k, v] : metrics) {
-      if (k == limit_key) limit = v;
-    }
-    pools += fmt::format(
-        "<tr><td><code>{}</code></td><td class=\"n\"><span data-metric=\"{}\">{:.4g}</span> / "
-        "<span data-metric=\"{}\">{:.4g}</span></td></tr>",
-        EscapeHtml(labels), EscapeHtml(key), value, EscapeHtml(limit_key), limit);
-  }
-  // Storage against the quota, in bytes and in words.
+  // The panels are drawn by /static/status.js from /api/v1/status, which holds the one table that
+  // names metrics in words. Without the script the page still answers what an operator asks first
+  // (is the disk full?) and says where every other number is.
   double live = 0, quota = 0, day = 0;
   for (const auto& [key, value] : metrics) {
     if (key == "sluice_storage_live_bytes") live = value;
     if (key == "sluice_storage_quota_bytes") quota = value;
     if (key == "sluice_storage_created_bytes_24h") day = value;
   }
-  auto bytes_row = [](std::string_view label, std::string_view key, double value) {
-    return fmt::format(
-        "<tr><td>{}</td><td class=\"n\"><span data-metric=\"{}\">{:.0f}</span> bytes ({})</td>"
-        "</tr>",
-        label, key, value, SizeInWords(static_cast<uint64_t>(std::max(0.0, value))));
+  auto bytes_row = [](std::string_view label, double value) {
+    return fmt::format("<tr><td>{}</td><td class=\"n\">{}</td></tr>", label,
+                       SizeInWords(static_cast<uint64_t>(std::max(0.0, value))));
   };
-  std::string storage = bytes_row("Live pastes", "sluice_storage_live_bytes", live);
-  storage += quota > 0 ? bytes_row("Quota", "sluice_storage_quota_bytes", quota) +
+  std::string storage = bytes_row("Live pastes", live);
+  storage += quota > 0 ? bytes_row("Quota", quota) +
                              fmt::format(
                                  "<tr><td>Used</td><td class=\"n\" id=\"storage-used\">"
                                  "{:.1f}% of the quota</td></tr>",
@@ -379,28 +349,16 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
                        : std::string(
                              "<tr><td>Quota</td><td class=\"n\">none "
                              "(<code>max_storage_bytes</code> = 0)</td></tr>");
-  storage +=
-      bytes_row("Created in the last 24 h (this process)", "sluice_storage_created_bytes_24h", day);
-  return Layout(
-      "sluice: status",
-      fmt::format(
-          R"(<h1>Admission status</h1>
-<p class="meta">Live numbers from this process, the same ones <a href="/metrics">/metrics</a> serves. Updated <span id="updated">{}</span>; the charts refresh every 2 seconds.</p>
-<div class="grid" id="live"></div>
-<h2>Now</h2>
-<div class="grid">
-<section class="card"><h2>Slots in use per pool (in use / limit)</h2><table>{}</table></section>
-<section class="card"><h2>Sheds and rejections (totals)</h2><table>{}{}</table></section>
-<section class="card"><h2>Breakers</h2><table>{}</table></section>
-<section class="card"><h2>Limiter</h2><table>{}</table><p class="meta">In-process token buckets; no shared limiter store, so nothing can fail open here.</p></section>
-<section class="card"><h2>Outbox</h2><table>{}</table></section>
-<section class="card"><h2>Highlighter ladder</h2><table>{}</table></section>
-<section class="card" id="storage"><h2>Storage against the quota</h2><table>{}</table><p class="meta">Creates that would pass the quota answer 507 <code>storage_quota</code>.</p></section>
-</div>)",
-          FormatUnixTime(now_unix), pools, rows("sluice_admission_rejections_total"),
-          rows("sluice_view_rung_total"), rows("sluice_breaker_state"), rows("sluice_limiter"),
-          rows("sluice_outbox_age"), rows("sluice_view_s") + rows("sluice_view_a"), storage),
-      true);
+  storage += bytes_row("Created in the last 24 h (this process)", day);
+  return Layout("sluice: status",
+                fmt::format(
+                    R"(<h1>Status</h1>
+<p class="meta">Live numbers from this process, the same ones <a href="/metrics">/metrics</a> serves. Updated <span id="updated">{}</span>; the panels refresh every 2 seconds and their charts show the last 5 minutes.</p>
+<noscript><p class="notice warn">The panels are drawn by this page's script from <a href="/api/v1/status">/api/v1/status</a>; without JavaScript, <a href="/metrics">/metrics</a> has every number.</p>
+<div class="grid"><section class="card" id="storage"><h2>Storage against the quota</h2><table>{}</table><p class="meta">Creates that would pass the quota answer 507 <code>storage_quota</code>.</p></section></div></noscript>
+<div class="grid" id="live"></div>)",
+                    FormatUnixTime(now_unix), storage),
+                true);
 }
 
 }  // namespace sluice::http

@@ -137,14 +137,15 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       const auto peer = socket.remote_endpoint(ec);
       const std::string peer_text = ec ? std::string() : peer.address().to_string();
       const auto peer_ip = admission::IpAddress::Parse(peer_text);
-      const bool exempt = peer_ip && edge.options.trusted_proxies.Contains(*peer_ip);
+      const std::shared_ptr<const ServerOptions> live = edge.Live();
+      const bool exempt = peer_ip && live->trusted_proxies.Contains(*peer_ip);
       const std::string key = admission::ClientKey(peer_text, {}, admission::TrustedProxies());
       std::optional<admission::KeyedSlots::Slot> share;
       if (!exempt) share = edge.connections_per_client.TryAcquire(key);
-      std::optional<Held> held = exempt || share
-                                     ? Held::TryTake(edge.connections, edge.metrics.connections,
-                                                     edge.options.max_connections)
-                                     : std::nullopt;
+      std::optional<Held> held =
+          exempt || share
+              ? Held::TryTake(edge.connections, edge.metrics.connections, live->max_connections)
+              : std::nullopt;
       if (held) {
         asio::co_spawn(
             executor,
@@ -193,6 +194,26 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
 
 HttpServer::~HttpServer() = default;
 
+void HttpServer::Reconfigure(const ServerOptions& next) {
+  Edge& edge = *impl_->edge;
+  // Only what a reload may change; the rest stays as built (README.md, "Reload").
+  ServerOptions o = edge.options;
+  o.idle_timeout = next.idle_timeout;
+  o.first_byte_timeout = next.first_byte_timeout;
+  o.header_timeout = next.header_timeout;
+  o.body_timeout = next.body_timeout;
+  o.min_body_rate = next.min_body_rate;
+  o.min_body_rate_grace = next.min_body_rate_grace;
+  o.drain_timeout = next.drain_timeout;
+  o.max_connections = next.max_connections;
+  o.max_connections_per_client = next.max_connections_per_client;
+  o.trusted_proxies = next.trusted_proxies;
+  o.access_log = next.access_log;
+  o.access_log_sample = next.access_log_sample;
+  edge.connections_per_client.SetMaxPerKey(o.max_connections_per_client);
+  edge.live.Store(std::move(o));
+}
+
 void HttpServer::Start() { impl_->Start(); }
 
 uint16_t HttpServer::port() const { return impl_->acceptors.front()->local_endpoint().port(); }
@@ -218,14 +239,15 @@ void HttpServer::Drain(std::function<void()> done) {
       [impl, done = std::move(done)]() -> awaitable<void> {
         Edge& edge = *impl->edge;
         asio::steady_timer timer(*impl->ios.front());
-        const auto give_up = std::chrono::steady_clock::now() + edge.options.drain_timeout;
+        const Duration drain_timeout = edge.Live()->drain_timeout;
+        const auto give_up = std::chrono::steady_clock::now() + drain_timeout;
         while (edge.in_flight.load() > 0 && std::chrono::steady_clock::now() < give_up) {
           timer.expires_after(std::chrono::milliseconds(20));
           co_await timer.async_wait(asio::use_awaitable);
         }
         if (edge.in_flight.load() > 0) {
           spdlog::warn("drain: giving up on {} requests after {:.1f} s", edge.in_flight.load(),
-                       std::chrono::duration<double>(edge.options.drain_timeout).count());
+                       std::chrono::duration<double>(drain_timeout).count());
         }
         done();
       },

@@ -109,7 +109,7 @@ awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, std::string& head, 
       head_only || !HasContent(reply.status) ? std::string_view() : reply.body_view();
   const std::array<asio::const_buffer, 2> buffers{asio::buffer(head),
                                                   asio::buffer(body.data(), body.size())};
-  stream.expires_after(edge.options.body_timeout);
+  stream.expires_after(edge.Live()->body_timeout);
   boost::system::error_code ec;
   co_await asio::async_write(stream, buffers, asio::redirect_error(asio::use_awaitable, ec));
   // A client that does not read its answer (a slow read) is cut off here.
@@ -177,6 +177,8 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
   head.reserve(1024);
   uint64_t consumed = 0;
   for (bool first = true;; first = false) {
+    // This request's settings: a reload in the middle of it changes the next one.
+    const std::shared_ptr<const ServerOptions> live = edge->Live();
     Parser parser;
     // ScanHead has bounded the head already; Beast's own count is looser (src/http/framing.h).
     parser.header_limit(kHeadLimits.head + 1);
@@ -188,7 +190,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
       // keep-alive connection, which has shown it speaks HTTP, may wait idle_timeout for its next
       // request; once a request starts its headers must all arrive within header_timeout,
       // however slowly the bytes trickle in.
-      stream.expires_after(first ? edge->options.first_byte_timeout : edge->options.idle_timeout);
+      stream.expires_after(first ? live->first_byte_timeout : live->idle_timeout);
       boost::system::error_code ec;
       const size_t got = co_await stream.async_read_some(
           buffer.prepare(kReadBufferLimit), asio::redirect_error(asio::use_awaitable, ec));
@@ -198,7 +200,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
       if (ec == beast::error::timeout && first) edge->metrics.first_byte_timeouts.Inc();
       if (ec) break;
     }
-    stream.expires_after(edge->options.header_timeout);
+    stream.expires_after(live->header_timeout);
     const auto buffered = [&buffer] {
       return std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size());
     };
@@ -257,9 +259,9 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const bool head_only = parser.get().method() == bhttp::verb::head;
     const bool wants_keep_alive = parser.get().keep_alive();
     const BeastFields fields(parser.get());
-    const RequestClient client(peer, fields, edge->options.trusted_proxies);
+    const RequestClient client(peer, fields, live->trusted_proxies);
     const std::string request_id =
-        RequestIdFor(fields.Get("X-Request-Id"), peer, edge->options.trusted_proxies);
+        RequestIdFor(fields.Get("X-Request-Id"), peer, live->trusted_proxies);
     Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal, request_id};
     size_t label_index = 0;
     Reply reply = co_await Dispatch(exchange, client, fields, label_index);
@@ -274,7 +276,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     edge->metrics.CountResponse(label_index, status, seconds);
-    if (edge->options.access_log && AccessLogWants(status, edge->options.access_log_sample)) {
+    if (live->access_log && AccessLogWants(status, live->access_log_sample)) {
       const auto method = parser.get().method_string();
       LogAccess({request_id, std::string_view(method.data(), method.size()),
                  edge->metrics.Label(label_index), status, reason, client.Key(), seconds});

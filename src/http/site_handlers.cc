@@ -17,7 +17,7 @@ namespace {
 
 std::string_view DefaultTtlName(const Context& ctx) {
   for (const auto& [name, seconds] : service::TtlAllowList()) {
-    if (seconds == ctx.service.options().default_ttl) return name;
+    if (seconds == ctx.service.options()->default_ttl) return name;
   }
   return "1w";
 }

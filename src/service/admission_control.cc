@@ -117,6 +117,32 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
   }
 }
 
+void AdmissionControl::Reconfigure(AdmissionOptions next) {
+  const auto current = options_.Load();
+  next.adaptive_create_cap = current->adaptive_create_cap;
+  next.max_client_keys = current->max_client_keys;
+  // The limiters first, the snapshot last: a request in between is judged by the new numbers and
+  // at worst names the old ones in its refusal.
+  ip_create_.SetPolicies({next.ip_create_count, next.ip_create_bytes});
+  ip_read_.SetPolicies({next.ip_read});
+  ip_report_.SetPolicies({next.ip_report});
+  global_count_.SetPolicy(shared_ ? LocalShare(next, next.global_create_count)
+                                  : next.global_create_count);
+  global_bytes_.SetPolicy(shared_ ? LocalShare(next, next.global_create_bytes)
+                                  : next.global_create_bytes);
+  if (auto* adaptive = dynamic_cast<admission::AdaptiveConcurrencyLimiter*>(create_slots_.get())) {
+    adaptive->SetBounds(next.create_slots, next.create_slot_bytes, next.adaptive_target);
+  } else if (auto* fixed = dynamic_cast<admission::ConcurrencyLimiter*>(create_slots_.get())) {
+    fixed->SetLimits({next.create_slots, next.create_slot_bytes});
+  }
+  read_slots_.SetLimits({next.read_slots, 0});
+  fill_slots_.SetLimits({next.fill_cap, 0});
+  fill_per_client_.SetMaxPerKey(next.fill_cap_per_client);
+  create_per_client_.SetMaxPerKey(next.create_slots_per_client);
+  retry_after_.SetBand(next.retry_after_min, next.retry_after_max);
+  options_.Store(std::move(next));
+}
+
 Error AdmissionControl::Refuse(ErrorCode code, const char* reason, std::string message) {
   metrics_.GetCounter("sluice_admission_rejections_total", kRejectionHelp, {{"reason", reason}})
       .Inc();
@@ -130,10 +156,11 @@ Error AdmissionControl::RateLimited(const char* reason, const admission::TokenBu
   // Clamped to retry_after_max: the wait may come from the shared store, whose answer can be
   // nonsense (1e308 s, negative once converted), and a client told "1" or "in a century" is told
   // wrong either way. A take larger than the burst never succeeds, however long one waits.
+  const int retry_after_max = options_.Load()->retry_after_max;
   const int retry = decision.exceeds_burst ? 3600
                     : decision.retry_after < Duration::zero()
-                        ? options_.retry_after_max
-                        : std::clamp(decision.RetryAfterSeconds(), 1, options_.retry_after_max);
+                        ? retry_after_max
+                        : std::clamp(decision.RetryAfterSeconds(), 1, retry_after_max);
   Error e =
       Refuse(ErrorCode::kResourceExhausted, reason,
              decision.exceeds_burst
@@ -155,7 +182,7 @@ void AdmissionControl::NotePeak(std::atomic<int64_t>& peak, const admission::Slo
 boost::asio::awaitable<AdmissionControl::SharedVerdict> AdmissionControl::AskShared(
     std::vector<store::BucketTake> takes, const char* const* reasons) {
   auto asking =
-      shared_->TakeAll(takes, admission::Deadline::After(clock_, options_.shared_timeout));
+      shared_->TakeAll(takes, admission::Deadline::After(clock_, options_.Load()->shared_timeout));
   Result<store::SharedTakeDecision> shared = co_await std::move(asking);
   if (!shared.ok()) {
     NoteSharedSilence(shared.error());
@@ -179,8 +206,8 @@ boost::asio::awaitable<AdmissionControl::SharedVerdict> AdmissionControl::AskSha
 boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::BucketTake> takes) {
   // If the refund is lost (the store went silent in between) the client pays for a request it did
   // not make, which its bucket forgives within seconds.
-  auto refunding = shared_->Refund(std::move(takes),
-                                   admission::Deadline::After(clock_, options_.shared_timeout));
+  auto refunding = shared_->Refund(
+      std::move(takes), admission::Deadline::After(clock_, options_.Load()->shared_timeout));
   const Status refunded = co_await std::move(refunding);
   if (!refunded.ok()) NoteSharedSilence(refunded.error());
 }
@@ -206,12 +233,13 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
 std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_view client_key,
                                                                    uint64_t declared_bytes) const {
   const double bytes = static_cast<double>(declared_bytes);
+  const auto options = options_.Load();
   std::vector<store::BucketTake> takes;
   takes.reserve(4);
-  takes.push_back({fmt::format("ipc:{}", client_key), options_.ip_create_count, 1});
-  takes.push_back({fmt::format("ipb:{}", client_key), options_.ip_create_bytes, bytes});
-  takes.push_back({"gc", options_.global_create_count, 1});
-  takes.push_back({"gb", options_.global_create_bytes, bytes});
+  takes.push_back({fmt::format("ipc:{}", client_key), options->ip_create_count, 1});
+  takes.push_back({fmt::format("ipb:{}", client_key), options->ip_create_bytes, bytes});
+  takes.push_back({"gc", options->global_create_count, 1});
+  takes.push_back({"gb", options->global_create_bytes, bytes});
   return takes;
 }
 
@@ -227,10 +255,11 @@ void AdmissionControl::NoteSharedSilence(const Error& why) {
   int64_t last = last_fail_open_log_ns_.load(std::memory_order_relaxed);
   if (was && now - last < kFailOpenLogInterval.count()) return;
   if (!last_fail_open_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  const auto options = options_.Load();
   spdlog::warn(
       "limiter store did not answer ({}): per-client limits fail open, global caps run on "
       "this process's local share (1/{} x {})",
-      why.message, options_.processes, options_.local_share_slack);
+      why.message, options->processes, options->local_share_slack);
 }
 
 Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client_key,
@@ -281,15 +310,16 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
     const bool count = mine.refused_dimension == 0;
     const auto budget = ip_create_.Peek(client_key);
     return RateLimited(count ? "ip_create_count" : "ip_create_bytes",
-                       count ? options_.ip_create_count : options_.ip_create_bytes, mine.decision,
+                       ip_create_.policies()[count ? 0 : 1], mine.decision,
                        budget.available[count ? 0 : 1]);
   }
   const auto global = admission::TokenBucket::TryTakeBoth(global_count_, 1, global_bytes_, bytes);
   if (!global.decision.allowed) {
     ip_create_.Refund(client_key, 1, bytes);
     const bool count = global.refused_first;
+    const auto options = options_.Load();
     return RateLimited(count ? "global_count" : "global_bytes",
-                       count ? options_.global_create_count : options_.global_create_bytes,
+                       count ? options->global_create_count : options->global_create_bytes,
                        global.decision, (count ? global_count_ : global_bytes_).Available());
   }
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
@@ -305,7 +335,7 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
 Status AdmissionControl::AdmitReport(std::string_view client_key) {
   const admission::KeyedDecision mine = ip_report_.TryTake(client_key, 1);
   if (mine.allowed()) return Ok();
-  return RateLimited("report_rate", options_.ip_report, mine.decision,
+  return RateLimited("report_rate", ip_report_.policies()[0], mine.decision,
                      ip_report_.Peek(client_key).available[0]);
 }
 
@@ -314,7 +344,7 @@ boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginR
   if (!shared_) {
     const admission::KeyedDecision mine = ip_read_.TryTake(client_key, 1);
     if (!mine.allowed()) {
-      co_return RateLimited("origin_get_ip", options_.ip_read, mine.decision,
+      co_return RateLimited("origin_get_ip", ip_read_.policies()[0], mine.decision,
                             ip_read_.Peek(client_key).available[0]);
     }
     Result<admission::Permit> slot = TakeReadSlot();
@@ -322,7 +352,8 @@ boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginR
     co_return slot;
   }
   static constexpr const char* kReasons[] = {"origin_get_ip"};
-  std::vector<store::BucketTake> takes = {{fmt::format("ipr:{}", client_key), options_.ip_read, 1}};
+  std::vector<store::BucketTake> takes = {
+      {fmt::format("ipr:{}", client_key), options_.Load()->ip_read, 1}};
   auto asking = AskShared(takes, kReasons);
   SharedVerdict verdict = co_await std::move(asking);
   // Silent: the per-client read limit fails open like the create limits; the read pool still holds.
@@ -362,12 +393,13 @@ Result<AdmissionControl::FillTicket> AdmissionControl::AdmitFill(std::string_vie
 
 ClientBudgets AdmissionControl::Budgets(std::string_view client_key) const {
   ClientBudgets b;
+  const auto options = options_.Load();
   const auto mine = ip_create_.Peek(client_key);
-  b.buckets.push_back({"ip_create_count", options_.ip_create_count, mine.available[0]});
-  b.buckets.push_back({"ip_create_bytes", options_.ip_create_bytes, mine.available[1]});
-  b.buckets.push_back({"global_count", options_.global_create_count, global_count_.Available()});
-  b.buckets.push_back({"global_bytes", options_.global_create_bytes, global_bytes_.Available()});
-  b.buckets.push_back({"origin_get_ip", options_.ip_read, ip_read_.Peek(client_key).available[0]});
+  b.buckets.push_back({"ip_create_count", options->ip_create_count, mine.available[0]});
+  b.buckets.push_back({"ip_create_bytes", options->ip_create_bytes, mine.available[1]});
+  b.buckets.push_back({"global_count", options->global_create_count, global_count_.Available()});
+  b.buckets.push_back({"global_bytes", options->global_create_bytes, global_bytes_.Available()});
+  b.buckets.push_back({"origin_get_ip", options->ip_read, ip_read_.Peek(client_key).available[0]});
   b.create_slots = create_slots_->Gauges();
   b.read_slots = read_slots_.Gauges();
   b.fill_slots = fill_slots_.Gauges();

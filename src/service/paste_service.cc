@@ -118,7 +118,7 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                       {}, [this] { return static_cast<double>(Storage().live_bytes); });
   storage_gauges_.Add("sluice_storage_quota_bytes",
                       "The storage quota, max_storage_bytes (0: none)", {},
-                      [this] { return static_cast<double>(options_.max_storage_bytes); });
+                      [this] { return static_cast<double>(options_.Load()->max_storage_bytes); });
   storage_gauges_.Add("sluice_storage_created_bytes_24h",
                       "Bytes of pastes created by this process in the last 24 hours (sum over "
                       "processes for the site)",
@@ -138,10 +138,10 @@ Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t a
         "send the body with a Content-Length header (chunked uploads are not accepted)",
         "length_required");
   }
-  if (*headers.declared_length > options_.max_paste_bytes + allowance) {
+  const uint64_t max_paste_bytes = options_.Load()->max_paste_bytes;
+  if (*headers.declared_length > max_paste_bytes + allowance) {
     return MakeError(ErrorCode::kTooLarge,
-                     fmt::format("a paste may be at most {} bytes", options_.max_paste_bytes),
-                     "too_large");
+                     fmt::format("a paste may be at most {} bytes", max_paste_bytes), "too_large");
   }
   return Ok();
 }
@@ -198,11 +198,25 @@ admission::Outcome OutcomeOf(const Status& put) {
 
 }  // namespace
 
+void PasteService::Reconfigure(const ServiceOptions& next) {
+  ServiceOptions o = *options_.Load();
+  o.max_paste_bytes = next.max_paste_bytes;
+  o.default_ttl = next.default_ttl;
+  o.max_ttl = next.max_ttl;
+  o.create_budget = next.create_budget;
+  o.read_budget = next.read_budget;
+  o.delete_budget = next.delete_budget;
+  o.max_storage_bytes = next.max_storage_bytes;
+  options_.Store(std::move(o));
+}
+
 awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
                                                      std::string_view ttl_text, bool burn) {
-  if (body.size() > options_.max_paste_bytes) {
+  // One snapshot for the whole create: a reload in the middle of it changes the next one.
+  const std::shared_ptr<const ServiceOptions> options = options_.Load();
+  if (body.size() > options->max_paste_bytes) {
     co_return MakeError(ErrorCode::kTooLarge,
-                        fmt::format("a paste may be at most {} bytes", options_.max_paste_bytes),
+                        fmt::format("a paste may be at most {} bytes", options->max_paste_bytes),
                         "too_large");
   }
   switch (CheckPasteText(body)) {
@@ -215,31 +229,31 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     case TextProblem::kNulByte:
       co_return Invalid("the paste contains a NUL byte; only text is accepted", "nul_byte");
   }
-  std::chrono::seconds ttl = options_.default_ttl;
+  std::chrono::seconds ttl = options->default_ttl;
   if (!ttl_text.empty()) {
     auto parsed = ParseTtl(ttl_text);
     if (!parsed)
       co_return Invalid("unknown ttl; choose one of 10m, 1h, 1d, 1w, 30d", "invalid_ttl");
-    if (*parsed > options_.max_ttl) {
+    if (*parsed > options->max_ttl) {
       co_return Invalid("this server does not keep pastes that long", "ttl_over_max");
     }
     ttl = *parsed;
   }
 
-  const Deadline deadline = Deadline::After(clock_, options_.create_budget);
+  const Deadline deadline = Deadline::After(clock_, options->create_budget);
   const store::PasteId id = MintPasteId();
   std::string token = MintDeleteToken();
   const int64_t now = clock_.UnixSeconds();
   store::PasteMeta meta{id,    now,         now + ttl.count(), body.size(), HashDeleteToken(token),
                         false, std::nullopt};
-  if (options_.verify_bodies) meta.body_sha256 = DigestBody(body);
+  if (options->verify_bodies) meta.body_sha256 = DigestBody(body);
   meta.burn = burn;
 
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);
   std::shared_ptr<const std::string> shared_body(held, &held->text);
   const TimePoint put_started = clock_.Now();
-  auto put_call = blobs_.Put(id, shared_body, deadline.ForCall(clock_, options_.put_timeout));
+  auto put_call = blobs_.Put(id, shared_body, deadline.ForCall(clock_, options->put_timeout));
   const Status put = co_await std::move(put_call);
   const admission::Outcome put_outcome = OutcomeOf(put);
   const Duration put_latency = clock_.Now() - put_started;
@@ -258,7 +272,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     co_return WithRetryAfter(std::move(e));
   }
   put_bytes_.Inc(meta.size_bytes);
-  auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options_.insert_timeout));
+  auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options->insert_timeout));
   Status insert = co_await std::move(inserting);
   if (!insert.ok() && store::InsertOutcomeUnknown(insert.error())) {
     // The row may have been written: say so only after looking. The body stays either way (the
@@ -417,13 +431,14 @@ awaitable<Result<CachedPaste>> PasteService::FillShared(
 
 std::chrono::seconds PasteService::SharedTtl(const store::PasteMeta& meta) const {
   const int64_t left = meta.expires_at - clock_.UnixSeconds();
-  return std::chrono::seconds(std::clamp<int64_t>(left, 1, options_.shared_meta_ttl.count()));
+  return std::chrono::seconds(
+      std::clamp<int64_t>(left, 1, options_.Load()->shared_meta_ttl.count()));
 }
 
 awaitable<std::optional<store::PasteMeta>> PasteService::SharedMeta(store::PasteId id,
                                                                     Deadline deadline) {
   if (!shared_) co_return std::nullopt;
-  auto asking = shared_->GetMeta(id, deadline.ForCall(clock_, options_.cache_timeout));
+  auto asking = shared_->GetMeta(id, deadline.ForCall(clock_, options_.Load()->cache_timeout));
   Result<std::optional<store::PasteMeta>> cached = co_await std::move(asking);
   if (!cached.ok()) {
     shared_errors_.Inc();  // slow or absent: a miss, never an error for the reader
@@ -434,7 +449,7 @@ awaitable<std::optional<store::PasteMeta>> PasteService::SharedMeta(store::Paste
 }
 
 awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string client_key) {
-  const Deadline deadline = Deadline::After(clock_, options_.read_budget);
+  const Deadline deadline = Deadline::After(clock_, options_.Load()->read_budget);
   auto from_shared = SharedMeta(id, deadline);
   std::optional<store::PasteMeta> cached = co_await std::move(from_shared);
   Result<store::PasteMeta> meta = MakeError(ErrorCode::kInternal, "unset", "unset");
@@ -467,31 +482,9 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
     // other process can serve it from there after the claim.
     co_return CachedPaste{*meta, nullptr};
   }
-  Result<std::string> body = co_await blobs_.Get(id, deadline);
-  if (!body.ok()) {
-    if (body.error().code == ErrorCode::kNotFound) {
-      // A live row always has its body (the PUT precedes the insert): this is damage, not absence,
-      // and a dependency's wrong answer, not ours.
-      spdlog::error("read {}: row without body", id.view());
-      co_return WithRetryAfter(MakeError(
-          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
-    }
-    co_return WithRetryAfter(body.error());
-  }
-  if (options_.verify_bodies) {
-    if (const auto mismatch = CheckBody(*meta, *body)) {
-      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
-      spdlog::error(
-          "read {}: the body store returned a body that does not match the row ({}: {} "
-          "bytes, the row says {}); not served, not cached",
-          id.view(), BodyMismatchName(*mismatch), body->size(), meta->size_bytes);
-      co_return WithRetryAfter(MakeError(
-          ErrorCode::kUnavailable,
-          "the paste store returned a damaged body for this paste; it was not served, try again "
-          "later",
-          "body_mismatch"));
-    }
-  }
+  auto fetching = FetchCheckedBody(*meta, deadline, "read");
+  Result<std::string> body = co_await std::move(fetching);
+  if (!body.ok()) co_return body.error();
   // Only a row whose body checked out goes to the shared cache: a wrong row must not spread.
   if (from_primary) co_await KeepShared(*meta, deadline);
   CachedPaste paste{*meta, std::make_shared<const std::string>(std::move(*body))};
@@ -499,10 +492,39 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
   co_return paste;
 }
 
+// A live row always has its body (the PUT precedes the insert), so a missing one is damage, not
+// absence, and a body that does not match its row is a dependency's wrong answer: either is 503,
+// never 404 and never served. `action` names the caller in the log.
+awaitable<Result<std::string>> PasteService::FetchCheckedBody(const store::PasteMeta& meta,
+                                                              Deadline deadline,
+                                                              std::string_view action) {
+  Result<std::string> body = co_await blobs_.Get(meta.id, deadline);
+  if (!body.ok()) {
+    if (body.error().code != ErrorCode::kNotFound) co_return WithRetryAfter(body.error());
+    spdlog::error("{} {}: row without body", action, meta.id.view());
+    co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                       "the paste body is missing; try again later",
+                                       std::string(kBodyMissing)));
+  }
+  if (!options_.Load()->verify_bodies) co_return body;
+  if (const auto mismatch = CheckBody(meta, *body)) {
+    (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
+    spdlog::error(
+        "{} {}: the body store returned a body that does not match the row ({}: {} bytes, the "
+        "row says {}); not served, not cached",
+        action, meta.id.view(), BodyMismatchName(*mismatch), body->size(), meta.size_bytes);
+    co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                       "the paste store returned a damaged body for this paste; "
+                                       "it was not served, try again later",
+                                       "body_mismatch"));
+  }
+  co_return body;
+}
+
 awaitable<void> PasteService::KeepShared(const store::PasteMeta& meta, Deadline deadline) {
   if (!shared_) co_return;
-  auto keeping =
-      shared_->PutMeta(meta, SharedTtl(meta), deadline.ForCall(clock_, options_.cache_timeout));
+  auto keeping = shared_->PutMeta(meta, SharedTtl(meta),
+                                  deadline.ForCall(clock_, options_.Load()->cache_timeout));
   const Status kept = co_await std::move(keeping);
   if (!kept.ok()) shared_errors_.Inc();
 }
@@ -515,7 +537,7 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
   auto admitting = admission_.AdmitOriginRead(client.Key());
   Result<admission::Permit> read_slot = co_await std::move(admitting);
   if (!read_slot.ok()) co_return read_slot.error();
-  const Deadline deadline = Deadline::After(clock_, options_.delete_budget);
+  const Deadline deadline = Deadline::After(clock_, options_.Load()->delete_budget);
   Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
   if (!meta.ok()) {
     if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
@@ -536,31 +558,18 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
   // The body first, the claim after: a body that cannot be fetched or does not check out fails
   // the claim with 503 and leaves the paste for a retry, rather than burning it unread. The
   // outbox removes the body only after a claim has committed, so a winner always finds it.
-  Result<std::string> body = co_await blobs_.Get(*id, deadline);
+  auto fetching = FetchCheckedBody(*meta, deadline, "claim");
+  Result<std::string> body = co_await std::move(fetching);
   if (!body.ok()) {
-    if (body.error().code == ErrorCode::kNotFound) {
+    if (body.error().reason == kBodyMissing) {
       // Another reader may have claimed it meanwhile and the outbox already taken the body.
       Result<store::PasteMeta> again = co_await meta_.Get(*id, deadline);
       if (again.ok() && !IsLive(*again)) {
         claims_gone_.Inc();
         co_return NotFound();
       }
-      spdlog::error("claim {}: row without body", id->view());
-      co_return WithRetryAfter(MakeError(
-          ErrorCode::kUnavailable, "the paste body is missing; try again later", "body_missing"));
     }
-    co_return WithRetryAfter(body.error());
-  }
-  if (options_.verify_bodies) {
-    if (const auto mismatch = CheckBody(*meta, *body)) {
-      (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
-      spdlog::error("claim {}: the body store returned a body that does not match the row ({})",
-                    id->view(), BodyMismatchName(*mismatch));
-      co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
-                                         "the paste store returned a damaged body for this "
-                                         "paste; it was not served or burned, try again later",
-                                         "body_mismatch"));
-    }
+    co_return body.error();
   }
   auto claiming = meta_.Claim(*id, clock_.UnixSeconds(), deadline);
   Result<store::PasteMeta> claimed = co_await std::move(claiming);
@@ -582,7 +591,7 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
 awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token) {
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
-  const Deadline deadline = Deadline::After(clock_, options_.delete_budget);
+  const Deadline deadline = Deadline::After(clock_, options_.Load()->delete_budget);
   Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
   if (!meta.ok()) {
     // One answer for "never existed" and "wrong token": existence is not for sale.
@@ -604,7 +613,7 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
     store::PasteMeta tombstone = *meta;
     tombstone.deleted = true;
     auto telling = shared_->Invalidate(tombstone, SharedTtl(tombstone),
-                                       Deadline::After(clock_, options_.cache_timeout));
+                                       Deadline::After(clock_, options_.Load()->cache_timeout));
     if (Status told = co_await std::move(telling); !told.ok()) {
       shared_errors_.Inc();
       spdlog::warn("delete {}: shared cache not invalidated: {}", id->view(), told.error().message);
@@ -626,11 +635,12 @@ constexpr auto kStorageReadBudget = std::chrono::milliseconds(200);
 }  // namespace
 
 awaitable<std::optional<Error>> PasteService::CheckQuota(uint64_t declared_length) {
-  const uint64_t quota = options_.max_storage_bytes;
+  const uint64_t quota = options_.Load()->max_storage_bytes;
   if (quota == 0) co_return std::nullopt;
   const bool stale =
       Nanos(clock_.Now()) - live_read_at_ns_.load() >
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.storage_refresh).count();
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.Load()->storage_refresh)
+          .count();
   // One create at a time pays for the re-read (a point read of a few counter rows); the others
   // decide from the value they have, which this process's own creates and deletes keep current.
   // Other processes' creates reach it at the next re-read: across processes the quota can be
@@ -692,7 +702,7 @@ uint64_t PasteService::CreatedLastDay() const {
 
 PasteService::StorageUsage PasteService::Storage() const {
   return StorageUsage{static_cast<uint64_t>(std::max<int64_t>(0, live_bytes_.load())),
-                      live_known_.load(), options_.max_storage_bytes, CreatedLastDay()};
+                      live_known_.load(), options_.Load()->max_storage_bytes, CreatedLastDay()};
 }
 
 }  // namespace sluice::service

@@ -180,7 +180,7 @@ test('/status shows live numbers changing under load', async () => {
     await page.waitForSelector('#card-status [data-series]', { timeout: 10000 });
     const legend = (card, series) => page.evaluate(([c, s]) => {
       const el = document.querySelector(`#card-${c} [data-series="${s}"]`);
-      return el ? parseFloat(el.textContent.split(': ')[1]) : 0;
+      return el ? parseFloat(el.getAttribute('data-value')) : 0;
     }, [card, series]);
     const api = page.request;
     const created = await api.post(busy.url + '/api/v1/pastes', { data: SAMPLE });
@@ -200,8 +200,9 @@ test('/status shows live numbers changing under load', async () => {
     assert.ok(seen.ok > 5, `200s per second moved: ${JSON.stringify(seen)}`);
     assert.ok(seen.shed > 0, `view sheds per second moved: ${JSON.stringify(seen)}`);
     assert.ok(seen.limited > 0, `429s per second moved: ${JSON.stringify(seen)}`);
-    const highlightLimit = await page.textContent('[data-metric="sluice_pool_limit{pool=\\"highlight\\"}"]');
-    assert.equal(parseFloat(highlightLimit), 1, 'the table shows the same pool as /metrics');
+    const highlightLimit = await page.textContent('#card-pools [data-series="highlight"] td:nth-child(3)');
+    assert.equal(highlightLimit, '1', 'the table shows the same pool as /metrics');
+    assert.match(await page.textContent('#card-pools [data-series="highlight"]'), /^highlighter slots/);
     await page.screenshot({ path: join(screenshotDir, 'status.png'), fullPage: true });
     await page.close();
   } finally {

@@ -19,9 +19,16 @@ SCRIPT = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "testenv", "
 
 
 class PostgresServer:
-    def __init__(self):
+    """tls=True: reached only over TLS with a password, as a managed PostgreSQL (postgres.sh
+    start-tls); `url` then asks for sslmode=verify-full and `password` is the user's password."""
+
+    def __init__(self, tls=False):
         self.dir = tempfile.mkdtemp(prefix="sluice-pg-")
-        self.url = self._script("start", self.dir, "0").strip()
+        self.url = self._script("start-tls" if tls else "start", self.dir, "0").strip()
+        self.password = None
+        if tls:
+            with open(os.path.join(self.dir, "password"), encoding="ascii") as f:
+                self.password = f.read().strip()
 
     def _script(self, *args):
         return subprocess.run([SCRIPT, *args], check=True, capture_output=True, text=True,
@@ -37,8 +44,9 @@ class PostgresServer:
         self._script("stop", self.dir)
 
     def sql(self, query):
+        env = dict(os.environ, PGPASSWORD=self.password) if self.password else None
         return subprocess.run(["psql", self.url, "-tAc", query], check=True, capture_output=True,
-                              text=True, timeout=30).stdout.strip()
+                              text=True, timeout=30, env=env).stdout.strip()
 
 
 class PostgresMetaTest(SluiceTestCase):

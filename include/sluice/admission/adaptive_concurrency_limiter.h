@@ -46,15 +46,20 @@ class AdaptiveConcurrencyLimiter final : public SlotLimiter {
   SlotGauges Gauges() const override;
   /// The count limit now.
   int64_t limit() const { return limit_.load(std::memory_order_relaxed); }
+  /// A new ceiling, byte cap and target from now on (a configuration reload). The limit learned so
+  /// far is kept, clamped under the new ceiling; permits already out are kept and, when the limit
+  /// is now below them, finish while nothing new is admitted.
+  void SetBounds(int64_t max_limit, int64_t max_bytes, Duration target_latency);
 
  private:
   void ReleaseSlot(const Permit& permit, Outcome outcome, std::optional<Duration> latency) override;
   void ReleaseBytes(int64_t bytes) override;
 
-  const AdaptiveConcurrencyOptions options_;
+  AdaptiveConcurrencyOptions options_;  // guarded by mu_ (max_bytes: see max_bytes_)
   const Clock& clock_;
   internal::SlotCounter counter_;
   std::atomic<int64_t> limit_;
+  std::atomic<int64_t> max_bytes_;
   std::atomic<uint64_t> refused_count_{0};
   std::atomic<uint64_t> refused_bytes_{0};
 

@@ -177,12 +177,19 @@ class ConcurrencyLimiter final : public SlotLimiter {
 
   AcquireResult TryAcquire(int64_t bytes = 0) override;
   SlotGauges Gauges() const override;
+  /// New caps for acquires from now on (a configuration reload). Permits already out are kept:
+  /// lowered below what is in flight, the cap lets them finish and admits nothing until under it.
+  /// Same preconditions as the options.
+  void SetLimits(ConcurrencyLimiterOptions options);
 
  private:
   void ReleaseSlot(const Permit& permit, Outcome outcome, std::optional<Duration> latency) override;
   void ReleaseBytes(int64_t bytes) override;
 
-  const ConcurrencyLimiterOptions options_;
+  // Each read once per acquire; a reload may change one between the two loads, and either pair of
+  // caps is one the operator asked for at some point.
+  std::atomic<int64_t> max_count_;
+  std::atomic<int64_t> max_bytes_;
   const Clock& clock_;
   internal::SlotCounter counter_;
   std::atomic<uint64_t> refused_count_{0};

@@ -42,9 +42,14 @@ class JitteredRetryAfter {
  public:
   explicit JitteredRetryAfter(RetryAfterOptions options = {});
   int NextSeconds();
+  /// A new band from now on (a configuration reload). Precondition: min_seconds <= max_seconds.
+  void SetBand(int min_seconds, int max_seconds);
 
  private:
-  const RetryAfterOptions options_;
+  static uint64_t Pack(int min_seconds, int max_seconds);
+  // min in the high half, max in the low: one load gives a band that was configured, never the
+  // old minimum with the new maximum.
+  std::atomic<uint64_t> band_;
   Jitter jitter_;
 };
 

@@ -75,7 +75,14 @@ class KeyedLimiter {
   /// What the key has now, spending nothing and adding no key.
   KeyedBudget Peek(std::string_view key) const;
 
-  const std::vector<TokenBucketPolicy>& policies() const { return options_.policies; }
+  /// The policies now (they change with SetPolicies).
+  std::vector<TokenBucketPolicy> policies() const;
+  /// Changes every key's rates and bursts from now on (a configuration reload). Each key keeps the
+  /// tokens it has, refilled at the old rate up to now and capped at the new burst, so a client
+  /// neither gains a fresh burst nor loses what it saved. Precondition: as many policies as at
+  /// construction. Takes each shard's lock in turn: a take sees the old or the new policies of its
+  /// shard, never a mix.
+  void SetPolicies(std::vector<TokenBucketPolicy> policies);
   /// Keys held now, across shards.
   size_t size() const;
   /// Keys forgotten because they had refilled (free: nothing was lost).
@@ -87,7 +94,7 @@ class KeyedLimiter {
   class Shard;
   Shard& ShardFor(std::string_view key, size_t* hash) const;
 
-  const KeyedLimiterOptions options_;
+  const KeyedLimiterOptions options_;  // the policies at construction; each shard holds the current
   const Clock& clock_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<uint64_t> expired_{0};

@@ -58,6 +58,17 @@ class KeyedSlots {
     return Slot(this, it->first);
   }
 
+  /// A new share from now on (a configuration reload). A key already above it keeps its units
+  /// until they end and gets no new one until it is under. Precondition: max_per_key > 0.
+  void SetMaxPerKey(int64_t max_per_key) {
+    std::lock_guard lock(mu_);
+    max_per_key_ = max_per_key;
+  }
+  int64_t max_per_key() const {
+    std::lock_guard lock(mu_);
+    return max_per_key_;
+  }
+
   int64_t InFlight(std::string_view key) const {
     std::lock_guard lock(mu_);
     auto it = in_flight_.find(std::string(key));
@@ -75,8 +86,8 @@ class KeyedSlots {
     if (it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
   }
 
-  const int64_t max_per_key_;
   mutable std::mutex mu_;
+  int64_t max_per_key_;  // guarded by mu_
   std::unordered_map<std::string, int64_t> in_flight_;
 };
 

@@ -94,6 +94,9 @@ class HttpServer {
   std::string bound_address() const;
   /// The base of the links handed out (public_url, or http://<bound address>).
   std::string base_url() const;
+  /// The settings a reload may change (timeouts, connection caps, trusted proxies, access log),
+  /// for connections and requests from now on; the rest of `next` is ignored. Thread-safe.
+  void Reconfigure(const ServerOptions& next);
   /// Stops accepting, lets in-flight requests finish (up to drain_timeout), then calls `done`.
   void Drain(std::function<void()> done);
 

@@ -26,6 +26,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
+#include "sluice/common/swappable.h"
 #include "sluice/store/shared_state.h"
 
 namespace sluice::service {
@@ -136,7 +137,14 @@ class AdmissionControl {
   /// wave.
   int JitteredRetryAfterSeconds() { return retry_after_.NextSeconds(); }
 
-  const AdmissionOptions& options() const { return options_; }
+  /// The options now (a reload replaces them); hold the pointer for the length of one decision.
+  std::shared_ptr<const AdmissionOptions> options() const { return options_.Load(); }
+
+  /// New limits for requests from now on (README.md, "Reload"); nothing in flight is dropped. Each
+  /// bucket keeps its tokens (capped at its new burst); a cap lowered below what is in flight lets
+  /// those finish and admits nothing new until under it. `adaptive_create_cap` and
+  /// `max_client_keys` stay as built: they choose what the limiters are, not their numbers.
+  void Reconfigure(AdmissionOptions next);
 
  private:
   Error Refuse(ErrorCode code, const char* reason, std::string message);
@@ -166,7 +174,7 @@ class AdmissionControl {
   void NoteSharedAnswer();
   void NoteSharedSilence(const Error& why);
 
-  const AdmissionOptions options_;
+  Swappable<AdmissionOptions> options_;
   const Clock& clock_;
   MetricsRegistry& metrics_;
   store::SharedState* const shared_;

@@ -17,6 +17,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
+#include "sluice/common/swappable.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
@@ -104,7 +105,13 @@ class PasteService {
                ServiceOptions options, store::SharedState* shared = nullptr,
                const Blocklist* blocks = nullptr);
 
-  const ServiceOptions& options() const { return options_; }
+  /// The options now (a reload replaces them); hold the pointer for the length of one request.
+  std::shared_ptr<const ServiceOptions> options() const { return options_.Load(); }
+  /// New limits and budgets for requests from now on (README.md, "Reload"): max_paste_bytes, the
+  /// TTLs, create_budget, read_budget, delete_budget and max_storage_bytes. The rest stays as
+  /// built: the per-call timeouts are also the stores' own (service::CallTimeouts), and the
+  /// checksums and cache lifetimes decide what is already stored.
+  void Reconfigure(const ServiceOptions& next);
 
   /// Step 1 of a create, from the headers alone: LengthRequired without a bounded length, TooLarge
   /// over the limit. `allowance` is extra framing the transport adds (multipart boundaries).
@@ -179,6 +186,10 @@ class PasteService {
   /// wave of clients either.
   Error WithRetryAfter(Error e);
   boost::asio::awaitable<Result<CachedPaste>> Fill(store::PasteId id, std::string client_key);
+  static constexpr std::string_view kBodyMissing = "body_missing";
+  boost::asio::awaitable<Result<std::string>> FetchCheckedBody(const store::PasteMeta& meta,
+                                                               Deadline deadline,
+                                                               std::string_view action);
   /// After an insert whose outcome is unknown: reads the row to learn whether it was written.
   /// Success if `meta` is there; otherwise the outcome_unknown error.
   boost::asio::awaitable<Status> ConfirmInsert(const store::PasteMeta& meta, const Error& lost,
@@ -214,7 +225,7 @@ class PasteService {
   PasteCache& cache_;
   AdmissionControl& admission_;
   const Clock& clock_;
-  const ServiceOptions options_;
+  Swappable<ServiceOptions> options_;
   store::SharedState* const shared_;
   const Blocklist* const blocks_;
   Counter& cache_hits_;

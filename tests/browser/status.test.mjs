@@ -1,0 +1,82 @@
+// /status speaks to people: names in words, counts as integers, every chart with its unit and a
+// time axis, and the abuse panels drawn from /api/v1/status's "abuse" object (a fixture served
+// through playwright's route() where the server has no such data yet).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSluice, launchBrowser, withAbuseFixture } from './harness.mjs';
+
+let server;
+let chrome;
+
+before(async () => {
+  [server, chrome] = await Promise.all([startSluice(), launchBrowser()]);
+});
+
+after(async () => {
+  if (chrome) await chrome.close();
+  if (server) await server.stop();
+});
+
+test('/status names things in words, with units and time axes', async () => {
+  const page = await chrome.browser.newPage({ viewport: { width: 1100, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const real = await (await page.request.get(server.url + '/api/v1/status')).json();
+  await page.goto(server.url + '/status');
+  // Two polls: rates need a previous one.
+  await page.waitForSelector('#card-status [data-series]', { timeout: 10000 });
+  const text = await page.textContent('#live');
+  assert.doesNotMatch(text, /[{}]|="|sluice_/, 'no Prometheus names or label syntax');
+  const pools = await page.textContent('#card-pools table');
+  for (const name of ['create slots', 'read slots', 'highlighter slots']) assert.match(pools, new RegExp(name));
+  assert.match(await page.textContent('#card-breakers table'), /metadata store\s*closed/);
+  assert.match(await page.textContent('#card-breakers table'), /body store\s*closed/);
+  assert.doesNotMatch(await page.textContent('#card-breakers table'), /\d\.\d\d/);
+  // Counts are integers.
+  for (const cell of await page.locator('#card-status td:nth-child(3)').allTextContents()) {
+    assert.match(cell, /^[\d,]+$/, `a count is an integer: ${cell}`);
+  }
+  assert.match(await page.textContent('#card-storage table'), /\d+ (bytes|KB|MB)/);
+  // Every time chart: its unit, ticks from five minutes ago to now.
+  const charts = await page.locator('#live svg.chart').evaluateAll((svgs) => svgs.map((svg) => ({
+    card: svg.closest('section').id,
+    labels: Array.from(svg.querySelectorAll('text')).map((t) => t.textContent),
+    label: svg.getAttribute('aria-label'),
+  })));
+  const units = { 'card-pools': 'slots', 'card-status': 'per second', 'card-sheds': 'per second',
+    'card-latency': 'ms', 'card-breakers': 'state', 'card-ladder': 'per second', 'card-outbox': 'seconds',
+    'card-storage': 'bytes' };
+  for (const [card, unit] of Object.entries(units)) {
+    const chart = charts.find((c) => c.card === card);
+    assert.ok(chart, `${card} has a chart`);
+    assert.equal(chart.labels[0], unit, `${card}'s unit`);
+    for (const tick of ['\u22125 min', '\u22121 min', 'now']) assert.ok(chart.labels.includes(tick), `${card}: ${tick}`);
+    assert.match(chart.label, /last 5 minutes/);
+  }
+  const breakerTicks = charts.find((c) => c.card === 'card-breakers').labels;
+  for (const state of ['closed', 'half-open', 'open']) assert.ok(breakerTicks.includes(state));
+
+  // Without the sketch's data: "no data", and no reports panel unless the server has the gauge.
+  assert.match(await page.textContent('#card-top-keys'), /no data/);
+  if (real.reports_pending === undefined && !('sluice_reports_pending' in real.metrics)) {
+    assert.equal(await page.locator('#card-reports').count(), 0);
+  }
+
+  // With it: the tables and the distribution.
+  await withAbuseFixture(page);
+  await page.goto(server.url + '/status');
+  await page.waitForSelector('#card-budget svg rect');
+  assert.ok(await page.locator('#card-reports').isVisible());
+  assert.match(await page.textContent('#card-reports table'), /reports waiting\s*4/);
+  assert.match(await page.textContent('#card-top-keys'), /key-7f3a\s*120\s*480/);
+  assert.match(await page.textContent('#card-top-prefixes'), /203\.0\.113\.0\/24\s*210\s*480/);
+  // The buckets are cumulative, as a histogram's: 700 up to 10 %, 250 from 10 to 50 %, 3 over 100 %.
+  const budget = await page.textContent('#card-budget table');
+  assert.match(budget, /up to 10 %\s*700/);
+  assert.match(budget, /10 % to 50 %\s*250/);
+  assert.match(budget, /over 100 %\s*3/);
+  assert.match(budget, /global create cap used\s*42 %/);
+  assert.equal(await page.locator('#card-budget svg rect').count(), 5);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

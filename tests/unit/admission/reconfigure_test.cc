@@ -1,0 +1,250 @@
+// The setters a configuration reload uses (README.md, "Reload"): a bucket keeps its tokens when its
+// rate changes, a lowered cap lets what is in flight finish and admits nothing new until under it,
+// and a Swappable's readers keep the value they took. The stress tests at the end run readers
+// against a reloading thread, for ThreadSanitizer (the `tsan` preset).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/admission/adaptive_concurrency_limiter.h"
+#include "sluice/admission/concurrency_limiter.h"
+#include "sluice/admission/jitter.h"
+#include "sluice/admission/keyed_limiter.h"
+#include "sluice/admission/keyed_slots.h"
+#include "sluice/admission/token_bucket.h"
+#include "sluice/common/swappable.h"
+
+namespace sluice::admission {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(KeyedLimiterReconfigureTest, KeepsTokensRefilledAtTheOldRateThenCappedAtTheNewBurst) {
+  ManualClock clock;
+  KeyedLimiter limiter(KeyedLimiterOptions{{TokenBucketPolicy{1, 10}}, 100, 4}, clock);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(limiter.TryTake("a").allowed());
+  clock.Advance(seconds(2));  // 2 + 2 refilled at the old 1/s = 4
+  limiter.SetPolicies({TokenBucketPolicy{10, 100}});
+  EXPECT_DOUBLE_EQ(limiter.Peek("a").available[0], 4);  // no fresh burst for a reload
+  EXPECT_DOUBLE_EQ(limiter.Peek("new").available[0], 100);
+  clock.Advance(seconds(1));
+  EXPECT_DOUBLE_EQ(limiter.Peek("a").available[0], 14);  // now at the new rate
+  EXPECT_EQ(limiter.policies().front().rate_per_second, 10);
+
+  limiter.SetPolicies({TokenBucketPolicy{1, 3}});  // lowered: capped at the new burst
+  EXPECT_DOUBLE_EQ(limiter.Peek("a").available[0], 3);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.TryTake("a").allowed());
+  const KeyedDecision refused = limiter.TryTake("a");
+  EXPECT_FALSE(refused.allowed());
+  EXPECT_EQ(refused.decision.RetryAfterSeconds(), 1);
+}
+
+TEST(KeyedLimiterReconfigureTest, ChangesBothDimensionsOfAPair) {
+  ManualClock clock;
+  KeyedLimiter limiter(
+      KeyedLimiterOptions{{TokenBucketPolicy{1, 10}, TokenBucketPolicy{100, 1000}}, 100, 2}, clock);
+  ASSERT_TRUE(limiter.TryTake("a", 1, 1000).allowed());
+  limiter.SetPolicies({TokenBucketPolicy{1, 10}, TokenBucketPolicy{100, 5000}});
+  EXPECT_FALSE(limiter.TryTake("a", 1, 2000).allowed());  // kept its (empty) byte bucket
+  clock.Advance(seconds(20));
+  EXPECT_TRUE(limiter.TryTake("a", 1, 2000).allowed());  // 2000 bytes refilled, burst now 5000
+  EXPECT_EQ(limiter.policies()[1].burst, 5000);
+}
+
+TEST(TokenBucketReconfigureTest, SetPolicyKeepsTokensAndRefillsAtTheNewRate) {
+  ManualClock clock;
+  TokenBucket bucket({1, 10}, clock);
+  ASSERT_TRUE(bucket.TryTake(10).allowed);
+  bucket.SetPolicy({5, 20});
+  EXPECT_DOUBLE_EQ(bucket.Available(), 0);
+  clock.Advance(seconds(1));
+  EXPECT_DOUBLE_EQ(bucket.Available(), 5);
+}
+
+TEST(ConcurrencyLimiterReconfigureTest, LoweredBelowInFlightLetsThemFinishAndAdmitsNoneUntilUnder) {
+  ManualClock clock;
+  ConcurrencyLimiter limiter({4, 1000}, clock);
+  std::vector<Permit> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::move(*limiter.TryAcquire(10).permit));
+  limiter.SetLimits({2, 1000});
+  EXPECT_EQ(limiter.Gauges().limit, 2);
+  EXPECT_EQ(limiter.Gauges().in_use, 4);  // nothing in flight was dropped
+  EXPECT_FALSE(limiter.TryAcquire(10).ok());
+  held.pop_back();
+  held.pop_back();
+  EXPECT_FALSE(limiter.TryAcquire(10).ok());  // 2 in flight: at the cap, not under it
+  held.pop_back();
+  auto again = limiter.TryAcquire(10);
+  EXPECT_TRUE(again.ok());
+
+  limiter.SetLimits({10, 15});  // the byte cap changes too
+  const AcquireResult too_big = limiter.TryAcquire(10);
+  EXPECT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.refusal, SlotRefusal::kBytes);
+  EXPECT_EQ(limiter.Gauges().max_bytes, 15);
+}
+
+TEST(AdaptiveConcurrencyLimiterReconfigureTest, ANewCeilingClampsTheLearnedLimit) {
+  ManualClock clock;
+  AdaptiveConcurrencyOptions o;
+  o.initial_limit = 20;
+  o.max_limit = 50;
+  AdaptiveConcurrencyLimiter limiter(o, clock);
+  limiter.SetBounds(5, 100, milliseconds(100));
+  EXPECT_EQ(limiter.limit(), 5);
+  EXPECT_EQ(limiter.Gauges().max_bytes, 100);
+  std::vector<Permit> held;
+  for (int i = 0; i < 5; ++i) held.push_back(std::move(*limiter.TryAcquire(1).permit));
+  EXPECT_FALSE(limiter.TryAcquire(1).ok());
+  // Successes under the new target grow it back only up to the new ceiling.
+  for (int round = 0; round < 20; ++round) {
+    for (auto& p : held) p.Done(Outcome::kSuccess, milliseconds(10));
+    held.clear();
+    for (int i = 0; i < 5; ++i) {
+      auto r = limiter.TryAcquire(1);
+      if (r.ok()) held.push_back(std::move(*r.permit));
+    }
+  }
+  EXPECT_EQ(limiter.limit(), 5);
+  limiter.SetBounds(50, 100, milliseconds(100));
+  EXPECT_EQ(limiter.limit(), 5);  // raising the ceiling does not raise what was learned
+}
+
+TEST(KeyedSlotsReconfigureTest, AKeyAboveTheNewShareKeepsItsUnitsAndGetsNoneUntilUnder) {
+  KeyedSlots slots(3);
+  std::vector<KeyedSlots::Slot> held;
+  for (int i = 0; i < 3; ++i) held.push_back(std::move(*slots.TryAcquire("a")));
+  slots.SetMaxPerKey(1);
+  EXPECT_EQ(slots.InFlight("a"), 3);
+  EXPECT_FALSE(slots.TryAcquire("a").has_value());
+  held.pop_back();
+  held.pop_back();
+  EXPECT_FALSE(slots.TryAcquire("a").has_value());
+  held.pop_back();
+  EXPECT_TRUE(slots.TryAcquire("a").has_value());
+  EXPECT_EQ(slots.max_per_key(), 1);
+}
+
+TEST(JitteredRetryAfterReconfigureTest, ANewBandIsUsedAtOnce) {
+  JitteredRetryAfter retry({5, 15, 42});
+  retry.SetBand(30, 31);
+  for (int i = 0; i < 100; ++i) {
+    const int s = retry.NextSeconds();
+    EXPECT_GE(s, 30);
+    EXPECT_LE(s, 31);
+  }
+}
+
+TEST(SwappableTest, AReaderKeepsTheValueItTookAcrossAStore) {
+  Swappable<std::string> value(std::string("old"));
+  const std::shared_ptr<const std::string> taken = value.Load();
+  value.Store("new");
+  EXPECT_EQ(*taken, "old");
+  EXPECT_EQ(*value.Load(), "new");
+}
+
+void RunThreads(int n, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) threads.emplace_back(body, i);
+  for (std::thread& t : threads) t.join();
+}
+
+// Readers take and give back while one thread reloads: the caps hold at every moment against the
+// largest of the limits ever configured, and everything drains to zero.
+TEST(ReconfigureStressTest, ConcurrencyLimiterAndKeyedSlotsUnderAReloadingThread) {
+  ManualClock clock;
+  ConcurrencyLimiter limiter({8, 800}, clock);
+  KeyedSlots shares(4);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> worst_count{0};
+  std::atomic<int64_t> worst_bytes{0};
+  RunThreads(5, [&](int id) {
+    if (id == 0) {
+      for (int i = 0; i < 2000; ++i) {
+        const int64_t n = 1 + i % 8;
+        limiter.SetLimits({n, n * 100});
+        shares.SetMaxPerKey(1 + i % 4);
+      }
+      stop = true;
+      return;
+    }
+    const std::string key = "k" + std::to_string(id % 2);
+    while (!stop.load()) {
+      auto share = shares.TryAcquire(key);
+      AcquireResult r = limiter.TryAcquire(50);
+      const auto gauges = limiter.Gauges();
+      int64_t seen = worst_count.load();
+      while (gauges.in_use > seen && !worst_count.compare_exchange_weak(seen, gauges.in_use)) {
+      }
+      seen = worst_bytes.load();
+      while (gauges.bytes_in_use > seen &&
+             !worst_bytes.compare_exchange_weak(seen, gauges.bytes_in_use)) {
+      }
+      if (r.ok()) r.permit->Done(Outcome::kSuccess);
+    }
+  });
+  EXPECT_LE(worst_count.load(), 8);
+  EXPECT_LE(worst_bytes.load(), 800);
+  EXPECT_EQ(limiter.Gauges().in_use, 0);
+  EXPECT_EQ(limiter.Gauges().bytes_in_use, 0);
+  EXPECT_EQ(shares.keys(), 0u);
+}
+
+// Takes race SetPolicies: each take is judged by one whole set of policies, so across every
+// reload a key never gets more than the largest burst plus what the largest rate refilled.
+TEST(ReconfigureStressTest, KeyedLimiterTakesAgainstAReloadingThread) {
+  ManualClock clock;
+  KeyedLimiter limiter(KeyedLimiterOptions{{TokenBucketPolicy{1, 10}}, 1000, 4}, clock);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> allowed{0};
+  RunThreads(4, [&](int id) {
+    if (id == 0) {
+      for (int i = 0; i < 500; ++i) {
+        limiter.SetPolicies({TokenBucketPolicy{1.0 + i % 3, 10.0 + i % 5}});
+        clock.Advance(milliseconds(1));
+      }
+      stop = true;
+      return;
+    }
+    while (!stop.load()) {
+      if (limiter.TryTake("hot").allowed()) allowed.fetch_add(1);
+      limiter.TryTake("k" + std::to_string(id));
+      limiter.Peek("hot");
+    }
+  });
+  // 500 ms at a rate of at most 3/s is at most 1.5 tokens on top of the first burst of 10: a
+  // reload never refills a bucket nor hands out a fresh burst.
+  EXPECT_LE(allowed.load(), 10 + 2);
+}
+
+TEST(ReconfigureStressTest, SwappableReadersSeeWholeValues) {
+  struct Pair {
+    int64_t a;
+    int64_t b;
+  };
+  Swappable<Pair> value(Pair{0, 0});
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> torn{0};
+  RunThreads(4, [&](int id) {
+    if (id == 0) {
+      for (int64_t i = 1; i <= 5000; ++i) value.Store(Pair{i, -i});
+      stop = true;
+      return;
+    }
+    while (!stop.load()) {
+      const auto p = value.Load();
+      if (p->a != -p->b) torn.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(value.Load()->a, 5000);
+}
+
+}  // namespace
+}  // namespace sluice::admission

@@ -1,0 +1,65 @@
+// What a reload (src/app/reload.cc) applies live and what it says needs a restart: every declared
+// key is one or the other, the live ones are compared with the last reload and the others with the
+// start, so a restart-only change is named again at every reload until the process restarts.
+#include "../../../src/app/reload.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../../../src/app/settings.h"
+
+namespace sluice::app {
+namespace {
+
+using Keys = std::vector<std::string>;
+
+TEST(ReloadTest, TheLiveKeysAreDeclaredSettings) {
+  const Keys keys = SettingsLoader::Keys();
+  int live = 0;
+  for (const std::string& key : keys) live += IsLiveSetting(key) ? 1 : 0;
+  // Every key of the live list exists (a rename in settings.cc would otherwise silently make a
+  // key restart-only): the list in reload.cc has 42.
+  EXPECT_EQ(live, 42);
+  EXPECT_TRUE(IsLiveSetting("ip_create_rate"));
+  EXPECT_TRUE(IsLiveSetting("trusted_proxy"));
+  EXPECT_TRUE(IsLiveSetting("log_level"));
+  EXPECT_FALSE(IsLiveSetting("listen"));
+  EXPECT_FALSE(IsLiveSetting("data_dir"));
+  EXPECT_FALSE(IsLiveSetting("meta"));
+  EXPECT_FALSE(IsLiveSetting("create_cap"));
+}
+
+TEST(ReloadTest, SplitsChangesIntoLiveAndRestart) {
+  const Settings start = SettingsLoader::FromToml("ip_create_rate = 1\n");
+  const Settings next =
+      SettingsLoader::FromToml("ip_create_rate = 5\nlisten = \"127.0.0.1:9\"\nthreads = 3\n");
+  const ReloadChanges changes = CompareForReload(start, start, next);
+  EXPECT_EQ(changes.live, Keys{"ip_create_rate"});
+  EXPECT_EQ(changes.restart, (Keys{"listen", "threads"}));
+}
+
+TEST(ReloadTest, ARestartOnlyChangeIsNamedAgainUntilRestartedAndALiveOneOnlyOnce) {
+  const Settings start = SettingsLoader::FromToml("");
+  const Settings first = SettingsLoader::FromToml("ip_create_rate = 5\nthreads = 3\n");
+  const Settings second = SettingsLoader::FromToml("ip_create_rate = 5\nthreads = 3\n");
+  const ReloadChanges changes = CompareForReload(start, first, second);
+  EXPECT_TRUE(changes.live.empty());
+  EXPECT_EQ(changes.restart, Keys{"threads"});
+  // Back to the start's value: nothing to restart for any more.
+  const ReloadChanges back =
+      CompareForReload(start, second, SettingsLoader::FromToml("ip_create_rate = 5\n"));
+  EXPECT_TRUE(back.restart.empty());
+}
+
+TEST(ReloadTest, NothingChangedIsNothing) {
+  const Settings s = SettingsLoader::FromToml("report_rate = 2\n");
+  const ReloadChanges changes =
+      CompareForReload(s, s, SettingsLoader::FromToml("report_rate = 2\n"));
+  EXPECT_TRUE(changes.live.empty());
+  EXPECT_TRUE(changes.restart.empty());
+}
+
+}  // namespace
+}  // namespace sluice::app
