@@ -2,6 +2,7 @@
 // read, haste's document read, and the two ways to delete.
 #include <fmt/format.h>
 
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "file_language.h"
@@ -9,6 +10,7 @@
 #include "json_create.h"
 #include "multipart.h"
 #include "pages.h"
+#include "presenter.h"
 #include "sluice/render/highlighter.h"
 
 namespace sluice::http {
@@ -240,6 +242,89 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
 // `curl URL` prints the paste; kDocument is haste's {"key", "data"}; kMeta the JSON API's read.
 enum class ReadAs { kRaw, kView, kDocument, kMeta };
 
+// What a hot read answers again and again, made once per paste and event-loop thread instead of
+// per request: the raw answer's fixed fields, and the rendered page of a view from the render
+// cache. A read then builds only what varies (Cache-Control's max-age, the request id), and the
+// page is shared rather than formatted afresh (bench/results/profile/README.md). Per thread, so a
+// hit takes no lock; direct-mapped and small, so it bounds itself.
+//
+// Keyed by the identity of an immutable string the caches already hold (a paste's body, a
+// rendering): a weak pointer tells a live one from a new string at a freed one's address. An
+// entry whose string is gone is never served, only replaced.
+constexpr size_t kPreparedSlots = 64;
+// A page larger than this is formatted per request; at most this much is held per thread.
+constexpr size_t kPreparedPageLimit = size_t{512} << 10;
+constexpr size_t kPreparedPageBudget = size_t{8} << 20;
+
+bool Identifies(const std::weak_ptr<const std::string>& held, const std::string* seen,
+                const std::string* wanted) {
+  return seen == wanted && wanted != nullptr && !held.expired();
+}
+
+size_t SlotOf(const void* key) { return (reinterpret_cast<uintptr_t>(key) >> 4) % kPreparedSlots; }
+
+std::shared_ptr<const FixedFields> RawFields(std::string_view id,
+                                             const std::shared_ptr<const std::string>& body,
+                                             const std::string& etag) {
+  struct Slot {
+    std::weak_ptr<const std::string> body;
+    const std::string* seen = nullptr;
+    std::string id;
+    std::shared_ptr<const FixedFields> fields;
+  };
+  thread_local std::array<Slot, kPreparedSlots> slots;
+  Slot& slot = slots[SlotOf(body.get())];
+  if (Identifies(slot.body, slot.seen, body.get()) && slot.id == id) return slot.fields;
+  slot.body = body;
+  slot.seen = body.get();
+  slot.id = std::string(id);
+  slot.fields = MakeFixedFields({{"Content-Security-Policy", "default-src 'none'; sandbox"},
+                                 {"X-Content-Type-Options", "nosniff"},
+                                 {"ETag", etag}},
+                                false);
+  return slot.fields;
+}
+
+// The page and fixed fields of a view served from the render cache (rung "cached"): everything
+// in them follows from the paste (immutable), the language asked for and the rendering.
+struct PreparedPage {
+  std::shared_ptr<const std::string> page;
+  std::shared_ptr<const FixedFields> fields;
+};
+
+template <class MakePage>
+PreparedPage CachedViewPage(std::string_view id, std::string_view language, int64_t expires_at,
+                            const render::RenderedView& view, const std::string& etag,
+                            MakePage make_page) {
+  struct Slot {
+    std::weak_ptr<const std::string> html;
+    const std::string* seen = nullptr;
+    std::string id;
+    std::string language;
+    int64_t expires_at = 0;
+    PreparedPage prepared;
+  };
+  thread_local std::array<Slot, kPreparedSlots> slots;
+  thread_local size_t held_bytes = 0;
+  Slot& slot = slots[SlotOf(view.html.get())];
+  if (Identifies(slot.html, slot.seen, view.html.get()) && slot.id == id &&
+      slot.language == language && slot.expires_at == expires_at) {
+    return slot.prepared;
+  }
+  PreparedPage made{
+      std::make_shared<const std::string>(make_page()),
+      MakeFixedFields({{"X-Sluice-Rung", view.Tag()}, {"Vary", "Accept"}, {"ETag", etag}}, true)};
+  const size_t old_bytes = slot.prepared.page ? slot.prepared.page->size() : 0;
+  const size_t new_bytes = made.page->size();
+  if (new_bytes <= kPreparedPageLimit &&
+      held_bytes - old_bytes + new_bytes <= kPreparedPageBudget) {
+    held_bytes = held_bytes - old_bytes + new_bytes;
+    slot =
+        Slot{view.html, view.html.get(), std::string(id), std::string(language), expires_at, made};
+  }
+  return made;
+}
+
 nlohmann::json MetaJson(const Context& ctx, const service::CachedPaste& paste, bool content) {
   const std::string id = paste.meta.id.str();
   nlohmann::json j = {{"id", id},
@@ -310,21 +395,32 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   }
   if (raw) {
     Reply reply = Reply::Text(200, "");
+    reply.headers.reserve(3);
+    reply.fixed = RawFields(id, paste->body, etag);
     if (negotiated) reply.Set("Vary", "Accept");
     reply.shared_body = paste->body;
-    reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
-    reply.Set("X-Content-Type-Options", "nosniff");
     if (req.Query("download")) {
       reply.Set("Content-Disposition", fmt::format("attachment; filename=\"{}.txt\"", id));
     }
-    reply.Set("ETag", etag).Set("Cache-Control", std::move(cache_control));
+    reply.Set("Cache-Control", std::move(cache_control));
     co_return reply;
   }
   const std::string id_text(id);
   auto rendering = ctx.renderer.Render(id_text, paste->body, language, req.client.Key());
   const render::RenderedView view = co_await std::move(rendering);
-  Reply reply = Reply::Html(200, PastePage(MakePasteView(ctx, id, language, paste->meta.expires_at,
-                                                         paste->body->size(), view)));
+  const auto page = [&] {
+    return PastePage(
+        MakePasteView(ctx, id, language, paste->meta.expires_at, paste->body->size(), view));
+  };
+  if (view.rung == admission::Rung::kCached) {
+    PreparedPage prepared = CachedViewPage(id, language, paste->meta.expires_at, view, etag, page);
+    Reply reply = Reply::Html(200, "");
+    reply.shared_body = std::move(prepared.page);
+    reply.fixed = std::move(prepared.fields);
+    reply.Set("Cache-Control", std::move(cache_control));
+    co_return reply;
+  }
+  Reply reply = Reply::Html(200, page());
   reply.Set("X-Sluice-Rung", view.Tag());
   reply.Set("Vary", "Accept");
   if (view.rung == admission::Rung::kPlain && !view.language.empty()) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -26,7 +27,143 @@ void AddRefusalFields(Reply& reply, const Error& e) {
   }
 }
 
+// The reason phrase of the status line (RFC 9110 15): clients ignore it, people read it.
+std::string_view ReasonPhrase(unsigned status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 303:
+      return "See Other";
+    case 304:
+      return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 451:
+      return "Unavailable For Legal Reasons";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 507:
+      return "Insufficient Storage";
+    default:
+      return "Unknown";
+  }
+}
+
+// A field value is the server's own, but a CR or LF in one would end the head early (response
+// splitting): sent as a space instead.
+void AppendField(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name);
+  out.append(": ");
+  if (value.find_first_of("\r\n") == std::string_view::npos) {
+    out.append(value);
+  } else {
+    for (const char c : value) out.push_back(c == '\r' || c == '\n' ? ' ' : c);
+  }
+  out.append("\r\n");
+}
+
+void AppendNumber(std::string& out, uint64_t n) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  out.append(digits, end);
+}
+
+void AddPageSecurity(std::vector<Header>& headers) {
+  headers.push_back({"Content-Security-Policy", std::string(kPageCsp)});
+  headers.push_back({"X-Content-Type-Options", "nosniff"});
+  headers.push_back({"Referrer-Policy", "no-referrer"});
+}
+
 }  // namespace
+
+void SerializeHead(const Reply& reply, std::string_view request_id, bool close, std::string& out) {
+  out.append("HTTP/1.1 ");
+  AppendNumber(out, reply.status);
+  out.push_back(' ');
+  out.append(ReasonPhrase(reply.status));
+  out.append("\r\nServer: sluice\r\n");
+  if (!reply.content_type.empty()) AppendField(out, "Content-Type", reply.content_type);
+  if (reply.fixed) out.append(reply.fixed->wire);
+  for (const Header& h : reply.headers) AppendField(out, h.name, h.value);
+  if (!request_id.empty()) AppendField(out, "X-Request-Id", request_id);
+  // A 304's Content-Length could only be the 200's, which this answer does not know (RFC 9110
+  // 8.6, 15.4.5); a 204 must not carry one.
+  if (HasContent(reply.status)) {
+    out.append("Content-Length: ");
+    AppendNumber(out, reply.body_size());
+    out.append("\r\n");
+  }
+  if (close) out.append("Connection: close\r\n");
+  out.append("\r\n");
+}
+
+std::shared_ptr<const FixedFields> MakeFixedFields(std::vector<Header> headers,
+                                                   bool page_security) {
+  auto fixed = std::make_shared<FixedFields>();
+  fixed->headers = std::move(headers);
+  if (page_security) AddPageSecurity(fixed->headers);
+  fixed->page_security = page_security;
+  for (const Header& h : fixed->headers) AppendField(fixed->wire, h.name, h.value);
+  return fixed;
+}
 
 Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
   if (reply.error) {
@@ -43,10 +180,11 @@ Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
       reply.body = j.dump() + "\n";
     }
     reply.shared_body.reset();
+    reply.fixed.reset();
     AddRefusalFields(reply, e);
     reply.error.reset();
   }
-  if (reply.content_type.starts_with("text/html")) {
+  if (reply.content_type.starts_with("text/html") && !(reply.fixed && reply.fixed->page_security)) {
     reply.Set("Content-Security-Policy", kPageCsp);
     reply.Set("X-Content-Type-Options", "nosniff");
     reply.Set("Referrer-Policy", "no-referrer");

@@ -32,18 +32,18 @@ unsigned StatusFor(ErrorCode code) {
 }
 
 Reply Reply::Json(unsigned status, std::string json) {
-  return Reply{status, "application/json", std::move(json), {}, {}, {}, false};
+  return Reply{status, "application/json", std::move(json), {}, {}, {}, {}, false};
 }
 
 Reply Reply::Html(unsigned status, std::string html) {
-  return Reply{status, "text/html; charset=utf-8", std::move(html), {}, {}, {}, false};
+  return Reply{status, "text/html; charset=utf-8", std::move(html), {}, {}, {}, {}, false};
 }
 
 Reply Reply::Text(unsigned status, std::string text) {
-  return Reply{status, "text/plain; charset=utf-8", std::move(text), {}, {}, {}, false};
+  return Reply{status, "text/plain; charset=utf-8", std::move(text), {}, {}, {}, {}, false};
 }
 
-Reply Reply::Empty(unsigned status) { return Reply{status, {}, {}, {}, {}, {}, false}; }
+Reply Reply::Empty(unsigned status) { return Reply{status, {}, {}, {}, {}, {}, {}, false}; }
 
 Reply Reply::Refuse(Error error, unsigned status) {
   Reply r;
@@ -67,11 +67,23 @@ Reply& Reply::Set(std::string name, std::string value) {
   return *this;
 }
 
-std::string_view Reply::Get(std::string_view name) const {
+namespace {
+
+const Header* Find(const std::vector<Header>& headers, std::string_view name) {
   for (const Header& h : headers) {
     if (h.name.size() == name.size() && strncasecmp(h.name.data(), name.data(), name.size()) == 0) {
-      return h.value;
+      return &h;
     }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view Reply::Get(std::string_view name) const {
+  if (const Header* h = Find(headers, name)) return h->value;
+  if (fixed) {
+    if (const Header* h = Find(fixed->headers, name)) return h->value;
   }
   return {};
 }

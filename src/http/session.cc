@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/http/span_body.hpp>
 #include <limits>
 
 #include "access_log.h"
@@ -96,45 +97,21 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   co_return Reply::Refuse(ErrorCode::kInternal, "internal error", "internal").Closing();
 }
 
-// Answers that never carry content, and so no Content-Length (RFC 9110 6.4.1).
-bool HasContent(unsigned status) { return status >= 200 && status != 204 && status != 304; }
-
-bhttp::response<bhttp::string_body> ToBeast(Reply& reply, bool close) {
-  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(reply.status), 11};
-  res.set(bhttp::field::server, "sluice");
-  if (!reply.content_type.empty()) res.set(bhttp::field::content_type, reply.content_type);
-  for (const Header& h : reply.headers) res.set(h.name, h.value);
-  res.body() = std::move(reply.body);
-  res.keep_alive(!close);
-  res.prepare_payload();
-  if (!HasContent(reply.status)) {
-    // RFC 9110 8.6: a 204 (and a 1xx) must not carry Content-Length; a 304's may only be the
-    // 200's length, which this answer does not know, so it is left out too (15.4.5).
-    res.erase(bhttp::field::content_length);
-  }
-  return res;
-}
-
-awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, Reply reply, bool head, bool close) {
-  const size_t length = reply.body_size();
-  const bool has_content = HasContent(reply.status);
-  auto shared = std::move(reply.shared_body);
-  auto res = ToBeast(reply, close);
+// Writes a presented reply: the head the presenter serialises (into `head`, reused across a
+// connection's answers) and the body, with one gather write; no body for HEAD. Beast's own
+// serialiser cost about 8% of a hot read's CPU and an allocation per field
+// (bench/results/profile/README.md).
+awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, std::string& head, const Reply& reply,
+                      std::string_view request_id, bool head_only, bool close) {
+  head.clear();
+  SerializeHead(reply, request_id, close, head);
+  const std::string_view body =
+      head_only || !HasContent(reply.status) ? std::string_view() : reply.body_view();
+  const std::array<asio::const_buffer, 2> buffers{asio::buffer(head),
+                                                  asio::buffer(body.data(), body.size())};
   stream.expires_after(edge.Live()->body_timeout);
   boost::system::error_code ec;
-  if (head) {
-    bhttp::response<bhttp::empty_body> headers_only(std::move(res.base()));
-    if (has_content) headers_only.content_length(length);
-    co_await bhttp::async_write(stream, headers_only,
-                                asio::redirect_error(asio::use_awaitable, ec));
-  } else if (shared) {
-    bhttp::response<bhttp::span_body<const char>> with_shared(std::move(res.base()));
-    with_shared.body() = {shared->data(), shared->size()};
-    with_shared.prepare_payload();
-    co_await bhttp::async_write(stream, with_shared, asio::redirect_error(asio::use_awaitable, ec));
-  } else {
-    co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-  }
+  co_await asio::async_write(stream, buffers, asio::redirect_error(asio::use_awaitable, ec));
   // A client that does not read its answer (a slow read) is cut off here.
   if (ec == beast::error::timeout) edge.metrics.write_timeouts.Inc();
   co_return !ec;
@@ -144,7 +121,8 @@ awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, Reply reply, bool h
 // admission rejection instead).
 awaitable<void> WriteRefusal(Edge& edge, beast::tcp_stream& stream, Reply reply) {
   const int64_t now = edge.context.clock.UnixSeconds();
-  co_await Write(edge, stream, Present(std::move(reply), false, now), false, true);
+  std::string head;
+  co_await Write(edge, stream, head, Present(std::move(reply), false, now), {}, false, true);
 }
 
 // A request refused before it could be routed (slow or malformed headers): answered, counted under
@@ -194,6 +172,9 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
   beast::flat_buffer buffer(kReadBufferLimit);
   // Reads then fill the whole buffer at once, instead of growing from Beast's 512-byte minimum.
   buffer.reserve(kReadBufferLimit);
+  // The heads of this connection's answers, one after the other (Write).
+  std::string head;
+  head.reserve(1024);
   uint64_t consumed = 0;
   for (bool first = true;; first = false) {
     // This request's settings: a reload in the middle of it changes the next one.
@@ -275,7 +256,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     }
     const auto started = std::chrono::steady_clock::now();
     const Held in_flight(edge->in_flight, edge->metrics.in_flight);
-    const bool head = parser.get().method() == bhttp::verb::head;
+    const bool head_only = parser.get().method() == bhttp::verb::head;
     const bool wants_keep_alive = parser.get().keep_alive();
     const BeastFields fields(parser.get());
     const RequestClient client(peer, fields, live->trusted_proxies);
@@ -288,10 +269,10 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
     const std::string reason = reply.error ? reply.error->reason : std::string();
     const bool close =
         reply.close || !wants_keep_alive || edge->draining.load() || held.refusal.has_value();
-    Reply presented =
+    const Reply presented =
         Present(std::move(reply), WantsHtml(fields), edge->context.clock.UnixSeconds());
-    presented.Set("X-Request-Id", request_id);
-    const bool written = co_await Write(*edge, stream, std::move(presented), head, close);
+    const bool written =
+        co_await Write(*edge, stream, head, presented, request_id, head_only, close);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     edge->metrics.CountResponse(label_index, status, seconds);

@@ -387,6 +387,107 @@ TEST_F(HandlersTest, HasteCreatesWith200AndReadsItsDocument) {
   EXPECT_EQ(view.Get("ETag"), "\"" + key + "-python\"");
 }
 
+// The session writes what SerializeHead makes of a presented reply, then the body.
+std::string HeadOf(const Reply& reply, std::string_view request_id = "r1", bool close = false) {
+  std::string head;
+  SerializeHead(reply, request_id, close, head);
+  return head;
+}
+
+TEST(PresenterTest, TheHeadCarriesTheStatusFieldsLengthAndRequestIdAndEndsInABlankLine) {
+  Reply r = Reply::Text(201, "hello");
+  r.Set("Location", "https://paste.example/x");
+  const std::string head = HeadOf(r, "abc", true);
+  EXPECT_EQ(head,
+            "HTTP/1.1 201 Created\r\nServer: sluice\r\nContent-Type: text/plain; "
+            "charset=utf-8\r\nLocation: https://paste.example/x\r\nX-Request-Id: abc\r\n"
+            "Content-Length: 5\r\nConnection: close\r\n\r\n");
+  // No Content-Length on answers that carry no content (RFC 9110 8.6), no request id if none.
+  EXPECT_EQ(HeadOf(Reply::Empty(304), ""), "HTTP/1.1 304 Not Modified\r\nServer: sluice\r\n\r\n");
+  EXPECT_EQ(HeadOf(Reply::Empty(204)).find("Content-Length"), std::string::npos);
+}
+
+TEST(PresenterTest, AFieldValueCannotEndTheHeadEarly) {
+  Reply r = Reply::Text(200, "");
+  r.Set("X-Evil", "a\r\nSet-Cookie: x=1");
+  const std::string head = HeadOf(r);
+  EXPECT_NE(head.find("X-Evil: a  Set-Cookie: x=1\r\n"), std::string::npos);
+  EXPECT_EQ(head.find("\r\nSet-Cookie"), std::string::npos);
+}
+
+TEST(PresenterTest, FixedFieldsAreSentOnceAndAPageGetsItsSecurityHeadersOnlyOnce) {
+  Reply r = Reply::Html(200, "<p>x</p>");
+  r.fixed = MakeFixedFields({{"ETag", "\"a\""}}, true);
+  r.Set("Cache-Control", "public, max-age=5");
+  const Reply presented = Present(std::move(r), true, 0);
+  EXPECT_EQ(presented.Get("ETag"), "\"a\"");
+  EXPECT_FALSE(presented.Get("Content-Security-Policy").empty());
+  const std::string head = HeadOf(presented);
+  for (const char* field : {"Content-Security-Policy:", "X-Content-Type-Options:",
+                            "Referrer-Policy:", "ETag:", "Cache-Control:"}) {
+    const size_t at = head.find(field);
+    ASSERT_NE(at, std::string::npos) << field;
+    EXPECT_EQ(head.find(field, at + 1), std::string::npos) << field << " twice";
+  }
+  // A refusal drops the fixed fields of the answer it replaces.
+  Reply refused = Reply::Refuse(ErrorCode::kUnavailable, "m", "r");
+  refused.fixed = MakeFixedFields({{"ETag", "\"a\""}}, false);
+  EXPECT_TRUE(Present(std::move(refused), false, 0).Get("ETag").empty());
+}
+
+TEST_F(HandlersTest, HotRawReadsShareTheirFixedFieldsAndEachPasteHasItsOwn) {
+  const std::string a = CreateApi("first paste")["id"];
+  const std::string b = CreateApi("second paste")["id"];
+  const Reply a1 = Call(HandleRaw, Method::kGet, "/raw/" + a, FakeHeaders{});
+  const Reply a2 = Call(HandleRaw, Method::kGet, "/raw/" + a, FakeHeaders{});
+  const Reply b1 = Call(HandleRaw, Method::kGet, "/raw/" + b, FakeHeaders{});
+  ASSERT_TRUE(a1.fixed && a2.fixed && b1.fixed);
+  EXPECT_EQ(a1.fixed, a2.fixed);
+  EXPECT_NE(a1.fixed, b1.fixed);
+  EXPECT_EQ(a1.Get("ETag"), "\"" + a + "\"");
+  EXPECT_EQ(b1.Get("ETag"), "\"" + b + "\"");
+  EXPECT_EQ(b1.Get("Content-Security-Policy"), "default-src 'none'; sandbox");
+  const std::string head = HeadOf(Present(Reply(a1), false, 0));
+  EXPECT_NE(head.find("\r\nETag: \"" + a + "\"\r\n"), std::string::npos);
+  EXPECT_NE(head.find("\r\nContent-Length: 11\r\n"), std::string::npos);
+  EXPECT_NE(head.find("\r\nCache-Control: public, max-age="), std::string::npos);
+  // ?download varies per request: added beside the shared fields, not into them.
+  const Reply d = Call(HandleRaw, Method::kGet, "/raw/" + a + "?download=1", FakeHeaders{});
+  EXPECT_EQ(d.fixed, a1.fixed);
+  EXPECT_EQ(d.Get("Content-Disposition"), "attachment; filename=\"" + a + ".txt\"");
+}
+
+TEST_F(HandlersTest, AViewFromTheRenderCacheIsOnePageSharedPerLanguage) {
+  const auto doc = CreateApi("<b>not bold</b>\n");
+  const std::string id = doc["id"];
+  const FakeHeaders browser{{"Accept", "text/html"}};
+  const Reply first = Call(HandleView, Method::kGet, "/" + id + "?lang=text", browser);
+  ASSERT_EQ(first.status, 200u);
+  const Reply second = Call(HandleView, Method::kGet, "/" + id + "?lang=text", browser);
+  const Reply third = Call(HandleView, Method::kGet, "/" + id + "?lang=text", browser);
+  ASSERT_EQ(second.Get("X-Sluice-Rung"), "cached");
+  ASSERT_TRUE(second.shared_body && third.shared_body);
+  EXPECT_EQ(second.shared_body, third.shared_body);
+  EXPECT_NE(second.body_view().find("&lt;b&gt;not bold"), std::string::npos);
+  EXPECT_EQ(second.Get("ETag"), "\"" + id + "-text\"");
+  EXPECT_EQ(second.Get("Vary"), "Accept");
+  EXPECT_FALSE(second.Get("Cache-Control").empty());
+  // The same page as the one formatted for the first view, but for its rung.
+  std::string expected = first.body;
+  const size_t rung = expected.find(">highlighted<");
+  if (rung != std::string::npos) expected.replace(rung, 13, ">cached<");
+  EXPECT_EQ(second.body_view(), expected);
+  // Another language is another page (its links and ETag name it).
+  Call(HandleView, Method::kGet, "/" + id + "?lang=python", browser);
+  const Reply python = Call(HandleView, Method::kGet, "/" + id + "?lang=python", browser);
+  EXPECT_EQ(python.Get("ETag"), "\"" + id + "-python\"");
+  EXPECT_NE(python.shared_body, second.shared_body);
+  // Deleted, its page is never served again.
+  const FakeHeaders auth{{"Authorization", "Bearer " + doc["delete_token"].get<std::string>()}};
+  EXPECT_EQ(Call(HandleDelete, Method::kDelete, "/api/v1/pastes/" + id, auth).status, 204u);
+  EXPECT_EQ(Call(HandleView, Method::kGet, "/" + id + "?lang=text", browser).status, 404u);
+}
+
 TEST_F(HandlersTest, AnUnknownPasteIs404AndAMalformedIdToo) {
   for (std::string path : {"/raw/AAAAAAAAAAAA", "/raw/..%2Fetc", "/raw/"}) {
     const Reply r = Call(HandleRaw, Method::kGet, path, FakeHeaders{});
