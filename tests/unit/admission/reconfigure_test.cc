@@ -202,7 +202,9 @@ TEST(ReconfigureStressTest, KeyedLimiterTakesAgainstAReloadingThread) {
   ManualClock clock;
   KeyedLimiter limiter(KeyedLimiterOptions{{TokenBucketPolicy{1, 10}}, 1000, 4}, clock);
   std::atomic<bool> stop{false};
-  std::atomic<int64_t> allowed{0};
+  // "hot" gets its bucket (full at burst 10) before any reload: a key first seen after one starts
+  // full at that policy's burst, up to 14, which is a new key's due, not a refill.
+  std::atomic<int64_t> allowed{limiter.TryTake("hot").allowed() ? 1 : 0};
   RunThreads(4, [&](int id) {
     if (id == 0) {
       for (int i = 0; i < 500; ++i) {
