@@ -25,3 +25,13 @@ sluice_binary() {
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+
+# to_ms VALUE: wrk's "812.00us" / "1.23ms" / "1.02s" / "1.5m" in milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN {
+    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
+    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
+    else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.3f", v * 60000 }
+    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
+    else printf "%s", v }'
+}

@@ -100,13 +100,6 @@ open(out, "w").write("\n".join(ids) + "\n")
 PY
 }
 
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
-    else printf "%s", v }'
-}
 parse() {  # FILE -> "rps p50_ms p99_ms bad" (bad: socket errors and unexpected statuses)
   local f=$1
   echo "$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$f") $(to_ms "$(awk '$1 == "50%" {print $2}' "$f")") $(to_ms "$(awk '$1 == "99%" {print $2}' "$f")") $(awk '/Socket errors:/ {gsub(/,/, ""); s += $4 + $6 + $8 + $10} /^non_20[01] / {s += $2} END {print s + 0}' "$f")"

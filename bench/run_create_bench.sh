@@ -104,14 +104,6 @@ start_server() {  # start_server LABEL
 }
 
 # ---- wrk helpers (the same parsing as bench/run_embedded_bench.sh) --------------------------------
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
-    else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.3f", v * 60000 }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
-    else printf "%s", v }'
-}
 # parse FILE -> "creates/s p50_ms p99_ms errors": creates/s counts 201s only (a shed 503 is quick
 # and would inflate wrk's req/s); errors = socket errors + non-201 answers. The latencies are wrk's,
 # over every answer.

@@ -168,15 +168,6 @@ grep -qi '^X-Sluice-Rung: cached' "$raw/headers-sluice-view.txt" ||
 view_bytes=$(stat -c %s "$work/view.html")
 
 # ---- wrk helpers ----------------------------------------------------------------------------------
-# to_ms VALUE: wrk's "812.00us" / "1.23ms" / "1.02s" in milliseconds.
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
-    else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.3f", v * 60000 }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
-    else printf "%s", v }'
-}
 # parse FILE -> "rps p50_ms p99_ms errors", errors = socket errors + non-2xx/3xx (+ non-201 for creates).
 parse() {
   local f=$1 rps p50 p99 err

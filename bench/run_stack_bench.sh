@@ -69,11 +69,6 @@ done
 curl -fsS -D - -o /dev/null "$edge/raw/$paste_id" | grep -qi '^X-Cache: HIT' ||
   { echo "the edge does not cache /raw/{id}" >&2; exit 1; }
 
-to_ms() {
-  awk -v v="$1" 'BEGIN { if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 } else printf "%s", v }'
-}
 row() {  # row LABEL URL FILE
   local rps p50 p99 err
   rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$3")
