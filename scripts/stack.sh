@@ -74,11 +74,13 @@ wait_http() {  # URL NAME
 start_app() {  # INDEX
   local i=$1 port=$((base + 10 + $1))
   mkdir -p "$dir/app$i"
+  # One admin token for the whole stack (sluice admin --token-file DIR/admin.token), made once.
+  [ -s "$dir/admin.token" ] || (umask 077 && openssl rand -hex 24 >"$dir/admin.token")
   # Each process holds its own share of the global create budget (docs/overload.md, "Shared state": global / N with slack
   # when Redis is down); the shared buckets in Redis hold the tier's total.
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
-    --admin-listen "127.0.0.1:$((port + 1000))" \
+    --admin-listen "127.0.0.1:$((port + 1000))" --admin-token-file "$dir/admin.token" \
     --meta "postgres://postgres@127.0.0.1:$pg_dial/sluice" \
     --cache "redis://127.0.0.1:$redis_dial" --processes "$processes" \
     --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_dial" \
@@ -171,6 +173,7 @@ sluice stack is up ($processes processes), state in $dir
   paste here (Varnish edge):  http://127.0.0.1:$edge_port/
   balancer (nginx):           http://127.0.0.1:$nginx_port/
   processes:                  $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 10 + i)); done)
+  admin listeners:            $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 1010 + i)); done)(token in $dir/admin.token)
   PostgreSQL:                 postgres://postgres@127.0.0.1:$pg_port/sluice
   Redis:                      redis://127.0.0.1:$redis_port
   S3 (s3rver):                http://127.0.0.1:$s3_port  bucket $bucket
