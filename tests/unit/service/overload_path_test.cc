@@ -256,9 +256,7 @@ TEST_F(OverloadPathTest, ReloadedCallTimeoutsApplyToTheNextPutNotToOneInFlight) 
 TEST(PasteCacheReloadTest, ANewMaxAgeAppliesToTheEntriesHeld) {
   ManualClock clock;
   PasteCache cache(1 << 20, clock, std::chrono::seconds(60));
-  store::PasteMeta meta;
-  meta.id = MintPasteId();
-  meta.size_bytes = 1;
+  const store::PasteMeta meta{MintPasteId(), 0, 0, 1, {}, false, std::nullopt};
   cache.Put(CachedPaste{meta, std::make_shared<const std::string>("x")});
   clock.Advance(std::chrono::seconds(10));
   ASSERT_TRUE(cache.Get(meta.id).has_value());
