@@ -40,7 +40,16 @@ void CircuitBreaker::Pass::Finish(Report report) {
 }
 
 CircuitBreaker::CircuitBreaker(CircuitBreakerOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)),
+      clock_(clock),
+      refusals_to_open_(options_.refusals_to_open),
+      open_for_(options_.open_for) {}
+
+void CircuitBreaker::SetThresholds(int refusals_to_open, Duration open_for) {
+  std::lock_guard lock(mu_);
+  refusals_to_open_ = refusals_to_open;
+  open_for_ = open_for;
+}
 
 CircuitBreaker::Admission CircuitBreaker::TryPass() {
   const TimePoint now = clock_.Now();
@@ -49,7 +58,7 @@ CircuitBreaker::Admission CircuitBreaker::TryPass() {
   {
     std::lock_guard lock(mu_);
     if (state_ == BreakerState::kOpen) {
-      const TimePoint reopen_at = opened_at_ + options_.open_for;
+      const TimePoint reopen_at = opened_at_ + open_for_;
       if (now < reopen_at) {
         admission.retry_after = reopen_at - now;
         return admission;
@@ -89,8 +98,7 @@ void CircuitBreaker::OnReport(bool probe, Pass::Report report) {
     } else if (state_ == BreakerState::kClosed) {
       if (report == Pass::Report::kSucceeded) {
         consecutive_refusals_ = 0;
-      } else if (report == Pass::Report::kRefused &&
-                 ++consecutive_refusals_ >= options_.refusals_to_open) {
+      } else if (report == Pass::Report::kRefused && ++consecutive_refusals_ >= refusals_to_open_) {
         opened_at_ = now;
         MoveToLocked(BreakerState::kOpen, &fired);
       }

@@ -80,14 +80,23 @@ void DegradationLadder::RenderSlot::Finish(std::optional<RungReason> failure) {
 }
 
 DegradationLadder::DegradationLadder(DegradationLadderOptions options, const Clock& clock)
-    : options_(options),
-      clock_(clock),
+    : clock_(clock),
       origin_(clock.Now()),
       bucket_width_(
           std::max<Duration>(Duration(1), options.rate_window / std::max(1, options.rate_buckets))),
+      options_(options),
       windows_(static_cast<size_t>(std::max(1, options.rate_buckets))),
       service_seconds_(std::max(kMinServiceSeconds, Seconds(options.initial_service_time))),
       last_update_(origin_) {}
+
+void DegradationLadder::SetLimits(const DegradationLadderOptions& next) {
+  std::lock_guard lock(mu_);
+  options_.slots = next.slots;
+  options_.large_paste_bytes = next.large_paste_bytes;
+  options_.target_utilization = next.target_utilization;
+  options_.release_margin = next.release_margin;
+  options_.release_points_per_second = next.release_points_per_second;
+}
 
 int DegradationLadder::KeyBucket(std::string_view client_key) {
   uint64_t hash = 0xcbf29ce484222325ULL;
@@ -235,6 +244,7 @@ LadderSnapshot DegradationLadder::Snapshot() const {
   snapshot.sustainable_rate = SustainableLocked();
   snapshot.service_time = Duration(static_cast<Duration::rep>(service_seconds_ * 1e9));
   snapshot.in_use = in_use_;
+  snapshot.slots = options_.slots;
   snapshot.counts = counts_;
   return snapshot;
 }

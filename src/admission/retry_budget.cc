@@ -5,11 +5,21 @@
 namespace sluice::admission {
 
 RetryBudget::RetryBudget(RetryBudgetOptions options, const Clock& clock)
-    : options_(options),
-      clock_(clock),
+    : clock_(clock),
       origin_(clock.Now()),
       bucket_width_(std::max<Duration>(Duration(1), options.window / std::max(1, options.buckets))),
+      options_(options),
       buckets_(static_cast<size_t>(std::max(1, options.buckets))) {}
+
+void RetryBudget::SetRatio(double ratio) {
+  std::lock_guard lock(mu_);
+  options_.ratio = ratio;
+}
+
+RetryBudgetOptions RetryBudget::options() const {
+  std::lock_guard lock(mu_);
+  return options_;
+}
 
 int64_t RetryBudget::IndexNow() const {
   const Duration since = clock_.Now() - origin_;

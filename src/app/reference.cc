@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "reload.h"
 #include "settings.h"
 
 namespace sluice::app {
@@ -157,6 +158,13 @@ std::string TomlValue(const SettingSpec& spec) {
   return out + "\"";
 }
 
+// Whether a reload applies the setting, from the one list of live keys (src/app/reload.cc), so the
+// reference and the server cannot disagree.
+std::string ReloadNote(const SettingSpec& spec) {
+  return IsLiveSetting(spec.key) ? "SIGHUP applies it to new requests."
+                                 : "Takes a restart to change.";
+}
+
 }  // namespace
 
 std::string ManPage(const CLI::App& app, std::string_view version) {
@@ -207,16 +215,16 @@ std::string ManPage(const CLI::App& app, std::string_view version) {
     if (spec.type != SettingType::kText && spec.type != SettingType::kList) {
       out += "; " + Roff(AllowedValues(spec));
     }
-    out += ".\n";
+    out += ".\n.br\n" + Roff(ReloadNote(spec)) + "\n";
   }
   out +=
       ".SH SIGNALS\n"
       ".TP\n.BR SIGTERM \", \" SIGINT\n"
       "Stop accepting, let in-flight requests finish (up to drain_timeout), and exit 0.\n"
       ".TP\n.B SIGHUP\n"
-      "Read the configuration file again: limits, caps and timeouts change for new requests; "
-      "settings that cannot change live are named in a warning and kept; an invalid file changes "
-      "nothing (\\fBsystemctl reload sluice\\fR).\n";
+      "Read the configuration file again: the settings marked \"SIGHUP applies it\" under "
+      "\\fBSETTINGS\\fR change for new requests; the others, when changed, are named in a "
+      "warning and kept; an invalid file changes nothing (\\fBsystemctl reload sluice\\fR).\n";
   out +=
       ".SH ENVIRONMENT\n"
       ".TP\n.B SLUICE_CONFIG\nThe configuration file, as \\fB\\-\\-config\\fR.\n"
@@ -267,7 +275,7 @@ std::string ExampleConfig(std::string_view version) {
     if (spec.type != SettingType::kText && spec.type != SettingType::kList) {
       where = fmt::format("Allowed: {}. {}", AllowedValues(spec), where);
     }
-    out += CommentLines(where);
+    out += CommentLines(where + " " + ReloadNote(spec));
     out += fmt::format("#{} = {}\n", spec.key, TomlValue(spec));
   }
   return out;

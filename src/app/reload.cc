@@ -7,12 +7,37 @@ namespace sluice::app {
 
 namespace {
 
-// Each is read per request from a snapshot that ServerProcess::Reload replaces: the admission
-// limits (service::AdmissionControl::Reconfigure), the edge's timeouts, caps, trusted proxies and
-// access log (http::HttpServer::Reconfigure), the service's size, TTL, budget and quota limits
-// (service::PasteService::Reconfigure), and the log level. Anything not here keeps the value
-// the server started with, and a reload that finds it changed says so.
-constexpr std::array<std::string_view, 44> kLive = {
+// Each is read per request or per call from a snapshot or an atomic that ServerProcess::Reload
+// replaces, or set on an object that keeps its state: the admission limits
+// (service::AdmissionControl::Reconfigure), the edge's timeouts, caps, trusted proxies and access
+// log (http::HttpServer::Reconfigure), the service's size, TTL, budget and quota limits
+// (service::PasteService::Reconfigure), the stores' per-call timeouts (service::LiveCallTimeouts),
+// the breakers and the retry budget (admission::CircuitBreaker::SetThresholds,
+// admission::RetryBudget::SetRatio), the view's ladder (render::ViewRenderer::Reconfigure), and
+// the log level. Anything not here keeps the value the server started with, and a reload that
+// finds it changed says so.
+//
+// Restart-only, and why (the backends, listeners, pools, threads and sizes of memory need no
+// reason: they are what the process is built of):
+// - create_cap: it chooses the kind of limiter (a fixed cap or an AIMD one), not its numbers;
+//   replacing the limiter would orphan the permits in flight, which the one built keeps counting.
+//   Its numbers (create_slots, create_slot_bytes, aimd_target) are live.
+// - highlight_cache_bytes, cache_bytes: the caches are sized when built; shrinking one live would
+//   mean evicting under every reader's lock.
+// - sweep_interval, reap_interval, orphan_age_floor: the janitor's loops take them when they start
+//   (worker::Janitor::Start); they pace background work only, so waiting for a restart costs no
+//   request anything.
+// - edge_purge: the purge client is built once and held by the janitor, whose outbox passes may be
+//   using it at any moment.
+// - fault_injection, faults: the fault layer wraps the stores when they are built; the plan itself
+//   changes live through the admin listener (PUT /debug/faults).
+// - inline_body_bytes: where a body goes decides where it is looked for; the blob store is built
+//   with it.
+// - metrics_on_public, admin_token_file: the listeners' route tables and the admin token are set
+//   when the listeners are built.
+// highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
+// at start; ServerProcess::Reload names both when a reload asks for more.
+constexpr std::array<std::string_view, 62> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -61,6 +86,28 @@ constexpr std::array<std::string_view, 44> kLive = {
     "read_budget",
     "delete_budget",
     "max_storage_bytes",
+    "verify_bodies",
+    "local_cache_ttl",
+    // the stores' per-call timeouts (with the service's copies of put, insert and cache)
+    "put_timeout",
+    "insert_timeout",
+    "meta_get_timeout",
+    "blob_get_timeout",
+    "cache_timeout",
+    // breakers and the retry budget
+    "breaker_refusals",
+    "breaker_open_for",
+    "retry_budget_ratio",
+    // the view's ladder
+    "highlight_slots",
+    "render_timeout",
+    "render_delay",
+    "large_paste_bytes",
+    "highlight_utilization",
+    "shed_release_rate",
+    // operating
+    "report_hide_threshold",
+    "put_bytes_per_day_plan",
 };
 
 }  // namespace

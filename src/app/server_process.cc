@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -105,6 +106,35 @@ void WarnIfFleetOnEmbeddedStores(const Settings& s) {
       processes, fmt::join(embedded, " and "));
 }
 
+// Live settings that a reload applies only up to what the process was built with: each entry says
+// which, the bound, and that a restart lifts it. Empty when nothing is held back.
+std::vector<std::string> HeldByStart(const ServeOptions& started, const ServeOptions& next,
+                                     const Settings& s) {
+  std::vector<std::string> held;
+  // The pool's threads and the worker processes are started once (render::ViewRenderer).
+  if (next.render.slots > started.render.slots) {
+    held.push_back(fmt::format(
+        "highlight_slots = {} is more than the {} highlighter workers this process started: "
+        "{} apply until a restart",
+        next.render.slots, started.render.slots, started.render.slots));
+  }
+  // PostgreSQL's statement_timeout is set on each connection when it opens, a little above the
+  // pool's timeout at start (store::StatementTimeoutFor): a longer timeout is cut there.
+  if (!s.String("meta").empty()) {
+    const auto writes = [](const service::CallTimeouts& t) {
+      return std::max(t.meta_insert, t.meta_delete);
+    };
+    if (next.timeouts.meta_get > started.timeouts.meta_get ||
+        writes(next.timeouts) > writes(started.timeouts)) {
+      held.push_back(
+          "meta_get_timeout, insert_timeout and delete_budget above their values at start are "
+          "still cut by PostgreSQL's statement_timeout, set per connection at start; restart to "
+          "raise it");
+    }
+  }
+  return held;
+}
+
 }  // namespace
 
 EventLoops::EventLoops(int count) {
@@ -168,6 +198,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       data_dir_lock_(LockIfEmbedded(settings, options_.data_dir)),
       loops_(options_.threads),
       clock_(SystemClock::Instance()),
+      put_bytes_plan_(settings.Number("put_bytes_per_day_plan")),
       process_gauges_(metrics_),
       reloads_ok_(
           metrics_.GetCounter("sluice_config_reloads_total", kReloadsHelp, {{"result", "ok"}})),
@@ -183,15 +214,16 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       blob_backend_(MakeBlobBackend(settings, options_.data_dir, {&read_pool_, &cleanup_pool_},
                                     loops_.front().get_executor())),
       faults_(settings, metrics_, *meta_backend_, *blob_backend_),
+      call_timeouts_(options_.timeouts),
       retry_budget_(options_.retry_budget, clock_),
       budget_gauges_(metrics_),
       meta_dependency_("meta", clock_, metrics_, retry_budget_, options_.breaker),
       blob_dependency_("blob", clock_, metrics_, retry_budget_, options_.breaker),
       meta_(service::MakeGuardedMetaStore(faults_.faulty_meta ? *faults_.faulty_meta : faults_.meta,
-                                          meta_dependency_, options_.timeouts)),
+                                          meta_dependency_, call_timeouts_)),
       blobs_(service::MakeGuardedBlobStore(
           faults_.faulty_blobs ? *faults_.faulty_blobs : faults_.blobs, blob_dependency_,
-          options_.timeouts)),
+          call_timeouts_)),
       cache_(options_.cache_bytes, clock_, options_.local_cache_ttl),
       cache_gauges_(metrics_),
       shared_state_(MakeSharedState(settings, clock_, metrics_)),
@@ -215,7 +247,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
                       ResidentBytes);
   process_gauges_.Add("sluice_plan_put_bytes_per_day",
                       "put_bytes_per_day_plan: body bytes a day the plan allows (0: none)", {},
-                      [plan = settings_.Number("put_bytes_per_day_plan")] { return plan; });
+                      [this] { return put_bytes_plan_.load(std::memory_order_relaxed); });
   AddMetaPoolGauges(*meta_backend_, meta_gauges_);
   budget_gauges_.Add("sluice_retry_budget_balance", "Retries the budget would allow now", {},
                      [this] { return retry_budget_.Balance(); });
@@ -270,8 +302,20 @@ void ServerProcess::Reload() {
     return;
   }
   const ReloadChanges changes = CompareForReload(settings_, applied_, *next);
+  const std::vector<std::string> held = HeldByStart(options_, *next_options, settings_);
   admission_.Reconfigure(next_options->admission);
+  // The stores' own timeouts before the service's: the tighter of the two bounds a call.
+  call_timeouts_.Store(next_options->timeouts);
   service_.Reconfigure(next_options->service);
+  for (service::Dependency* dependency : {&meta_dependency_, &blob_dependency_}) {
+    dependency->SetBreakerThresholds(next_options->breaker.refusals_to_open,
+                                     next_options->breaker.open_for);
+  }
+  retry_budget_.SetRatio(next_options->retry_budget.ratio);
+  cache_.SetMaxAge(next_options->local_cache_ttl);
+  renderer_.Reconfigure(next_options->render);
+  moderation_.SetHideThreshold(next_options->moderation.hide_threshold);
+  put_bytes_plan_.store(next->Number("put_bytes_per_day_plan"), std::memory_order_relaxed);
   server_->Reconfigure(next_options->server);
   if (admin_server_) admin_server_->Reconfigure(next_options->server);
   spdlog::set_level(spdlog::level::from_str(next->String("log_level")));
@@ -280,12 +324,13 @@ void ServerProcess::Reload() {
     spdlog::warn("reload: {} cannot change while running and keep their values; restart to apply",
                  fmt::join(changes.restart, ", "));
   }
+  for (const std::string& limit : held) spdlog::warn("reload: {}", limit);
   spdlog::info("reload: {}", changes.live.empty()
                                  ? std::string("no live setting changed")
                                  : fmt::format("applied {}", fmt::join(changes.live, ", ")));
-  (changes.restart.empty() ? reloads_ok_ : reloads_partial_).Inc();
-  systemd::NotifyReloaded(changes.restart.empty() ? "reloaded"
-                                                  : "reloaded; some settings need a restart");
+  const bool whole = changes.restart.empty() && held.empty();
+  (whole ? reloads_ok_ : reloads_partial_).Inc();
+  systemd::NotifyReloaded(whole ? "reloaded" : "reloaded; some settings need a restart");
 }
 
 int ServerProcess::Run() {

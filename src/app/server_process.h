@@ -4,6 +4,7 @@
 // so it runs first), each with its reason.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/dependency.h"
+#include "sluice/service/guarded_stores.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/service/paste_service.h"
@@ -92,6 +94,8 @@ class ServerProcess {
   // Store threads post their completions to the loops until the stores are gone.
   EventLoops loops_;
   const Clock& clock_;
+  // put_bytes_per_day_plan for its gauge: the start's, then each reload's.
+  std::atomic<double> put_bytes_plan_;
   MetricsRegistry metrics_;
   GaugeCallbacks process_gauges_;
   Counter& reloads_ok_;
@@ -103,6 +107,8 @@ class ServerProcess {
   GaugeCallbacks meta_gauges_;
   std::unique_ptr<store::BlobStore> blob_backend_;
   FaultLayer faults_;
+  // The guarded stores' per-call timeouts, which a reload replaces.
+  service::LiveCallTimeouts call_timeouts_;
   admission::RetryBudget retry_budget_;
   GaugeCallbacks budget_gauges_;
   service::Dependency meta_dependency_;

@@ -1,5 +1,6 @@
 #include "sluice/render/view_renderer.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -61,15 +62,16 @@ std::string RenderedView::Tag() const {
 
 ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
                            MetricsRegistry& metrics)
-    : options_(options),
+    : workers_count_(std::max(1, options.slots)),
+      options_(options),
       clock_(clock),
       ladder_(LadderOptions(options), clock),
       cache_(options.cache_bytes),
-      workers_({.workers = std::max(1, options.slots),
+      workers_({.workers = workers_count_,
                 .command = options.worker_command,
                 .memory_limit_bytes = options.worker_memory_limit_bytes},
                metrics),
-      pool_(static_cast<size_t>(std::max(1, options.slots))),
+      pool_(static_cast<size_t>(workers_count_)),
       callbacks_(metrics) {
   // Only the pairs that happen: a full-quality rung has no reason, the plain rung always has one.
   const std::pair<Rung, RungReason> series[] = {{Rung::kCached, RungReason::kNone},
@@ -93,7 +95,7 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
   callbacks_.Add("sluice_pool_in_use", "Units in flight per admission pool",
                  {{"pool", "highlight"}}, [this] { return double(ladder_.Snapshot().in_use); });
   callbacks_.Add("sluice_pool_limit", "Cap of each admission pool (adaptive: current)",
-                 {{"pool", "highlight"}}, [this] { return double(options_.slots); });
+                 {{"pool", "highlight"}}, [this] { return double(ladder_.Snapshot().slots); });
   callbacks_.Add("sluice_view_shed_percent",
                  "Share of views needing a render sent to the plain rung now", {},
                  [this] { return ladder_.Snapshot().shed_percent; });
@@ -108,6 +110,19 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
       [this] { return std::chrono::duration<double>(ladder_.Snapshot().service_time).count(); });
   callbacks_.Add("sluice_render_cache_bytes", "Bytes held by the rendering cache", {},
                  [this] { return double(cache_.bytes_used()); });
+}
+
+void ViewRenderer::Reconfigure(ViewRendererOptions next) {
+  const std::shared_ptr<const ViewRendererOptions> current = options_.Load();
+  next.slots = std::clamp(next.slots, 1, workers_count_);
+  next.cache_bytes = current->cache_bytes;
+  next.initial_service_time = current->initial_service_time;
+  next.worker_command = current->worker_command;
+  next.worker_memory_limit_bytes = current->worker_memory_limit_bytes;
+  // The ladder first, the snapshot last, as service::AdmissionControl::Reconfigure does: a view in
+  // between is admitted by the new numbers and timed by the old ones.
+  ladder_.SetLimits(LadderOptions(next));
+  options_.Store(std::move(next));
 }
 
 ViewRenderer::~ViewRenderer() {
@@ -197,11 +212,11 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
   auto executor = co_await asio::this_coro::executor;
   auto timer = std::make_shared<asio_glue::Timer>(clock_, executor);
   auto slot = std::make_shared<admission::DegradationLadder::RenderSlot>(std::move(*decision.slot));
-  const ViewRendererOptions options = options_;
+  const std::shared_ptr<const ViewRendererOptions> options = options_.Load();
   // The worker is killed at this deadline, so the slot is back soon after the view is answered.
   // It is on the machine's clock, not clock_: the worker is a process that runs in real time.
-  const auto deadline = std::chrono::steady_clock::now() + options.render_timeout;
-  const TimePoint answer_by = clock_.Now() + options.render_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + options->render_timeout;
+  const TimePoint answer_by = clock_.Now() + options->render_timeout;
   auto start = [this, race, timer, slot, text, key, lang = view.language, options, deadline,
                 answer_by](asio_glue::Completion<Result<std::string>> done) mutable {
     race->done = std::move(done);
@@ -211,7 +226,7 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
       }
     });
     asio::post(pool_, [this, race, timer, slot, text, key, lang, options, deadline] {
-      if (options.render_delay.count() > 0) std::this_thread::sleep_for(options.render_delay);
+      if (options->render_delay.count() > 0) std::this_thread::sleep_for(options->render_delay);
       Result<std::string> out = lang.empty() ? Result<std::string>(PlainLines(*text))
                                              : workers_.Highlight(*text, lang, deadline);
       bool late = false;

@@ -17,13 +17,14 @@ Status ToStatus(const Result<Unit>& r) { return r.ok() ? Ok() : Status(r.error()
 
 class GuardedBlobStore final : public store::BlobStore {
  public:
-  GuardedBlobStore(store::BlobStore& inner, Dependency& dependency, CallTimeouts timeouts)
-      : inner_(inner), dep_(dependency), t_(timeouts) {}
+  GuardedBlobStore(store::BlobStore& inner, Dependency& dependency,
+                   std::shared_ptr<const LiveCallTimeouts> timeouts)
+      : inner_(inner), dep_(dependency), timeouts_(std::move(timeouts)) {}
 
   awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body, Deadline d) override {
     // The attempt owns its share of the body: an abandoned PUT keeps it until the write ends.
     auto call =
-        dep_.Call<Unit>({"put", t_.blob_put, false}, d,
+        dep_.Call<Unit>({"put", t().blob_put, false}, d,
                         [this, id, body = std::move(body)](Deadline cd) -> awaitable<Result<Unit>> {
                           auto put = inner_.Put(id, body, cd);
                           co_return FromStatus(co_await std::move(put));
@@ -32,12 +33,12 @@ class GuardedBlobStore final : public store::BlobStore {
   }
 
   awaitable<Result<std::string>> Get(PasteId id, Deadline d) override {
-    return dep_.Call<std::string>({"get", t_.blob_get, true}, d,
+    return dep_.Call<std::string>({"get", t().blob_get, true}, d,
                                   [this, id](Deadline cd) { return inner_.Get(id, cd); });
   }
 
   awaitable<Status> Delete(PasteId id, Deadline d) override {
-    auto call = dep_.Call<Unit>({"delete", t_.blob_cleanup, true}, d,
+    auto call = dep_.Call<Unit>({"delete", t().blob_cleanup, true}, d,
                                 [this, id](Deadline cd) -> awaitable<Result<Unit>> {
                                   co_return FromStatus(co_await inner_.Delete(id, cd));
                                 });
@@ -47,35 +48,39 @@ class GuardedBlobStore final : public store::BlobStore {
   awaitable<Result<std::vector<store::BlobInfo>>> List(std::string after, size_t limit,
                                                        Deadline d) override {
     return dep_.Call<std::vector<store::BlobInfo>>(
-        {"list", t_.blob_cleanup, true}, d, [this, after = std::move(after), limit](Deadline cd) {
+        {"list", t().blob_cleanup, true}, d, [this, after = std::move(after), limit](Deadline cd) {
           return inner_.List(after, limit, cd);
         });
   }
 
  private:
+  // The timeouts now: each call takes one reading when it starts.
+  CallTimeouts t() const { return timeouts_->Load(); }
+
   store::BlobStore& inner_;
   Dependency& dep_;
-  const CallTimeouts t_;
+  const std::shared_ptr<const LiveCallTimeouts> timeouts_;
 };
 
 class GuardedMetaStore final : public store::MetaStore {
  public:
-  GuardedMetaStore(store::MetaStore& inner, Dependency& dependency, CallTimeouts timeouts)
-      : inner_(inner), dep_(dependency), t_(timeouts) {}
+  GuardedMetaStore(store::MetaStore& inner, Dependency& dependency,
+                   std::shared_ptr<const LiveCallTimeouts> timeouts)
+      : inner_(inner), dep_(dependency), timeouts_(std::move(timeouts)) {}
 
   awaitable<Status> Insert(store::PasteMeta meta, Deadline d) override {
-    return Unwrap(dep_.Call<Unit>({"insert", t_.meta_insert, false}, d,
+    return Unwrap(dep_.Call<Unit>({"insert", t().meta_insert, false}, d,
                                   [this, meta](Deadline cd) -> awaitable<Result<Unit>> {
                                     co_return FromStatus(co_await inner_.Insert(meta, cd));
                                   }));
   }
   awaitable<Result<store::PasteMeta>> Get(PasteId id, Deadline d) override {
-    return dep_.Call<store::PasteMeta>({"get", t_.meta_get, true}, d,
+    return dep_.Call<store::PasteMeta>({"get", t().meta_get, true}, d,
                                        [this, id](Deadline cd) { return inner_.Get(id, cd); });
   }
   awaitable<Status> MarkDeleted(PasteId id, int64_t now, Deadline d) override {
     // Idempotent: a second tombstone is a no-op and enqueues nothing more.
-    return Unwrap(dep_.Call<Unit>({"mark_deleted", t_.meta_delete, true}, d,
+    return Unwrap(dep_.Call<Unit>({"mark_deleted", t().meta_delete, true}, d,
                                   [this, id, now](Deadline cd) -> awaitable<Result<Unit>> {
                                     co_return FromStatus(co_await inner_.MarkDeleted(id, now, cd));
                                   }));
@@ -83,34 +88,34 @@ class GuardedMetaStore final : public store::MetaStore {
   awaitable<Result<std::vector<store::OutboxEntry>>> DueOutbox(int64_t now, size_t limit,
                                                                Deadline d) override {
     return dep_.Call<std::vector<store::OutboxEntry>>(
-        {"outbox", t_.meta_background, true}, d,
+        {"outbox", t().meta_background, true}, d,
         [this, now, limit](Deadline cd) { return inner_.DueOutbox(now, limit, cd); });
   }
   awaitable<Status> FinishOutbox(int64_t seq, Deadline d) override {
-    return Unwrap(dep_.Call<Unit>({"outbox", t_.meta_background, true}, d,
+    return Unwrap(dep_.Call<Unit>({"outbox", t().meta_background, true}, d,
                                   [this, seq](Deadline cd) -> awaitable<Result<Unit>> {
                                     co_return FromStatus(co_await inner_.FinishOutbox(seq, cd));
                                   }));
   }
   awaitable<Status> RetryOutboxLater(int64_t seq, int64_t next, Deadline d) override {
-    return Unwrap(dep_.Call<Unit>({"outbox", t_.meta_background, true}, d,
+    return Unwrap(dep_.Call<Unit>({"outbox", t().meta_background, true}, d,
                                   [this, seq, next](Deadline cd) -> awaitable<Result<Unit>> {
                                     co_return FromStatus(
                                         co_await inner_.RetryOutboxLater(seq, next, cd));
                                   }));
   }
   awaitable<Result<int64_t>> OldestOutboxAge(int64_t now, Deadline d) override {
-    return dep_.Call<int64_t>({"outbox", t_.meta_background, true}, d,
+    return dep_.Call<int64_t>({"outbox", t().meta_background, true}, d,
                               [this, now](Deadline cd) { return inner_.OldestOutboxAge(now, cd); });
   }
   awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit, Deadline d) override {
     return dep_.Call<std::vector<PasteId>>(
-        {"sweep", t_.meta_background, true}, d,
+        {"sweep", t().meta_background, true}, d,
         [this, now, limit](Deadline cd) { return inner_.Expired(now, limit, cd); });
   }
   awaitable<Status> Purge(std::vector<PasteId> ids, Deadline d) override {
     return Unwrap(
-        dep_.Call<Unit>({"sweep", t_.meta_background, true}, d,
+        dep_.Call<Unit>({"sweep", t().meta_background, true}, d,
                         [this, ids = std::move(ids)](Deadline cd) -> awaitable<Result<Unit>> {
                           auto purge = inner_.Purge(ids, cd);
                           co_return FromStatus(co_await std::move(purge));
@@ -118,18 +123,18 @@ class GuardedMetaStore final : public store::MetaStore {
   }
   awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids, Deadline d) override {
     return dep_.Call<std::vector<PasteId>>(
-        {"sweep", t_.meta_background, true}, d,
+        {"sweep", t().meta_background, true}, d,
         [this, ids = std::move(ids)](Deadline cd) { return inner_.Existing(ids, cd); });
   }
   awaitable<Result<store::PasteMeta>> Claim(PasteId id, int64_t now, Deadline d) override {
     // Never retried: a claim whose answer was lost may have burned the paste, and a second try
     // would answer 404 to the reader it was meant for.
     return dep_.Call<store::PasteMeta>(
-        {"claim", t_.meta_delete, false}, d,
+        {"claim", t().meta_delete, false}, d,
         [this, id, now](Deadline cd) { return inner_.Claim(id, now, cd); });
   }
   awaitable<Result<uint64_t>> LiveBytes(Deadline d) override {
-    return dep_.Call<uint64_t>({"live_bytes", t_.meta_background, true}, d,
+    return dep_.Call<uint64_t>({"live_bytes", t().meta_background, true}, d,
                                [this](Deadline cd) { return inner_.LiveBytes(cd); });
   }
 
@@ -139,13 +144,13 @@ class GuardedMetaStore final : public store::MetaStore {
   awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,
                                                     Deadline d) override {
     return dep_.Call<store::ReportOutcome>(
-        {"report", t_.meta_delete, true}, d,
+        {"report", t().meta_delete, true}, d,
         [this, report = std::move(report)](Deadline cd) { return inner_.AddReport(report, cd); });
   }
   awaitable<Status> SetModeration(PasteId id, store::Moderation state, std::string reason,
                                   int64_t now, Deadline d) override {
     return Unwrap(dep_.Call<Unit>(
-        {"moderate", t_.meta_delete, true}, d,
+        {"moderate", t().meta_delete, true}, d,
         [this, id, state, reason = std::move(reason), now](Deadline cd) -> awaitable<Result<Unit>> {
           auto setting = inner_.SetModeration(id, state, reason, now, cd);
           co_return FromStatus(co_await std::move(setting));
@@ -154,12 +159,12 @@ class GuardedMetaStore final : public store::MetaStore {
   awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(size_t limit,
                                                                    Deadline d) override {
     return dep_.Call<std::vector<store::ReportSummary>>(
-        {"reports", t_.meta_delete, true}, d,
+        {"reports", t().meta_delete, true}, d,
         [this, limit](Deadline cd) { return inner_.OpenReports(limit, cd); });
   }
   awaitable<Status> AddBlock(store::ClientBlock block, Deadline d) override {
     return Unwrap(
-        dep_.Call<Unit>({"block", t_.meta_delete, false}, d,
+        dep_.Call<Unit>({"block", t().meta_delete, false}, d,
                         [this, block = std::move(block)](Deadline cd) -> awaitable<Result<Unit>> {
                           auto adding = inner_.AddBlock(block, cd);
                           co_return FromStatus(co_await std::move(adding));
@@ -168,12 +173,12 @@ class GuardedMetaStore final : public store::MetaStore {
   awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(int64_t now,
                                                                   Deadline d) override {
     return dep_.Call<std::vector<store::ClientBlock>>(
-        {"blocks", t_.meta_delete, true}, d,
+        {"blocks", t().meta_delete, true}, d,
         [this, now](Deadline cd) { return inner_.ActiveBlocks(now, cd); });
   }
   awaitable<Status> AddAudit(store::AuditEntry entry, Deadline d) override {
     return Unwrap(
-        dep_.Call<Unit>({"audit", t_.meta_delete, false}, d,
+        dep_.Call<Unit>({"audit", t().meta_delete, false}, d,
                         [this, entry = std::move(entry)](Deadline cd) -> awaitable<Result<Unit>> {
                           auto adding = inner_.AddAudit(entry, cd);
                           co_return FromStatus(co_await std::move(adding));
@@ -181,7 +186,7 @@ class GuardedMetaStore final : public store::MetaStore {
   }
   awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(size_t limit, Deadline d) override {
     return dep_.Call<std::vector<store::AuditEntry>>(
-        {"audit", t_.meta_delete, true}, d,
+        {"audit", t().meta_delete, true}, d,
         [this, limit](Deadline cd) { return inner_.AuditTrail(limit, cd); });
   }
 
@@ -190,23 +195,71 @@ class GuardedMetaStore final : public store::MetaStore {
     co_return ToStatus(co_await std::move(call));
   }
 
+  // The timeouts now: each call takes one reading when it starts.
+  CallTimeouts t() const { return timeouts_->Load(); }
+
   store::MetaStore& inner_;
   Dependency& dep_;
-  const CallTimeouts t_;
+  const std::shared_ptr<const LiveCallTimeouts> timeouts_;
 };
 
 }  // namespace
 
+LiveCallTimeouts::LiveCallTimeouts(const CallTimeouts& initial) { Store(initial); }
+
+// One order for both directions; the static_assert in Load keeps it in step with CallTimeouts.
+void LiveCallTimeouts::Store(const CallTimeouts& next) {
+  const Duration fields[kCount] = {next.blob_put,       next.blob_get, next.blob_cleanup,
+                                   next.meta_insert,    next.meta_get, next.meta_delete,
+                                   next.meta_background};
+  for (size_t i = 0; i < kCount; ++i) ticks_[i].store(fields[i].count(), std::memory_order_relaxed);
+}
+
+CallTimeouts LiveCallTimeouts::Load() const {
+  static_assert(sizeof(CallTimeouts) == kCount * sizeof(Duration), "a field is missing here");
+  auto at = [this](size_t i) { return Duration(ticks_[i].load(std::memory_order_relaxed)); };
+  CallTimeouts t;
+  t.blob_put = at(0);
+  t.blob_get = at(1);
+  t.blob_cleanup = at(2);
+  t.meta_insert = at(3);
+  t.meta_get = at(4);
+  t.meta_delete = at(5);
+  t.meta_background = at(6);
+  return t;
+}
+
+namespace {
+// Borrowed: the caller keeps it alive (an aliasing pointer that owns nothing).
+std::shared_ptr<const LiveCallTimeouts> Borrowed(const LiveCallTimeouts& timeouts) {
+  return std::shared_ptr<const LiveCallTimeouts>(std::shared_ptr<void>(), &timeouts);
+}
+}  // namespace
+
+std::unique_ptr<store::BlobStore> MakeGuardedBlobStore(store::BlobStore& inner,
+                                                       Dependency& dependency,
+                                                       const LiveCallTimeouts& timeouts) {
+  return std::make_unique<GuardedBlobStore>(inner, dependency, Borrowed(timeouts));
+}
+
+std::unique_ptr<store::MetaStore> MakeGuardedMetaStore(store::MetaStore& inner,
+                                                       Dependency& dependency,
+                                                       const LiveCallTimeouts& timeouts) {
+  return std::make_unique<GuardedMetaStore>(inner, dependency, Borrowed(timeouts));
+}
+
 std::unique_ptr<store::BlobStore> MakeGuardedBlobStore(store::BlobStore& inner,
                                                        Dependency& dependency,
                                                        CallTimeouts timeouts) {
-  return std::make_unique<GuardedBlobStore>(inner, dependency, timeouts);
+  return std::make_unique<GuardedBlobStore>(inner, dependency,
+                                            std::make_shared<const LiveCallTimeouts>(timeouts));
 }
 
 std::unique_ptr<store::MetaStore> MakeGuardedMetaStore(store::MetaStore& inner,
                                                        Dependency& dependency,
                                                        CallTimeouts timeouts) {
-  return std::make_unique<GuardedMetaStore>(inner, dependency, timeouts);
+  return std::make_unique<GuardedMetaStore>(inner, dependency,
+                                            std::make_shared<const LiveCallTimeouts>(timeouts));
 }
 
 }  // namespace sluice::service

@@ -96,7 +96,8 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
       blocks_(blocks),
       clock_(clock),
       options_(options),
-      shared_(shared) {}
+      shared_(shared),
+      hide_threshold_(options.hide_threshold) {}
 
 const std::vector<std::string_view>& ModerationService::Reasons() {
   static const std::vector<std::string_view> kReasons = {"spam", "malware", "illegal",
@@ -170,8 +171,8 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
   }
   spdlog::info("report {}: reason {} from {} ({}; {} open)", id->view(), reason, client_key,
                outcome->counted ? "counted" : "repeat, not counted", outcome->open_reports);
-  if (!receipt.withheld && options_.hide_threshold > 0 &&
-      outcome->open_reports >= options_.hide_threshold) {
+  const int64_t hide_threshold = hide_threshold_.load(std::memory_order_relaxed);
+  if (!receipt.withheld && hide_threshold > 0 && outcome->open_reports >= hide_threshold) {
     const std::string why = fmt::format("reported by {} clients", outcome->open_reports);
     auto withholding = Moderate(*meta, store::Moderation::kWithheld, why, deadline);
     if (Status withheld = co_await std::move(withholding); !withheld.ok()) {

@@ -13,7 +13,7 @@ PasteCache::PasteCache(size_t capacity_bytes)
 PasteCache::PasteCache(size_t capacity_bytes, const Clock& clock, Duration max_age)
     : shard_capacity_(capacity_bytes / kShards),
       clock_(&clock),
-      max_age_(max_age),
+      max_age_(max_age.count()),
       shards_(kShards) {}
 
 PasteCache::Shard& PasteCache::ShardFor(const store::PasteId& id) {
@@ -25,7 +25,8 @@ std::optional<CachedPaste> PasteCache::Get(const store::PasteId& id) {
   std::lock_guard lock(shard.mu);
   auto it = shard.index.find(id);
   if (it == shard.index.end() || !it->second->paste) return std::nullopt;
-  if (clock_ && max_age_ > Duration::zero() && Now() - it->second->stored > max_age_) {
+  const Duration max_age(max_age_.load(std::memory_order_relaxed));
+  if (clock_ && max_age > Duration::zero() && Now() - it->second->stored > max_age) {
     shard.bytes -= it->second->charge;
     shard.lru.erase(it->second);
     shard.index.erase(it);

@@ -226,6 +226,12 @@ void PasteService::Reconfigure(const ServiceOptions& next) {
   o.read_budget = next.read_budget;
   o.delete_budget = next.delete_budget;
   o.max_storage_bytes = next.max_storage_bytes;
+  o.put_timeout = next.put_timeout;
+  o.insert_timeout = next.insert_timeout;
+  o.cache_timeout = next.cache_timeout;
+  // A row stored without a checksum is checked by its size alone (CheckBody), so turning the
+  // checks on serves the pastes made while they were off.
+  o.verify_bodies = next.verify_bodies;
   options_.Store(std::move(o));
 }
 

@@ -38,8 +38,9 @@ class ConfiguredServer(SluiceServer):
 
 
 class ReloadTest(PatientTestCase):
-    def start(self, **settings):
-        server = ConfiguredServer(args=[], production_limits=True, patient=True)
+    def start(self, patient=True, **settings):
+        # patient: the harness's generous store timeouts, as flags (which win over the file).
+        server = ConfiguredServer(args=[], production_limits=True, patient=patient)
         self._servers.append(server)
         self.addCleanup(self._finish_server, server)
         self.config = os.path.join(server.root, "sluice.toml")
@@ -198,6 +199,45 @@ class ReloadTest(PatientTestCase):
         self.hup_and_wait(s, "ok")
         self.assertNotIn("cannot change while running", s.log())
         self.assertEqual(s.admin_request("GET", "/metrics").status, 200)
+
+    def test_a_lower_put_timeout_answers_503_at_the_new_value(self):
+        # Not patient, so the file decides the timeouts; every PUT takes 500 ms.
+        slow = dict(fault_injection="true", faults='"blob.put:latency=500ms"',
+                    create_budget='"5s"', insert_timeout='"2s"')
+        s = self.start(patient=False, put_timeout='"3s"', **slow)
+        self.assertEqual(s.create(b"slow but in time\n").status, 201)
+        self.write(put_timeout='"100ms"', **slow)
+        self.hup_and_wait(s, "ok")
+        res = s.create(b"too slow now\n")
+        self.assertJsonError(res, 503, "deadline_exceeded")
+        self.assertIsNotNone(res.header("Retry-After"))
+        self.assertIn("reload: applied put_timeout", s.log())
+
+    def test_the_view_ladder_follows_a_reload(self):
+        html = {"Accept": "text/html"}
+        # Every render takes 300 ms (render_delay, a test-only brake).
+        slow = dict(fault_injection="true", render_delay='"300ms"')
+
+        def rung(text):
+            paste = s.create_ok(text)
+            res = s.get(f"/{paste['id']}?lang=python", headers=html)
+            self.assertStatus(res, 200)
+            return res.header("X-Sluice-Rung")
+
+        def highlight_cap():
+            return metric(s.metrics(), "sluice_pool_limit", pool="highlight")
+
+        s = self.start(render_timeout='"5s"', highlight_slots=2, **slow)
+        self.assertEqual(rung("def f():\n    return 1\n"), "highlighted")
+        self.write(render_timeout='"50ms"', highlight_slots=1, **slow)
+        self.hup_and_wait(s, "ok")
+        self.assertEqual(rung("def g():\n    return 2\n"), "plain; reason=render_timeout")
+        self.assertEqual(highlight_cap(), 1)
+        # More slots than the workers started: capped there, named, counted as partial.
+        self.write(render_timeout='"50ms"', highlight_slots=3, **slow)
+        self.hup_and_wait(s, "partial")
+        self.assertEqual(highlight_cap(), 2)
+        self.assertIn("highlight_slots = 3 is more than the 2 highlighter workers", s.log())
 
 
 if __name__ == "__main__":

@@ -77,6 +77,12 @@ class CircuitBreaker {
   /// Asks before a call. Refused while open, and while half-open with the probe out.
   Admission TryPass();
 
+  /// New thresholds from now on (README.md, "Reload"). The state stays: an open breaker stays
+  /// open, until it has been open for the new `open_for`; a closed one keeps its run of refusals
+  /// and opens at the next refusal once that run reaches the new count. Precondition:
+  /// refusals_to_open > 0.
+  void SetThresholds(int refusals_to_open, Duration open_for);
+
   BreakerState state() const;
   /// State changes since construction, for a counter on /metrics.
   uint64_t transitions() const;
@@ -87,9 +93,12 @@ class CircuitBreaker {
   void MoveToLocked(BreakerState to, std::optional<std::pair<BreakerState, BreakerState>>* fired);
   void Notify(const std::optional<std::pair<BreakerState, BreakerState>>& fired) const;
 
+  // Only on_transition is read from here; the thresholds a reload changes are below, under mu_.
   const CircuitBreakerOptions options_;
   const Clock& clock_;
   mutable std::mutex mu_;
+  int refusals_to_open_;
+  Duration open_for_;
   BreakerState state_ = BreakerState::kClosed;
   int consecutive_refusals_ = 0;
   TimePoint opened_at_{};

@@ -89,6 +89,7 @@ struct LadderSnapshot {
   double sustainable_rate = 0;  // slots / service time
   Duration service_time{};
   int in_use = 0;
+  int slots = 0;  // the cap now
   LadderCounts counts;
 };
 
@@ -139,6 +140,15 @@ class DegradationLadder {
 
   LadderSnapshot Snapshot() const;
 
+  /// New limits for views from now on (README.md, "Reload"): slots, large_paste_bytes,
+  /// target_utilization, release_margin and release_points_per_second. The ladder keeps what it
+  /// has learnt and holds: the measured service time, the arrivals of the window, the shed (which
+  /// then moves towards the new numbers at the usual pace: up at once, down gradually) and the
+  /// slots in flight; slots lowered below those in flight send new views to the plain rung
+  /// (slots_full) until under the new cap. The window's shape and the service time's weighting
+  /// stay as built. Preconditions as for the options.
+  void SetLimits(const DegradationLadderOptions& next);
+
   /// The stable 0..99 bucket of a client key (FNV-1a, the same in every process and build).
   static int KeyBucket(std::string_view client_key);
 
@@ -158,12 +168,12 @@ class DegradationLadder {
   double WindowSecondsLocked(TimePoint now, int64_t index) const;
   int64_t IndexAt(TimePoint now) const;
 
-  const DegradationLadderOptions options_;
   const Clock& clock_;
   const TimePoint origin_;
   const Duration bucket_width_;
 
   mutable std::mutex mu_;
+  DegradationLadderOptions options_;  // SetLimits changes its limits under mu_
   std::vector<Window> windows_;
   double service_seconds_;
   double shed_percent_ = 0;

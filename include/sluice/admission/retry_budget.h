@@ -41,7 +41,14 @@ class RetryBudget {
   /// Retries still allowed now (for the retry-budget balance gauge). May be fractional.
   double Balance() const;
 
-  const RetryBudgetOptions& options() const { return options_; }
+  /// A new ratio from now on (README.md, "Reload"). The budget keeps what it has counted: the
+  /// requests and retries of the window stay, and the balance is those counts weighed at the new
+  /// ratio, so a lowered ratio may leave nothing to withdraw until retries age out of the window.
+  /// Precondition: ratio >= 0.
+  void SetRatio(double ratio);
+
+  /// The options now (a copy: a reload may change the ratio).
+  RetryBudgetOptions options() const;
 
  private:
   struct Bucket {
@@ -53,11 +60,11 @@ class RetryBudget {
   Bucket& Current(int64_t index);
   double BalanceLocked(int64_t index) const;
 
-  const RetryBudgetOptions options_;
   const Clock& clock_;
   const TimePoint origin_;
   const Duration bucket_width_;
   mutable std::mutex mu_;
+  RetryBudgetOptions options_;  // under mu_: SetRatio changes it
   std::vector<Bucket> buckets_;
 };
 

@@ -21,6 +21,7 @@
 #include "sluice/admission/degradation_ladder.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
+#include "sluice/common/swappable.h"
 #include "sluice/render/highlight_workers.h"
 #include "sluice/render/render_cache.h"
 
@@ -83,7 +84,17 @@ class ViewRenderer {
   void Forget(std::string_view id);
 
   admission::LadderSnapshot Snapshot() const { return ladder_.Snapshot(); }
-  const ViewRendererOptions& options() const { return options_; }
+  /// The options now (a reload replaces them); a view holds the ones it started with.
+  std::shared_ptr<const ViewRendererOptions> options() const { return options_.Load(); }
+  /// New ladder settings for views from now on (README.md, "Reload"): render_timeout,
+  /// render_delay, large_paste_bytes, target_utilization, release_points_per_second and slots,
+  /// which is capped at the workers started (the pool's threads and the worker processes are
+  /// sized once: more needs a restart). Renders in flight keep their timeout and their slot; the
+  /// ladder keeps its measurements (admission::DegradationLadder::SetLimits). The cache size, the
+  /// workers' command and memory limit stay as built.
+  void Reconfigure(ViewRendererOptions next);
+  /// Highlighter workers (and threads) started: the most slots a reload can give.
+  int workers() const { return workers_count_; }
   /// The worker processes alive now (tests kill one from outside).
   std::vector<pid_t> WorkerPids() const { return workers_.Pids(); }
 
@@ -92,7 +103,8 @@ class ViewRenderer {
   bool TimedOutBefore(const std::string& key);
   void RememberTimedOut(const std::string& key);
 
-  const ViewRendererOptions options_;
+  const int workers_count_;
+  Swappable<ViewRendererOptions> options_;
   // Decides the ladder, times the answer's timeout and dates the memory of timed-out renders.
   const Clock& clock_;
   admission::DegradationLadder ladder_;

@@ -61,6 +61,10 @@ class Dependency {
       std::function<boost::asio::awaitable<Result<T>>(admission::Deadline)> attempt);
 
   admission::BreakerState breaker_state() const { return breaker_.state(); }
+  /// New breaker thresholds from now on; the breaker keeps its state (README.md, "Reload").
+  void SetBreakerThresholds(int refusals_to_open, Duration open_for) {
+    breaker_.SetThresholds(refusals_to_open, open_for);
+  }
   const std::string& name() const { return name_; }
 
  private:

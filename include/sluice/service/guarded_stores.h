@@ -2,6 +2,8 @@
 // deadline, breaker, retry rule, latency histograms. The service sees only the interfaces.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <memory>
 
 #include "sluice/service/dependency.h"
@@ -29,7 +31,32 @@ struct CallTimeouts {
   Duration meta_background = std::chrono::seconds(5);
 };
 
-/// `inner` and `dependency` must outlive the decorator.
+/// The per-call timeouts a reload replaces (README.md, "Reload"). A call reads the one it needs
+/// when it starts, from atomics: no lock on the read path, and no call needs two of them to agree.
+/// A call already started keeps its timeout. Thread-safe.
+class LiveCallTimeouts {
+ public:
+  explicit LiveCallTimeouts(const CallTimeouts& initial);
+  LiveCallTimeouts(const LiveCallTimeouts&) = delete;
+  LiveCallTimeouts& operator=(const LiveCallTimeouts&) = delete;
+
+  /// The timeouts for calls from now on.
+  void Store(const CallTimeouts& next);
+  CallTimeouts Load() const;
+
+ private:
+  static constexpr size_t kCount = 7;  // the fields of CallTimeouts
+  std::array<std::atomic<Duration::rep>, kCount> ticks_{};
+};
+
+/// `inner` and `dependency` must outlive the decorator; so must `timeouts` where it is borrowed.
+std::unique_ptr<store::BlobStore> MakeGuardedBlobStore(store::BlobStore& inner,
+                                                       Dependency& dependency,
+                                                       const LiveCallTimeouts& timeouts);
+std::unique_ptr<store::MetaStore> MakeGuardedMetaStore(store::MetaStore& inner,
+                                                       Dependency& dependency,
+                                                       const LiveCallTimeouts& timeouts);
+/// With timeouts fixed for the decorator's life.
 std::unique_ptr<store::BlobStore> MakeGuardedBlobStore(store::BlobStore& inner,
                                                        Dependency& dependency,
                                                        CallTimeouts timeouts);

@@ -118,6 +118,12 @@ class ModerationService {
   /// Reloads the blocks every blocks_refresh until Stop().
   void Start(boost::asio::any_io_executor executor);
   void Stop() { stopping_ = true; }
+  /// A new hide_threshold for reports from now on (README.md, "Reload"): a paste already withheld
+  /// stays so, and one whose open reports already reach a lowered threshold is withheld at its
+  /// next report.
+  void SetHideThreshold(int64_t threshold) {
+    hide_threshold_.store(threshold, std::memory_order_relaxed);
+  }
 
  private:
   boost::asio::awaitable<Result<store::PasteMeta>> Find(std::string_view id_text,
@@ -140,6 +146,7 @@ class ModerationService {
   store::SharedState* const shared_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> pending_{0};
+  std::atomic<int64_t> hide_threshold_;  // options_.hide_threshold, then each reload's
 };
 
 }  // namespace sluice::service

@@ -1,10 +1,11 @@
 // PasteCache: recently created or read pastes (row and body) held in process memory, so a hot read
 // costs no store call and no thread hop. Bounded by bytes; least recently used entries go first.
-// It holds only bodies the service vouches for: the creator's own, or one fetched from the blob store
-// that matched its row's size and checksum (src/service/paste_service.cc), so a hit is served
+// It holds only bodies the service vouches for: the creator's own, or one fetched from the blob
+// store that matched its row's size and checksum (src/service/paste_service.cc), so a hit is served
 // without checking again.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <list>
 #include <memory>
@@ -35,6 +36,10 @@ class PasteCache {
   /// miss: with several processes, a delete on another one reaches this cache by a message that can
   /// be lost, so an entry is trusted only this long. Tombstones do not age out.
   PasteCache(size_t capacity_bytes, const Clock& clock, Duration max_age);
+
+  /// A new `max_age` from now on (README.md, "Reload"), for the entries already held too: each is
+  /// dated from when it was stored. Only a cache built with a clock ages its entries.
+  void SetMaxAge(Duration max_age) { max_age_.store(max_age.count(), std::memory_order_relaxed); }
 
   std::optional<CachedPaste> Get(const store::PasteId& id);
   /// Caches `paste` unless the id was marked deleted: a read that raced a delete cannot resurrect
@@ -75,7 +80,7 @@ class PasteCache {
 
   const size_t shard_capacity_;
   const Clock* const clock_ = nullptr;
-  const Duration max_age_{};
+  std::atomic<Duration::rep> max_age_{0};
   std::vector<Shard> shards_;
 };
 

@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "sluice/admission/adaptive_concurrency_limiter.h"
+#include "sluice/admission/circuit_breaker.h"
 #include "sluice/admission/concurrency_limiter.h"
+#include "sluice/admission/degradation_ladder.h"
 #include "sluice/admission/jitter.h"
 #include "sluice/admission/keyed_limiter.h"
 #include "sluice/admission/keyed_slots.h"
+#include "sluice/admission/retry_budget.h"
 #include "sluice/admission/token_bucket.h"
 #include "sluice/common/swappable.h"
 
@@ -148,6 +151,119 @@ TEST(SwappableTest, AReaderKeepsTheValueItTookAcrossAStore) {
   EXPECT_EQ(*value.Load(), "new");
 }
 
+CircuitBreakerOptions Breaker(int refusals, Duration open_for) {
+  CircuitBreakerOptions options;
+  options.refusals_to_open = refusals;
+  options.open_for = open_for;
+  return options;
+}
+
+void Refuse(CircuitBreaker& breaker) {
+  CircuitBreaker::Admission admission = breaker.TryPass();
+  ASSERT_TRUE(admission.allowed());
+  admission.pass->Refused();
+}
+
+TEST(CircuitBreakerReconfigureTest, AnOpenBreakerStaysOpenUntilTheNewOpenForHasPassed) {
+  ManualClock clock;
+  CircuitBreaker breaker(Breaker(2, seconds(5)), clock);
+  Refuse(breaker);
+  Refuse(breaker);
+  ASSERT_EQ(breaker.state(), BreakerState::kOpen);
+  breaker.SetThresholds(2, seconds(10));  // longer: counted from when it opened
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+  clock.Advance(seconds(6));
+  CircuitBreaker::Admission refused = breaker.TryPass();
+  EXPECT_FALSE(refused.allowed());
+  EXPECT_EQ(refused.retry_after, seconds(4));
+  breaker.SetThresholds(2, seconds(1));  // shorter: it has been open for longer than that
+  CircuitBreaker::Admission probe = breaker.TryPass();
+  ASSERT_TRUE(probe.allowed());
+  EXPECT_TRUE(probe.pass->is_probe());
+  EXPECT_EQ(breaker.state(), BreakerState::kHalfOpen);
+}
+
+TEST(CircuitBreakerReconfigureTest, AClosedBreakerKeepsItsRunOfRefusalsAgainstTheNewCount) {
+  ManualClock clock;
+  CircuitBreaker breaker(Breaker(5, seconds(5)), clock);
+  for (int i = 0; i < 3; ++i) Refuse(breaker);
+  breaker.SetThresholds(3, seconds(5));
+  // Already at the new count, but a reload is not a refusal: the next refusal opens it.
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+  EXPECT_EQ(breaker.transitions(), 0u);
+  Refuse(breaker);
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+
+  CircuitBreaker raised(Breaker(2, seconds(5)), clock);
+  Refuse(raised);
+  raised.SetThresholds(4, seconds(5));
+  for (int i = 0; i < 2; ++i) Refuse(raised);
+  EXPECT_EQ(raised.state(), BreakerState::kClosed);  // 3 in a row, under the new 4
+  Refuse(raised);
+  EXPECT_EQ(raised.state(), BreakerState::kOpen);
+}
+
+TEST(RetryBudgetReconfigureTest, KeepsWhatItCountedAndWeighsItAtTheNewRatio) {
+  ManualClock clock;
+  RetryBudgetOptions options;
+  options.ratio = 0.1;
+  options.min_retries_per_second = 0;
+  RetryBudget budget(options, clock);
+  for (int i = 0; i < 100; ++i) budget.RecordRequest();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(budget.TryWithdrawRetry());
+  EXPECT_NEAR(budget.Balance(), 6, 1e-9);
+  budget.SetRatio(0.5);
+  EXPECT_NEAR(budget.Balance(), 46, 1e-9);  // the same 100 requests and 4 retries
+  EXPECT_DOUBLE_EQ(budget.options().ratio, 0.5);
+  budget.SetRatio(0.02);
+  EXPECT_NEAR(budget.Balance(), -2, 1e-9);  // the retries spent still count
+  EXPECT_FALSE(budget.TryWithdrawRetry());
+  clock.Advance(seconds(11));  // they age out of the window with the requests
+  EXPECT_NEAR(budget.Balance(), 0, 1e-9);
+}
+
+TEST(DegradationLadderReconfigureTest, FewerSlotsThanInFlightShedNewViewsUntilUnder) {
+  ManualClock clock;
+  DegradationLadderOptions options;
+  options.slots = 3;
+  options.initial_service_time = milliseconds(10);
+  DegradationLadder ladder(options, clock);
+  DegradationLadder::Decision a = ladder.Decide({.client_key = "a"});
+  DegradationLadder::Decision b = ladder.Decide({.client_key = "b"});
+  ASSERT_TRUE(a.slot && b.slot);
+  options.slots = 1;
+  ladder.SetLimits(options);
+  EXPECT_EQ(ladder.Snapshot().slots, 1);
+  EXPECT_EQ(ladder.Snapshot().in_use, 2);  // both renders go on
+  DegradationLadder::Decision c = ladder.Decide({.client_key = "c"});
+  EXPECT_FALSE(c.slot);
+  EXPECT_EQ(c.cause, ShedCause::kSlotsFull);
+  a.slot->Done();
+  EXPECT_FALSE(ladder.Decide({.client_key = "d"}).slot);  // 1 in flight, not under 1
+  b.slot->Done();
+  EXPECT_TRUE(ladder.Decide({.client_key = "e"}).slot);
+}
+
+TEST(DegradationLadderReconfigureTest, KeepsTheMeasuredServiceTime) {
+  ManualClock clock;
+  DegradationLadderOptions options;
+  options.slots = 2;
+  options.initial_service_time = milliseconds(10);
+  DegradationLadder ladder(options, clock);
+  DegradationLadder::Decision view = ladder.Decide({.client_key = "a"});
+  ASSERT_TRUE(view.slot);
+  clock.Advance(milliseconds(110));
+  view.slot->Done();  // 10 ms + 0.1 x (110 ms - 10 ms) = 20 ms
+  const double measured = std::chrono::duration<double>(ladder.Snapshot().service_time).count();
+  EXPECT_NEAR(measured, 0.020, 1e-6);
+  options.slots = 4;
+  options.initial_service_time = seconds(1);  // for a new ladder only
+  ladder.SetLimits(options);
+  const LadderSnapshot after = ladder.Snapshot();
+  EXPECT_NEAR(std::chrono::duration<double>(after.service_time).count(), measured, 1e-9);
+  EXPECT_NEAR(after.sustainable_rate, 4 / measured, 1e-6);
+}
+
 void RunThreads(int n, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(n));
@@ -246,6 +362,68 @@ TEST(ReconfigureStressTest, SwappableReadersSeeWholeValues) {
   });
   EXPECT_EQ(torn.load(), 0);
   EXPECT_EQ(value.Load()->a, 5000);
+}
+
+// Calls race the setters of the breaker, the retry budget and the ladder: the ladder never has more
+// renders in flight than the largest cap ever set and drains to zero; the budget never lets more
+// retries through than the largest ratio allows of the requests counted.
+TEST(ReconfigureStressTest, BreakerBudgetAndLadderAgainstAReloadingThread) {
+  ManualClock clock;
+  CircuitBreaker breaker(Breaker(3, milliseconds(1)), clock);
+  RetryBudgetOptions budget_options;
+  budget_options.ratio = 0.1;
+  budget_options.min_retries_per_second = 0;
+  RetryBudget budget(budget_options, clock);
+  DegradationLadderOptions ladder_options;
+  ladder_options.slots = 4;
+  DegradationLadder ladder(ladder_options, clock);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> requests{0};
+  std::atomic<int64_t> retries{0};
+  std::atomic<int> worst_in_use{0};
+  RunThreads(5, [&](int id) {
+    if (id == 0) {
+      // Until the readers have made calls enough to meet every setting, however the threads are
+      // scheduled; the clock stops at 2 s, inside the budget's 10 s window.
+      for (int i = 0; i < 2000 || requests.load() < 20000; ++i) {
+        breaker.SetThresholds(1 + i % 4, milliseconds(i % 3));
+        budget.SetRatio(0.5 * (i % 2));
+        DegradationLadderOptions next = ladder_options;
+        next.slots = 1 + i % 4;
+        next.target_utilization = 0.5 + 0.5 * (i % 2);
+        next.large_paste_bytes = 100 * (i % 3);
+        ladder.SetLimits(next);
+        if (i < 2000) clock.Advance(milliseconds(1));
+      }
+      stop = true;
+      return;
+    }
+    const std::string key = "k" + std::to_string(id);
+    for (int n = 0; !stop.load(); ++n) {
+      CircuitBreaker::Admission admission = breaker.TryPass();
+      if (admission.allowed()) {
+        if (n % 3 == 0) {
+          admission.pass->Refused();
+        } else {
+          admission.pass->Succeeded();
+        }
+      }
+      budget.RecordRequest();
+      requests.fetch_add(1);
+      if (budget.TryWithdrawRetry()) retries.fetch_add(1);
+      DegradationLadder::Decision view = ladder.Decide({.client_key = key, .size_bytes = n % 200});
+      const int in_use = ladder.Snapshot().in_use;
+      int seen = worst_in_use.load();
+      while (in_use > seen && !worst_in_use.compare_exchange_weak(seen, in_use)) {
+      }
+      if (view.slot) view.slot->Done();
+    }
+  });
+  EXPECT_LE(worst_in_use.load(), 4);
+  EXPECT_EQ(ladder.Snapshot().in_use, 0);
+  // Within the 2 s the clock moved, nothing aged out of the 10 s window.
+  EXPECT_LE(static_cast<double>(retries.load()), 0.5 * static_cast<double>(requests.load()));
+  EXPECT_GT(breaker.transitions(), 0u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "../../../src/app/reload.h"
 #include "../../../src/app/settings.h"
 
 namespace sluice::app {
@@ -59,6 +60,23 @@ TEST(ExampleConfig, EachKeyHasItsHelpFlagAndVariable) {
     // The first words of the help (wrapping may split the rest across lines).
     const std::string help = spec.help;
     EXPECT_NE(comment.find(help.substr(0, help.find(' '))), std::string::npos) << comment;
+  }
+}
+
+// From the one list of live keys (src/app/reload.cc), so README.md can send readers here.
+TEST(ExampleConfig, EachKeySaysWhetherAReloadAppliesIt) {
+  const std::string example = ExampleConfig("test");
+  for (const SettingSpec& spec : ServeSettings()) {
+    const size_t at = example.find("\n#" + std::string(spec.key) + " = ");
+    ASSERT_NE(at, std::string::npos) << spec.key;
+    const size_t block = example.rfind("\n\n", at);
+    std::string comment = example.substr(block, at - block);
+    // Unwrapped: a note may be split across two comment lines.
+    for (size_t nl; (nl = comment.find("\n# ")) != std::string::npos;) comment.replace(nl, 3, " ");
+    const bool live = comment.find("SIGHUP applies it to new requests.") != std::string::npos;
+    const bool restart = comment.find("Takes a restart to change.") != std::string::npos;
+    EXPECT_NE(live, restart) << spec.key;
+    EXPECT_EQ(live, IsLiveSetting(spec.key)) << spec.key;
   }
 }
 

@@ -20,8 +20,8 @@ TEST(ReloadTest, TheLiveKeysAreDeclaredSettings) {
   int live = 0;
   for (const std::string& key : keys) live += IsLiveSetting(key) ? 1 : 0;
   // Every key of the live list exists (a rename in settings.cc would otherwise silently make a
-  // key restart-only): the list in reload.cc has 44.
-  EXPECT_EQ(live, 44);
+  // key restart-only): the list in reload.cc has 62.
+  EXPECT_EQ(live, 62);
   EXPECT_TRUE(IsLiveSetting("ip_create_rate"));
   EXPECT_TRUE(IsLiveSetting("trusted_proxy"));
   EXPECT_TRUE(IsLiveSetting("log_level"));
@@ -29,6 +29,32 @@ TEST(ReloadTest, TheLiveKeysAreDeclaredSettings) {
   EXPECT_FALSE(IsLiveSetting("data_dir"));
   EXPECT_FALSE(IsLiveSetting("meta"));
   EXPECT_FALSE(IsLiveSetting("create_cap"));
+}
+
+TEST(ReloadTest, TheLadderTheStoreTimeoutsTheBreakersAndTheBudgetAreLive) {
+  for (const char* key :
+       {"highlight_slots", "render_timeout", "render_delay", "large_paste_bytes",
+        "highlight_utilization", "shed_release_rate", "put_timeout", "insert_timeout",
+        "meta_get_timeout", "blob_get_timeout", "cache_timeout", "breaker_refusals",
+        "breaker_open_for", "retry_budget_ratio", "report_hide_threshold", "put_bytes_per_day_plan",
+        "verify_bodies", "local_cache_ttl"}) {
+    EXPECT_TRUE(IsLiveSetting(key)) << key;
+  }
+  // Each with its reason in reload.cc.
+  for (const char* key : {"highlight_cache_bytes", "cache_bytes", "sweep_interval", "reap_interval",
+                          "orphan_age_floor", "edge_purge", "fault_injection", "faults",
+                          "inline_body_bytes", "metrics_on_public", "admin_token_file"}) {
+    EXPECT_FALSE(IsLiveSetting(key)) << key;
+  }
+}
+
+TEST(ReloadTest, ABreakerAndALadderChangeAreLiveAndACapKindIsNot) {
+  const Settings start = SettingsLoader::FromToml("");
+  const Settings next = SettingsLoader::FromToml(
+      "breaker_refusals = 9\nrender_timeout = \"50ms\"\ncreate_cap = \"aimd\"\n");
+  const ReloadChanges changes = CompareForReload(start, start, next);
+  EXPECT_EQ(changes.live, (Keys{"breaker_refusals", "render_timeout"}));
+  EXPECT_EQ(changes.restart, Keys{"create_cap"});
 }
 
 TEST(ReloadTest, SplitsChangesIntoLiveAndRestart) {

@@ -61,6 +61,43 @@ TEST(ViewRendererTest, AViewFindingEverySlotBusyIsShownPlainAtOnce) {
   EXPECT_EQ(full, 2);
 }
 
+// A reload (README.md, "Reload"): the slots up to the workers started, the timeout for the next
+// view.
+TEST(ViewRendererTest, AReloadCapsTheSlotsAtTheWorkersStartedAndTimesTheNextView) {
+  asio::io_context io;
+  MetricsRegistry metrics;
+  ViewRendererOptions options = Options();
+  options.slots = 2;
+  options.cache_bytes = 0;
+  ViewRenderer renderer(options, SystemClock::Instance(), metrics);
+  ASSERT_EQ(renderer.workers(), 2);
+  ViewRendererOptions next = options;
+  next.slots = 5;
+  renderer.Reconfigure(next);
+  EXPECT_EQ(renderer.Snapshot().slots, 2);
+  EXPECT_EQ(renderer.options()->slots, 2);
+
+  next.slots = 1;
+  next.render_delay = std::chrono::milliseconds(100);
+  renderer.Reconfigure(next);
+  EXPECT_EQ(renderer.Snapshot().slots, 1);
+  const auto text = std::make_shared<const std::string>("x = 1\n");
+  int highlighted = 0, full = 0;
+  for (const RenderedView& view : RenderAll(io, renderer, 2, "python", text)) {
+    if (view.rung == admission::Rung::kHighlight) ++highlighted;
+    if (view.cause == admission::ShedCause::kSlotsFull) ++full;
+  }
+  EXPECT_EQ(highlighted, 1);
+  EXPECT_EQ(full, 1);
+
+  while (renderer.Snapshot().in_use != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  next.render_timeout = std::chrono::milliseconds(20);  // below the 100 ms every render takes
+  renderer.Reconfigure(next);
+  const auto late =
+      RenderAll(io, renderer, 1, "python", std::make_shared<const std::string>("y\n"));
+  EXPECT_EQ(late[0].Tag(), "plain; reason=render_timeout");
+}
+
 TEST(ViewRendererTest, ARenderPastItsTimeoutIsPlainTaggedApartFromAShedAndNotTriedAgain) {
   asio::io_context io;
   MetricsRegistry metrics;

@@ -215,6 +215,55 @@ TEST_F(OverloadPathTest, APutThatNeverAnswersTimesOutAtItsDeadlineAndKeepsItsByt
   EXPECT_EQ(CreateSlots().bytes_in_use, 0) << "the PUT ended: nothing is buffered for it now";
 }
 
+// A reload (README.md, "Reload") stores new per-call timeouts: the next call takes the new one, a
+// call in flight keeps the one it started with.
+TEST_F(OverloadPathTest, ReloadedCallTimeoutsApplyToTheNextPutNotToOneInFlight) {
+  LiveCallTimeouts timeouts{CallTimeouts{}};  // the PUT's own 1 s
+  auto blobs = MakeGuardedBlobStore(blob_inner_, blob_dependency_, timeouts);
+  ServiceOptions options;
+  options.create_budget = std::chrono::seconds(10);
+  options.put_timeout = std::chrono::seconds(5);
+  PasteService service(*meta_, *blobs, cache_, admission_, clock_, metrics_, options);
+  blob_inner_.put = ScriptedBlobStore::Put::kHang;
+  auto first_ticket = Finish(service.AdmitCreate(kClient, {1, false}));
+  ASSERT_TRUE(first_ticket.ok());
+  const TimePoint started = clock_.Now();
+  auto first = Start(service.Create(std::move(*first_ticket), "a", ""));
+  ASSERT_EQ(clock_.NextAlarm(), started + std::chrono::seconds(1));
+
+  CallTimeouts longer;
+  longer.blob_put = std::chrono::seconds(3);
+  timeouts.Store(longer);
+  EXPECT_EQ(timeouts.Load().blob_put, std::chrono::seconds(3));
+  EXPECT_EQ(timeouts.Load().meta_get, CallTimeouts{}.meta_get);
+  auto second_ticket = Finish(service.AdmitCreate(kClient, {1, false}));
+  ASSERT_TRUE(second_ticket.ok());
+  auto second = Start(service.Create(std::move(*second_ticket), "b", ""));
+  ASSERT_EQ(blob_inner_.Hanging(), 2u);
+  Advance(std::chrono::seconds(1));
+  ASSERT_TRUE(first->has_value()) << "the call in flight kept its 1 s";
+  EXPECT_FALSE(second->has_value()) << "the next call took the new 3 s";
+  Advance(std::chrono::seconds(2));
+  ASSERT_TRUE(second->has_value());
+  ASSERT_FALSE((*second)->ok());
+  EXPECT_EQ((*second)->error().reason, "deadline_exceeded");
+  ExpectOverloadAnswer((*second)->error());
+  blob_inner_.EndOne(Ok());
+  blob_inner_.EndOne(Ok());
+  Settle();
+}
+
+TEST(PasteCacheReloadTest, ANewMaxAgeAppliesToTheEntriesHeld) {
+  ManualClock clock;
+  PasteCache cache(1 << 20, clock, std::chrono::seconds(60));
+  const store::PasteMeta meta{MintPasteId(), 0, 0, 1, {}, false, std::nullopt};
+  cache.Put(CachedPaste{meta, std::make_shared<const std::string>("x")});
+  clock.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(cache.Get(meta.id).has_value());
+  cache.SetMaxAge(std::chrono::seconds(5));  // stored 10 s ago: older than the new bound
+  EXPECT_FALSE(cache.Get(meta.id).has_value());
+}
+
 TEST_F(OverloadPathTest, AFullByteCapRefusesWhileAnAbandonedPutStillHoldsItsBytes) {
   AdmissionOptions tight = Limits();
   tight.create_slot_bytes = 1500;
