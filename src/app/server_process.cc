@@ -200,7 +200,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
                shared_state_.get(), &blocks_, &abuse_),
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
-                  shared_state_.get()),
+                  shared_state_.get(), &service_),
       moderation_gauges_(metrics_),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
