@@ -304,6 +304,10 @@ constexpr SettingSpec kServeSettings[] = {
     PositiveSetting("report_rate", "0.1", "1e15",
                     "Abuse reports per second per client key (over it: 429)"),
     PositiveSetting("report_burst", "5", "1e15", "Abuse reports a client key may send at once"),
+    DurationSetting("report_retention", "2160h", "0s", "87600h",
+                    "Abuse reports are deleted this long after a review closed them (takedown or "
+                    "dismissal; open reports of a paste that still exists never are), by the "
+                    "expiry sweep; 0s: kept forever. Default 90 days"),
     PositiveSetting("delete_rate", "1", "1e15",
                     "Deletes per second per client key, right token or wrong (over it: 429 "
                     "delete_rate)"),
