@@ -324,8 +324,11 @@ int ServerProcess::Run() {
     server_->Start();
     if (admin_server_) {
       admin_server_->Start();
-      spdlog::info("admin listener at http://{}:{}{}", admin_server_->bound_address(),
-                   admin_server_->port(),
+      const std::string path = admin_server_->unix_path();
+      spdlog::info("admin listener at {}{}",
+                   path.empty() ? fmt::format("http://{}:{}", admin_server_->bound_address(),
+                                              admin_server_->port())
+                                : "unix:" + path,
                    options_.admin_token_file.empty()
                        ? " without a token (admin_token_file unset): every admin request is "
                          "refused with 401"
