@@ -35,3 +35,36 @@ to_ms() {
     else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
     else printf "%s", v }'
 }
+
+# Admission limits lifted: a benchmark of the store and the HTTP path, not of the limiter (whose own
+# cost is in bench/results/admission.txt; shed answers are in bench/results/shed.md). At the
+# defaults one client (wrk, 127.0.0.1) may create 1 paste/s.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+lifted_limits=(--ip-create-rate 1000000 --ip-create-burst 1000000
+               --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12
+               --global-create-rate 1000000 --global-create-burst 1000000
+               --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12
+               --create-slots 1024 --create-slots-per-client 1024 --create-slot-bytes 1073741824
+               --ip-read-rate 1000000 --ip-read-burst 1000000)
+
+# wait_for_sluice_url LOG PID: prints the http://127.0.0.1:PORT a starting server logged, or exits.
+wait_for_sluice_url() {
+  local log=$1 pid=$2 url
+  for _ in $(seq 100); do
+    url=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | head -1 | sed 's/listening on //' || true)
+    if [ -n "$url" ]; then echo "$url"; return 0; fi
+    kill -0 "$pid" 2>/dev/null || { echo "sluice exited:" >&2; tail -n 5 "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "sluice did not report its address" >&2
+  exit 1
+}
+
+# require_created WRK_OUTPUT: a create run whose answers were mostly refusals measured the limiter,
+# not the store (bench/wrk/create.lua prints "status CODE COUNT" and "non_201 COUNT"): stop there.
+require_created() {
+  awk '/ requests in / {n = $1} /^non_201 / {bad = $2}
+       END { if (n > 0 && bad > n / 100) {
+               printf "%s: %d of %d creates were not 201; a limit is not lifted?\n", FILENAME, bad, n > "/dev/stderr"
+               exit 1 } }' "$1"
+}

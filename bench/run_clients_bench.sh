@@ -35,20 +35,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
-  --ip-create-rate 1000000 --ip-create-burst 1000000 \
-  --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12 \
-  --global-create-rate 1000000 --global-create-burst 1000000 \
-  --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12 \
-  --create-slots 1024 --create-slot-bytes 1073741824 >"$work/server.log" 2>&1 &
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" "${lifted_limits[@]}" >"$work/server.log" 2>&1 &
 server_pid=$!
-url=""
-for _ in $(seq 100); do
-  url=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$work/server.log" | sed 's/listening on //' || true)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "the server did not report its address" >&2; exit 1; }
+url=$(wait_for_sluice_url "$work/server.log" "$server_pid")
 
 declare -A sum
 sum[raw]=0 sum[json]=0

@@ -77,15 +77,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Admission limits lifted, as in bench/run_embedded_bench.sh: this measures the store, not the
-# limiter (at the defaults one client may create 1 paste/s).
-lifted_limits=(--ip-create-rate 1000000 --ip-create-burst 1000000
-               --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12
-               --global-create-rate 1000000 --global-create-burst 1000000
-               --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12
-               --create-slots 1024 --create-slot-bytes 1073741824
-               --ip-read-rate 1000000 --ip-read-burst 1000000)
-
+# lifted_limits (bench/lib.sh): this measures the store, not the limiter.
 sluice_url=""
 start_server() {  # start_server LABEL
   rm -rf "$work/data"
@@ -93,14 +85,7 @@ start_server() {  # start_server LABEL
   "${bin_of[$1]}" serve --listen 127.0.0.1:0 --data-dir "$work/data" "${lifted_limits[@]}" \
     >"$work/sluice.log" 2>&1 &
   sluice_pid=$!
-  sluice_url=""
-  for _ in $(seq 100); do
-    sluice_url=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$work/sluice.log" | sed 's/listening on //' || true)
-    [ -n "$sluice_url" ] && break
-    kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice ($1) exited" >&2; exit 1; }
-    sleep 0.1
-  done
-  [ -n "$sluice_url" ] || { echo "sluice ($1) did not report its address" >&2; exit 1; }
+  sluice_url=$(wait_for_sluice_url "$work/sluice.log" "$sluice_pid")
 }
 
 # ---- wrk helpers (the same parsing as bench/run_embedded_bench.sh) --------------------------------
@@ -117,12 +102,21 @@ parse() {
              /^non_201 / {s += $2} END {print s + 0}' "$f")
   echo "$rps $p50 $p99 $err"
 }
+# cpu_jiffies -> "busy idle iowait" over all cores since boot (/proc/stat), for the machine's share
+# of CPU used during a run: on 2 cores shared by wrk, the server, dd and the kernel's writeback, a
+# co-tenant costs CPU as well as disk time.
+cpu_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5, $6}' /proc/stat; }
 run_creates() {  # run_creates OUTFILE
-  local out=$1
+  local out=$1 before after
   local cmd=(wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s bench/wrk/create.lua "$sluice_url")
   echo "\$ ${cmd[*]}" >"$out"
+  before=$(cpu_jiffies)
   "${cmd[@]}" >>"$out" 2>&1
+  after=$(cpu_jiffies)
+  echo "$before $after" | awk '{b = $4 - $1; i = $5 - $2; w = $6 - $3; t = b + i + w;
+    printf "cpu_busy_pct %.0f\ncpu_iowait_pct %.0f\n", 100 * b / t, 100 * w / t}' >>"$out"
   kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice is gone mid-run" >&2; exit 1; }
+  require_created "$out"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -141,12 +135,16 @@ for r in $(seq "$ROUNDS"); do
     sync
     run_creates "$raw/$label-quiet-round$r.txt"
     sync
-    dd if=/dev/zero of="$work/cotenant.bin" bs=1M count="$DD_MB" status=none &
+    /usr/bin/time -f "dd_cpu_s %U %S %e" -o "$work/dd-time.txt" \
+      dd if=/dev/zero of="$work/cotenant.bin" bs=1M count="$DD_MB" status=none &
     dd_pid=$!
     run_creates "$raw/$label-cotenant-round$r.txt"
     # The dd's own time (it writes to the page cache; the flush is the kernel's, afterwards).
     wait "$dd_pid"
     dd_pid=""
+    # user + system CPU seconds of dd itself, and its wall time
+    awk '{printf "dd_cpu_s %.1f\ndd_wall_s %.1f\n", $2 + $3, $4}' "$work/dd-time.txt" \
+      >>"$raw/$label-cotenant-round$r.txt"
     stop_server
     cp "$work/sluice.log" "$raw/$label-sluice-round$r.log"
     rm -rf "$work/data" "$work/cotenant.bin"
@@ -221,6 +219,20 @@ out=bench/results/creates.md
   for r in $(seq "$ROUNDS"); do
     for label in "${labels[@]}"; do
       echo "- round $r, $label: quiet $(parse "$raw/$label-quiet-round$r.txt"); co-tenant $(parse "$raw/$label-cotenant-round$r.txt")"
+    done
+  done
+  echo
+  echo "The machine's CPU during each run (all cores: busy, and waiting on the disk), and the co-tenant's"
+  echo "own CPU (dd copying into the page cache; the kernel's writeback of it is in the machine's busy"
+  echo "share, not dd's):"
+  echo
+  echo "| round | binary | quiet: busy % | iowait % | co-tenant: busy % | iowait % | dd CPU s | dd wall s |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|"
+  for r in $(seq "$ROUNDS"); do
+    for label in "${labels[@]}"; do
+      q=$raw/$label-quiet-round$r.txt c=$raw/$label-cotenant-round$r.txt
+      field() { awk -v k="$1" '$1 == k {print $2}' "$2"; }
+      echo "| $r | $label | $(field cpu_busy_pct "$q") | $(field cpu_iowait_pct "$q") | $(field cpu_busy_pct "$c") | $(field cpu_iowait_pct "$c") | $(field dd_cpu_s "$c") | $(field dd_wall_s "$c") |"
     done
   done
   echo

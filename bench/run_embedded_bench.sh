@@ -89,27 +89,12 @@ PY
 
 # ---- sluice ---------------------------------------------------------------------------------------
 mkdir -p "$work/data"
-# Admission limits lifted: this benchmark measures the store and the HTTP path, not the limiter
-# (whose own cost is in bench/results/admission.txt; shed answers are in bench/results/shed.md).
-# At the defaults one client (wrk, 127.0.0.1) may create 1 paste/s.
-lifted_limits=(--ip-create-rate 1000000 --ip-create-burst 1000000
-               --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12
-               --global-create-rate 1000000 --global-create-burst 1000000
-               --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12
-               --create-slots 1024 --create-slot-bytes 1073741824
-               --ip-read-rate 1000000 --ip-read-burst 1000000)
+# lifted_limits (bench/lib.sh): this measures the store and the HTTP path, not the limiter.
 sluice_args=(serve --listen 127.0.0.1:0 --data-dir "$work/data" "${lifted_limits[@]}")
 if [ -n "${SLUICE_THREADS:-}" ]; then sluice_args+=(--threads "$SLUICE_THREADS"); fi
 "$bin" "${sluice_args[@]}" >"$work/sluice.log" 2>&1 &
 sluice_pid=$!
-sluice_url=""
-for _ in $(seq 100); do
-  sluice_url=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$work/sluice.log" | sed 's/listening on //' || true)
-  [ -n "$sluice_url" ] && break
-  kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice exited" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$sluice_url" ] || { echo "sluice did not report its address" >&2; exit 1; }
+sluice_url=$(wait_for_sluice_url "$work/sluice.log" "$sluice_pid")
 
 # ---- nginx ----------------------------------------------------------------------------------------
 nginx_port=$(free_port)
@@ -255,6 +240,7 @@ if [ "$CREATES" = 1 ]; then
       perf_pid=$!
     fi
     run_wrk "$raw/create-c$c.txt" "$c" -s bench/wrk/create.lua "$sluice_url"
+    require_created "$raw/create-c$c.txt"
     if [ -n "$perf_pid" ]; then wait "$perf_pid" || true; fi
     metrics "$raw/metrics-after-create-c$c.txt"
   done

@@ -39,22 +39,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The same lifted limits as bench/run_embedded_bench.sh: this measures memory, not the limiter.
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
-  --ip-create-rate 1000000 --ip-create-burst 1000000 \
-  --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12 \
-  --global-create-rate 1000000 --global-create-burst 1000000 \
-  --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12 \
-  --create-slots 1024 --create-slot-bytes 1073741824 \
-  --ip-read-rate 1000000 --ip-read-burst 1000000 >"$work/sluice.log" 2>&1 &
+# lifted_limits (bench/lib.sh): this measures memory, not the limiter.
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" "${lifted_limits[@]}" >"$work/sluice.log" 2>&1 &
 sluice_pid=$!
-url=""
-for _ in $(seq 100); do
-  url=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$work/sluice.log" | sed 's/listening on //' || true)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "sluice did not report its address" >&2; exit 1; }
+url=$(wait_for_sluice_url "$work/sluice.log" "$sluice_pid")
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$sluice_pid/status"; }
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$sluice_pid/status"; }
@@ -74,6 +62,7 @@ started=$(date +%s)
 total=0
 while :; do
   BODY_BYTES=$BODY_BYTES wrk -t"$WRK_THREADS" -c"$CONNS" -d"${CHUNK}s" -s bench/wrk/create.lua "$url" >"$work/wrk.txt" 2>&1
+  require_created "$work/wrk.txt"
   kill -0 "$sluice_pid" || { echo "sluice died" >&2; exit 1; }
   total=$(created)
   elapsed=$(( $(date +%s) - started ))
