@@ -7,6 +7,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -23,6 +25,7 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = boost::asio::ip::tcp;
+using local = boost::asio::local::stream_protocol;
 
 // A paste id or a prefix goes into a path: only what the server itself would accept in one.
 bool SafeSegment(const std::string& s) {
@@ -39,12 +42,26 @@ std::string JsonBody(std::initializer_list<std::pair<const char*, const std::str
   return j.dump();
 }
 
+// One request on a connected stream (TCP or Unix), its response read whole.
+template <typename Stream>
+bhttp::response<bhttp::string_body> Exchange(Stream& stream,
+                                             const bhttp::request<bhttp::string_body>& req) {
+  bhttp::write(stream, req);
+  beast::flat_buffer buffer;
+  bhttp::response<bhttp::string_body> res;
+  bhttp::read(stream, buffer, res);
+  return res;
+}
+
 }  // namespace
 
 CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
   CLI::App* admin = app.add_subcommand(
       "admin", "Review abuse reports, take pastes down, block clients (talks to admin_listen)");
-  admin->add_option("--admin", o.admin, "The admin listener, http://HOST:PORT")
+  admin
+      ->add_option("--admin", o.admin,
+                   "The admin listener: http://HOST:PORT, or its Unix socket, unix:/PATH or /PATH "
+                   "(admin_listen)")
       ->envname("SLUICE_ADMIN")
       ->capture_default_str();
   admin->add_option("--token-file", o.token_file, "File holding the admin token")
@@ -113,21 +130,36 @@ int RunAdmin(AdminCommandOptions& o) {
       return 2;
     }
   }
+  // The same forms admin_listen takes (src/app/settings.cc, CheckAdminListen).
+  std::string socket_path;
+  if (o.admin.starts_with("unix:")) {
+    socket_path = o.admin.substr(5);
+  } else if (o.admin.starts_with("/")) {
+    socket_path = o.admin;
+  }
   constexpr std::string_view kHttp = "http://";
-  if (!o.admin.starts_with(kHttp)) {
-    std::fprintf(stderr, "sluice admin: --admin must be http://HOST:PORT\n");
+  std::string authority = "localhost";
+  std::string host, port;
+  if (!socket_path.empty() || o.admin.starts_with("unix:")) {
+    if (!socket_path.starts_with("/")) {
+      std::fprintf(stderr, "sluice admin: --admin unix:PATH needs an absolute path\n");
+      return 2;
+    }
+  } else if (!o.admin.starts_with(kHttp)) {
+    std::fprintf(stderr,
+                 "sluice admin: --admin must be http://HOST:PORT or a Unix socket, unix:/PATH\n");
     return 2;
+  } else {
+    authority = o.admin.substr(kHttp.size(), o.admin.find('/', kHttp.size()) - kHttp.size());
+    const size_t colon = authority.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      std::fprintf(stderr, "sluice admin: --admin must name a port: http://HOST:PORT\n");
+      return 2;
+    }
+    host = authority.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    port = authority.substr(colon + 1);
   }
-  const std::string authority =
-      o.admin.substr(kHttp.size(), o.admin.find('/', kHttp.size()) - kHttp.size());
-  const size_t colon = authority.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    std::fprintf(stderr, "sluice admin: --admin must name a port: http://HOST:PORT\n");
-    return 2;
-  }
-  std::string host = authority.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  const std::string port = authority.substr(colon + 1);
 
   std::string token;
   {
@@ -143,10 +175,6 @@ int RunAdmin(AdminCommandOptions& o) {
 
   try {
     boost::asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(10));
-    stream.connect(resolver.resolve(host, port));
     bhttp::request<bhttp::string_body> req{
         o.method == "POST" ? bhttp::verb::post : bhttp::verb::get, o.path, 11};
     req.set(bhttp::field::host, authority);
@@ -157,10 +185,19 @@ int RunAdmin(AdminCommandOptions& o) {
       req.body() = o.body.empty() ? "{}" : o.body;
     }
     req.prepare_payload();
-    bhttp::write(stream, req);
-    beast::flat_buffer buffer;
     bhttp::response<bhttp::string_body> res;
-    bhttp::read(stream, buffer, res);
+    if (socket_path.empty()) {
+      tcp::resolver resolver(io);
+      beast::tcp_stream stream(io);
+      stream.expires_after(std::chrono::seconds(10));
+      stream.connect(resolver.resolve(host, port));
+      res = Exchange(stream, req);
+    } else {
+      beast::basic_stream<local> stream(io);
+      stream.expires_after(std::chrono::seconds(10));
+      stream.connect(local::endpoint(socket_path));
+      res = Exchange(stream, req);
+    }
     const unsigned status = res.result_int();
     nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
     if (status >= 400) {

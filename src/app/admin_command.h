@@ -12,7 +12,8 @@ class App;
 namespace sluice::app {
 
 struct AdminCommandOptions {
-  /// The admin listener, http:// only. Default: http://127.0.0.1:8081 (or SLUICE_ADMIN).
+  /// The admin listener: http://HOST:PORT, or its Unix socket, unix:/PATH or /PATH. Default:
+  /// http://127.0.0.1:8081 (or SLUICE_ADMIN).
   std::string admin = "http://127.0.0.1:8081";
   /// The file holding the token (or SLUICE_ADMIN_TOKEN_FILE); required.
   std::string token_file;

@@ -173,6 +173,7 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.janitor.sweep_interval = In<std::chrono::milliseconds>(s, "sweep_interval");
   o.janitor.reap_interval = In<std::chrono::milliseconds>(s, "reap_interval");
   o.janitor.orphan_age_floor = In<std::chrono::seconds>(s, "orphan_age_floor");
+  o.janitor.report_retention = In<std::chrono::seconds>(s, "report_retention");
   o.render = ReadRender(s);
   o.server = ReadServer(s);
   o.moderation.hide_threshold = s.Integer("report_hide_threshold");

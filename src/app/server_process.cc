@@ -232,7 +232,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
                shared_state_.get(), &blocks_, &abuse_),
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
-                  shared_state_.get()),
+                  shared_state_.get(), &service_),
       moderation_gauges_(metrics_),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
@@ -369,8 +369,11 @@ int ServerProcess::Run() {
     server_->Start();
     if (admin_server_) {
       admin_server_->Start();
-      spdlog::info("admin listener at http://{}:{}{}", admin_server_->bound_address(),
-                   admin_server_->port(),
+      const std::string path = admin_server_->unix_path();
+      spdlog::info("admin listener at {}{}",
+                   path.empty() ? fmt::format("http://{}:{}", admin_server_->bound_address(),
+                                              admin_server_->port())
+                                : "unix:" + path,
                    options_.admin_token_file.empty()
                        ? " without a token (admin_token_file unset): every admin request is "
                          "refused with 401"

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/un.h>
 // toml++ 3.3.0's parse_key() asserts a precondition its table-header parser does not ensure: a
 // config file holding `[=;` aborts a build with assertions on (fuzz/replay_main.cc found it in the
 // asan preset), while the same parser without them reports "expected bare key starting character".
@@ -74,12 +75,24 @@ std::optional<std::string> CheckListen(std::string_view value) {
   return std::nullopt;
 }
 
+// HOST:PORT, or a Unix socket: "unix:/path" or "/path" (src/http/server.cc). The path must be
+// absolute, since a relative one would depend on the directory the server happens to start in,
+// and fit sockaddr_un's sun_path with its terminating NUL.
 std::optional<std::string> CheckAdminListen(std::string_view value) {
   if (value.empty()) return std::nullopt;
   if (value.starts_with("/") || value.starts_with("unix:")) {
-    // The session is written against TCP sockets (src/http/session.cc); said at start, not
-    // discovered by an operator whose tool cannot connect.
-    return "a Unix socket is not supported yet: use HOST:PORT on loopback, e.g. 127.0.0.1:8081";
+    const std::string_view path = value.starts_with("unix:") ? value.substr(5) : value;
+    if (!path.starts_with("/")) {
+      return "a Unix socket path must be absolute, e.g. unix:/run/sluice/admin.sock or "
+             "/run/sluice/admin.sock";
+    }
+    constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
+    if (path.size() > kMaxPath) {
+      return fmt::format("a Unix socket path may be at most {} bytes; this one is {}", kMaxPath,
+                         path.size());
+    }
+    if (path.back() == '/') return "a Unix socket path must name a file, not a directory";
+    return std::nullopt;
   }
   return CheckListen(value);
 }
@@ -290,8 +303,9 @@ constexpr SettingSpec kServeSettings[] = {
                 "fault_injection)"),
     // The admin listener and moderation (README.md, "Moderation").
     TextSetting("admin_listen", "127.0.0.1:8081",
-                "Admin listener (moderation API, /metrics, /debug/faults), HOST:PORT; keep it on "
-                "loopback or a private network; empty: no admin listener",
+                "Admin listener (moderation API, /metrics, /debug/faults): HOST:PORT on loopback "
+                "or a private network, or a Unix socket unix:/PATH or /PATH (made with mode 0660; "
+                "the token is still required); empty: no admin listener",
                 CheckAdminListen),
     TextSetting("admin_token_file", "",
                 "File holding the admin listener's bearer token (one line); empty: the admin "
@@ -304,6 +318,10 @@ constexpr SettingSpec kServeSettings[] = {
     PositiveSetting("report_rate", "0.1", "1e15",
                     "Abuse reports per second per client key (over it: 429)"),
     PositiveSetting("report_burst", "5", "1e15", "Abuse reports a client key may send at once"),
+    DurationSetting("report_retention", "2160h", "0s", "87600h",
+                    "Abuse reports are deleted this long after a review closed them (takedown or "
+                    "dismissal; open reports of a paste that still exists never are), by the "
+                    "expiry sweep; 0s: kept forever. Default 90 days"),
     PositiveSetting("delete_rate", "1", "1e15",
                     "Deletes per second per client key, right token or wrong (over it: 429 "
                     "delete_rate)"),

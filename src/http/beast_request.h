@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <memory>
@@ -19,6 +20,13 @@
 namespace sluice::http {
 
 using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+
+/// A connection's socket and stream, TCP or Unix alike: the listener (src/http/server.cc) accepts
+/// either into a socket of the generic stream protocol, so one session serves both. It is the same
+/// reactive socket as a tcp::socket, with no virtual call or allocation per operation; only its
+/// endpoint type is wider.
+using Socket = boost::asio::generic::stream_protocol::socket;
+using Stream = boost::beast::basic_stream<boost::asio::generic::stream_protocol>;
 
 struct Refusal {
   unsigned status;
@@ -52,7 +60,7 @@ class BeastFields final : public HeaderFields {
 // One request on one connection: the stream, what is buffered, and the parser holding the headers.
 struct Exchange {
   Edge& edge;
-  boost::beast::tcp_stream& stream;
+  Stream& stream;
   boost::beast::flat_buffer& buffer;
   Parser& parser;
   // Everything read from the socket is either consumed by a parser or still in the buffer.

@@ -4,11 +4,21 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <type_traits>
 
 #include "session.h"
 #include "sluice/admission/client_key.h"
@@ -19,8 +29,67 @@ namespace sluice::http {
 namespace asio = boost::asio;
 using asio::awaitable;
 using tcp = asio::ip::tcp;
+using local = asio::local::stream_protocol;
 
 namespace {
+
+// Who may connect to the admin socket: the server's user and group (README.md, "Moderation"). The
+// bearer token is still asked of every request; the mode only keeps other users from reaching it.
+constexpr mode_t kUnixSocketMode = 0660;
+
+std::string ErrnoText(int error) {
+  return std::error_code(error, std::system_category()).message();
+}
+
+// The socket file at `path` before binding there. Nothing: free. A socket nobody accepts on
+// (connect refused) was left by a process that was killed and is removed; one a process listens on
+// is refused, as a TCP port in use is; anything else (a regular file, a socket that cannot be
+// probed) is never removed. A plain non-blocking connect, so a live server whose queue is full
+// answers at once (EAGAIN) rather than stalling the start.
+void ClearStaleSocket(const std::string& path) {
+  const std::string where = "cannot listen on unix:" + path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw std::runtime_error(where + ": " + ErrnoText(errno));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    throw std::runtime_error(where +
+                             ": the path exists and is not a socket; remove it or choose "
+                             "another admin_listen");
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.data(), path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) throw std::runtime_error(where + ": " + ErrnoText(errno));
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  const int error = rc == 0 ? 0 : errno;
+  ::close(fd);
+  if (rc == 0 || error == EAGAIN || error == EINPROGRESS) {
+    throw std::runtime_error(where + ": another process is already listening there");
+  }
+  if (error != ECONNREFUSED) {
+    throw std::runtime_error(
+        where + ": cannot tell whether another process listens there: " + ErrnoText(error));
+  }
+  spdlog::warn("unix:{}: removing a stale socket file that no process listens on", path);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error(where + ": cannot remove the stale socket file: " + ErrnoText(errno));
+  }
+}
+
+// The client's address as text, from a TCP connection's socket; empty when it cannot be read (the
+// client left already).
+std::string TcpPeer(const Socket& socket) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  tcp::endpoint ip;
+  if (ec || remote.size() > ip.capacity()) return {};
+  std::memcpy(ip.data(), remote.data(), remote.size());
+  ip.resize(remote.size());  // within capacity (checked above): cannot throw
+  return ip.address().to_string();
+}
 
 // The base of links when no public_url is set. A wildcard address (0.0.0.0, [::]) names no host,
 // so a link to it is no link: it becomes loopback (127.0.0.1, or [::1] for [::]), which always
@@ -55,6 +124,73 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::vector<asio::io_context*> ios;
   std::shared_ptr<Edge> edge;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  // admin_listen as a Unix socket: one acceptor, on the first loop (SO_REUSEPORT has no meaning
+  // for a path), and the file it made, removed on drain or destruction if it is still that file.
+  std::unique_ptr<local::acceptor> local_acceptor;
+  std::string local_path;
+  dev_t local_device = 0;
+  ino_t local_inode = 0;
+  std::atomic<bool> local_removed{false};
+
+  ~Impl() { RemoveSocketFile(); }
+
+  // The path of a Unix socket listen address: "unix:/path" or "/path"; nothing for host:port.
+  static std::optional<std::string> UnixPath(const std::string& listen) {
+    if (listen.starts_with("unix:")) return listen.substr(5);
+    if (listen.starts_with("/")) return listen;
+    return std::nullopt;
+  }
+
+  void StartUnix(const std::string& path) {
+    const std::string where = "cannot listen on unix:" + path;
+    if (!path.starts_with("/")) throw std::runtime_error(where + ": the path must be absolute");
+    if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      throw std::runtime_error(
+          fmt::format("{}: the path is {} bytes, and a Unix socket's may be "
+                      "at most {}",
+                      where, path.size(), sizeof(sockaddr_un{}.sun_path) - 1));
+    }
+    ClearStaleSocket(path);
+    auto acceptor = std::make_unique<local::acceptor>(*ios.front());
+    const local::endpoint endpoint(path);
+    boost::system::error_code ec;
+    acceptor->open(endpoint.protocol(), ec);
+    if (!ec) acceptor->bind(endpoint, ec);
+    if (ec) throw std::runtime_error(where + ": " + ec.message());
+    local_path = path;
+    // Bound but not yet listening, the socket refuses every connect, so the mode is in force
+    // before any connection can arrive. chmod rather than a umask around bind: the umask is the
+    // process's, and other threads may be creating files meanwhile.
+    struct stat st {};
+    if (::chmod(path.c_str(), kUnixSocketMode) != 0 || ::lstat(path.c_str(), &st) != 0) {
+      const std::string why = ErrnoText(errno);
+      RemoveSocketFile();
+      throw std::runtime_error(where + ": cannot set the socket's mode: " + why);
+    }
+    local_device = st.st_dev;
+    local_inode = st.st_ino;
+    acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      RemoveSocketFile();
+      throw std::runtime_error(where + ": " + ec.message());
+    }
+    local_acceptor = std::move(acceptor);
+    // Links are for the public side; the admin API hands out none, but base_url is never empty.
+    edge->context.base_url = "http://localhost";
+    asio::co_spawn(local_acceptor->get_executor(),
+                   AcceptLoop(shared_from_this(), *local_acceptor, *ios.front()),
+                   asio_glue::LogIfThrown("http accept loop"));
+  }
+
+  // Removes the socket file this server made, once, and only while the path still names it:
+  // a server started on the same path after this one was stopped keeps its own.
+  void RemoveSocketFile() {
+    if (local_path.empty() || local_removed.exchange(true)) return;
+    struct stat st {};
+    if (::lstat(local_path.c_str(), &st) != 0) return;
+    if (local_inode != 0 && (st.st_dev != local_device || st.st_ino != local_inode)) return;
+    ::unlink(local_path.c_str());
+  }
 
   tcp::endpoint Resolve() const {
     const std::string& listen = edge->options.listen;
@@ -70,6 +206,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   void Start() {
+    if (auto path = UnixPath(edge->options.listen)) return StartUnix(*path);
     const tcp::endpoint endpoint = Resolve();
     const std::string& listen = edge->options.listen;
     using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
@@ -107,38 +244,44 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
     edge->context.base_url = std::move(base_url);  // before any session can read it
     for (size_t i = 0; i < acceptors.size(); ++i) {
-      asio::co_spawn(acceptors[i]->get_executor(), AcceptLoop(shared_from_this(), i),
+      asio::co_spawn(acceptors[i]->get_executor(),
+                     AcceptLoop(shared_from_this(), *acceptors[i], *ios[i]),
                      asio_glue::LogIfThrown("http accept loop"));
     }
   }
 
-  static awaitable<void> AcceptLoop(std::shared_ptr<Impl> self, size_t index) {
-    tcp::acceptor& acceptor = *self->acceptors[index];
+  // One loop per acceptor, TCP or Unix; each accepts into the generic socket the session serves.
+  template <typename Acceptor>
+  static awaitable<void> AcceptLoop(std::shared_ptr<Impl> self, Acceptor& acceptor,
+                                    asio::io_context& io) {
+    constexpr bool kUnix = std::is_same_v<Acceptor, local::acceptor>;
     Edge& edge = *self->edge;
     for (;;) {
       boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor.async_accept(
-          *self->ios[index], asio::redirect_error(asio::use_awaitable, ec));
+      Socket socket(io);
+      co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) {
         // Out of file descriptors, most likely: the pending connection stays in the backlog, so
         // an immediate retry would spin. Pause, then keep serving the connections already open.
         spdlog::warn("accept: {}", ec.message());
-        asio::steady_timer pause(*self->ios[index]);
+        asio::steady_timer pause(io);
         pause.expires_after(std::chrono::milliseconds(100));
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      socket.set_option(tcp::no_delay(true), ec);
+      if constexpr (!kUnix) socket.set_option(tcp::no_delay(true), ec);
       auto executor = socket.get_executor();
       // The client's share is keyed by the socket peer: no header has been read yet, so a client
       // behind a trusted proxy cannot be told apart from the next one, and the proxy's own
-      // connections count against max_connections only.
-      const auto peer = socket.remote_endpoint(ec);
-      const std::string peer_text = ec ? std::string() : peer.address().to_string();
+      // connections count against max_connections only. A Unix socket's peers have no address:
+      // they are all "unix" (the client key of their requests too), and exempt from the share as
+      // a trusted proxy is, since they are local processes the file's mode let in, one key for
+      // all of them, and the operator's own tools must not be locked out by one another.
+      const std::string peer_text = kUnix ? std::string("unix") : TcpPeer(socket);
       const auto peer_ip = admission::IpAddress::Parse(peer_text);
       const std::shared_ptr<const ServerOptions> live = edge.Live();
-      const bool exempt = peer_ip && live->trusted_proxies.Contains(*peer_ip);
+      const bool exempt = kUnix || (peer_ip && live->trusted_proxies.Contains(*peer_ip));
       const std::string key = admission::ClientKey(peer_text, {}, admission::TrustedProxies());
       std::optional<admission::KeyedSlots::Slot> share;
       if (!exempt) share = edge.connections_per_client.TryAcquire(key);
@@ -149,7 +292,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       if (held) {
         asio::co_spawn(
             executor,
-            ServeConnection(self->edge, std::move(socket),
+            ServeConnection(self->edge, std::move(socket), peer_text,
                             ConnectionHolds{std::move(*held), std::move(share), std::nullopt}),
             asio_glue::LogIfThrown("http session"));
         continue;
@@ -164,7 +307,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       if (reserved) {
         asio::co_spawn(
             executor,
-            ServeConnection(self->edge, std::move(socket),
+            ServeConnection(self->edge, std::move(socket), peer_text,
                             ConnectionHolds{std::move(*reserved), std::move(reserve_share),
                                             std::move(refusal)}),
             asio_glue::LogIfThrown("http health reserve"));
@@ -217,12 +360,17 @@ void HttpServer::Reconfigure(const ServerOptions& next) {
 
 void HttpServer::Start() { impl_->Start(); }
 
-uint16_t HttpServer::port() const { return impl_->acceptors.front()->local_endpoint().port(); }
+uint16_t HttpServer::port() const {
+  return impl_->acceptors.empty() ? 0 : impl_->acceptors.front()->local_endpoint().port();
+}
 
 std::string HttpServer::bound_address() const {
+  if (impl_->acceptors.empty()) return {};
   const auto address = impl_->acceptors.front()->local_endpoint().address();
   return address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
 }
+
+std::string HttpServer::unix_path() const { return impl_->local_path; }
 
 std::string HttpServer::base_url() const { return impl_->edge->context.base_url; }
 
@@ -231,6 +379,14 @@ void HttpServer::Drain(std::function<void()> done) {
   impl->edge->draining = true;
   for (auto& acceptor : impl->acceptors) {
     asio::post(acceptor->get_executor(), [a = acceptor.get()] {
+      boost::system::error_code ignored;
+      a->close(ignored);
+    });
+  }
+  if (impl->local_acceptor) {
+    // The file goes first: a client that finds no file is told at once that nobody listens.
+    impl->RemoveSocketFile();
+    asio::post(impl->local_acceptor->get_executor(), [a = impl->local_acceptor.get()] {
       boost::system::error_code ignored;
       a->close(ignored);
     });

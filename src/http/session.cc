@@ -23,7 +23,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using asio::awaitable;
-using tcp = asio::ip::tcp;
 
 namespace {
 
@@ -101,7 +100,7 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
 // connection's answers) and the body, with one gather write; no body for HEAD. Beast's own
 // serialiser cost about 8% of a hot read's CPU and an allocation per field
 // (bench/results/profile/README.md).
-awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, std::string& head, const Reply& reply,
+awaitable<bool> Write(Edge& edge, Stream& stream, std::string& head, const Reply& reply,
                       std::string_view request_id, bool head_only, bool close) {
   head.clear();
   SerializeHead(reply, request_id, close, head);
@@ -119,7 +118,7 @@ awaitable<bool> Write(Edge& edge, beast::tcp_stream& stream, std::string& head, 
 
 // A refusal written without counting it among the requests (a refused connection is counted as an
 // admission rejection instead).
-awaitable<void> WriteRefusal(Edge& edge, beast::tcp_stream& stream, Reply reply) {
+awaitable<void> WriteRefusal(Edge& edge, Stream& stream, Reply reply) {
   const int64_t now = edge.context.clock.UnixSeconds();
   std::string head;
   co_await Write(edge, stream, head, Present(std::move(reply), false, now), {}, false, true);
@@ -127,7 +126,7 @@ awaitable<void> WriteRefusal(Edge& edge, beast::tcp_stream& stream, Reply reply)
 
 // A request refused before it could be routed (slow or malformed headers): answered, counted under
 // the route "unparsed", then closed.
-awaitable<void> RefuseRequest(Edge& edge, beast::tcp_stream& stream, Reply reply) {
+awaitable<void> RefuseRequest(Edge& edge, Stream& stream, Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   const unsigned status = reply.status;
   co_await WriteRefusal(edge, stream, std::move(reply));
@@ -152,23 +151,20 @@ Error ConnectionRefusal(Edge& edge, bool per_client) {
   return full;
 }
 
-awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, tcp::socket socket, Error refusal) {
-  beast::tcp_stream stream(std::move(socket));
+awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, Socket socket, Error refusal) {
+  Stream stream(std::move(socket));
   co_await WriteRefusal(*edge, stream, Reply::Refuse(std::move(refusal)));
   boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream.socket().shutdown(asio::socket_base::shutdown_both, ignored);
 }
 
-awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
+awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::string peer,
                                 ConnectionHolds holds) {
   // Held by the frame, so the counts come down however the session ends. A local, not the
   // parameter: g++ 12 destroyed the parameter copies in declaration order (ASan showed it), so a
   // parameter outlived `edge`, whose counters it decrements, when the frame was destroyed at exit.
   const ConnectionHolds held = std::move(holds);
-  boost::system::error_code peer_ec;
-  const auto remote = socket.remote_endpoint(peer_ec);
-  const std::string peer = peer_ec ? std::string() : remote.address().to_string();
-  beast::tcp_stream stream(std::move(socket));
+  Stream stream(std::move(socket));
   beast::flat_buffer buffer(kReadBufferLimit);
   // Reads then fill the whole buffer at once, instead of growing from Beast's 512-byte minimum.
   buffer.reserve(kReadBufferLimit);
@@ -285,7 +281,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, tcp::socket socket,
   }
   edge->metrics.bytes_received.Inc(consumed + buffer.size());
   boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.socket().shutdown(asio::socket_base::shutdown_send, ignored);
   // Lingering close: a client still sending (a refused body, a slowloris cut off mid-header)
   // would otherwise get a reset on close, and a reset can discard the error response before the
   // client reads it. Bounded in time and bytes, so it costs little against a hostile client.

@@ -5,9 +5,10 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <memory>
+#include <string>
 
+#include "beast_request.h"
 #include "edge.h"
 
 namespace sluice::http {
@@ -23,16 +24,16 @@ struct ConnectionHolds {
   std::optional<Error> refusal;
 };
 
-/// Serves one connection until it closes.
-boost::asio::awaitable<void> ServeConnection(std::shared_ptr<Edge> edge,
-                                             boost::asio::ip::tcp::socket socket,
-                                             ConnectionHolds holds);
+/// Serves one connection until it closes. `peer` is the client's address as text (what the
+/// listener read at accept), or "unix" for a Unix socket's peer.
+boost::asio::awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket,
+                                             std::string peer, ConnectionHolds holds);
 
 /// Over a connection cap with the health reserve full too: one short 503 naming the cap and
 /// close, rather than an fd the process cannot spare (a connection that cannot be accepted at all
 /// gets no answer).
-boost::asio::awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge,
-                                              boost::asio::ip::tcp::socket socket, Error refusal);
+boost::asio::awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, Socket socket,
+                                              Error refusal);
 
 /// The 503 a connection over a cap is given: `per_client` names the client's share, otherwise
 /// the process's cap. Counts the refusal.

@@ -9,6 +9,7 @@
 
 #include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
+#include "sluice/service/paste_service.h"
 #include "sluice/service/text.h"
 
 namespace sluice::service {
@@ -88,7 +89,8 @@ void Blocklist::Add(store::ClientBlock block) {
 ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& blobs,
                                      PasteCache& cache, AdmissionControl& admission,
                                      Blocklist& blocks, const Clock& clock,
-                                     ModerationOptions options, store::SharedState* shared)
+                                     ModerationOptions options, store::SharedState* shared,
+                                     PasteService* storage)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
@@ -97,7 +99,8 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
       clock_(clock),
       options_(options),
       shared_(shared),
-      hide_threshold_(options.hide_threshold) {}
+      hide_threshold_(options.hide_threshold),
+      storage_(storage) {}
 
 const std::vector<std::string_view>& ModerationService::Reasons() {
   static const std::vector<std::string_view> kReasons = {"spam", "malware", "illegal",
@@ -255,6 +258,10 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   // The body goes through the outbox as a delete's does; the janitor purges the edge after it.
   auto deleting = meta_.MarkDeleted(meta->id, clock_.UnixSeconds(), deadline);
   if (Status s = co_await std::move(deleting); !s.ok()) co_return WithRetryAfter(s.error());
+  // The store counted the bytes out in the same transaction (store::MetaStore::LiveBytes); this
+  // process's figure follows now, as after a delete, so a quota filled by the paste taken down
+  // lets the next create in. A tombstone (deleted, or burned, already) was counted out then.
+  if (storage_ != nullptr && !meta->deleted) storage_->CountFreed(meta->size_bytes);
   auto recording = Record("takedown", meta->id.str(), reason, deadline);
   co_await std::move(recording);
   auto counting = RefreshPending();

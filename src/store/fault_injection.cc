@@ -454,6 +454,13 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
+  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+                                         admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.sweep");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.PurgeReports(before, limit, d);
+  }
+
   awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
                                                             admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");

@@ -45,6 +45,10 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
                                          "Outbox attempts that failed and were rescheduled")),
       expired_purged_(metrics.GetCounter("sluice_expired_purged_total",
                                          "Expired pastes whose row and body were removed")),
+      reports_purged_(metrics.GetCounter(
+          "sluice_reports_purged_total",
+          "Abuse reports deleted after report_retention (closed by a review, or of a purged "
+          "paste)")),
       orphans_reaped_(metrics.GetCounter("sluice_orphans_reaped_total",
                                          "Bodies with no row removed by the reaper")),
       orphans_undated_(metrics.GetCounter(
@@ -75,6 +79,10 @@ void Janitor::Start(asio::any_io_executor executor) {
                  asio_glue::LogIfThrown("janitor: expiry sweep"));
   asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce),
                  asio_glue::LogIfThrown("janitor: orphan reaper"));
+  if (options_.report_retention.count() > 0) {
+    asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepReportsOnce),
+                   asio_glue::LogIfThrown("janitor: report retention"));
+  }
 }
 
 awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
@@ -157,6 +165,20 @@ awaitable<size_t> Janitor::SweepExpiredOnce() {
   for (const store::PasteId& id : gone) cache_.Erase(id);
   expired_purged_.Inc(gone.size());
   co_return gone.size();
+}
+
+awaitable<size_t> Janitor::SweepReportsOnce() {
+  if (options_.report_retention.count() <= 0) co_return 0;
+  const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  const int64_t before = clock_.UnixSeconds() - options_.report_retention.count();
+  auto purging = meta_.PurgeReports(before, options_.batch_size, deadline);
+  Result<size_t> gone = co_await std::move(purging);
+  if (!gone.ok()) {
+    spdlog::warn("report retention: {}", gone.error().message);
+    co_return 0;
+  }
+  reports_purged_.Inc(*gone);
+  co_return *gone;
 }
 
 ReapDecision DecideReap(const std::vector<store::BlobInfo>& page, std::string_view after,

@@ -375,6 +375,64 @@ TYPED_TEST_P(StoreContract, WithholdingOwesAnEdgePurgeAndReviewClosesReports) {
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
 }
 
+// Report retention (src/worker/janitor.cc): reports closed by a review go once their review is
+// old enough, at most `limit` a call; open reports of a paste with a row never go; reports of a
+// purged paste go once made long enough ago; the paste keeps its moderation state.
+TYPED_TEST_P(StoreContract, PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes) {
+  const PasteMeta dismissed = Row("ret000000001", 5000);
+  const PasteMeta taken = Row("ret000000002", 5000);
+  const PasteMeta pending = Row("ret000000003", 5000);
+  const PasteMeta purged = Row("ret000000004", 5000);
+  for (const PasteMeta& r : {dismissed, taken, pending, purged}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  auto report = [&](const PasteMeta& row, const char* key, int64_t at) {
+    ASSERT_TRUE(
+        RunSync(this->meta().AddReport(AbuseReport{row.id, key, "spam", "", at}, this->deadline()))
+            .ok());
+  };
+  report(dismissed, "192.0.2.1", 100);
+  report(dismissed, "192.0.2.2", 101);
+  report(taken, "192.0.2.1", 102);
+  report(pending, "192.0.2.1", 103);
+  report(purged, "192.0.2.1", 104);
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(dismissed.id, Moderation::kNone, "fine", 200,
+                                                 this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(taken.id, Moderation::kTakenDown, "malware", 300,
+                                                 this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().Purge({purged.id}, this->deadline())).ok());
+  this->backend_.Reopen();
+  auto purge = [&](int64_t before, size_t limit) -> size_t {
+    auto gone = RunSync(this->meta().PurgeReports(before, limit, this->deadline()));
+    EXPECT_TRUE(gone.ok()) << gone.error().message;
+    return gone.ok() ? *gone : 0;
+  };
+  // Before any review is old enough, only the purged paste's report (made at 104) may go.
+  EXPECT_EQ(purge(103, 10), 0u);
+  EXPECT_EQ(purge(199, 10), 1u);
+  // The dismissal at 200 closed two reports: a batch of one takes one of them.
+  EXPECT_EQ(purge(299, 1), 1u);
+  EXPECT_EQ(purge(299, 10), 1u);
+  EXPECT_EQ(purge(299, 10), 0u);
+  EXPECT_EQ(purge(300, 10), 1u);
+  // The open report of a live paste stays however old it gets.
+  EXPECT_EQ(purge(1'000'000, 10), 0u);
+  auto open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].id, pending.id);
+  // The review itself stays on the paste: its reports are gone, not its state.
+  EXPECT_EQ(RunSync(this->meta().Get(taken.id, this->deadline()))->moderation,
+            Moderation::kTakenDown);
+  // A report after the reviewed ones went is counted afresh: the key is free again.
+  auto again = RunSync(this->meta().AddReport(
+      AbuseReport{dismissed.id, "192.0.2.1", "spam", "", 400}, this->deadline()));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->counted);
+}
+
 TYPED_TEST_P(StoreContract, BlocksInForceAndTheAuditTrailNewestFirst) {
   ASSERT_TRUE(RunSync(this->meta().AddBlock(ClientBlock{"198.51.100.0/24", "spam", 100, 200},
                                             this->deadline()))
@@ -578,8 +636,10 @@ REGISTER_TYPED_TEST_SUITE_P(
     PurgeRemovesRowsAndTheirOutboxEntries, RowsSurviveReopening, BodyReadsBackByteIdentically,
     MissingBodyIsNotFoundAndDeleteIsIdempotent, ListPagesThroughBodiesInIdOrder,
     ConcurrentWritersAreAllDurable, ReportsCountEachClientKeyOnce,
-    WithholdingOwesAnEdgePurgeAndReviewClosesReports, BlocksInForceAndTheAuditTrailNewestFirst,
-    ClaimTakesABurnRowOnceAndOwesItsBody, ConcurrentClaimsHaveExactlyOneWinner,
-    LiveBytesFollowInsertsDeletesClaimsAndPurges, ClaimNeverBurnsAModeratedRow);
+    WithholdingOwesAnEdgePurgeAndReviewClosesReports,
+    PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes,
+    BlocksInForceAndTheAuditTrailNewestFirst, ClaimTakesABurnRowOnceAndOwesItsBody,
+    ConcurrentClaimsHaveExactlyOneWinner, LiveBytesFollowInsertsDeletesClaimsAndPurges,
+    ClaimNeverBurnsAModeratedRow);
 
 }  // namespace sluice::store::contract

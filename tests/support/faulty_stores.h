@@ -173,6 +173,11 @@ class FaultyMetaStore final : public store::MetaStore {
     auto op = inner_.SetModeration(id, state, std::move(reason), now, d);
     co_return co_await std::move(op);
   }
+  boost::asio::awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+                                                      admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.PurgeReports(before, limit, d);
+  }
   boost::asio::awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(
       size_t limit, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();

@@ -23,7 +23,10 @@
 namespace sluice::http {
 
 struct ServerOptions {
-  /// Address to listen on, "host:port"; port 0 picks a free one. Default: 127.0.0.1:8080.
+  /// Address to listen on, "host:port"; port 0 picks a free one. Default: 127.0.0.1:8080. The
+  /// admin listener may also name a Unix socket, "unix:/path" or "/path" (absolute, at most 107
+  /// bytes): made with mode 0660, a stale one left by a killed process replaced, a live one
+  /// refused, and removed on drain.
   std::string listen = "127.0.0.1:8080";
   /// Base of the links handed out ("https://paste.example"); empty: http://<listen address>.
   std::string public_url;
@@ -92,9 +95,11 @@ class HttpServer {
 
   /// Binds and starts accepting. Throws std::runtime_error if the address cannot be bound.
   void Start();
-  /// The bound port (useful with port 0) and address.
+  /// The bound port (useful with port 0) and address; 0 and empty on a Unix socket.
   uint16_t port() const;
   std::string bound_address() const;
+  /// The socket's path when `listen` named a Unix socket ("unix:/path" or "/path"); empty for TCP.
+  std::string unix_path() const;
   /// The base of the links handed out (public_url, or http://<bound address>).
   std::string base_url() const;
   /// The settings a reload may change (timeouts, connection caps, trusted proxies, access log),

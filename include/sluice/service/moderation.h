@@ -25,6 +25,8 @@
 
 namespace sluice::service {
 
+class PasteService;
+
 /// The blocks in force, held in memory so a create asks no store. Thread-safe.
 class Blocklist {
  public:
@@ -79,9 +81,12 @@ struct PasteReview {
 class ModerationService {
  public:
   /// Everything passed must outlive the service; `shared` may be null (no shared cache).
+  /// `storage` (may be null) is told of the bytes a takedown frees, so the storage quota sees
+  /// them go at once rather than at its next refresh.
   ModerationService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                     AdmissionControl& admission, Blocklist& blocks, const Clock& clock,
-                    ModerationOptions options, store::SharedState* shared = nullptr);
+                    ModerationOptions options, store::SharedState* shared = nullptr,
+                    PasteService* storage = nullptr);
 
   /// The reasons a report may give.
   static const std::vector<std::string_view>& Reasons();
@@ -144,6 +149,7 @@ class ModerationService {
   const Clock& clock_;
   const ModerationOptions options_;
   store::SharedState* const shared_;
+  PasteService* const storage_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> pending_{0};
   std::atomic<int64_t> hide_threshold_;  // options_.hide_threshold, then each reload's

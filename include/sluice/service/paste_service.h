@@ -180,6 +180,11 @@ class PasteService {
   /// server calls it at start; creates call it when the value is older than storage_refresh.
   boost::asio::awaitable<void> RefreshStorage();
 
+  /// Bytes a paste removed by another use-case than Delete and Claim gave back (a takedown,
+  /// src/service/moderation.cc), whose store transaction counted them out already: the quota
+  /// sees them go at once, as a delete's, not at the next storage_refresh.
+  void CountFreed(uint64_t bytes) { CountLive(-static_cast<int64_t>(bytes)); }
+
   /// What the storage quota sees now.
   struct StorageUsage {
     uint64_t live_bytes = 0;

@@ -93,6 +93,14 @@ class MetaStore {
                                                        std::string reason, int64_t now,
                                                        admission::Deadline deadline) = 0;
 
+  /// Deletes at most `limit` report rows that no review needs any more: reports closed (by a
+  /// takedown or a dismissal, SetModeration) at or before `before`, and reports made at or before
+  /// it of a paste whose row is gone (purged: no queue lists them). An open report of a paste
+  /// that has a row is never deleted; the paste's own moderation state, reason and time stay.
+  /// Returns how many rows went.
+  virtual boost::asio::awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+                                                              admission::Deadline deadline) = 0;
+
   /// Pastes with open reports, the most recently reported first, at most `limit`.
   virtual boost::asio::awaitable<Result<std::vector<ReportSummary>>> OpenReports(
       size_t limit, admission::Deadline deadline) = 0;

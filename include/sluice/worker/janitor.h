@@ -1,8 +1,10 @@
-// Janitor: the background work that keeps storage from growing with dead pastes. Three loops, each
+// Janitor: the background work that keeps storage from growing with dead pastes. Four loops, each
 // in small batches with a sleep between, so a backlog cannot starve creates or reads:
 //  - outbox: removes the bodies of deleted pastes and purges them from the edge, at least once,
 //  with exponential backoff + jitter;
 //  - expiry sweeper: removes expired rows and their bodies whether or not anyone reads them;
+//  - report retention: deletes abuse reports a review closed longer than report_retention ago
+//    (and those of pastes long purged); open reports of live pastes are never deleted;
 //  - orphan reaper: removes bodies with no row older than an age floor (a create whose insert
 //    failed, or a crash between PUT and insert). It deletes only what it can date: a body whose
 //    store gives no readable modification time may be a create still in flight, so it is kept and
@@ -42,6 +44,9 @@ struct JanitorOptions {
   std::chrono::seconds orphan_age_floor{3600};
   /// Longest backoff between outbox attempts. Default: 5 min.
   std::chrono::seconds max_backoff{300};
+  /// How long a handled report is kept after its review (store::MetaStore::PurgeReports), swept
+  /// every sweep_interval; 0: kept forever. Default: 90 days.
+  std::chrono::seconds report_retention{90 * 24 * 3600};
 };
 
 /// What one reaper pass makes of a page the store listed. Pure: ReapOrphansOnce acts on it.
@@ -70,7 +75,7 @@ inline constexpr int64_t kEarliestCredibleModification = 946'684'800;
 ReapDecision DecideReap(const std::vector<store::BlobInfo>& page, std::string_view after,
                         int64_t cutoff, size_t batch_size);
 
-/// Runs the three loops as coroutines on one executor. Thread-safe to Stop from any thread.
+/// Runs the loops as coroutines on one executor. Thread-safe to Stop from any thread.
 class Janitor {
  public:
   /// `edge` (may be null: no edge in front) is purged of every deleted paste.
@@ -86,6 +91,7 @@ class Janitor {
   boost::asio::awaitable<size_t> DrainOutboxOnce();
   boost::asio::awaitable<size_t> SweepExpiredOnce();
   boost::asio::awaitable<size_t> ReapOrphansOnce();
+  boost::asio::awaitable<size_t> SweepReportsOnce();
   /// Sets sluice_outbox_age_seconds from the oldest pending entry.
   boost::asio::awaitable<size_t> MeasureOutboxAgeOnce();
 
@@ -112,6 +118,7 @@ class Janitor {
   Counter& edge_purge_failures_;
   Counter& outbox_retries_;
   Counter& expired_purged_;
+  Counter& reports_purged_;
   Counter& orphans_reaped_;
   Counter& orphans_undated_;
   Counter& reaper_stalls_;

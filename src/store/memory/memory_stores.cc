@@ -130,10 +130,31 @@ class MemoryMetaStore final : public MetaStore {
       outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, now}, now});
     } else {
       for (auto& [k, r] : reports_) {
-        if (k.first == id) r.open = false;
+        if (k.first == id && r.open) {
+          r.open = false;
+          r.closed_at = now;
+        }
       }
     }
     co_return Ok();
+  }
+
+  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+                                         admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    size_t gone = 0;
+    for (auto it = reports_.begin(); it != reports_.end() && gone < limit;) {
+      const StoredReport& r = it->second;
+      const bool done = r.open ? r.report.at <= before && !rows_.contains(it->first.first)
+                               : r.closed_at <= before;
+      if (done) {
+        it = reports_.erase(it);
+        ++gone;
+      } else {
+        ++it;
+      }
+    }
+    co_return gone;
   }
 
   awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
@@ -224,6 +245,7 @@ class MemoryMetaStore final : public MetaStore {
   struct StoredReport {
     AbuseReport report;
     bool open = true;
+    int64_t closed_at = 0;
   };
   std::mutex mu_;
   std::map<PasteId, PasteMeta> rows_;

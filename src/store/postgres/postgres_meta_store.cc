@@ -512,7 +512,7 @@ class PgMetaStore final : public PostgresMetaStore {
         "moderated_at = $4 WHERE id = $1 RETURNING id), "
         "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
         "SELECT id, 'purge_edge', 0, $4, $4 FROM marked WHERE $2::smallint = 1 RETURNING seq), "
-        "closed AS (UPDATE reports SET open = false WHERE paste_id = $1 AND open "
+        "closed AS (UPDATE reports SET open = false, closed_at = $4 WHERE paste_id = $1 AND open "
         "AND $2::smallint <> 1 AND EXISTS (SELECT 1 FROM marked) RETURNING 1) "
         "SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM queued), "
         "(SELECT count(*) FROM closed)",
@@ -520,6 +520,24 @@ class PgMetaStore final : public PostgresMetaStore {
         [](const PGresult* r) -> Result<std::monostate> {
           if (Int(r, 0, 0) > 0) return std::monostate{};
           return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+        });
+  }
+
+  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+                                         admission::Deadline deadline) override {
+    // One batch of at most `limit` rows per statement, so one sweep never holds many row locks.
+    return Query<size_t>(
+        PostgresPurpose::kCleanup, deadline,
+        "WITH doomed AS ((SELECT paste_id, client_key FROM reports WHERE NOT open "
+        "AND closed_at <= $1) UNION ALL (SELECT r.paste_id, r.client_key FROM reports r "
+        "WHERE r.open AND r.created_at <= $1 "
+        "AND NOT EXISTS (SELECT 1 FROM pastes p WHERE p.id = r.paste_id)) LIMIT $2), "
+        "gone AS (DELETE FROM reports r USING doomed d WHERE r.paste_id = d.paste_id "
+        "AND r.client_key = d.client_key RETURNING 1) "
+        "SELECT count(*) FROM gone",
+        {P(before), P(static_cast<int64_t>(limit))}, [](const PGresult* r) -> Result<size_t> {
+          if (PQntuples(r) == 0) return size_t{0};
+          return static_cast<size_t>(std::max<int64_t>(0, Int(r, 0, 0)));
         });
   }
 

@@ -93,6 +93,17 @@ constexpr const char* kMigrations[] = {
       SET live_bytes = (SELECT COALESCE(SUM(size_bytes), 0) FROM pastes WHERE NOT deleted)
       WHERE slot = 0;
     )sql",
+    // 6: when a report was closed by its review, so handled reports can be deleted after
+    // report_retention (MetaStore::PurgeReports). Reports closed before this step take their
+    // paste's last review time, or their own when the paste is gone. A nullable column rewrites
+    // nothing.
+    R"sql(
+    ALTER TABLE reports ADD COLUMN IF NOT EXISTS closed_at bigint;
+    UPDATE reports r SET closed_at = COALESCE(
+        (SELECT p.moderated_at FROM pastes p WHERE p.id = r.paste_id), r.created_at)
+      WHERE NOT r.open AND r.closed_at IS NULL;
+    CREATE INDEX IF NOT EXISTS reports_closed ON reports (closed_at) WHERE NOT open;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

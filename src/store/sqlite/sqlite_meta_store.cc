@@ -91,6 +91,16 @@ constexpr const char* kMigrations[] = {
     INSERT INTO storage_usage (slot, live_bytes)
       SELECT 0, COALESCE(SUM(size_bytes), 0) FROM pastes WHERE deleted = 0;
     )sql",
+    // 6: when a report was closed by its review, so handled reports can be deleted after
+    // report_retention (MetaStore::PurgeReports). Reports closed before this step take their
+    // paste's last review time, or their own when the paste is gone.
+    R"sql(
+    ALTER TABLE reports ADD COLUMN closed_at INTEGER;
+    UPDATE reports SET closed_at = COALESCE(
+        (SELECT p.moderated_at FROM pastes p WHERE p.id = reports.paste_id), created_at)
+      WHERE open = 0;
+    CREATE INDEX reports_closed ON reports (closed_at) WHERE open = 0;
+    )sql",
 };
 
 Error StorageError(Db& db, std::string_view what) {
@@ -153,14 +163,21 @@ struct SetModerationOp {
   std::string reason;
   int64_t now;
 };
+struct PurgeReportsOp {
+  int64_t before;
+  size_t limit;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<size_t> deleted;
+};
 struct AddBlockOp {
   ClientBlock block;
 };
 struct AddAuditOp {
   AuditEntry entry;
 };
-using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
-                             ClaimOp, AddReportOp, SetModerationOp, AddBlockOp, AddAuditOp>;
+using WriteOp =
+    std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp, ClaimOp,
+                 AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp, AddAuditOp>;
 
 Error NoSuchPaste() { return MakeError(ErrorCode::kNotFound, "no such paste", "not_found"); }
 
@@ -297,6 +314,16 @@ class SqliteMetaStore final : public MetaStore {
   awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
                                   admission::Deadline) override {
     return committer_->Submit(SetModerationOp{id, state, std::move(reason), now});
+  }
+
+  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+                                         admission::Deadline) override {
+    auto deleted = std::make_shared<size_t>(0);
+    // Built outside the co_await: g++ 12 mishandles non-trivial temporaries inside one.
+    auto submitting = committer_->Submit(PurgeReportsOp{before, limit, deleted});
+    const Status s = co_await std::move(submitting);
+    if (!s.ok()) co_return s.error();
+    co_return *deleted;
   }
 
   awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
@@ -662,9 +689,26 @@ class SqliteMetaStore final : public MetaStore {
       enqueue.Bind(1, op.id.view()).Bind(2, op.now).Bind(3, op.now);
       return Done(db, enqueue, "enqueue purge");
     }
-    Statement& close = db.Prepare("UPDATE reports SET open = 0 WHERE paste_id = ? AND open = 1");
-    close.Bind(1, op.id.view());
+    Statement& close =
+        db.Prepare("UPDATE reports SET open = 0, closed_at = ? WHERE paste_id = ? AND open = 1");
+    close.Bind(1, op.now).Bind(2, op.id.view());
     return Done(db, close, "close reports");
+  }
+
+  // One batch of at most `limit` rows, so the sweep never holds the writer for long: the
+  // committer's other ops (creates) wait behind it.
+  Status Apply(Db& db, const PurgeReportsOp& op) {
+    Statement& s = db.Prepare(
+        "DELETE FROM reports WHERE (paste_id, client_key) IN ("
+        "SELECT paste_id, client_key FROM reports WHERE open = 0 AND closed_at <= ? "
+        "UNION ALL "
+        "SELECT r.paste_id, r.client_key FROM reports r WHERE r.open = 1 AND r.created_at <= ? "
+        "AND NOT EXISTS (SELECT 1 FROM pastes p WHERE p.id = r.paste_id) "
+        "LIMIT ?)");
+    s.Bind(1, op.before).Bind(2, op.before).Bind(3, static_cast<int64_t>(op.limit));
+    if (Status done = Done(db, s, "purge reports"); !done.ok()) return done;
+    *op.deleted = static_cast<size_t>(sqlite3_changes(db.raw()));
+    return Ok();
   }
 
   Status Apply(Db& db, const AddBlockOp& op) {

@@ -139,6 +139,29 @@ TEST(SettingsTest, TextAndListSettingsAreChecked) {
   EXPECT_EQ(Refusal([] { FromFlags({"--listen", "127.0.0.1:0", "--cache", "redis://h:1"}); }), "");
 }
 
+// admin_listen: HOST:PORT or an absolute Unix socket path that fits sun_path (107 bytes).
+TEST(SettingsTest, AdminListenTakesAnAbsoluteUnixSocketPath) {
+  EXPECT_EQ(Refusal([] { FromFlags({"--admin-listen", "unix:/run/sluice/admin.sock"}); }), "");
+  EXPECT_EQ(Refusal([] { FromFlags({"--admin-listen", "/run/sluice/admin.sock"}); }), "");
+  EXPECT_EQ(Refusal([] { FromFlags({"--admin-listen", "/" + std::string(106, 'a')}); }), "");
+  EXPECT_NE(Refusal([] {
+              FromFlags({"--admin-listen", "unix:run/admin.sock"});
+            }).find("must be absolute"),
+            std::string::npos);
+  EXPECT_NE(Refusal([] {
+              FromFlags({"--admin-listen", "unix:"});
+            }).find("must be absolute"),
+            std::string::npos);
+  EXPECT_NE(Refusal([] {
+              FromFlags({"--admin-listen", "/" + std::string(107, 'a')});
+            }).find("at most 107 bytes; this one is 108"),
+            std::string::npos);
+  EXPECT_NE(Refusal([] {
+              FromFlags({"--admin-listen", "admin.sock"});
+            }).find("HOST:PORT"),
+            std::string::npos);
+}
+
 TEST(SettingsTest, RulesBetweenSettingsNameBothKeys) {
   EXPECT_EQ(Refusal([] {
               FromFlags({"--default-ttl", "30d", "--max-ttl", "1d"});

@@ -155,6 +155,38 @@ TEST_F(ModerationTest, TakedownIs451ForGoodAndOwesTheBodysDeletion) {
   EXPECT_EQ(Read(id).error().reason, "taken_down");
 }
 
+// The quota's live bytes are re-read only every storage_refresh (the clock here never moves): a
+// takedown must give its paste's bytes back at once, as a delete does, or a quota filled by the
+// paste taken down keeps refusing creates until the next refresh.
+TEST_F(ModerationTest, ATakedownFreesItsBytesForTheQuotaAtOnce) {
+  ServiceOptions options;
+  options.max_storage_bytes = 10;
+  PasteService quota(meta_, *blobs_, cache_, admission_, clock_, metrics_, options);
+  ModerationService moderation(meta_, *blobs_, cache_, admission_, blocks_, clock_,
+                               ModerationOptions{}, nullptr, &quota);
+  auto admit = [&](uint64_t n) { return RunSync(quota.AdmitCreate("10.0.0.1", {n, false})); };
+  auto create = [&](std::string body) {
+    auto ticket = admit(body.size());
+    EXPECT_TRUE(ticket.ok()) << ticket.error().message;
+    auto created = RunSync(quota.Create(std::move(*ticket), std::move(body), ""), clock_);
+    EXPECT_TRUE(created.ok()) << created.error().message;
+    return created->id;
+  };
+  const store::PasteId small = create("abc");
+  create("1234567");
+  auto full = admit(1);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().reason, "storage_quota");
+
+  ASSERT_TRUE(RunSync(moderation.Takedown(small.view(), "spam")).ok());
+  EXPECT_EQ(quota.Storage().live_bytes, 7u);
+  EXPECT_TRUE(admit(3).ok()) << "the taken-down paste's bytes are free without a refresh";
+  EXPECT_FALSE(admit(4).ok());
+  // Taken down again: the tombstone's bytes were given back once, and are not twice.
+  ASSERT_TRUE(RunSync(moderation.Takedown(small.view(), "spam")).ok());
+  EXPECT_EQ(quota.Storage().live_bytes, 7u);
+}
+
 TEST_F(ModerationTest, ABlockedClientCannotCreateButReads) {
   const store::PasteId id = Create("text", "203.0.113.5");
   auto block = RunSync(moderation_.Block("203.0.113.0/24", std::chrono::hours(1), "spam run"));

@@ -162,5 +162,37 @@ TEST_F(ReaperTest, AFullPageIsFollowedFromItsLastId) {
   EXPECT_EQ(CounterValue("sluice_reaper_stalls_total"), 0u);
 }
 
+// Report retention on the injected clock: a report a review closed goes report_retention after
+// the review, in batches; an open report of a live paste stays however old.
+TEST_F(ReaperTest, HandledReportsGoAfterTheRetentionOpenOnesStay) {
+  Row("rep000000001");
+  Row("rep000000002");
+  const admission::Deadline never = admission::Deadline::Never();
+  for (const char* key : {"192.0.2.1", "192.0.2.2", "192.0.2.3"}) {
+    ASSERT_TRUE(RunSync(meta_->AddReport({Id("rep000000001"), key, "spam", "", kNow}, never)).ok());
+  }
+  ASSERT_TRUE(
+      RunSync(meta_->AddReport({Id("rep000000002"), "192.0.2.1", "spam", "", kNow}, never)).ok());
+  ASSERT_TRUE(RunSync(meta_->SetModeration(Id("rep000000001"), store::Moderation::kNone, "fine",
+                                           kNow + 10, never))
+                  .ok());
+  JanitorOptions options = Options(2);
+  options.report_retention = std::chrono::hours(24);
+  Janitor janitor(*meta_, blobs_, cache_, clock_, metrics_, options);
+  clock_.Advance(std::chrono::hours(24));  // 10 s short of the retention
+  EXPECT_EQ(RunSync(janitor.SweepReportsOnce()), 0u);
+  clock_.Advance(std::chrono::seconds(10));
+  EXPECT_EQ(RunSync(janitor.SweepReportsOnce()), 2u) << "a batch at a time";
+  EXPECT_EQ(RunSync(janitor.SweepReportsOnce()), 1u);
+  EXPECT_EQ(RunSync(janitor.SweepReportsOnce()), 0u);
+  EXPECT_EQ(CounterValue("sluice_reports_purged_total"), 3u);
+  clock_.Advance(std::chrono::hours(24 * 365));
+  EXPECT_EQ(RunSync(janitor.SweepReportsOnce()), 0u);
+  auto open = RunSync(meta_->OpenReports(10, never));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].id, Id("rep000000002"));
+}
+
 }  // namespace
 }  // namespace sluice::worker
