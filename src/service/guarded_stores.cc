@@ -159,7 +159,7 @@ class GuardedMetaStore final : public store::MetaStore {
   // Deleting a report twice deletes nothing the second time, so the sweep may retry.
   awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit, Deadline d) override {
     return dep_.Call<size_t>(
-        {"sweep", t_.meta_background, true}, d,
+        {"sweep", t().meta_background, true}, d,
         [this, before, limit](Deadline cd) { return inner_.PurgeReports(before, limit, cd); });
   }
   awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(size_t limit,
