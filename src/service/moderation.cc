@@ -99,8 +99,8 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
       clock_(clock),
       options_(options),
       shared_(shared),
-      hide_threshold_(options.hide_threshold),
-      storage_(storage) {}
+      storage_(storage),
+      hide_threshold_(options.hide_threshold) {}
 
 const std::vector<std::string_view>& ModerationService::Reasons() {
   static const std::vector<std::string_view> kReasons = {"spam", "malware", "illegal",
