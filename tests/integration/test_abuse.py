@@ -14,7 +14,7 @@ import json
 import re
 import unittest
 
-from sluice_harness import PatientTestCase, RedisServer, SluiceServer, run_sluice, wait_until
+from sluice_harness import PatientTestCase, RedisServer, run_sluice, wait_until
 # The module, not its classes: a TestCase imported by name would run here too.
 import test_postgres
 
@@ -28,11 +28,10 @@ def forwarded(client):
 class AbuseStatusTest(PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer(patient=True, args=[
+        cls.s = cls.start_class_server([
             "--trusted-proxy", "127.0.0.1",
             "--ip-create-burst", "3", "--ip-create-rate", SLOW,
             "--delete-burst", "2", "--delete-rate", SLOW])
-        cls.s.start()
         # Three abusers in one /24 try far past their budget; ten honest clients create once.
         for _ in range(8):
             for host in (7, 8, 9):
@@ -40,13 +39,6 @@ class AbuseStatusTest(PatientTestCase):
         for i in range(10):
             res = cls.s.create(b"hello", headers=forwarded(f"198.51.{i}.20"))
             assert res.status == 201, res
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.s.stop(expect_code=0)
-        finally:
-            cls.s.cleanup()
 
     def status(self):
         res = self.s.get("/api/v1/status")

@@ -14,7 +14,7 @@ import unittest
 import os
 import tempfile
 
-from sluice_harness import SluiceServer, PatientTestCase, run_sluice, wait_until
+from sluice_harness import PatientTestCase, run_sluice, wait_until
 
 
 def report(s, paste_id, client, reason="spam", note=""):
@@ -26,16 +26,8 @@ def report(s, paste_id, client, reason="spam", note=""):
 class ModerationTest(PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer(patient=True, args=["--trusted-proxy", "127.0.0.1", "--report-hide-threshold", "3",
-                                   "--report-burst", "3", "--report-rate", "0.001"])
-        cls.s.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.s.stop(expect_code=0)
-        finally:
-            cls.s.cleanup()
+        cls.s = cls.start_class_server(["--trusted-proxy", "127.0.0.1", "--report-hide-threshold",
+                                        "3", "--report-burst", "3", "--report-rate", "0.001"])
 
     def create(self, text, client="192.0.2.250"):
         res = self.s.request("POST", "/api/v1/pastes", body=text,

@@ -64,16 +64,8 @@ class AdminSocketTest(PatientTestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="sluice-sock-", dir="/tmp")
         cls.path = os.path.join(cls.dir, "admin.sock")
-        cls.s = SluiceServer(patient=True, args=["--admin-listen", f"unix:{cls.path}"])
-        cls.s.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.s.stop(expect_code=0)
-        finally:
-            cls.s.cleanup()
-            shutil.rmtree(cls.dir, True)
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        cls.s = cls.start_class_server(["--admin-listen", f"unix:{cls.path}"])
 
     def test_answers_with_the_token_and_401_without(self):
         self.assertIn(f"admin listener at unix:{self.path}", self.s.log())

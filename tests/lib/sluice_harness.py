@@ -543,6 +543,16 @@ class PatientTestCase(SluiceTestCase):
         kw.setdefault("patient", True)
         return super().server(args, env=env, start=start, **kw)
 
+    @classmethod
+    def start_class_server(cls, args=()):
+        """One patient server shared by the class's tests: started now, stopped (it must exit 0)
+        and removed after the last test, even when one fails."""
+        server = SluiceServer(patient=True, args=list(args))
+        cls.addClassCleanup(server.cleanup)
+        server.start()
+        cls.addClassCleanup(server.stop, expect_code=0)
+        return server
+
 
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 REDIS_SCRIPT = os.path.join(REPO, "scripts", "testenv", "redis.sh")
