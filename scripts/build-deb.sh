@@ -37,6 +37,7 @@ fi
 if [ -z "${SLUICE_DEB_PREBUILT:-}" ]; then
   # debhelper's bookkeeping stays out of the tree (the next build's clean would remove it anyway).
   rm -rf debian/sluice debian/sluice-dbgsym debian/.debhelper debian/files debian/*.substvars \
+    debian/*.debhelper \
     debian/debhelper-build-stamp debian/*.debhelper.log
 fi
 
