@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where sluice's CPU goes on its two hot paths, for bench/results/profile/: a perf profile of the
-# hot read (GET /raw/{id} of one cached 10 KB paste) and of durable 10 KB creates, each taken during
+# hot read (GET /raw/{id} of one cached 10 KB paste), of its view from the render cache, and of durable 10 KB creates, each taken during
 # a wrk run against a release binary with the admission limits lifted (the same server as
 # bench/run_embedded_bench.sh), plus the server's CPU per answer from perf stat.
 #
@@ -12,6 +12,7 @@
 #   PREFIX=bench/results/profile/after   where the reports go
 #   DURATION=12      seconds of wrk per path; perf records the middle RECORD seconds
 #   RECORD=6         CONNS=64   WRK_THREADS=2
+#   PATHS="read view create"   which paths to profile
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -23,6 +24,7 @@ RECORD=${RECORD:-6}
 CONNS=${CONNS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
 PREFIX=${PREFIX:-bench/results/profile/after}
+PATHS=${PATHS:-read view create}
 bin=$(sluice_binary)
 
 mkdir -p bench/work "$(dirname "$PREFIX")"
@@ -76,5 +78,14 @@ profile() {
   echo "$name: $rps req/s, sluice $cpus CPUs, $(sed -n 3p "$out" | cut -d: -f2) per answer -> $out"
 }
 
-profile read "$url/raw/$id"
-profile create -s bench/wrk/create.lua "$url"
+# The view from the render cache (GET /{id} as a browser asks) next to the raw read: the same paste,
+# one page more of markup, and the handler's content negotiation and render-cache lookup.
+curl -fsS -o /dev/null -H 'Accept: text/html' "$url/$id"
+for path in $PATHS; do
+  case $path in
+    read) profile read "$url/raw/$id" ;;
+    view) profile view -H 'Accept: text/html' "$url/$id" ;;
+    create) profile create -s bench/wrk/create.lua "$url" ;;
+    *) echo "unknown path $path (read, view, create)" >&2 && exit 2 ;;
+  esac
+done

@@ -11,6 +11,7 @@
 #include "multipart.h"
 #include "pages.h"
 #include "presenter.h"
+#include "sluice/common/identity_memo.h"
 #include "sluice/render/highlighter.h"
 
 namespace sluice::http {
@@ -249,19 +250,13 @@ enum class ReadAs { kRaw, kView, kDocument, kMeta };
 // hit takes no lock; direct-mapped and small, so it bounds itself.
 //
 // Keyed by the identity of an immutable string the caches already hold (a paste's body, a
-// rendering): a weak pointer tells a live one from a new string at a freed one's address. An
-// entry whose string is gone is never served, only replaced.
+// rendering), as sluice/common/identity_memo.h explains.
 constexpr size_t kPreparedSlots = 64;
 // A page larger than this is formatted per request; at most this much is held per thread.
 constexpr size_t kPreparedPageLimit = size_t{512} << 10;
 constexpr size_t kPreparedPageBudget = size_t{8} << 20;
 
-bool Identifies(const std::weak_ptr<const std::string>& held, const std::string* seen,
-                const std::string* wanted) {
-  return seen == wanted && wanted != nullptr && !held.expired();
-}
-
-size_t SlotOf(const void* key) { return (reinterpret_cast<uintptr_t>(key) >> 4) % kPreparedSlots; }
+size_t SlotOf(const void* key) { return IdentitySlot(key, kPreparedSlots); }
 
 std::shared_ptr<const FixedFields> RawFields(std::string_view id,
                                              const std::shared_ptr<const std::string>& body,
@@ -274,7 +269,7 @@ std::shared_ptr<const FixedFields> RawFields(std::string_view id,
   };
   thread_local std::array<Slot, kPreparedSlots> slots;
   Slot& slot = slots[SlotOf(body.get())];
-  if (Identifies(slot.body, slot.seen, body.get()) && slot.id == id) return slot.fields;
+  if (IdentifiesString(slot.body, slot.seen, body.get()) && slot.id == id) return slot.fields;
   slot.body = body;
   slot.seen = body.get();
   slot.id = std::string(id);
@@ -307,7 +302,7 @@ PreparedPage CachedViewPage(std::string_view id, std::string_view language, int6
   thread_local std::array<Slot, kPreparedSlots> slots;
   thread_local size_t held_bytes = 0;
   Slot& slot = slots[SlotOf(view.html.get())];
-  if (Identifies(slot.html, slot.seen, view.html.get()) && slot.id == id &&
+  if (IdentifiesString(slot.html, slot.seen, view.html.get()) && slot.id == id &&
       slot.language == language && slot.expires_at == expires_at) {
     return slot.prepared;
   }

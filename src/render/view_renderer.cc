@@ -9,6 +9,7 @@
 
 #include "sluice/asio/completion.h"
 #include "sluice/asio/timer.h"
+#include "sluice/common/identity_memo.h"
 #include "sluice/render/highlighter.h"
 
 namespace sluice::render {
@@ -177,7 +178,10 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
   } else if (IsLanguage(language)) {
     view.language = language;
   } else {
-    view.language = DetectLanguage(*text);
+    // Detection reads the paste's head with some thirty searches: per request, it was a quarter
+    // of the CPU of a view from the render cache (bench/results/profile/README.md).
+    thread_local IdentityMemo<std::string> detected;
+    view.language = detected.Get(text, [](const std::string& t) { return DetectLanguage(t); });
   }
   const std::string key = RenderCache::Key(id, view.language);
   if (auto cached = cache_.Get(key)) {
