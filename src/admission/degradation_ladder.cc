@@ -11,8 +11,6 @@ namespace {
 // infinite and switch shedding off.
 constexpr double kMinServiceSeconds = 1e-6;
 
-double Seconds(Duration d) { return static_cast<double>(d.count()) * 1e-9; }
-
 }  // namespace
 
 const char* RungName(Rung rung) {
@@ -86,7 +84,7 @@ DegradationLadder::DegradationLadder(DegradationLadderOptions options, const Clo
           std::max<Duration>(Duration(1), options.rate_window / std::max(1, options.rate_buckets))),
       options_(options),
       windows_(static_cast<size_t>(std::max(1, options.rate_buckets))),
-      service_seconds_(std::max(kMinServiceSeconds, Seconds(options.initial_service_time))),
+      service_seconds_(std::max(kMinServiceSeconds, ToSeconds(options.initial_service_time))),
       last_update_(origin_) {}
 
 void DegradationLadder::SetLimits(const DegradationLadderOptions& next) {
@@ -146,7 +144,7 @@ double DegradationLadder::WindowSecondsLocked(TimePoint now, int64_t index) cons
   // errs towards not shedding: two views in the first millisecond are not 2,000 a second.
   const Duration covered = Duration(bucket_width_ * (static_cast<int64_t>(windows_.size()) - 1)) +
                            (now - (origin_ + bucket_width_ * index));
-  return std::max(1e-3, Seconds(covered));
+  return std::max(1e-3, ToSeconds(covered));
 }
 
 void DegradationLadder::UpdateShedLocked(TimePoint now, int64_t index) {
@@ -159,7 +157,7 @@ void DegradationLadder::UpdateShedLocked(TimePoint now, int64_t index) {
       arrivals > sustainable * (1 - options_.release_margin)
           ? 100.0 * (1 - sustainable * (1 - options_.release_margin) / arrivals)
           : 0.0;
-  const double elapsed = now > last_update_ ? Seconds(now - last_update_) : 0.0;
+  const double elapsed = now > last_update_ ? ToSeconds(now - last_update_) : 0.0;
   last_update_ = std::max(last_update_, now);
   if (needed > shed_percent_) {
     // Raise at once: every moment under-shed is a queue forming in front of the slots.
@@ -226,7 +224,7 @@ void DegradationLadder::Release(TimePoint started, std::optional<RungReason> fai
   --in_use_;
   // Little's law wants how long a slot was held, whatever the outcome: a render that timed out
   // held its slot the whole time.
-  const double sample = std::max(kMinServiceSeconds, Seconds(now - started));
+  const double sample = std::max(kMinServiceSeconds, ToSeconds(now - started));
   service_seconds_ += options_.service_time_alpha * (sample - service_seconds_);
   if (failure) {
     ++(*failure == RungReason::kRenderTimeout ? counts_.render_timeout : counts_.render_failed);

@@ -25,14 +25,12 @@ std::string FormatNumber(double x) {
   return s;
 }
 
-double Seconds(Duration d) { return static_cast<double>(d.count()) * 1e-9; }
-
 }  // namespace
 
 Plan PlanCapacity(const PlanInput& input) {
   Plan plan;
   plan.total_slots = input.slots_per_process * input.processes;
-  const double latency = Seconds(input.latency);
+  const double latency = ToSeconds(input.latency);
   plan.capacity_rate = static_cast<double>(plan.total_slots) / latency;
   plan.admitted_rate = std::min(input.arrival_rate, plan.capacity_rate);
   plan.shed_fraction = input.arrival_rate > 0 ? 1 - plan.admitted_rate / input.arrival_rate : 0;
@@ -43,7 +41,7 @@ Plan PlanCapacity(const PlanInput& input) {
 }
 
 std::string FormatDuration(Duration d) {
-  const double s = Seconds(d);
+  const double s = ToSeconds(d);
   // Seconds down to 0.1: "0.57 s" reads better than "571 ms" next to "5 s".
   if (s >= 0.1 || s == 0) return FormatNumber(s) + " s";
   if (s >= 1e-3) return FormatNumber(s * 1e3) + " ms";

@@ -11,8 +11,6 @@ namespace {
 // (tokens may go a hair below zero), so the slack never accumulates past one epsilon.
 constexpr double kEpsilon = 1e-9;
 
-double Seconds(Duration d) { return static_cast<double>(d.count()) * 1e-9; }
-
 }  // namespace
 
 int TakeDecision::RetryAfterSeconds() const {
@@ -24,7 +22,7 @@ int TakeDecision::RetryAfterSeconds() const {
 
 void TokenBucketState::Refill(const TokenBucketPolicy& policy, TimePoint now) {
   if (now <= updated) return;
-  tokens = std::min(policy.burst, tokens + policy.rate_per_second * Seconds(now - updated));
+  tokens = std::min(policy.burst, tokens + policy.rate_per_second * ToSeconds(now - updated));
   updated = now;
 }
 

@@ -60,7 +60,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -224,18 +224,18 @@ struct Attempt {
 };
 
 /// One request on its own connection, run to completion on the calling thread. Single use.
-class Exchange {
+class PasteExchange {
  public:
-  Exchange(const ServerUrl& server, const std::string& target, const std::string& body)
+  PasteExchange(const ServerUrl& server, const std::string& target, const std::string& body)
       : server_(server) {
-    req_.method(http::verb::post);
+    req_.method(bhttp::verb::post);
     req_.target(target);
     req_.version(11);
-    req_.set(http::field::host, server.host_header);
-    req_.set(http::field::user_agent, "sluice-paste/" SLUICE_VERSION);
-    req_.set(http::field::accept, "application/json");
-    req_.set(http::field::content_type, "text/plain; charset=utf-8");
-    req_.set(http::field::expect, "100-continue");
+    req_.set(bhttp::field::host, server.host_header);
+    req_.set(bhttp::field::user_agent, "sluice-paste/" SLUICE_VERSION);
+    req_.set(bhttp::field::accept, "application/json");
+    req_.set(bhttp::field::content_type, "text/plain; charset=utf-8");
+    req_.set(bhttp::field::expect, "100-continue");
     req_.keep_alive(false);
     req_.body() = body;
     req_.prepare_payload();
@@ -283,7 +283,7 @@ class Exchange {
     stream_.expires_at(deadline_);
     serializer_.emplace(req_);
     ReadHead();
-    http::async_write_header(stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
+    bhttp::async_write_header(stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
       OnHeaderSent(write_ec);
     });
   }
@@ -305,7 +305,7 @@ class Exchange {
   void StartBody() {
     if (done_ || answered_ || body_started_ || !header_sent_) return;
     body_started_ = true;
-    http::async_write(stream_, *serializer_, [this](beast::error_code ec, size_t) {
+    bhttp::async_write(stream_, *serializer_, [this](beast::error_code ec, size_t) {
       if (ec && !done_) write_error_ = ec;
     });
   }
@@ -313,8 +313,8 @@ class Exchange {
   void ReadHead() {
     parser_.emplace();
     parser_->body_limit(kAnswerLimit);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [this](beast::error_code ec, size_t) { OnHead(ec); });
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [this](beast::error_code ec, size_t) { OnHead(ec); });
   }
 
   void OnHead(beast::error_code ec) {
@@ -336,9 +336,9 @@ class Exchange {
     attempt_.fate = Attempt::Fate::kAnswered;
     attempt_.status = status;
     attempt_.status_text = std::string(parser_->get().reason());
-    attempt_.retry_after = std::string(parser_->get()[http::field::retry_after]);
-    http::async_read(stream_, buffer_, *parser_,
-                     [this](beast::error_code body_ec, size_t) { OnAnswer(body_ec); });
+    attempt_.retry_after = std::string(parser_->get()[bhttp::field::retry_after]);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [this](beast::error_code body_ec, size_t) { OnAnswer(body_ec); });
   }
 
   void OnAnswer(beast::error_code ec) {
@@ -357,7 +357,7 @@ class Exchange {
       return fmt::format("no answer within {} s", kRequestTimeout.count());
     }
     std::string out =
-        read_ec == http::error::end_of_stream || read_ec == http::error::partial_message
+        read_ec == bhttp::error::end_of_stream || read_ec == bhttp::error::partial_message
             ? std::string("the server closed the connection without a full answer")
             : "reading the answer failed: " + read_ec.message();
     if (write_error_) out += " (sending the request failed: " + write_error_.message() + ")";
@@ -378,10 +378,10 @@ class Exchange {
   tcp::resolver resolver_{io_};
   beast::tcp_stream stream_{io_};
   asio::steady_timer timer_{io_};  // the name lookup's budget, then the wait for 100 Continue
-  http::request<http::string_body> req_;
-  std::optional<http::request_serializer<http::string_body>> serializer_;
+  bhttp::request<bhttp::string_body> req_;
+  std::optional<bhttp::request_serializer<bhttp::string_body>> serializer_;
   beast::flat_buffer buffer_;
-  std::optional<http::response_parser<http::string_body>> parser_;
+  std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
   SteadyClock::time_point deadline_;
   beast::error_code write_error_;
   bool header_sent_ = false;
@@ -497,7 +497,7 @@ int RunPaste(const PasteCommandOptions& options) {
   SteadyClock::duration waited{};
   bool connect_retried = false;
   for (;;) {
-    Exchange exchange(*server, target, *body);
+    PasteExchange exchange(*server, target, *body);
     const Attempt a = exchange.Run();
 
     if (a.fate == Attempt::Fate::kNotSent) {

@@ -16,11 +16,6 @@ namespace sluice::http {
 
 namespace {
 
-Reply Uncached(Reply reply) {
-  reply.Set("Cache-Control", "no-store");
-  return reply;
-}
-
 Reply NoModeration() {
   return Reply::Refuse(ErrorCode::kNotFound, "moderation is not enabled on this server",
                        "no_route");

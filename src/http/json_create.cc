@@ -4,15 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "field_text.h"
+
 namespace sluice::http {
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -123,7 +119,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
 }  // namespace
 
 bool IsJsonContentType(std::string_view content_type) {
-  const std::string_view type = Trim(content_type.substr(0, content_type.find(';')));
+  const std::string_view type = TrimBlanks(content_type.substr(0, content_type.find(';')));
   return EqualsIgnoringCase(type, "application/json") || EqualsIgnoringCase(type, "text/json");
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "field_text.h"
+
 namespace sluice::http {
 
 namespace {
@@ -14,24 +16,18 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // Value of `key` in a header's parameters (`form-data; name="x"; filename="y"`).
 std::optional<std::string> Param(std::string_view header_value, std::string_view key) {
   size_t pos = 0;
   while (pos < header_value.size()) {
     size_t semi = header_value.find(';', pos);
     if (semi == std::string_view::npos) semi = header_value.size();
-    std::string_view item = Trim(header_value.substr(pos, semi - pos));
+    std::string_view item = TrimBlanks(header_value.substr(pos, semi - pos));
     pos = semi + 1;
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) continue;
-    if (Lower(Trim(item.substr(0, eq))) != key) continue;
-    std::string_view value = Trim(item.substr(eq + 1));
+    if (Lower(TrimBlanks(item.substr(0, eq))) != key) continue;
+    std::string_view value = TrimBlanks(item.substr(eq + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
@@ -43,12 +39,13 @@ std::optional<std::string> Param(std::string_view header_value, std::string_view
 }  // namespace
 
 bool IsMultipart(std::string_view content_type) {
-  return Lower(Trim(content_type.substr(0, content_type.find(';')))).starts_with("multipart/");
+  return Lower(TrimBlanks(content_type.substr(0, content_type.find(';'))))
+      .starts_with("multipart/");
 }
 
 std::optional<std::string> MultipartBoundary(std::string_view content_type) {
   const size_t semi = content_type.find(';');
-  if (Lower(Trim(content_type.substr(0, semi))) != "multipart/form-data") return std::nullopt;
+  if (Lower(TrimBlanks(content_type.substr(0, semi))) != "multipart/form-data") return std::nullopt;
   if (semi == std::string_view::npos) return std::nullopt;
   auto boundary = Param(content_type.substr(semi + 1), "boundary");
   if (!boundary || boundary->empty() || boundary->size() > 200) return std::nullopt;
@@ -77,7 +74,7 @@ std::optional<std::vector<FormPart>> ParseMultipart(std::string_view body,
       headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
       const size_t colon = line.find(':');
       if (colon == std::string_view::npos) return std::nullopt;
-      if (Lower(Trim(line.substr(0, colon))) != "content-disposition") continue;
+      if (Lower(TrimBlanks(line.substr(0, colon))) != "content-disposition") continue;
       const std::string_view value = line.substr(colon + 1);
       auto name = Param(value, "name");
       if (!name) return std::nullopt;

@@ -65,6 +65,12 @@ struct Reply {
   std::string_view body_view() const { return shared_body ? *shared_body : body; }
 };
 
+/// `reply`, never to be stored by a cache (pages and answers that are one visitor's).
+inline Reply Uncached(Reply reply) {
+  reply.Set("Cache-Control", "no-store");
+  return reply;
+}
+
 /// The HTTP status of an error code.
 unsigned StatusFor(ErrorCode code);
 

@@ -22,11 +22,6 @@ std::string_view DefaultTtlName(const Context& ctx) {
   return "1w";
 }
 
-Reply Uncached(Reply reply) {
-  reply.Set("Cache-Control", "no-store");
-  return reply;
-}
-
 }  // namespace
 
 awaitable<Reply> HandleIndex(const Request&, Context& ctx) {

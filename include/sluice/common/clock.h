@@ -17,6 +17,9 @@ namespace sluice {
 class ManualClock;
 
 using Duration = std::chrono::nanoseconds;
+
+/// A duration in seconds, for rates and other arithmetic in floating point.
+inline double ToSeconds(Duration d) { return static_cast<double>(d.count()) * 1e-9; }
 using TimePoint = std::chrono::steady_clock::time_point;
 
 /// A monotonic clock for limits and deadlines, plus wall time for expiry dates.

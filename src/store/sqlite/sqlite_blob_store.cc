@@ -39,9 +39,9 @@ struct PutOp {
 struct DeleteOp {
   PasteId id;
 };
-using WriteOp = std::variant<PutOp, DeleteOp>;
+using BlobWriteOp = std::variant<PutOp, DeleteOp>;
 
-Error StorageError(Db& db, std::string_view what) {
+Error BlobStorageError(Db& db, std::string_view what) {
   return MakeError(
       ErrorCode::kUnavailable, fmt::format("blob store (sqlite): {}: {}", what, db.LastError()),
       sqlite3_errcode(db.raw()) == SQLITE_FULL ? "storage_full" : "storage_unavailable");
@@ -59,8 +59,9 @@ class SqliteBlobStore final : public BlobStore {
     sqlite3_wal_hook(writer_->raw(), &SqliteBlobStore::OnWalCommit, this);
     checkpointer_db_ = OpenConnection();
     checkpointer_ = std::thread([this] { RunCheckpoints(); });
-    committer_ = std::make_unique<GroupCommitter<WriteOp>>(
-        kMaxBatch, [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); });
+    committer_ = std::make_unique<GroupCommitter<BlobWriteOp>>(
+        kMaxBatch,
+        [this](std::vector<GroupCommitter<BlobWriteOp>::Item>& batch) { Commit(batch); });
   }
 
   ~SqliteBlobStore() override {
@@ -90,7 +91,7 @@ class SqliteBlobStore final : public BlobStore {
           return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
         }
         if (rc == SQLITE_DONE) return MakeError(ErrorCode::kNotFound, "no such body", "not_found");
-        return StorageError(db, "get");
+        return BlobStorageError(db, "get");
       });
     });
   }
@@ -114,7 +115,7 @@ class SqliteBlobStore final : public BlobStore {
               // A row under an id that is not one (written by hand) is not a body of this store.
               if (auto id = PasteId::Parse(s.Text(0))) out.push_back(BlobInfo{*id, s.Int(1)});
             }
-            if (rc != SQLITE_DONE) return StorageError(db, "list");
+            if (rc != SQLITE_DONE) return BlobStorageError(db, "list");
             return out;
           });
         });
@@ -175,10 +176,10 @@ class SqliteBlobStore final : public BlobStore {
 
   // Runs on the committer thread only. A failed statement fails its op alone; a failed COMMIT
   // fails the whole batch.
-  void Commit(std::vector<GroupCommitter<WriteOp>::Item>& batch) {
+  void Commit(std::vector<GroupCommitter<BlobWriteOp>::Item>& batch) {
     Db& db = *writer_;
     if (db.TryExec("BEGIN IMMEDIATE") != SQLITE_OK) {
-      const Error e = StorageError(db, "begin");
+      const Error e = BlobStorageError(db, "begin");
       for (auto& item : batch) item.status = e;
       return;
     }
@@ -187,7 +188,7 @@ class SqliteBlobStore final : public BlobStore {
     }
     db.ResetAll();
     if (db.TryExec("COMMIT") != SQLITE_OK) {
-      const Error e = StorageError(db, "commit");
+      const Error e = BlobStorageError(db, "commit");
       db.TryExec("ROLLBACK");
       for (auto& item : batch) item.status = e;
       return;
@@ -217,14 +218,14 @@ class SqliteBlobStore final : public BlobStore {
     s.Bind(1, op.id.view())
         .Bind(2, op.written_at)
         .Bind(3, std::span(reinterpret_cast<const unsigned char*>(body.data()), body.size()));
-    return s.Step() == SQLITE_DONE ? Ok() : StorageError(db, "put");
+    return s.Step() == SQLITE_DONE ? Ok() : BlobStorageError(db, "put");
   }
 
   Status Apply(Db& db, const DeleteOp& op) {
     Statement& s = db.Prepare("DELETE FROM bodies WHERE id = ?");
     s.Bind(1, op.id.view());
     const int rc = s.Step();
-    return rc == SQLITE_DONE ? Ok() : StorageError(db, "delete");
+    return rc == SQLITE_DONE ? Ok() : BlobStorageError(db, "delete");
   }
 
   void RunCheckpoints() {
@@ -259,7 +260,8 @@ class SqliteBlobStore final : public BlobStore {
   bool stopping_ = false;
   std::thread checkpointer_;
 
-  std::unique_ptr<GroupCommitter<WriteOp>> committer_;  // last: its thread uses everything above
+  std::unique_ptr<GroupCommitter<BlobWriteOp>>
+      committer_;  // last: its thread uses everything above
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "run_threads.h"
 #include "sluice/admission/adaptive_concurrency_limiter.h"
 #include "sluice/admission/circuit_breaker.h"
 #include "sluice/admission/concurrency_limiter.h"
@@ -23,6 +24,8 @@
 
 namespace sluice::admission {
 namespace {
+
+using testing::RunThreads;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -262,13 +265,6 @@ TEST(DegradationLadderReconfigureTest, KeepsTheMeasuredServiceTime) {
   const LadderSnapshot after = ladder.Snapshot();
   EXPECT_NEAR(std::chrono::duration<double>(after.service_time).count(), measured, 1e-9);
   EXPECT_NEAR(after.sustainable_rate, 4 / measured, 1e-6);
-}
-
-void RunThreads(int n, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) threads.emplace_back(body, i);
-  for (std::thread& t : threads) t.join();
 }
 
 // Readers take and give back while one thread reloads: the caps hold at every moment against the

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "run_threads.h"
 #include "sluice/admission/adaptive_concurrency_limiter.h"
 #include "sluice/admission/circuit_breaker.h"
 #include "sluice/admission/concurrency_limiter.h"
@@ -22,17 +23,12 @@
 namespace sluice::admission {
 namespace {
 
+using testing::RunThreads;
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr int kThreads = 4;
-
-void RunThreads(int n, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) threads.emplace_back(body, i);
-  for (std::thread& t : threads) t.join();
-}
 
 void UpdateMax(std::atomic<int64_t>& max, int64_t value) {
   int64_t seen = max.load();
