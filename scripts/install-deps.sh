@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile="${1:-build}"
-packages=(g++ cmake make pkg-config ccache
+packages=(g++ cmake make pkg-config ccache mold
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev)
 # make deb (scripts/build-deb.sh): debhelper builds the package, lintian judges it.
