@@ -2,8 +2,10 @@
 // (session.cc) or refuses it over the cap, and drains on shutdown.
 #include "sluice/http/server.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -79,6 +81,29 @@ void ClearStaleSocket(const std::string& path) {
   }
 }
 
+// Holds PATH.lock, exclusively, from before the stale-socket check until this server is gone:
+// without it, two servers started at once on a killed one's file could both find it stale, and
+// the second would remove the socket the first had just bound. A lock held means another server
+// listens there or is starting to. The file stays (removing a lock file races its next taker).
+int LockSocketPath(const std::string& path) {
+  const std::string lock_path = path + ".lock";
+  const std::string where = "cannot listen on unix:" + path;
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw std::runtime_error(where + ": cannot open " + lock_path + ": " + ErrnoText(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK) {
+      throw std::runtime_error(where +
+                               ": another process is already listening there, or starting to (" +
+                               lock_path + " is locked)");
+    }
+    throw std::runtime_error(where + ": cannot lock " + lock_path + ": " + ErrnoText(error));
+  }
+  return fd;
+}
+
 // The client's address as text, from a TCP connection's socket; empty when it cannot be read (the
 // client left already).
 std::string TcpPeer(const Socket& socket) {
@@ -131,8 +156,12 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   dev_t local_device = 0;
   ino_t local_inode = 0;
   std::atomic<bool> local_removed{false};
+  int local_lock_fd = -1;  // PATH.lock, held while this server may own the path
 
-  ~Impl() { RemoveSocketFile(); }
+  ~Impl() {
+    RemoveSocketFile();
+    if (local_lock_fd >= 0) ::close(local_lock_fd);
+  }
 
   // The path of a Unix socket listen address: "unix:/path" or "/path"; nothing for host:port.
   static std::optional<std::string> UnixPath(const std::string& listen) {
@@ -150,6 +179,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
                       "at most {}",
                       where, path.size(), sizeof(sockaddr_un{}.sun_path) - 1));
     }
+    local_lock_fd = LockSocketPath(path);
     ClearStaleSocket(path);
     auto acceptor = std::make_unique<local::acceptor>(*ios.front());
     const local::endpoint endpoint(path);

@@ -8,6 +8,7 @@ path that is not a socket is never removed.
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_admin_socket
 """
 
+import fcntl
 import http.client
 import json
 import os
@@ -115,6 +116,31 @@ class AdminSocketTest(PatientTestCase):
         self.assertIn("absolute", res.stderr)
         help_text = run_sluice(["admin", "--help"]).stdout
         self.assertIn("unix:/PATH", help_text)
+
+
+class AdminSocketLockTest(PatientTestCase):
+    def test_a_held_lock_on_the_path_refuses_the_start_and_keeps_a_stale_file(self):
+        # A server starting on a killed one's file holds PATH.lock through the stale check: a
+        # second one started at that moment must neither remove the file nor bind beside it.
+        path = os.path.join(socket_dir(self), "admin.sock")
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(path)
+        stale.close()  # bound, never listened on: what a killed server leaves
+        inode = os.lstat(path).st_ino
+        with open(path + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            s = SluiceServer(patient=True, args=["--admin-listen", f"unix:{path}"])
+            self.addCleanup(s.cleanup)
+            code, output = start_refused(s)
+            self.assertNotEqual(code, 0, output)
+            self.assertIn(f"cannot listen on unix:{path}: another process is already listening "
+                          f"there, or starting to ({path}.lock is locked)", output)
+            self.assertEqual(os.lstat(path).st_ino, inode, "the stale file was touched")
+        # Once the lock is free, the next server takes the path, stale file and all.
+        s = SluiceServer(patient=True, args=["--admin-listen", f"unix:{path}"]).start()
+        self.addCleanup(s.cleanup)
+        self.assertIn("removing a stale socket file", s.log())
+        self.assertStatus(admin(s, path, "GET", "/admin/reports"), 200)
 
 
 class AdminSocketLifecycleTest(PatientTestCase):
