@@ -3,7 +3,7 @@ JOBS ?= 2
 DEV := build/dev
 
 .PHONY: all deps build run test test-dev test-asan test-tsan build-dev build-asan build-tsan check-dev \
-	check-asan check-tsan test-fuzz bench chaos fuzz fuzz-run \
+	check-dev-parallel check-dev-serial check-asan check-tsan test-fuzz bench chaos fuzz fuzz-run \
 	stack stack-down lab format clean deb install
 
 all: build
@@ -24,10 +24,12 @@ run: build
 # (fuzz/replay_main.cc) and the server's API and hostile-input suites under AddressSanitizer+UBSan;
 # then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
 # (clang, libFuzzer) is `make fuzz`. `make test` is held to 25 minutes on 2 cores, so each stage
-# prints its wall time, and the two sanitizer builds compile while the dev suite runs, in the idle
-# scheduling class (chrt --idle): the dev suite mostly waits on its servers and timers, and an
-# idle-class compiler gets only the CPU that no test wants, so the suites (RUN_SERIAL scenarios
-# included) keep the machine they expect. Their log is build/sanitizer-builds.log.
+# prints its wall time, and the two sanitizer builds compile while the dev suite's parallel part
+# runs, in the idle scheduling class (chrt --idle): those tests mostly wait on their servers and
+# timers, and an idle-class compiler gets only the CPU that no test wants. The tests labelled
+# `serial` (open-loop load generators, the stack) run after the builds, with the machine to
+# themselves: beside two idle-class builds, a load generator fell 147 ms behind its schedule. The
+# builds' log is build/sanitizer-builds.log.
 test:
 	@$(STAGE_CLOCK) set -e; \
 	scripts/install-deps.sh test; \
@@ -36,11 +38,11 @@ test:
 	if chrt --idle 0 true 2>/dev/null; then idle="chrt --idle 0"; else idle="nice -n 19"; fi; \
 	setsid $$idle $(MAKE) --no-print-directory build-asan build-tsan >build/sanitizer-builds.log 2>&1 & \
 	builds=$$!; \
-	$(MAKE) --no-print-directory check-dev || { kill -TERM -- -$$builds 2>/dev/null; exit 1; }; \
-	echo "== $@: dev suite done at $$(( $$(date +%s) - start )) s; waiting for the sanitizer builds"; \
+	$(MAKE) --no-print-directory check-dev-parallel || { kill -TERM -- -$$builds 2>/dev/null; exit 1; }; \
+	echo "== $@: waiting for the sanitizer builds at $$(( $$(date +%s) - start )) s"; \
 	wait $$builds || { tail -60 build/sanitizer-builds.log; exit 1; }; \
 	grep '^== ' build/sanitizer-builds.log; \
-	$(MAKE) --no-print-directory check-asan check-tsan
+	$(MAKE) --no-print-directory check-dev-serial check-asan check-tsan
 
 # Each suite alone: test-dev, test-asan, test-tsan (build, then run); build-X and check-X do half.
 test-dev test-asan test-tsan: test-%:
@@ -51,10 +53,18 @@ build-dev:
 	@$(STAGE_CLOCK) cmake --preset dev >/dev/null && cmake --build $(DEV) -j$(JOBS)
 
 # The server suites labelled server_under_sanitizers (CMakeLists.txt) run on the sanitized server
-# (check-asan), not twice: SLUICE_DEV_ALL=1 runs them on the dev build too.
+# (check-asan), not twice: SLUICE_DEV_ALL=1 runs them on the dev build too. check-dev is both halves.
+DEV_SKIP := $(if $(SLUICE_DEV_ALL),,server_under_sanitizers)
 check-dev:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
-	  $(if $(SLUICE_DEV_ALL),,-LE server_under_sanitizers)
+	  $(if $(DEV_SKIP),-LE '$(DEV_SKIP)')
+
+check-dev-parallel:
+	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
+	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial'
+
+check-dev-serial:
+	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -L serial
 
 build-asan:
 	@$(STAGE_CLOCK) cmake --preset asan >/dev/null && cmake --build build/asan -j$(JOBS) \
