@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <variant>
 
+#include "bodies_table.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/backends.h"
 #include "sluice/store/group_commit.h"
@@ -66,17 +67,7 @@ class SqliteBlobStore final : public BlobStore {
 
   awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
-      return WithReader([&](Db& db) -> Result<std::string> {
-        Statement& s = db.Prepare("SELECT body FROM bodies WHERE id = ?");
-        s.Bind(1, id.view());
-        const int rc = s.Step();
-        if (rc == SQLITE_ROW) {
-          const auto blob = s.Blob(0);
-          return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
-        }
-        if (rc == SQLITE_DONE) return MakeError(ErrorCode::kNotFound, "no such body", "not_found");
-        return BlobStorageError(db, "get");
-      });
+      return WithReader([&](Db& db) { return sqlite::ReadBodyRow(db, id, &BlobStorageError); });
     });
   }
 
@@ -89,19 +80,8 @@ class SqliteBlobStore final : public BlobStore {
     return asio_glue::RunBlocking(
         *pools_.cleanup,
         [this, after = std::move(after), limit]() -> Result<std::vector<BlobInfo>> {
-          return WithReader([&](Db& db) -> Result<std::vector<BlobInfo>> {
-            Statement& s =
-                db.Prepare("SELECT id, written_at FROM bodies WHERE id > ? ORDER BY id LIMIT ?");
-            s.Bind(1, std::string_view(after)).Bind(2, static_cast<int64_t>(limit));
-            std::vector<BlobInfo> out;
-            int rc;
-            while ((rc = s.Step()) == SQLITE_ROW) {
-              // A row under an id that is not one (written by hand) is not a body of this store.
-              if (auto id = PasteId::Parse(s.Text(0))) out.push_back(BlobInfo{*id, s.Int(1)});
-            }
-            if (rc != SQLITE_DONE) return BlobStorageError(db, "list");
-            return out;
-          });
+          return WithReader(
+              [&](Db& db) { return sqlite::ListBodyRows(db, after, limit, &BlobStorageError); });
         });
   }
 
@@ -159,20 +139,11 @@ class SqliteBlobStore final : public BlobStore {
       return MakeError(ErrorCode::kDeadlineExceeded, "write abandoned before it ran",
                        "deadline_exceeded");
     }
-    Statement& s =
-        db.Prepare("INSERT OR REPLACE INTO bodies (id, written_at, body) VALUES (?, ?, ?)");
-    const std::string& body = *op.body;
-    s.Bind(1, op.id.view())
-        .Bind(2, op.written_at)
-        .Bind(3, std::span(reinterpret_cast<const unsigned char*>(body.data()), body.size()));
-    return s.Step() == SQLITE_DONE ? Ok() : BlobStorageError(db, "put");
+    return sqlite::WriteBodyRow(db, op.id, *op.body, op.written_at, &BlobStorageError);
   }
 
   Status Apply(Db& db, const DeleteOp& op) {
-    Statement& s = db.Prepare("DELETE FROM bodies WHERE id = ?");
-    s.Bind(1, op.id.view());
-    const int rc = s.Step();
-    return rc == SQLITE_DONE ? Ok() : BlobStorageError(db, "delete");
+    return sqlite::DeleteBodyRow(db, op.id, &BlobStorageError);
   }
 
   const std::filesystem::path path_;

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <variant>
 
+#include "bodies_table.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/backends.h"
 #include "sluice/store/group_commit.h"
@@ -243,17 +244,7 @@ class SqliteMetaStore final : public MetaStore {
 
   awaitable<Result<std::string>> GetBody(PasteId id) {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
-      return WithReader([&](Db& db) -> Result<std::string> {
-        Statement& s = db.Prepare("SELECT body FROM bodies WHERE id = ?");
-        s.Bind(1, id.view());
-        const int rc = s.Step();
-        if (rc == SQLITE_ROW) {
-          const auto blob = s.Blob(0);
-          return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
-        }
-        if (rc == SQLITE_DONE) return MakeError(ErrorCode::kNotFound, "no such body", "not_found");
-        return StorageError(db, "get body");
-      });
+      return WithReader([&](Db& db) { return sqlite::ReadBodyRow(db, id, &StorageError); });
     });
   }
 
@@ -263,19 +254,8 @@ class SqliteMetaStore final : public MetaStore {
     return asio_glue::RunBlocking(
         *pools_.cleanup,
         [this, after = std::move(after), limit]() -> Result<std::vector<BlobInfo>> {
-          return WithReader([&](Db& db) -> Result<std::vector<BlobInfo>> {
-            Statement& s =
-                db.Prepare("SELECT id, written_at FROM bodies WHERE id > ? ORDER BY id LIMIT ?");
-            s.Bind(1, std::string_view(after)).Bind(2, static_cast<int64_t>(limit));
-            std::vector<BlobInfo> out;
-            int rc;
-            while ((rc = s.Step()) == SQLITE_ROW) {
-              // A row under an id that is not one (written by hand) is not a body of this store.
-              if (auto id = PasteId::Parse(s.Text(0))) out.push_back(BlobInfo{*id, s.Int(1)});
-            }
-            if (rc != SQLITE_DONE) return StorageError(db, "list bodies");
-            return out;
-          });
+          return WithReader(
+              [&](Db& db) { return sqlite::ListBodyRows(db, after, limit, &StorageError); });
         });
   }
 
@@ -629,7 +609,8 @@ class SqliteMetaStore final : public MetaStore {
       s.Bind(7, int64_t{m.burn ? 1 : 0});
       if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
       if (op.body) {
-        if (Status stored = WriteBody(db, m.id, *op.body, op.written_at); !stored.ok()) {
+        if (Status stored = sqlite::WriteBodyRow(db, m.id, *op.body, op.written_at, &StorageError);
+            !stored.ok()) {
           return stored;
         }
       }
@@ -639,28 +620,17 @@ class SqliteMetaStore final : public MetaStore {
     }
   }
 
-  static Status WriteBody(Db& db, const PasteId& id, const std::string& body, int64_t written_at) {
-    Statement& s =
-        db.Prepare("INSERT OR REPLACE INTO bodies (id, written_at, body) VALUES (?, ?, ?)");
-    s.Bind(1, id.view())
-        .Bind(2, written_at)
-        .Bind(3, std::span(reinterpret_cast<const unsigned char*>(body.data()), body.size()));
-    return s.Step() == SQLITE_DONE ? Ok() : StorageError(db, "write body");
-  }
-
   Status Apply(Db& db, const BodyPutOp& op) {
     if (op.deadline.Expired(SystemClock::Instance())) {
       // Abandoned by its caller while queued: writing it now would only make an orphan.
       return MakeError(ErrorCode::kDeadlineExceeded, "write abandoned before it ran",
                        "deadline_exceeded");
     }
-    return WriteBody(db, op.id, *op.body, op.written_at);
+    return sqlite::WriteBodyRow(db, op.id, *op.body, op.written_at, &StorageError);
   }
 
   Status Apply(Db& db, const BodyDeleteOp& op) {
-    Statement& s = db.Prepare("DELETE FROM bodies WHERE id = ?");
-    s.Bind(1, op.id.view());
-    return Done(db, s, "delete body");
+    return sqlite::DeleteBodyRow(db, op.id, &StorageError);
   }
 
   // Adds `delta` to the live bytes, inside the op's savepoint.
