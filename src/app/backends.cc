@@ -23,7 +23,11 @@ std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
                                                 store::BlockingPools pools,
                                                 const std::filesystem::path& data_dir) {
   const std::string url = s.String("meta");
-  if (url.empty()) return store::MakeSqliteMetaStore(data_dir / "meta.db", pools);
+  if (url.empty()) {
+    const size_t colocated =
+        s.String("blob") == "files" ? static_cast<size_t>(s.Integer("inline_body_bytes")) : 0;
+    return store::MakeSqliteMetaStore(data_dir / "meta.db", pools, colocated);
+  }
   if (!store::IsPostgresUrl(url)) {
     throw std::invalid_argument(
         "meta: leave empty for SQLite, or give postgres://USER@HOST:PORT/DB");
@@ -104,7 +108,8 @@ int Migrate(const std::string& url) {
 std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
                                                   const std::filesystem::path& data_dir,
                                                   store::BlockingPools pools,
-                                                  const asio::any_io_executor& executor) {
+                                                  const asio::any_io_executor& executor,
+                                                  store::MetaStore& meta) {
   const std::string blob = s.String("blob");
   if (blob == "files") {
     if (!s.String("s3_endpoint").empty()) {
@@ -112,8 +117,20 @@ std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
     }
     // Always both tiers, even at 0: bodies written under an earlier limit stay readable.
     const auto inline_max = static_cast<size_t>(s.Integer("inline_body_bytes"));
-    return store::MakeTieredBlobStore(store::MakeSqliteBlobStore(data_dir / "bodies.db", pools),
-                                      store::MakeFsBlobStore(data_dir / "blobs", pools),
+    auto files = store::MakeFsBlobStore(data_dir / "blobs", pools);
+    if (!s.String("meta").empty()) {
+      // Rows in PostgreSQL: the small bodies have a SQLite file of their own.
+      return store::MakeTieredBlobStore(store::MakeSqliteBlobStore(data_dir / "bodies.db", pools),
+                                        std::move(files), inline_max);
+    }
+    // Rows in meta.db, and the small bodies with them. A bodies.db from before is still read (and
+    // emptied by deletes and expiry), never written: a limit of 0 sends it no body.
+    const std::filesystem::path before = data_dir / "bodies.db";
+    if (std::filesystem::exists(before)) {
+      files = store::MakeTieredBlobStore(store::MakeSqliteBlobStore(before, pools),
+                                         std::move(files), 0);
+    }
+    return store::MakeTieredBlobStore(store::MakeSqliteMetaBodies(meta), std::move(files),
                                       inline_max);
   }
   auto bucket = store::ParseS3BlobUrl(blob);

@@ -19,7 +19,8 @@
 namespace sluice::app {
 
 /// SQLite under `data_dir`, or PostgreSQL when `meta` is a postgres:// URL (migrated, its warm
-/// connections open).
+/// connections open). With the bodies in files too, the SQLite store keeps those up to
+/// inline_body_bytes beside their rows (MakeBlobBackend serves them).
 std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
                                                 const service::CallTimeouts& timeouts,
                                                 store::BlockingPools pools,
@@ -29,11 +30,13 @@ std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
 /// before `meta` does.
 void AddMetaPoolGauges(store::MetaStore& meta, GaugeCallbacks& gauges);
 
-/// Files under `data_dir`, or an S3-compatible bucket when `blob` is s3://BUCKET.
+/// Files under `data_dir`, or an S3-compatible bucket when `blob` is s3://BUCKET. `meta` is
+/// MakeMetaStore's (which must outlive the result): with SQLite, the small bodies are its.
 std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
                                                   const std::filesystem::path& data_dir,
                                                   store::BlockingPools pools,
-                                                  const boost::asio::any_io_executor& executor);
+                                                  const boost::asio::any_io_executor& executor,
+                                                  store::MetaStore& meta);
 
 /// None (everything in-process), or Redis when `cache` is a redis:// URL.
 std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clock& clock,

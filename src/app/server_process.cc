@@ -212,7 +212,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
                                   options_.data_dir)),
       meta_gauges_(metrics_),
       blob_backend_(MakeBlobBackend(settings, options_.data_dir, {&read_pool_, &cleanup_pool_},
-                                    loops_.front().get_executor())),
+                                    loops_.front().get_executor(), *meta_backend_)),
       faults_(settings, metrics_, *meta_backend_, *blob_backend_),
       call_timeouts_(options_.timeouts),
       retry_budget_(options_.retry_budget, clock_),

@@ -143,7 +143,7 @@ constexpr SettingSpec kServeSettings[] = {
     TextSetting("listen", "127.0.0.1:8080",
                 "Address and port to serve on (port 0 picks a free one)", CheckListen),
     TextSetting("data_dir", "./sluice-data",
-                "Folder for the embedded store: meta.db and bodies.db (SQLite) and blobs/",
+                "Folder for the embedded store: meta.db (SQLite: rows and small bodies) and blobs/",
                 CheckNotEmpty),
     TextSetting(
         "meta", "",
@@ -330,8 +330,9 @@ constexpr SettingSpec kServeSettings[] = {
                     "Pause between expiry sweeps when nothing is due"),
     // Stores date bodies to the second, so the floor is counted in whole seconds.
     IntegerSetting("inline_body_bytes", "65536", "0", "1073741824",
-                   "Bodies up to this size are rows of data_dir/bodies.db (one flush per batch of "
-                   "creates, isolated from other writers to the disk), larger ones files under "
+                   "Bodies up to this size are written with their rows into data_dir/meta.db (or "
+                   "data_dir/bodies.db beside a PostgreSQL meta): one flush per batch of creates, "
+                   "isolated from other writers to the disk; larger ones are files under "
                    "data_dir/blobs; 0: files only. With --blob files"),
     DurationSetting("orphan_age_floor", "1h", "1s", "8760h",
                     "Bodies with no row are reaped only when older than this (a body the store "

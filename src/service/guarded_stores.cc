@@ -74,6 +74,17 @@ class GuardedMetaStore final : public store::MetaStore {
                                     co_return FromStatus(co_await inner_.Insert(meta, cd));
                                   }));
   }
+  size_t colocated_body_limit() const override { return inner_.colocated_body_limit(); }
+  // The body's write and the row's in one commit: the PUT's timeout, since it carries the body,
+  // counted as the insert it also is.
+  awaitable<Status> InsertWithBody(store::PasteMeta meta, std::shared_ptr<const std::string> body,
+                                   Deadline d) override {
+    return Unwrap(dep_.Call<Unit>(
+        {"insert", t().blob_put, false}, d,
+        [this, meta, body = std::move(body)](Deadline cd) -> awaitable<Result<Unit>> {
+          co_return FromStatus(co_await inner_.InsertWithBody(meta, body, cd));
+        }));
+  }
   awaitable<Result<store::PasteMeta>> Get(PasteId id, Deadline d) override {
     return dep_.Call<store::PasteMeta>({"get", t().meta_get, true}, d,
                                        [this, id](Deadline cd) { return inner_.Get(id, cd); });

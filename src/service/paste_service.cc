@@ -277,8 +277,14 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);
   std::shared_ptr<const std::string> shared_body(held, &held->text);
+  // A store that keeps small bodies beside their rows (the embedded one) takes the body and the
+  // row in one commit, which is then the create's PUT for the slot and its insert for the answer;
+  // otherwise the body goes to the bucket first and the row follows (docs/overload.md, "Create").
+  const bool colocated = meta.size_bytes <= meta_.colocated_body_limit();
+  const admission::Deadline put_deadline = deadline.ForCall(clock_, options->put_timeout);
   const TimePoint put_started = clock_.Now();
-  auto put_call = blobs_.Put(id, shared_body, deadline.ForCall(clock_, options->put_timeout));
+  auto put_call = colocated ? meta_.InsertWithBody(meta, shared_body, put_deadline)
+                            : blobs_.Put(id, shared_body, put_deadline);
   const Status put = co_await std::move(put_call);
   const admission::Outcome put_outcome = OutcomeOf(put);
   const Duration put_latency = clock_.Now() - put_started;
@@ -288,17 +294,23 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     // from the PUT alone, not from a slow client's upload.
     held->lease = ticket.slot.HandOffBytes(put_outcome, put_latency);
   }
-  if (!put.ok()) {
+  const auto release_slot = [&] {
     if (put_outcome != admission::Outcome::kTimeout) ticket.slot.Done(put_outcome, put_latency);
+  };
+  if (!put.ok() && !colocated) {
+    release_slot();
     spdlog::warn("create {}: body not stored: {}", id.view(), put.error().message);
     Error e = put.error();
     e.code = ErrorCode::kUnavailable;
     e.message = "the paste store is unavailable; nothing was saved, try again later";
     co_return WithRetryAfter(std::move(e));
   }
-  put_bytes_.Inc(meta.size_bytes);
-  auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options->insert_timeout));
-  Status insert = co_await std::move(inserting);
+  Status insert = put;
+  if (!colocated) {
+    put_bytes_.Inc(meta.size_bytes);
+    auto inserting = meta_.Insert(meta, deadline.ForCall(clock_, options->insert_timeout));
+    insert = co_await std::move(inserting);
+  }
   if (!insert.ok() && store::InsertOutcomeUnknown(insert.error())) {
     // The row may have been written: say so only after looking. The body stays either way (the
     // orphan reaper takes it if no row ever appears).
@@ -307,13 +319,13 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     auto confirming = ConfirmInsert(meta, insert.error(), deadline);
     Status confirmed = co_await std::move(confirming);
     if (!confirmed.ok()) {
-      ticket.slot.Done(put_outcome, put_latency);
+      release_slot();
       co_return WithRetryAfter(confirmed.error());
     }
     insert = Ok();
   }
   if (!insert.ok()) {
-    ticket.slot.Done(put_outcome, put_latency);
+    release_slot();
     // The body stays for the orphan reaper: deleting it here could race an insert that did commit.
     spdlog::error("create {}: row not stored: {}", id.view(), insert.error().message);
     const std::string reason =
@@ -330,7 +342,8 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         "the paste could not be recorded; nothing was published, try again",
                         reason);
   }
-  ticket.slot.Done(put_outcome, put_latency);  // the PUT ended: nothing is buffered for it now
+  if (colocated) put_bytes_.Inc(meta.size_bytes);
+  release_slot();  // the PUT ended: nothing is buffered for it now
   CountLive(static_cast<int64_t>(meta.size_bytes));
   CountCreated(meta.size_bytes);
   if (abuse_ && !ticket.client_key.empty()) abuse_->NoteCreate(ticket.client_key);

@@ -80,8 +80,32 @@ struct TieredBackend : Backend {
   bool persistent() const override { return true; }
 };
 
-using Backends =
-    ::testing::Types<MemoryBackend, EmbeddedBackend, TieredBackend<65536>, TieredBackend<3>>;
+// The embedded backend as src/app/backends.cc composes it with the rows in SQLite: bodies up to
+// kInlineMax bytes beside their rows in meta.db (written there by the suite's Puts, through the
+// metadata store's writer), larger ones files.
+template <size_t kInlineMax>
+struct ColocatedBackend : Backend {
+  TempDir dir;
+  boost::asio::thread_pool read_pool{4};
+  boost::asio::thread_pool cleanup_pool{2};
+  std::unique_ptr<MetaStore> meta_;
+  std::unique_ptr<BlobStore> blobs_;
+  ColocatedBackend() { Reopen(); }
+  MetaStore& meta() override { return *meta_; }
+  BlobStore& blobs() override { return *blobs_; }
+  void Reopen() override {
+    blobs_.reset();
+    meta_.reset();
+    const BlockingPools pools{&read_pool, &cleanup_pool};
+    meta_ = MakeSqliteMetaStore(dir.path() / "meta.db", pools, kInlineMax);
+    blobs_ = MakeTieredBlobStore(MakeSqliteMetaBodies(*meta_),
+                                 MakeFsBlobStore(dir.path() / "blobs", pools), kInlineMax);
+  }
+  bool persistent() const override { return true; }
+};
+
+using Backends = ::testing::Types<MemoryBackend, EmbeddedBackend, TieredBackend<65536>,
+                                  TieredBackend<3>, ColocatedBackend<65536>, ColocatedBackend<3>>;
 class BackendNames {
  public:
   template <typename T>
@@ -89,10 +113,89 @@ class BackendNames {
     if (std::is_same_v<T, MemoryBackend>) return "memory";
     if (std::is_same_v<T, EmbeddedBackend>) return "sqlite_and_files";
     if (std::is_same_v<T, TieredBackend<65536>>) return "sqlite_bodies_up_to_64k";
-    return "sqlite_bodies_up_to_3_bytes";
+    if (std::is_same_v<T, TieredBackend<3>>) return "sqlite_bodies_up_to_3_bytes";
+    if (std::is_same_v<T, ColocatedBackend<65536>>) return "bodies_with_rows_up_to_64k";
+    return "bodies_with_rows_up_to_3_bytes";
   }
 };
 INSTANTIATE_TYPED_TEST_SUITE_P(Embedded, StoreContract, Backends, BackendNames);
+
+// A create on the embedded store: the body and the row in one transaction (InsertWithBody).
+class ColocatedInsert : public ::testing::Test {
+ protected:
+  ColocatedBackend<16> backend_;
+  MetaStore& meta() { return backend_.meta(); }
+  BlobStore& blobs() { return backend_.blobs(); }
+  Status InsertWithBody(std::string_view id, std::string body) {
+    PasteMeta row = Row(id, 1000);
+    row.size_bytes = body.size();
+    return RunSync(meta().InsertWithBody(row, Body(std::move(body)), Deadline::Never()));
+  }
+};
+
+TEST_F(ColocatedInsert, WritesTheRowAndTheBodyTogether) {
+  EXPECT_EQ(meta().colocated_body_limit(), 16u);
+  ASSERT_TRUE(InsertWithBody("AbCdEfGh1234", "with its row").ok());
+  auto row = RunSync(meta().Get(Id("AbCdEfGh1234"), Deadline::Never()));
+  ASSERT_TRUE(row.ok()) << row.error().message;
+  EXPECT_EQ(row->size_bytes, 12u);
+  EXPECT_EQ(*RunSync(blobs().Get(Id("AbCdEfGh1234"), Deadline::Never())), "with its row");
+  // Listed with the bodies (the orphan reaper's view), and deleted like any other.
+  auto listed = RunSync(blobs().List("", 10, Deadline::Never()));
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].id, Id("AbCdEfGh1234"));
+  ASSERT_TRUE(RunSync(blobs().Delete(Id("AbCdEfGh1234"), Deadline::Never())).ok());
+  EXPECT_EQ(RunSync(blobs().Get(Id("AbCdEfGh1234"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
+}
+
+TEST_F(ColocatedInsert, SurvivesReopening) {
+  ASSERT_TRUE(InsertWithBody("AbCdEfGh1234", "durable").ok());
+  backend_.Reopen();
+  EXPECT_TRUE(RunSync(meta().Get(Id("AbCdEfGh1234"), Deadline::Never())).ok());
+  EXPECT_EQ(*RunSync(blobs().Get(Id("AbCdEfGh1234"), Deadline::Never())), "durable");
+}
+
+TEST_F(ColocatedInsert, ACollidingIdWritesNeitherTheRowNorTheBody) {
+  ASSERT_TRUE(RunSync(meta().Insert(Row("AbCdEfGh1234", 1000), Deadline::Never())).ok());
+  const Status collided = InsertWithBody("AbCdEfGh1234", "second");
+  ASSERT_FALSE(collided.ok());
+  EXPECT_EQ(collided.error().reason, "id_collision");
+  EXPECT_EQ(RunSync(blobs().Get(Id("AbCdEfGh1234"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
+  EXPECT_EQ(RunSync(meta().Get(Id("AbCdEfGh1234"), Deadline::Never()))->size_bytes, 5u);
+}
+
+TEST_F(ColocatedInsert, ABodyOverTheLimitIsRefusedAndNothingIsWritten) {
+  const Status refused = InsertWithBody("AbCdEfGh1234", std::string(17, 'x'));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(RunSync(meta().Get(Id("AbCdEfGh1234"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
+}
+
+TEST_F(ColocatedInsert, AnInsertAbandonedWhileQueuedWritesNothing) {
+  PasteMeta row = Row("AbCdEfGh1234", 1000);
+  const Status late = RunSync(meta().InsertWithBody(
+      row, Body("late"), Deadline::At(SystemClock::Instance().Now() - std::chrono::seconds(1))));
+  ASSERT_FALSE(late.ok());
+  EXPECT_FALSE(InsertOutcomeUnknown(late.error()));
+  EXPECT_EQ(RunSync(blobs().Get(Id("AbCdEfGh1234"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
+}
+
+TEST(MetaStoresWithoutBodies, RefuseInsertWithBody) {
+  auto memory = MakeMemoryMetaStore();
+  EXPECT_EQ(memory->colocated_body_limit(), 0u);
+  const Status refused =
+      RunSync(memory->InsertWithBody(Row("AbCdEfGh1234", 1000), Body("x"), Deadline::Never()));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason, "no_colocated_bodies");
+  EXPECT_EQ(RunSync(memory->Get(Id("AbCdEfGh1234"), Deadline::Never())).error().code,
+            ErrorCode::kNotFound);
+  EXPECT_THROW(MakeSqliteMetaBodies(*memory), std::invalid_argument);
+}
 
 TEST(FsBlobStore, DropsHalfWrittenTempFilesOnOpen) {
   TempDir dir;

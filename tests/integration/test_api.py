@@ -833,7 +833,7 @@ class LifecycleTest(ApiTestCase):
             f.write("orphan")
         old = time.time() - 3 * 3600
         os.utime(self.s.blob_path(marker), (old, old))
-        # The owned body aged too, wherever it is kept (bodies.db or a file).
+        # The owned body aged too, wherever it is kept (a bodies table or a file).
         self.s.rewrite_body(doc["id"], b"owned and old", written_at=old)
         self.s.start()
         wait_until(lambda: not os.path.exists(self.s.blob_path(marker)), timeout=15,

@@ -1,7 +1,7 @@
 """A paste body damaged in the embedded store (truncated, a byte flipped, emptied) is never served
 as the paste: the read is a 503 `body_mismatch` with Retry-After and `no-store`, logged with the id
 and counted on /metrics; the paste reads again once the body is right. Both places a body may live:
-a row of bodies.db (up to --inline-body-bytes, the default for these) and a file under blobs/.
+a row of meta.db's bodies (up to --inline-body-bytes, the default for these) and a file under blobs/.
 
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_body_checks
 """
@@ -15,7 +15,7 @@ TEXT = "the original text of this paste — with ünïcödé, ✓\n".encode() * 
 
 
 class BodyChecksTest(PatientTestCase):
-    TIER = []  # the default: bodies this small are rows of bodies.db
+    TIER = []  # the default: bodies this small are rows of meta.db, beside theirs
     WHERE = "inline"
 
     def start(self, *extra):

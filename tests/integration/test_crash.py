@@ -217,14 +217,14 @@ class CrashTest(SluiceTestCase):
             self.check_data_dir(s, acked, deleted, maybe_deleted, sent, totals, it)
 
         # The reaper and the outbox finish what the crashes left: every stored body (a file in a
-        # final location or a row of bodies.db) belongs to a live row (orphans reaped, deleted
+        # final location or a row of meta.db's bodies) belongs to a live row (orphans reaped, deleted
         # pastes' bodies removed).
         def stray_bodies():
             live_rows = {r[0] for r in s.query("SELECT id FROM pastes WHERE deleted = 0")}
             return sorted(s.stored_body_ids() - live_rows)
         # Plus orphans planted as a crash between PUT and insert leaves them, an hour old, so the
         # reaper provably has work even when the kills happened to leave none: files, and rows of
-        # bodies.db (where bodies up to --inline-body-bytes live).
+        # meta.db's bodies (where bodies up to --inline-body-bytes live, beside their rows).
         old = time.time() - 3600
         for n in range(3):
             orphan_id = f"rphn{n}{rng.randrange(10**7):07d}"
@@ -318,10 +318,10 @@ class CrashTest(SluiceTestCase):
                 partial.append((rel, len(content)))
             elif name not in row_ids:
                 totals["orphan_files"].add(name)
-        # Rows of bodies.db likewise: a whole body that was sent, or none.
+        # Rows of the bodies table likewise: a whole body that was sent, or none.
         for paste_id, (content, _written_at) in s.inline_bodies().items():
             if digest(content) not in sent:
-                partial.append((f"bodies.db:{paste_id}", len(content)))
+                partial.append((f"bodies:{paste_id}", len(content)))
             elif paste_id not in row_ids:
                 totals["orphan_files"].add(paste_id)
         self.assertEqual(partial, [], f"{where}: incomplete bodies in final blob locations")

@@ -391,23 +391,35 @@ class SluiceServer:
 
     @property
     def bodies_db_path(self):
-        """SQLite file of the bodies up to --inline-body-bytes (docs/architecture.md)."""
+        """SQLite file of the bodies up to --inline-body-bytes: meta.db, beside their rows
+        (docs/architecture.md, "Durability")."""
+        return self.db_path
+
+    @property
+    def legacy_bodies_db_path(self):
+        """bodies.db, where small bodies were kept before they moved into meta.db: still read."""
         _embedded_only()
         return os.path.join(self.data_dir, "bodies.db")
 
     def inline_bodies(self):
-        """{id: (body, written_at)} of every body stored in bodies.db (safe while running: WAL)."""
-        if not os.path.exists(self.bodies_db_path):
-            return {}
-        conn = sqlite3.connect(f"file:{self.bodies_db_path}?mode=ro", uri=True, timeout=10)
-        try:
-            return {r[0]: (bytes(r[1]), r[2])
-                    for r in conn.execute("SELECT id, body, written_at FROM bodies")}
-        finally:
-            conn.close()
+        """{id: (body, written_at)} of every body stored in a SQLite table, meta.db's and a
+        bodies.db's from before (safe while running: WAL)."""
+        found = {}
+        for path in (self.legacy_bodies_db_path, self.bodies_db_path):
+            if not os.path.exists(path):
+                continue
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+            try:
+                if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'bodies'").fetchone():
+                    continue
+                found.update({r[0]: (bytes(r[1]), r[2])
+                              for r in conn.execute("SELECT id, body, written_at FROM bodies")})
+            finally:
+                conn.close()
+        return found
 
     def stored_body(self, paste_id):
-        """The stored bytes of a paste's body, from bodies.db or its file; None if neither."""
+        """The stored bytes of a paste's body, from a bodies table or its file; None if neither."""
         inline = self.inline_bodies().get(paste_id)
         if inline is not None:
             return inline[0]
@@ -421,13 +433,13 @@ class SluiceServer:
         return self.stored_body(paste_id) is not None
 
     def stored_body_ids(self):
-        """Ids of every stored body, in bodies.db or as a file in its final location."""
+        """Ids of every stored body, in a bodies table or as a file in its final location."""
         files = {rel.partition(os.sep)[2] for rel in self.blob_files(include_tmp=False)}
         return files | set(self.inline_bodies())
 
     def rewrite_body(self, paste_id, data, written_at=None):
-        """Replaces (or plants) a body where the server keeps it: its row in bodies.db if it has
-        one, else its file. Safe while the server runs (WAL), as damage on disk would be."""
+        """Replaces (or plants) a body where the server keeps it: its row in meta.db's bodies if it
+        has one, else its file. Safe while the server runs (WAL), as damage on disk would be."""
         _embedded_only()
         inline = self.inline_bodies().get(paste_id)
         if inline is None and os.path.exists(self.blob_path(paste_id)):

@@ -141,7 +141,7 @@ class PrimaryBlipTest(lg.ScenarioTestCase):
         were answered 500/503) from meta.db and the bodies on disk."""
         by_marker = collections.defaultdict(list)
         for (pid,) in s.query("SELECT id FROM pastes"):
-            body = s.stored_body(pid)  # bodies.db or a file (docs/architecture.md, "Durability")
+            body = s.stored_body(pid)  # a bodies table or a file (docs/architecture.md, "Durability")
             if body is None:
                 continue
             m = MARKER.match(body[:64])

@@ -89,17 +89,16 @@ class FaultyMetaStore final : public store::MetaStore {
   }
 
   boost::asio::awaitable<Status> Insert(store::PasteMeta m, admission::Deadline d) override {
-    if (Fails()) co_return StoreDown();
-    if (insert_error) co_return *insert_error;
-    if (lose_insert_answer) {
-      if (insert_lands) {
-        Status landed = co_await inner_.Insert(m, d);
-        if (!landed.ok()) co_return landed;
-      }
-      co_return MakeError(ErrorCode::kUnavailable, "injected: connection reset after the send",
-                          std::string(store::kOutcomeUnknown));
-    }
-    co_return co_await inner_.Insert(m, d);
+    return Inserting(std::move(m), nullptr, d);
+  }
+  /// The inner store's: a create on a store that keeps bodies with rows calls InsertWithBody.
+  size_t colocated_body_limit() const override { return inner_.colocated_body_limit(); }
+  std::atomic<int> inserts_with_body{0};
+  boost::asio::awaitable<Status> InsertWithBody(store::PasteMeta m,
+                                                std::shared_ptr<const std::string> body,
+                                                admission::Deadline d) override {
+    ++inserts_with_body;
+    return Inserting(std::move(m), std::move(body), d);
   }
   boost::asio::awaitable<Result<store::PasteMeta>> Get(store::PasteId id,
                                                        admission::Deadline d) override {
@@ -206,6 +205,23 @@ class FaultyMetaStore final : public store::MetaStore {
   }
 
  private:
+  // Insert's faults, for both kinds of insert.
+  boost::asio::awaitable<Status> Inserting(store::PasteMeta m,
+                                           std::shared_ptr<const std::string> body,
+                                           admission::Deadline d) {
+    if (Fails()) co_return StoreDown();
+    if (insert_error) co_return *insert_error;
+    if (lose_insert_answer && !insert_lands) {
+      co_return MakeError(ErrorCode::kUnavailable, "injected: connection reset after the send",
+                          std::string(store::kOutcomeUnknown));
+    }
+    auto inserting = body ? inner_.InsertWithBody(m, std::move(body), d) : inner_.Insert(m, d);
+    Status landed = co_await std::move(inserting);
+    if (!landed.ok() || !lose_insert_answer) co_return landed;
+    co_return MakeError(ErrorCode::kUnavailable, "injected: connection reset after the send",
+                        std::string(store::kOutcomeUnknown));
+  }
+
   store::MetaStore& inner_;
 };
 

@@ -20,9 +20,17 @@ struct BlockingPools {
 };
 
 /// SQLite in WAL mode at `db_path`, migrated on open. Writes are group-committed: one transaction
-/// and one WAL fsync per batch. Throws std::runtime_error if the database cannot be opened.
+/// and one WAL fsync per batch. Bodies up to `colocated_body_limit` bytes may be written with
+/// their rows (MetaStore::InsertWithBody); 0 keeps none. Throws std::runtime_error if the database
+/// cannot be opened.
 std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_path,
-                                               BlockingPools pools);
+                                               BlockingPools pools,
+                                               size_t colocated_body_limit = 0);
+
+/// The bodies that `sqlite_meta` (made by MakeSqliteMetaStore, which must outlive the result)
+/// keeps beside its rows, as a BlobStore; its Put writes through the same writer. Throws
+/// std::invalid_argument for any other store.
+std::unique_ptr<BlobStore> MakeSqliteMetaBodies(MetaStore& sqlite_meta);
 
 /// One file per body under `root`, written atomically (temp file, flush, rename, flush) with one
 /// filesystem flush per batch. Throws std::runtime_error if `root` cannot be created.

@@ -4,6 +4,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,19 @@ class MetaStore {
   /// (the deadline passed before the statement left). Any other error means the row was surely not
   /// written.
   virtual boost::asio::awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) = 0;
+
+  /// The largest body this store keeps beside its row (InsertWithBody); 0, the default, for a
+  /// store that keeps none, whose caller puts the body in the BlobStore first.
+  virtual size_t colocated_body_limit() const { return 0; }
+
+  /// Insert, with the body written in the row's own transaction: both or neither, one commit and
+  /// one flush instead of a PUT's and an insert's in a row (the embedded store,
+  /// MakeSqliteMetaStore). The body is then read, deleted and listed through the BlobStore that
+  /// serves this store's bodies (MakeSqliteMetaBodies). Errors as Insert's; a body larger than
+  /// colocated_body_limit() is refused (Internal), as is every body by a store that keeps none.
+  virtual boost::asio::awaitable<Status> InsertWithBody(PasteMeta meta,
+                                                        std::shared_ptr<const std::string> body,
+                                                        admission::Deadline deadline);
 
   /// Returns the row, tombstones and expired rows included (the caller decides what they mean);
   /// NotFound if there is no row.

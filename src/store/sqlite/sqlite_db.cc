@@ -1,5 +1,7 @@
 #include "sqlite_db.h"
 
+#include <spdlog/spdlog.h>
+
 #include <stdexcept>
 
 namespace sluice::store::sqlite {
@@ -42,6 +44,70 @@ Statement& Db::Prepare(const char* sql) {
   }
   it->second->Reset();
   return *it->second;
+}
+
+std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path) {
+  auto db = Db::Open(path);
+  db->Exec("PRAGMA busy_timeout = 5000");
+  db->Exec("PRAGMA journal_mode = WAL");
+  db->Exec("PRAGMA synchronous = FULL");
+  int persist = 1;
+  sqlite3_file_control(db->raw(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  return db;
+}
+
+WalCheckpointer::WalCheckpointer(Db& writer, const std::filesystem::path& path,
+                                 std::string_view name)
+    : name_(name), db_(OpenDurable(path)) {
+  writer.Exec("PRAGMA wal_autocheckpoint = 0");
+  sqlite3_wal_hook(writer.raw(), &WalCheckpointer::OnWalCommit, this);
+  thread_ = std::thread([this] { Run(); });
+}
+
+WalCheckpointer::~WalCheckpointer() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+int WalCheckpointer::OnWalCommit(void* self, sqlite3*, const char*, int frames) {
+  static_cast<WalCheckpointer*>(self)->wal_frames_ = frames;
+  return SQLITE_OK;
+}
+
+void WalCheckpointer::AfterCommit(Db& writer) {
+  const int frames = wal_frames_;
+  if (frames >= kRestartFrames) {
+    // SQLITE_BUSY if the checkpointer is mid-pass: the next commit tries again.
+    sqlite3_wal_checkpoint_v2(writer.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  } else if (frames >= kCheckpointFrames) {
+    {
+      std::lock_guard lock(mu_);
+      wanted_ = true;
+    }
+    cv_.notify_one();
+  }
+}
+
+void WalCheckpointer::Run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || wanted_; });
+      if (stopping_) return;
+      wanted_ = false;
+    }
+    // PASSIVE: copies what it can without blocking the committer; the committer's next
+    // transaction restarts the WAL from its start once every frame is copied.
+    const int rc =
+        sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+      spdlog::warn("{}: checkpoint: {}", name_, db_->LastError());
+    }
+  }
 }
 
 }  // namespace sluice::store::sqlite

@@ -4,12 +4,15 @@
 
 #include <sqlite3.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 namespace sluice::store::sqlite {
@@ -82,6 +85,57 @@ class Db {
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
   std::unordered_map<const char*, std::unique_ptr<Statement>> statements_;
+};
+
+/// Opens a connection to a database whose commits must be durable when they return: WAL mode,
+/// the WAL fsync'd at every commit (synchronous FULL: a 201 survives power loss; the group
+/// committers make that one fsync per batch), a busy timeout for the moments another connection
+/// holds the write lock, and the WAL file kept when the last connection closes (a new one would
+/// be grown, that is allocated, again, and a growing file's fdatasync waits for the filesystem's
+/// journal).
+std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path);
+
+/// Checkpoints (copying the WAL into the database file) of the database behind one writer
+/// connection, on a thread and connection of their own, so that their fsync of the database file,
+/// which grows and so waits for the filesystem's journal, is in no commit's path. Once the WAL
+/// has reached its working size, a commit's fdatasync overwrites blocks the file already has and
+/// waits for this file's pages only (docs/architecture.md, "Durability").
+///
+/// Made after the writer's schema is in place; the writer's committer thread calls AfterCommit
+/// after each COMMIT, and nothing else writes to the database meanwhile.
+class WalCheckpointer {
+ public:
+  /// Turns the writer's automatic checkpoints off and watches its commits.
+  WalCheckpointer(Db& writer, const std::filesystem::path& path, std::string_view name);
+  ~WalCheckpointer();
+  WalCheckpointer(const WalCheckpointer&) = delete;
+  WalCheckpointer& operator=(const WalCheckpointer&) = delete;
+
+  /// On the committer thread, after a COMMIT of `writer`.
+  void AfterCommit(Db& writer);
+
+ private:
+  // WAL frames (pages of 4 KB) past which the checkpointer is woken: about 16 MB, 1,600 bodies of
+  // 10 KB. Larger means fewer, longer checkpoints and a bigger WAL to replay after a crash.
+  static constexpr int kCheckpointFrames = 4096;
+  // A passive checkpoint never catches up with a writer that commits without pause, and SQLite
+  // rewrites the WAL from its start only once every frame is copied. Past this many frames the
+  // committer copies the few frames the checkpointer has not (it is the only writer, so nothing
+  // is appended meanwhile), and the next batch starts the WAL over: the file stops growing at
+  // about 64 MB and its flushes overwrite blocks it already has.
+  static constexpr int kRestartFrames = 16384;
+
+  static int OnWalCommit(void* self, sqlite3*, const char*, int frames);
+  void Run();
+
+  const std::string name_;
+  int wal_frames_ = 0;      // committer thread only: set by OnWalCommit during COMMIT
+  std::unique_ptr<Db> db_;  // the checkpointer thread's
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wanted_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 }  // namespace sluice::store::sqlite

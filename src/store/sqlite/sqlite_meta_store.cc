@@ -1,12 +1,20 @@
 // MetaStore on SQLite in WAL mode: one writer connection behind a group committer (one transaction
-// and one WAL fsync per batch), and a pool of reader connections that WAL lets run beside it.
+// and one WAL fsync per batch), a pool of reader connections that WAL lets run beside it, and
+// checkpoints on a thread of their own (sqlite::WalCheckpointer).
+//
+// The embedded store keeps small bodies here too, in the table `bodies`, and a create writes its
+// body and its row in one transaction (InsertWithBody): one commit and one flush per batch of
+// creates instead of two in a row, and no orphan if the process dies between them
+// (docs/architecture.md, "Durability"). MakeSqliteMetaBodies serves those bodies as a BlobStore.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <variant>
 
+#include "bodies_table.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/backends.h"
 #include "sluice/store/group_commit.h"
@@ -101,6 +109,11 @@ constexpr const char* kMigrations[] = {
       WHERE open = 0;
     CREATE INDEX reports_closed ON reports (closed_at) WHERE open = 0;
     )sql",
+    // 7: small bodies beside their rows, written in the row's transaction (InsertWithBody); the
+    // same table as bodies.db's (sqlite_blob_store.cc).
+    R"sql(
+    CREATE TABLE bodies (id TEXT PRIMARY KEY, written_at INTEGER NOT NULL, body BLOB NOT NULL);
+    )sql",
 };
 
 Error StorageError(Db& db, std::string_view what) {
@@ -131,6 +144,18 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
 struct InsertOp {
   PasteMeta meta;
   admission::Deadline deadline;
+  // With InsertWithBody: written in the row's savepoint, so both or neither.
+  std::shared_ptr<const std::string> body;
+  int64_t written_at = 0;
+};
+struct BodyPutOp {
+  PasteId id;
+  std::shared_ptr<const std::string> body;
+  admission::Deadline deadline;
+  int64_t written_at;
+};
+struct BodyDeleteOp {
+  PasteId id;
 };
 struct MarkDeletedOp {
   PasteId id;
@@ -175,23 +200,63 @@ struct AddBlockOp {
 struct AddAuditOp {
   AuditEntry entry;
 };
-using WriteOp =
-    std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp, ClaimOp,
-                 AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp, AddAuditOp>;
+using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
+                             ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
+                             AddAuditOp, BodyPutOp, BodyDeleteOp>;
 
 Error NoSuchPaste() { return MakeError(ErrorCode::kNotFound, "no such paste", "not_found"); }
 
 class SqliteMetaStore final : public MetaStore {
  public:
-  SqliteMetaStore(const std::filesystem::path& path, BlockingPools pools)
-      : path_(path), pools_(pools), writer_(OpenConnection()) {
+  SqliteMetaStore(const std::filesystem::path& path, BlockingPools pools,
+                  size_t colocated_body_limit)
+      : path_(path),
+        pools_(pools),
+        colocated_body_limit_(colocated_body_limit),
+        writer_(sqlite::OpenDurable(path)) {
     Migrate(*writer_);
+    checkpointer_ = std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "metadata store");
     committer_ = std::make_unique<GroupCommitter<WriteOp>>(
         kMaxBatch, [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); });
   }
 
   awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
-    return committer_->Submit(InsertOp{meta, deadline});
+    return committer_->Submit(InsertOp{meta, deadline, nullptr, 0});
+  }
+
+  size_t colocated_body_limit() const override { return colocated_body_limit_; }
+
+  awaitable<Status> InsertWithBody(PasteMeta meta, std::shared_ptr<const std::string> body,
+                                   admission::Deadline deadline) override {
+    if (!body || body->size() > colocated_body_limit_)
+      return MetaStore::InsertWithBody(meta, std::move(body), deadline);
+    return committer_->Submit(
+        InsertOp{meta, deadline, std::move(body), SystemClock::Instance().UnixSeconds()});
+  }
+
+  // The bodies table as a BlobStore (SqliteMetaBodies, below).
+
+  awaitable<Status> PutBody(PasteId id, std::shared_ptr<const std::string> body,
+                            admission::Deadline deadline) {
+    return committer_->Submit(
+        BodyPutOp{id, std::move(body), deadline, SystemClock::Instance().UnixSeconds()});
+  }
+
+  awaitable<Result<std::string>> GetBody(PasteId id) {
+    return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
+      return WithReader([&](Db& db) { return sqlite::ReadBodyRow(db, id, &StorageError); });
+    });
+  }
+
+  awaitable<Status> DeleteBody(PasteId id) { return committer_->Submit(BodyDeleteOp{id}); }
+
+  awaitable<Result<std::vector<BlobInfo>>> ListBodies(std::string after, size_t limit) {
+    return asio_glue::RunBlocking(
+        *pools_.cleanup,
+        [this, after = std::move(after), limit]() -> Result<std::vector<BlobInfo>> {
+          return WithReader(
+              [&](Db& db) { return sqlite::ListBodyRows(db, after, limit, &StorageError); });
+        });
   }
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline) override {
@@ -430,16 +495,6 @@ class SqliteMetaStore final : public MetaStore {
  private:
   static constexpr size_t kMaxBatch = 512;
 
-  std::unique_ptr<Db> OpenConnection() {
-    auto db = Db::Open(path_);
-    db->Exec("PRAGMA busy_timeout = 5000");
-    db->Exec("PRAGMA journal_mode = WAL");
-    // FULL: the WAL is fsync'd at every commit, so a 201 means the row survives power loss. The
-    // group committer makes that one fsync per batch, not per paste.
-    db->Exec("PRAGMA synchronous = FULL");
-    return db;
-  }
-
   static void Migrate(Db& db) {
     db.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     Statement& read = db.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version");
@@ -485,7 +540,7 @@ class SqliteMetaStore final : public MetaStore {
       }
     }
     try {
-      if (!db) db = OpenConnection();
+      if (!db) db = sqlite::OpenDurable(path_);
       auto result = fn(*db);
       db->ResetAll();
       std::lock_guard lock(readers_mu_);
@@ -517,7 +572,9 @@ class SqliteMetaStore final : public MetaStore {
       const Error e = StorageError(db, "commit");
       db.TryExec("ROLLBACK");
       for (auto& item : batch) item.status = e;
+      return;
     }
+    checkpointer_->AfterCommit(db);
   }
 
   static Status Done(Db& db, Statement& s, std::string_view what) {
@@ -551,10 +608,29 @@ class SqliteMetaStore final : public MetaStore {
       if (m.body_sha256) s.Bind(6, std::span<const unsigned char>(*m.body_sha256));
       s.Bind(7, int64_t{m.burn ? 1 : 0});
       if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
+      if (op.body) {
+        if (Status stored = sqlite::WriteBodyRow(db, m.id, *op.body, op.written_at, &StorageError);
+            !stored.ok()) {
+          return stored;
+        }
+      }
       return CountLive(db, static_cast<int64_t>(m.size_bytes));
     } catch (const std::exception& e) {
       return MakeError(ErrorCode::kUnavailable, e.what(), "storage_unavailable");
     }
+  }
+
+  Status Apply(Db& db, const BodyPutOp& op) {
+    if (op.deadline.Expired(SystemClock::Instance())) {
+      // Abandoned by its caller while queued: writing it now would only make an orphan.
+      return MakeError(ErrorCode::kDeadlineExceeded, "write abandoned before it ran",
+                       "deadline_exceeded");
+    }
+    return sqlite::WriteBodyRow(db, op.id, *op.body, op.written_at, &StorageError);
+  }
+
+  Status Apply(Db& db, const BodyDeleteOp& op) {
+    return sqlite::DeleteBodyRow(db, op.id, &StorageError);
   }
 
   // Adds `delta` to the live bytes, inside the op's savepoint.
@@ -728,17 +804,55 @@ class SqliteMetaStore final : public MetaStore {
 
   const std::filesystem::path path_;
   const BlockingPools pools_;
+  const size_t colocated_body_limit_;
   std::unique_ptr<Db> writer_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Db>> readers_;
-  std::unique_ptr<GroupCommitter<WriteOp>> committer_;  // last: its thread uses writer_
+  std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
+  // Last: its thread uses everything above, and stops first.
+  std::unique_ptr<GroupCommitter<WriteOp>> committer_;
+};
+
+// The bodies table of meta.db as a BlobStore: Get, Delete and List for the bodies that creates
+// wrote with their rows, and Put for a body written apart (a create whose store decorators do not
+// pass InsertWithBody on, as the fault injection's do not). Writes go through the metadata
+// store's one writer.
+class SqliteMetaBodies final : public BlobStore {
+ public:
+  explicit SqliteMetaBodies(SqliteMetaStore& meta) : meta_(meta) {}
+
+  awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
+                        admission::Deadline deadline) override {
+    return meta_.PutBody(id, std::move(body), deadline);
+  }
+  awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
+    return meta_.GetBody(id);
+  }
+  awaitable<Status> Delete(PasteId id, admission::Deadline) override {
+    return meta_.DeleteBody(id);
+  }
+  awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
+                                                admission::Deadline) override {
+    return meta_.ListBodies(std::move(after), limit);
+  }
+
+ private:
+  SqliteMetaStore& meta_;
 };
 
 }  // namespace
 
 std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_path,
-                                               BlockingPools pools) {
-  return std::make_unique<SqliteMetaStore>(db_path, pools);
+                                               BlockingPools pools, size_t colocated_body_limit) {
+  return std::make_unique<SqliteMetaStore>(db_path, pools, colocated_body_limit);
+}
+
+std::unique_ptr<BlobStore> MakeSqliteMetaBodies(MetaStore& sqlite_meta) {
+  auto* meta = dynamic_cast<SqliteMetaStore*>(&sqlite_meta);
+  if (meta == nullptr) {
+    throw std::invalid_argument("MakeSqliteMetaBodies: not a store of MakeSqliteMetaStore");
+  }
+  return std::make_unique<SqliteMetaBodies>(*meta);
 }
 
 }  // namespace sluice::store

@@ -1,10 +1,13 @@
 #include "sluice/service/paste_service.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <filesystem>
 
 #include "../../support/faulty_stores.h"
 #include "../../support/run_sync.h"
@@ -21,6 +24,14 @@ using testing::FaultyBlobStore;
 using testing::FaultyMetaStore;
 using testing::RunSync;
 
+AdmissionOptions GenerousLimits() {
+  AdmissionOptions o;
+  o.ip_create_count = o.global_create_count = {1e6, 1e6};
+  o.ip_create_bytes = o.global_create_bytes = {1e12, 1e12};
+  o.ip_read = {1e6, 1e6};
+  return o;
+}
+
 class PasteServiceTest : public ::testing::Test {
  protected:
   std::unique_ptr<store::MetaStore> meta_impl_ = store::MakeMemoryMetaStore();
@@ -32,14 +43,6 @@ class PasteServiceTest : public ::testing::Test {
   MetricsRegistry metrics_;
   AdmissionControl admission_{GenerousLimits(), clock_, metrics_};
   PasteService service_{meta_, blobs_, cache_, admission_, clock_, metrics_, ServiceOptions{}};
-
-  static AdmissionOptions GenerousLimits() {
-    AdmissionOptions o;
-    o.ip_create_count = o.global_create_count = {1e6, 1e6};
-    o.ip_create_bytes = o.global_create_bytes = {1e12, 1e12};
-    o.ip_read = {1e6, 1e6};
-    return o;
-  }
 
   Result<CreatedPaste> TryCreate(std::string body, std::string_view ttl = "") {
     auto ticket = RunSync(service_.AdmitCreate("10.0.0.1", {body.size(), false}));
@@ -570,6 +573,113 @@ TEST_F(PasteServiceTest, StorageQuotaRefusesFromTheDeclaredLengthAndADeleteFrees
   EXPECT_EQ(quota.Storage().live_bytes, 0u);
   EXPECT_TRUE(admit(10).ok());
   EXPECT_FALSE(admit(11).ok());
+}
+
+// ---- creates on a store that keeps bodies beside their rows (the embedded one) -----------------
+
+// A fresh folder, removed with everything in it.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    char name[] = "/tmp/sluice-colocated-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+class ColocatedPasteServiceTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kInlineMax = 64;
+  ScratchDir dir_;
+  boost::asio::thread_pool pool_{2};
+  std::unique_ptr<store::MetaStore> meta_impl_ =
+      store::MakeSqliteMetaStore(dir_.path / "meta.db", {&pool_, &pool_}, kInlineMax);
+  std::unique_ptr<store::BlobStore> blob_impl_ = store::MakeTieredBlobStore(
+      store::MakeSqliteMetaBodies(*meta_impl_),
+      store::MakeFsBlobStore(dir_.path / "blobs", {&pool_, &pool_}), kInlineMax);
+  FaultyMetaStore meta_{*meta_impl_};
+  FaultyBlobStore blobs_{*blob_impl_};
+  PasteCache cache_{1 << 20};
+  // Real time: the SQLite stores answer from their own threads, which a manual clock's RunSync
+  // takes for a hang. Nothing here asserts a duration.
+  const Clock& clock_ = SystemClock::Instance();
+  MetricsRegistry metrics_;
+  AdmissionControl admission_{GenerousLimits(), clock_, metrics_};
+  PasteService service_{meta_, blobs_, cache_, admission_, clock_, metrics_, ServiceOptions{}};
+
+  Result<CreatedPaste> TryCreate(std::string body) {
+    auto ticket = RunSync(service_.AdmitCreate("10.0.0.1", {body.size(), false}));
+    if (!ticket.ok()) return ticket.error();
+    return RunSync(service_.Create(std::move(*ticket), std::move(body), ""));
+  }
+  std::string ReadBack(const store::PasteId& id) {
+    cache_.Erase(id);
+    struct FixedClient final : ClientKeySource {
+      std::string Key() const override { return "10.0.0.1"; }
+    };
+    auto read = RunSync(service_.Read(FixedClient(), id.view()));
+    return read.ok() ? *read->body : "error: " + read.error().message;
+  }
+  Result<std::string> StoredBody(const store::PasteId& id) {
+    return RunSync(blob_impl_->Get(id, admission::Deadline::Never()));
+  }
+};
+
+TEST_F(ColocatedPasteServiceTest, ASmallPasteIsOneCallWithItsRowAndNoPut) {
+  auto created = TryCreate("beside its row");
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_EQ(meta_.inserts_with_body.load(), 1);
+  EXPECT_EQ(blobs_.calls.load(), 0);  // no PUT
+  EXPECT_EQ(ReadBack(created->id), "beside its row");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path / "blobs" / created->id.str().substr(0, 2) /
+                                       created->id.str()));
+}
+
+TEST_F(ColocatedPasteServiceTest, ALargePasteIsAPutToTheFilesThenTheRow) {
+  const std::string large(kInlineMax + 1, 'x');
+  auto created = TryCreate(large);
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_EQ(meta_.inserts_with_body.load(), 0);
+  EXPECT_EQ(blobs_.calls.load(), 1);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path / "blobs" / created->id.str().substr(0, 2) /
+                                      created->id.str()));
+  EXPECT_EQ(ReadBack(created->id), large);
+}
+
+TEST_F(ColocatedPasteServiceTest, AFailedCommitIs503AndLeavesNeitherRowNorBody) {
+  meta_.fail = true;
+  auto created = TryCreate("never stored");
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(created.error().retry_after_seconds.has_value());
+  meta_.fail = false;
+  auto listed = RunSync(blob_impl_->List("", 10, admission::Deadline::Never()));
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+}
+
+TEST_F(ColocatedPasteServiceTest, ALostAnswerOfACommitThatLandedIsACreatedPaste) {
+  meta_.lose_insert_answer = true;
+  auto created = TryCreate("landed");
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_GE(meta_.gets.load(), 1);  // checked by id before answering
+  meta_.lose_insert_answer = false;
+  EXPECT_EQ(ReadBack(created->id), "landed");
+  EXPECT_EQ(*StoredBody(created->id), "landed");
+}
+
+TEST_F(ColocatedPasteServiceTest, ALostAnswerOfACommitThatDidNotLandIsOutcomeUnknown) {
+  meta_.lose_insert_answer = true;
+  meta_.insert_lands = false;
+  auto created = TryCreate("lost");
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().reason, "outcome_unknown");
+  auto listed = RunSync(blob_impl_->List("", 10, admission::Deadline::Never()));
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+"""An embedded data dir from before small bodies moved into meta.db (docs/architecture.md,
+"Durability"): its bodies.db is still read and deleted from, and never written again; new pastes'
+bodies go beside their rows in meta.db, in the row's transaction.
+
+Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_data_dir_upgrade
+"""
+
+import os
+import sqlite3
+import unittest
+
+from sluice_harness import PatientTestCase, wait_until
+
+OLD = "written when small bodies had a file of their own ✓\n".encode() * 20
+NEW = b"written beside its row\n" * 20
+
+
+def bodies_in(path):
+    conn = sqlite3.connect(path, timeout=10)
+    try:
+        return {r[0]: bytes(r[1]) for r in conn.execute("SELECT id, body FROM bodies")}
+    finally:
+        conn.close()
+
+
+class DataDirUpgradeTest(PatientTestCase):
+    def test_a_bodies_db_from_before_is_read_and_emptied_never_written(self):
+        s = self.server(["--cache-bytes", "0"])
+        old = s.create_ok(OLD)
+        s.stop()
+        # The layout before: the body a row of bodies.db, none beside the row in meta.db.
+        legacy = s.legacy_bodies_db_path
+        conn = sqlite3.connect(legacy)
+        conn.execute("CREATE TABLE bodies (id TEXT PRIMARY KEY, written_at INTEGER NOT NULL, "
+                     "body BLOB NOT NULL)")
+        conn.execute("INSERT INTO bodies VALUES (?, 100, ?)", (old["id"], OLD))
+        conn.commit()
+        conn.close()
+        s.execute("DELETE FROM bodies WHERE id = ?", (old["id"],))
+        self.assertNotIn(old["id"], bodies_in(s.db_path))
+
+        s.start()
+        res = s.get(f"/raw/{old['id']}")
+        self.assertStatus(res, 200)
+        self.assertEqual(res.body, OLD)
+
+        new = s.create_ok(NEW)
+        self.assertEqual(bodies_in(s.db_path)[new["id"]], NEW)
+        self.assertEqual(set(bodies_in(legacy)), {old["id"]})
+        self.assertEqual(s.get(f"/raw/{new['id']}").body, NEW)
+
+        # A delete reaches the old body where it is (the outbox, then the janitor).
+        self.assertStatus(s.delete(old["id"], old["delete_token"]), 204)
+        wait_until(lambda: not bodies_in(legacy), timeout=30,
+                   message="the deleted paste's body gone from bodies.db")
+        self.assertEqual(bodies_in(s.db_path)[new["id"]], NEW)
+        self.assertTrue(os.path.exists(legacy))
+
+
+if __name__ == "__main__":
+    unittest.main()
