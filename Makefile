@@ -2,7 +2,7 @@
 JOBS ?= 2
 DEV := build/dev
 
-.PHONY: all deps build run test test-dev test-asan test-tsan build-dev build-asan build-tsan check-dev \
+.PHONY: all deps build run test test-dev test-asan test-tsan build-dev build-dev-suite build-asan build-tsan check-dev \
 	check-dev-parallel check-dev-serial check-asan check-tsan test-fuzz bench chaos fuzz fuzz-run \
 	stack stack-down lab format clean deb install
 
@@ -19,8 +19,8 @@ build: deps
 run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
-# Everything: unit, integration and scenario tests on the dev build; then the unit tests (the
-# highlighter's worker pool included), every fuzz target's corpus and its mutations
+# Everything: integration, scenario, stack, browser and backend tests on the dev build; then the
+# unit tests (the highlighter's worker pool included), every fuzz target's corpus and its mutations
 # (fuzz/replay_main.cc) and the server's API and hostile-input suites under AddressSanitizer+UBSan;
 # then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
 # (clang, libFuzzer) is `make fuzz`. `make test` is held to 25 minutes on 2 cores, so each stage
@@ -34,7 +34,7 @@ test:
 	@$(STAGE_CLOCK) set -e; \
 	scripts/install-deps.sh test; \
 	echo "== $@: dependencies in $$(( $$(date +%s) - start )) s"; \
-	$(MAKE) --no-print-directory build-dev; \
+	$(MAKE) --no-print-directory build-dev-suite; \
 	if chrt --idle 0 true 2>/dev/null; then idle="chrt --idle 0"; else idle="nice -n 19"; fi; \
 	setsid $$idle $(MAKE) --no-print-directory build-asan build-tsan >build/sanitizer-builds.log 2>&1 & \
 	builds=$$!; \
@@ -52,6 +52,12 @@ STAGE_CLOCK = start=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - start )
 build-dev:
 	@$(STAGE_CLOCK) cmake --preset dev >/dev/null && cmake --build $(DEV) -j$(JOBS)
 
+# make test's dev stage leaves the gtest unit, admission and highlight binaries to the sanitizer
+# builds, which run their tests (check-asan, check-tsan): CMakeLists.txt, dev_suite.
+SANITIZED_GTESTS := unit|admission|highlight
+build-dev-suite:
+	@$(STAGE_CLOCK) cmake --preset dev >/dev/null && cmake --build $(DEV) -j$(JOBS) --target dev_suite
+
 # The server suites labelled server_under_sanitizers (CMakeLists.txt) run on the sanitized server
 # (check-asan), not twice: SLUICE_DEV_ALL=1 runs them on the dev build too. check-dev is both halves.
 DEV_SKIP := $(if $(SLUICE_DEV_ALL),,server_under_sanitizers)
@@ -61,7 +67,7 @@ check-dev:
 
 check-dev-parallel:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
-	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial'
+	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$'
 
 check-dev-serial:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -L serial
