@@ -134,20 +134,28 @@ boost::asio::awaitable<Result<T>> Dependency::RaceTimeout(
         }
       });
     }
+    // The race holds the caller's completion and the caller's frame holds the race: a call never
+    // resumed (its loop torn down at exit) must still break that cycle, or the caller's frames
+    // leak. So the guard is a capture of the spawned function, not a local of its body: co_spawn
+    // only posts the body's start to the strand (Boost 1.74, asio/impl/co_spawn.hpp,
+    // co_spawn_entry_point), and a loop stopped before that runs (SIGTERM just after start)
+    // destroys the function with a body that never existed. DependencyShutdownTest in
+    // tests/unit/service/dependency_test.cc stops a loop in that window.
+    struct ForgetUnanswered {
+      std::shared_ptr<Race> race;  // null once moved from
+      explicit ForgetUnanswered(std::shared_ptr<Race> r) : race(std::move(r)) {}
+      ForgetUnanswered(ForgetUnanswered&&) = default;
+      ~ForgetUnanswered() {
+        if (!race) return;
+        asio_glue::Completion<Result<T>> dropped;  // destroyed after the lock is released
+        std::lock_guard lock(race->mu);
+        if (!race->answered) dropped = std::move(race->answer);
+      }
+    };
     asio::co_spawn(
         strand,
-        [race, timer, attempt = std::move(attempt), call_deadline]() -> asio::awaitable<void> {
-          // The race holds the caller's completion and the caller's frame holds the race: a call
-          // never resumed (its loop torn down at exit) must still break that cycle, or the caller's
-          // frames leak.
-          struct ForgetUnanswered {
-            Race& race;
-            ~ForgetUnanswered() {
-              asio_glue::Completion<Result<T>> dropped;
-              std::lock_guard lock(race.mu);
-              if (!race.answered) dropped = std::move(race.answer);
-            }
-          } forget{*race};
+        [race, forget = ForgetUnanswered(race), timer, attempt = std::move(attempt),
+         call_deadline]() -> asio::awaitable<void> {
           Result<T> result = MakeError(ErrorCode::kInternal, "the call failed", "internal");
           try {
             auto call = attempt(call_deadline);

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <memory>
 
 #include "../../support/run_sync.h"
 
@@ -102,6 +106,61 @@ TEST_F(DependencyTest, RefusalsOpenTheBreakerAndThenNothingReachesTheStore) {
 TEST_F(DependencyTest, TimeoutsDoNotOpenTheBreaker) {
   for (int i = 0; i < 8; ++i) (void)Call({"get", std::chrono::milliseconds(5), true}, Hang());
   EXPECT_EQ(dep_.breaker_state(), admission::BreakerState::kClosed);
+}
+
+// A server stopped at once (SIGTERM right after start) destroys its loop with calls in flight. The
+// caller of each must then be freed with the loop, not kept alive by the race it waits on: the race
+// holds the caller's completion, and the caller's frame holds the race. `alive` is held by the
+// caller's frame only; it expires once that frame is destroyed.
+class DependencyShutdownTest : public DependencyTest {
+ protected:
+  // Spawns a caller of `attempt` on `io`, which stops the loop first when `stop_first`.
+  std::weak_ptr<int> SpawnCaller(boost::asio::io_context& io,
+                                 std::function<awaitable<Result<int>>(Deadline)> attempt,
+                                 bool stop_first) {
+    auto alive = std::make_shared<int>(0);
+    std::weak_ptr<int> watch = alive;
+    boost::asio::co_spawn(
+        io,
+        [this, &io, alive = std::move(alive), attempt = std::move(attempt),
+         stop_first]() mutable -> awaitable<void> {
+          auto held = std::move(alive);
+          if (stop_first) io.stop();
+          auto call =
+              dep_.Call<int>({"get", std::chrono::seconds(60), true},
+                             Deadline::After(clock_, std::chrono::seconds(60)), std::move(attempt));
+          (void)co_await std::move(call);
+        },
+        boost::asio::detached);
+    return watch;
+  }
+};
+
+TEST_F(DependencyShutdownTest, ACallWhoseAttemptNeverStartedIsFreedWithItsLoop) {
+  // The loop stops while the caller waits and before the attempt's coroutine, posted to its
+  // strand, first runs: the stop-at-once window.
+  std::weak_ptr<int> caller;
+  {
+    boost::asio::io_context io;
+    caller = SpawnCaller(io, Hang(), /*stop_first=*/true);
+    io.run();
+    EXPECT_EQ(calls_, 0) << "the attempt started: the test missed the window it is about";
+    EXPECT_FALSE(caller.expired());  // the caller is waiting
+  }
+  EXPECT_TRUE(caller.expired()) << "the caller's frame outlived its loop: it leaked";
+}
+
+TEST_F(DependencyShutdownTest, ACallWhoseAttemptNeverAnswersIsFreedWithItsLoop) {
+  std::weak_ptr<int> caller;
+  {
+    boost::asio::io_context io;
+    caller = SpawnCaller(io, Hang(), /*stop_first=*/false);
+    while (calls_ == 0 && io.run_one() > 0) {
+    }
+    ASSERT_EQ(calls_, 1);  // the attempt waits on its timer, which the loop's end cancels
+    EXPECT_FALSE(caller.expired());
+  }
+  EXPECT_TRUE(caller.expired()) << "the caller's frame outlived its loop: it leaked";
 }
 
 }  // namespace
