@@ -6,7 +6,11 @@ Writes 10 KB files under DIR (use the data dir's filesystem) and prints one line
   serial_fsync     one thread: create, write 10 KB, fsync, close, in a loop        (files/s)
   fsync_16threads  16 threads doing the same (the GIL is released inside fsync)     (files/s)
   syncfs_batch_N   write N files, then one syncfs for the whole batch               (files/s)
-  sluice_batch_N   sluice's protocol: write N temp files, syncfs, rename all, syncfs (files/s)
+  sluice_batch_N   the file protocol (bodies over inline_body_bytes): write N temp files,
+                   syncfs, rename all, syncfs                                       (files/s)
+  wal_batch_N      the embedded store's protocol for smaller bodies (a body and its row in
+                   meta.db's WAL): append N records of 10 KB to one file that already has its
+                   blocks, then one fdatasync; wraps at 64 MB as SQLite's kept WAL does (records/s)
 Files are kept until a test ends, then deleted and flushed outside the timed part: the root
 filesystem here is mounted with `discard`, and a flush that also commits unlinks pays for the
 discards (several times slower), which is not what a create pays.
@@ -99,6 +103,29 @@ def batch(root, seconds, size, with_rename):
         os.close(dfd)
 
 
+def wal_batch(root, seconds, size, wal_bytes=64 * 1024 * 1024):
+    path = os.path.join(root, "wal")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        # Untimed: the blocks exist before the test, as in a WAL that has reached its working size.
+        chunk = b"\0" * (1024 * 1024)
+        for _ in range(wal_bytes // len(chunk)):
+            os.write(fd, chunk)
+        os.fsync(fd)
+        records = BODY * size
+        n, offset, t0 = 0, 0, time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            if offset + len(records) > wal_bytes:
+                offset = 0
+            os.pwrite(fd, records, offset)
+            os.fdatasync(fd)
+            offset += len(records)
+            n += size
+        return n / (time.monotonic() - t0)
+    finally:
+        os.close(fd)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -113,6 +140,8 @@ def main():
         for size in (16, 64, 256):
             tests.append((f"syncfs_batch_{size}", lambda s=size: batch(root, seconds, s, False)))
         tests.append(("sluice_batch_64", lambda: batch(root, seconds, 64, True)))
+        for size in (16, 64):
+            tests.append((f"wal_batch_{size}", lambda s=size: wal_batch(root, seconds, s)))
         for name, run in tests:
             print(f"{name} {run():.0f}", flush=True)
             clean(root)

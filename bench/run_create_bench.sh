@@ -106,15 +106,24 @@ parse() {
 # of CPU used during a run: on 2 cores shared by wrk, the server, dd and the kernel's writeback, a
 # co-tenant costs CPU as well as disk time.
 cpu_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5, $6}' /proc/stat; }
+# The server's own CPU (user + system, every thread) in clock ticks: CPU per create is what decides
+# the rate on a machine where the server, wrk and a co-tenant share two cores.
+server_ticks() { awk '{print $14 + $15}' "/proc/$sluice_pid/stat"; }
 run_creates() {  # run_creates OUTFILE
-  local out=$1 before after
+  local out=$1 before after server_before server_after
   local cmd=(wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s bench/wrk/create.lua "$sluice_url")
   echo "\$ ${cmd[*]}" >"$out"
   before=$(cpu_jiffies)
+  server_before=$(server_ticks)
   "${cmd[@]}" >>"$out" 2>&1
   after=$(cpu_jiffies)
+  server_after=$(server_ticks)
   echo "$before $after" | awk '{b = $4 - $1; i = $5 - $2; w = $6 - $3; t = b + i + w;
     printf "cpu_busy_pct %.0f\ncpu_iowait_pct %.0f\n", 100 * b / t, 100 * w / t}' >>"$out"
+  awk -v t=$((server_after - server_before)) -v hz="$(getconf CLK_TCK)" \
+    '$1 == "status" && $2 == 201 {n = $3}
+     END {printf "server_cpu_s %.2f\nserver_cpu_us_per_create %.0f\n", t / hz, (n > 0 ? 1e6 * t / hz / n : 0)}' \
+    "$out" >>"$out"
   kill -0 "$sluice_pid" 2>/dev/null || { echo "sluice is gone mid-run" >&2; exit 1; }
   require_created "$out"
 }
@@ -202,6 +211,11 @@ out=bench/results/creates.md
   echo "| batches of 64, one syncfs each | $(probe syncfs_batch_64) |"
   echo "| batches of 256, one syncfs each | $(probe syncfs_batch_256) |"
   echo "| the file protocol, batches of 64: temp files, syncfs, rename, syncfs | $(probe sluice_batch_64) |"
+  echo "| the WAL's protocol, batches of 16: appends to a file with its blocks, one fdatasync | $(probe wal_batch_16) |"
+  echo "| the WAL's protocol, batches of 64 | $(probe wal_batch_64) |"
+  echo
+  echo "Bodies up to \`inline_body_bytes\` (the benchmark's) take the WAL's protocol: the last two lines"
+  echo "are the disk's ceiling for them; the file protocol is for larger bodies."
   echo
   echo "## Creates at $CONNS connections (median round of $ROUNDS by creates/s)"
   echo
@@ -226,13 +240,13 @@ out=bench/results/creates.md
   echo "own CPU (dd copying into the page cache; the kernel's writeback of it is in the machine's busy"
   echo "share, not dd's):"
   echo
-  echo "| round | binary | quiet: busy % | iowait % | co-tenant: busy % | iowait % | dd CPU s | dd wall s |"
-  echo "|---:|---|---:|---:|---:|---:|---:|---:|"
+  echo "| round | binary | quiet: busy % | iowait % | server CPU us/create | co-tenant: busy % | iowait % | server CPU us/create | dd CPU s | dd wall s |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   for r in $(seq "$ROUNDS"); do
     for label in "${labels[@]}"; do
       q=$raw/$label-quiet-round$r.txt c=$raw/$label-cotenant-round$r.txt
       field() { awk -v k="$1" '$1 == k {print $2}' "$2"; }
-      echo "| $r | $label | $(field cpu_busy_pct "$q") | $(field cpu_iowait_pct "$q") | $(field cpu_busy_pct "$c") | $(field cpu_iowait_pct "$c") | $(field dd_cpu_s "$c") | $(field dd_wall_s "$c") |"
+      echo "| $r | $label | $(field cpu_busy_pct "$q") | $(field cpu_iowait_pct "$q") | $(field server_cpu_us_per_create "$q") | $(field cpu_busy_pct "$c") | $(field cpu_iowait_pct "$c") | $(field server_cpu_us_per_create "$c") | $(field dd_cpu_s "$c") | $(field dd_wall_s "$c") |"
     done
   done
   echo
