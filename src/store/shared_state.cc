@@ -34,6 +34,12 @@ std::optional<std::string> PercentDecoded(std::string_view s) {
 
 }  // namespace
 
+boost::asio::awaitable<Result<std::vector<double>>> SharedState::PeekAll(
+    std::vector<BucketTake> /*buckets*/, admission::Deadline /*deadline*/) {
+  co_return MakeError(ErrorCode::kUnavailable, "this shared state cannot read buckets",
+                      "cache_unavailable");
+}
+
 Result<RedisOptions> ParseRedisUrl(std::string_view url) {
   RedisOptions o;
   std::string_view rest;

@@ -30,6 +30,9 @@ class SharedStateContract : public ::testing::TestWithParam<SharedStateFactory> 
   Status Refund(std::vector<store::BucketTake> takes) {
     return RunSync(state_->Refund(std::move(takes), Deadline()));
   }
+  Result<std::vector<double>> Peek(std::vector<store::BucketTake> buckets) {
+    return RunSync(state_->PeekAll(std::move(buckets), Deadline()));
+  }
   static admission::Deadline Deadline() {
     return admission::Deadline::After(SystemClock::Instance(), std::chrono::seconds(5));
   }
@@ -75,6 +78,19 @@ TEST_P(SharedStateContract, TakeOverTheBurstCanNeverSucceed) {
   EXPECT_FALSE(refused->allowed);
   EXPECT_TRUE(refused->exceeds_burst);
   EXPECT_TRUE(Take({{"e", Slow(10), 10}})->allowed);  // and it spent nothing
+}
+
+TEST_P(SharedStateContract, PeekReadsEveryBucketInOrderAndSpendsNothing) {
+  ASSERT_TRUE(Take({{"p", Slow(5), 2}, {"q", Slow(4), 4}})->allowed);
+  auto peeked = Peek({{"never", Slow(7), 1}, {"p", Slow(5), 1}, {"q", Slow(4), 1}});
+  ASSERT_TRUE(peeked.ok()) << peeked.error().message;
+  ASSERT_EQ(peeked->size(), 3u);
+  EXPECT_NEAR((*peeked)[0], 7, 0.01);  // never seen: full
+  EXPECT_NEAR((*peeked)[1], 3, 0.01);
+  EXPECT_NEAR((*peeked)[2], 0, 0.01);  // drained, and read as 0, never below
+  // The peek (whose costs are ignored) took nothing: p still holds its 3.
+  EXPECT_TRUE(Take({{"p", Slow(5), 3}})->allowed);
+  EXPECT_NEAR((*Peek({{"p", Slow(5), 1}}))[0], 0, 0.01);
 }
 
 TEST_P(SharedStateContract, RefundGivesTokensBackButNeverPastTheBurst) {

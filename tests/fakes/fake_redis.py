@@ -2,7 +2,7 @@
 
 Speaks just enough RESP2 for sluice (src/store/redis/redis_shared_state.cc): AUTH, PING, ECHO, GET,
 SET [EX n] [NX], EVAL/EVALSHA of sluice's two scripts (recognised by their text: the bucket script
-always allows, the invalidation script sets and publishes), SUBSCRIBE, SCRIPT FLUSH. Any other
+always allows and reads every bucket full, the invalidation script sets and publishes), SUBSCRIBE, SCRIPT FLUSH. Any other
 command gets an error.
 
 `FAKE.MODE <mode>` (sent by the test on a connection of its own) changes how every connection
@@ -85,8 +85,11 @@ class Fake:
 
     def run_script(self, text_kind, keys, argv):
         if text_kind == "buckets":
-            if self.mode == "wrong-shape" and argv and argv[0] == b"take":
+            if self.mode == "wrong-shape" and argv and argv[0] in (b"take", b"peek"):
                 return next(self.wrong)
+            if argv and argv[0] == b"peek":
+                # Every take is allowed here, so every bucket reads full: its burst.
+                return array([b":-1\r\n"] + [bulk(burst) for burst in argv[2::3]])
             return b"*1\r\n:0\r\n"
         # The invalidation script: SET KEYS[1] ARGV[1] EX ARGV[2]; PUBLISH ARGV[3] ARGV[4].
         self.data[keys[0]] = argv[0]

@@ -29,6 +29,12 @@ class FaultySharedState final : public store::SharedState {
     auto inner = inner_.Refund(std::move(takes), d);
     co_return co_await std::move(inner);
   }
+  boost::asio::awaitable<Result<std::vector<double>>> PeekAll(std::vector<store::BucketTake> b,
+                                                              admission::Deadline d) override {
+    if (auto e = Fault()) co_return *e;
+    auto inner = inner_.PeekAll(std::move(b), d);
+    co_return co_await std::move(inner);
+  }
   boost::asio::awaitable<Result<std::optional<store::PasteMeta>>> GetMeta(
       store::PasteId id, admission::Deadline d) override {
     if (auto e = Fault()) co_return *e;

@@ -60,6 +60,13 @@ class SharedState {
   virtual boost::asio::awaitable<Status> Refund(std::vector<BucketTake> takes,
                                                 admission::Deadline deadline) = 0;
 
+  /// The tokens in each bucket now (refilled, a bucket never seen full), in the order given,
+  /// spending nothing; the costs are ignored. For GET /api/v1/limits: what the tier's limits hold
+  /// for a client, not what this process would allow alone. A store that cannot tell answers
+  /// Unavailable (the test doubles that only refuse or fail).
+  virtual boost::asio::awaitable<Result<std::vector<double>>> PeekAll(
+      std::vector<BucketTake> buckets, admission::Deadline deadline);
+
   /// A cached row (a tombstone has `deleted` set), or nullopt on a miss.
   virtual boost::asio::awaitable<Result<std::optional<PasteMeta>>> GetMeta(
       PasteId id, admission::Deadline deadline) = 0;

@@ -34,6 +34,22 @@ class MemorySharedState final : public SharedState {
     co_return Ok();
   }
 
+  boost::asio::awaitable<Result<std::vector<double>>> PeekAll(
+      std::vector<BucketTake> buckets, admission::Deadline /*deadline*/) override {
+    std::lock_guard lock(mu_);
+    const TimePoint now = clock_.Now();
+    std::vector<double> tokens;
+    tokens.reserve(buckets.size());
+    for (const BucketTake& b : buckets) {
+      auto it = buckets_.find(b.key);
+      admission::TokenBucketState s =
+          it == buckets_.end() ? admission::TokenBucketState::Full(b.policy, now) : it->second;
+      s.Refill(b.policy, now);
+      tokens.push_back(s.tokens);
+    }
+    co_return tokens;
+  }
+
   boost::asio::awaitable<Result<std::optional<PasteMeta>>> GetMeta(
       PasteId id, admission::Deadline /*deadline*/) override {
     std::lock_guard lock(mu_);

@@ -115,6 +115,23 @@ std::optional<double> ParseNumber(const resp::Value& v) {
   return d;
 }
 
+// {-1, tokens...}: one number per bucket asked, in order.
+std::optional<std::vector<double>> PeekedTokens(const resp::Value& r, size_t n) {
+  const auto& e = r.elements;
+  if (r.type != resp::Type::kArray || e.size() != n + 1 || e[0].type != resp::Type::kInteger ||
+      e[0].integer != -1) {
+    return std::nullopt;
+  }
+  std::vector<double> tokens;
+  tokens.reserve(n);
+  for (size_t i = 1; i <= n; ++i) {
+    const auto t = ParseNumber(e[i]);
+    if (!t) return std::nullopt;
+    tokens.push_back(*t);
+  }
+  return tokens;
+}
+
 // The bucket script's answer: {0}, or {i, tokens, seconds, exceeds_burst} with i naming one of the
 // `n` buckets. Anything else is no answer at all (the caller fails open), never a decision.
 std::optional<SharedTakeDecision> TakeDecision(const resp::Value& r, size_t n) {
@@ -223,6 +240,21 @@ class RedisSharedState final : public store::SharedState {
     Result<resp::Value> reply = co_await std::move(running);
     if (!reply.ok()) co_return reply.error();
     co_return Ok();
+  }
+
+  awaitable<Result<std::vector<double>>> PeekAll(std::vector<BucketTake> buckets,
+                                                 Deadline deadline) override {
+    const size_t n = buckets.size();
+    auto running = EvalBuckets("peek", std::move(buckets), deadline, "peek");
+    Result<resp::Value> reply = co_await std::move(running);
+    if (!reply.ok()) co_return reply.error();
+    auto tokens = PeekedTokens(*reply, n);
+    if (!tokens) {
+      bad_script_replies_.Inc();
+      WarnBadScriptReply(*reply);
+      co_return Unavailable("the limiter script answered a peek with a reply of the wrong shape");
+    }
+    co_return std::move(*tokens);
   }
 
   awaitable<Result<std::optional<PasteMeta>>> GetMeta(PasteId id, Deadline deadline) override {
