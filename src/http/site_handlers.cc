@@ -38,7 +38,8 @@ awaitable<Reply> HandleMetrics(const Request&, Context& ctx) {
 
 awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
   const std::string client_key = req.client.Key();
-  const service::ClientBudgets b = ctx.service.Budgets(client_key);
+  auto reading = ctx.service.DecidingBudgets(client_key);
+  const service::ClientBudgets b = co_await std::move(reading);
   nlohmann::json buckets = nlohmann::json::object();
   for (const auto& bucket : b.buckets) {
     buckets[bucket.name] = {{"rate_per_second", bucket.policy.rate_per_second},
@@ -48,8 +49,17 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
   auto pool = [](const admission::SlotGauges& g) {
     return nlohmann::json{{"in_use", g.in_use}, {"limit", g.limit}};
   };
+  const char* from = "this_process";
+  if (b.source == service::ClientBudgets::Source::kSharedStore) from = "shared_store";
+  if (b.source == service::ClientBudgets::Source::kThisProcessSharedStoreSilent) {
+    from = "this_process_while_shared_store_silent";
+  }
+  if (b.source == service::ClientBudgets::Source::kThisProcessPeeksSpent) {
+    from = "this_process_shared_store_not_asked";
+  }
   nlohmann::json j = {
       {"client_key", client_key},
+      {"buckets_from", from},
       {"buckets", buckets},
       {"pools",
        {{"create", pool(b.create_slots)},

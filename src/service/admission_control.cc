@@ -75,6 +75,7 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       global_bytes_(
           shared ? LocalShare(options, options.global_create_bytes) : options.global_create_bytes,
           clock),
+      peeks_(kPeeks, clock),
       create_slots_(MakeCreateSlots(options, clock)),
       read_slots_(admission::ConcurrencyLimiterOptions{options.read_slots, 0}, clock),
       fill_slots_(admission::ConcurrencyLimiterOptions{options.fill_cap, 0}, clock),
@@ -257,6 +258,10 @@ std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_v
   return takes;
 }
 
+store::BucketTake AdmissionControl::SharedReadTake(std::string_view client_key) const {
+  return {fmt::format("ipr:{}", client_key), options_.Load()->ip_read, 1};
+}
+
 void AdmissionControl::NoteSharedAnswer() {
   if (failing_open_.exchange(false, std::memory_order_relaxed)) {
     spdlog::info("limiter store answers again: create limits are shared across processes");
@@ -384,8 +389,7 @@ boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginR
     co_return slot;
   }
   static constexpr const char* kReasons[] = {"origin_get_ip"};
-  std::vector<store::BucketTake> takes = {
-      {fmt::format("ipr:{}", client_key), options_.Load()->ip_read, 1}};
+  std::vector<store::BucketTake> takes = {SharedReadTake(client_key)};
   auto asking = AskShared(takes, kReasons);
   SharedVerdict verdict = co_await std::move(asking);
   // Silent: the per-client read limit fails open like the create limits; the read pool still holds.
@@ -436,6 +440,35 @@ ClientBudgets AdmissionControl::Budgets(std::string_view client_key) const {
   b.read_slots = read_slots_.Gauges();
   b.fill_slots = fill_slots_.Gauges();
   return b;
+}
+
+boost::asio::awaitable<ClientBudgets> AdmissionControl::DecidingBudgets(std::string client_key) {
+  ClientBudgets b = Budgets(client_key);
+  if (!shared_) co_return b;
+  if (!peeks_.TryTake().allowed) {
+    b.source = ClientBudgets::Source::kThisProcessPeeksSpent;
+    co_return b;
+  }
+  std::vector<store::BucketTake> buckets = SharedCreateTakes(client_key, 0);
+  buckets.push_back(SharedReadTake(client_key));
+  auto peeking = shared_->PeekAll(
+      buckets, admission::Deadline::After(clock_, options_.Load()->shared_timeout));
+  Result<std::vector<double>> tokens = co_await std::move(peeking);
+  if (!tokens.ok()) {
+    // Not a decision: the fail-open state is the takes' to set, not a status page's.
+    b.source = ClientBudgets::Source::kThisProcessSharedStoreSilent;
+    co_return b;
+  }
+  b.source = ClientBudgets::Source::kSharedStore;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const char* name = i < std::size(kSharedReasons) ? kSharedReasons[i] : "origin_get_ip";
+    for (auto& bucket : b.buckets) {
+      if (bucket.name != name) continue;
+      bucket.policy = buckets[i].policy;  // the tier's, not this process's share of it
+      bucket.available = (*tokens)[i];
+    }
+  }
+  co_return b;
 }
 
 }  // namespace sluice::service

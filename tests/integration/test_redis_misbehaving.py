@@ -211,8 +211,14 @@ class RedisMisbehavingTest(SluiceTestCase):
             (metric(m, "sluice_shared_limit_decisions_total", outcome="fail_open") or 0)
             - fail_open, 9)
         self.assertIn("not a decision; failing open", self.sluice.log())
+        # A status read of the budgets takes no malformed reply for numbers either.
+        for _ in range(10):
+            doc = self.sluice.get("/api/v1/limits").json()
+            self.assertEqual(doc["buckets_from"], "this_process_while_shared_store_silent", doc)
         self.fake.mode("good")
         self.wait_recovered()
+        doc = self.sluice.get("/api/v1/limits").json()
+        self.assertEqual(doc["buckets_from"], "shared_store", doc)
         self.storm(creates=2)
 
     def test_the_password_never_reaches_the_log(self):

@@ -64,6 +64,21 @@ class RedisSharedStateTest(SluiceTestCase):
         self.assertGreaterEqual(doc["retry_after"], 1)
         self.assertEqual(a.create(b"other", headers=forwarded("10.2.0.2")).status, 201)
 
+    def test_limits_show_the_shared_budget_on_every_process(self):
+        a, b = self.tier(["--ip-create-burst", "10", "--ip-create-rate", SLOW])
+        self.wait_for_shared_answers(a, "10.9.0.1")
+        self.wait_for_shared_answers(b, "10.9.0.2")
+        self.assertEqual(self.creates([a], 4, "10.4.0.1").count(201), 4)
+        # b never saw this client create, yet it shows the tier's budget: 10 - 4.
+        doc = b.get("/api/v1/limits", headers=forwarded("10.4.0.1")).json()
+        self.assertEqual(doc["buckets_from"], "shared_store")
+        self.assertEqual(doc["buckets"]["ip_create_count"]["available"], 6, doc)
+        self.assertEqual(doc["buckets"]["ip_create_count"]["burst"], 10, doc)
+        self.redis.kill()
+        doc = b.get("/api/v1/limits", headers=forwarded("10.4.0.1")).json()
+        self.assertEqual(doc["buckets_from"], "this_process_while_shared_store_silent")
+        self.assertEqual(doc["buckets"]["ip_create_count"]["available"], 10, doc)
+
     def test_redis_killed_fails_open_and_restarted_restores_shared_limits(self):
         # Global burst 20 over 2 processes with the 1.2 slack: 12 per process while Redis is gone.
         a, b = self.tier(["--ip-create-burst", "3", "--ip-create-rate", SLOW,

@@ -89,6 +89,17 @@ struct ClientBudgets {
     admission::TokenBucketPolicy policy;
     double available = 0;
   };
+  /// Where the buckets' numbers come from: this process's own buckets (no shared store), the
+  /// shared store that decides for the tier, or this process's while the shared store is silent
+  /// (its per-client limits are open then, and the global caps run on this process's share).
+  enum class Source {
+    kThisProcess,
+    kSharedStore,
+    kThisProcessSharedStoreSilent,
+    /// The process's budget of peeks at the shared store is spent (AdmissionControl::kPeeks).
+    kThisProcessPeeksSpent,
+  };
+  Source source = Source::kThisProcess;
   std::vector<Bucket> buckets;
   admission::SlotGauges create_slots;
   admission::SlotGauges read_slots;
@@ -131,7 +142,11 @@ class AdmissionControl {
   };
   Result<FillTicket> AdmitFill(std::string_view client_key);
 
+  /// This process's buckets for `client_key`, spending nothing.
   ClientBudgets Budgets(std::string_view client_key) const;
+  /// The budgets that decide for `client_key`: with a SharedState, its buckets, read without
+  /// spending (waiting at most `shared_timeout`); this process's when it is silent.
+  boost::asio::awaitable<ClientBudgets> DecidingBudgets(std::string client_key);
 
   /// One abuse report of `client_key`: ResourceExhausted (reason report_rate, with Retry-After and
   /// the limit) when its report bucket is empty.
@@ -178,6 +193,7 @@ class AdmissionControl {
   Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
                                                    uint64_t declared_bytes) const;
+  store::BucketTake SharedReadTake(std::string_view client_key) const;
   /// What the shared store said of a take: all taken, refused (with the 429 to answer; `reasons`
   /// names each bucket of `takes`), or nothing in time (fail open).
   struct SharedVerdict {
@@ -201,6 +217,11 @@ class AdmissionControl {
   admission::KeyedLimiter ip_delete_;
   admission::TokenBucket global_count_;
   admission::TokenBucket global_bytes_;
+  // GET /api/v1/limits costs no budget of the client's, but a peek is a call to the shared store:
+  // a flood of them must not become Redis's load, nor slow the takes until they fail open. Status
+  // reads are for people and scripts; 50 a second per process is ample for them.
+  static constexpr admission::TokenBucketPolicy kPeeks{50, 50};
+  admission::TokenBucket peeks_;
   std::unique_ptr<admission::SlotLimiter> create_slots_;
   admission::ConcurrencyLimiter read_slots_;
   admission::ConcurrencyLimiter fill_slots_;

@@ -164,9 +164,13 @@ class PasteService {
   boost::asio::awaitable<Result<CachedPaste>> Claim(const ClientKeySource& client,
                                                     std::string_view id_text);
 
-  /// The caller's budgets, spending nothing.
+  /// The caller's budgets in this process, spending nothing.
   ClientBudgets Budgets(std::string_view client_key) const {
     return admission_.Budgets(client_key);
+  }
+  /// The caller's budgets where they are decided (AdmissionControl::DecidingBudgets).
+  boost::asio::awaitable<ClientBudgets> DecidingBudgets(std::string client_key) {
+    return admission_.DecidingBudgets(std::move(client_key));
   }
 
   /// Deletes with the token. NotFound for a malformed id, a missing paste or a wrong token alike;

@@ -514,6 +514,7 @@ TEST_F(HandlersTest, LimitsShowTheCallersKeyAndBuckets) {
   const Reply r = Call(HandleLimits, Method::kGet, "/api/v1/limits", FakeHeaders{});
   const auto j = nlohmann::json::parse(r.body);
   EXPECT_EQ(j["client_key"], "10.0.0.1");
+  EXPECT_EQ(j["buckets_from"], "this_process");  // no shared store here
   EXPECT_TRUE(j["buckets"].is_object());
   EXPECT_EQ(r.Get("Cache-Control"), "no-store");
 }

@@ -68,6 +68,54 @@ class SharedAdmissionTest : public ::testing::Test {
   }
 };
 
+TEST_F(SharedAdmissionTest, DecidingBudgetsAreTheTiersOnEveryProcessAndLocalWhenSilent) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
+  ASSERT_TRUE(Admit(a, "10.0.0.1").ok());
+  ASSERT_TRUE(Admit(a, "10.0.0.1").ok());
+  auto bucket = [](const ClientBudgets& budgets, const std::string& name) {
+    for (const auto& candidate : budgets.buckets) {
+      if (candidate.name == name) return candidate;
+    }
+    ADD_FAILURE() << "no bucket " << name;
+    return ClientBudgets::Bucket{};
+  };
+  // b admitted nothing for this client: its own bucket is full, the tier's holds 3 - 2.
+  EXPECT_NEAR(bucket(b.Budgets("10.0.0.1"), "ip_create_count").available, 3, 1e-9);
+  const ClientBudgets tier = RunSync(b.DecidingBudgets("10.0.0.1"));
+  EXPECT_EQ(tier.source, ClientBudgets::Source::kSharedStore);
+  EXPECT_NEAR(bucket(tier, "ip_create_count").available, 1, 1e-9);
+  EXPECT_NEAR(bucket(tier, "global_count").available, 8, 1e-9);
+  EXPECT_EQ(bucket(tier, "global_count").policy.burst, 10);  // the tier's cap, not b's share
+  EXPECT_NEAR(bucket(tier, "origin_get_ip").available, Tier().ip_read.burst, 1e-9);
+  // Reading spent nothing: the client still has its last create.
+  EXPECT_TRUE(Admit(b, "10.0.0.1").ok());
+
+  shared_.mode = Mode::kDown;
+  const ClientBudgets silent = RunSync(b.DecidingBudgets("10.0.0.1"));
+  EXPECT_EQ(silent.source, ClientBudgets::Source::kThisProcessSharedStoreSilent);
+  EXPECT_NEAR(bucket(silent, "ip_create_count").available, 3, 1e-9);
+  EXPECT_EQ(FailOpenGauge(metrics_b_), 0);  // a status read is not a decision
+}
+
+TEST_F(SharedAdmissionTest, AFloodOfBudgetReadsAsksTheSharedStoreAtMostFiftyTimesASecond) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  const int calls_before = shared_.calls.load();
+  int from_store = 0;
+  for (int i = 0; i < 200; ++i) {
+    const ClientBudgets b = RunSync(a.DecidingBudgets("10.0.0.9"));
+    if (b.source == ClientBudgets::Source::kSharedStore) {
+      ++from_store;
+    } else {
+      EXPECT_EQ(b.source, ClientBudgets::Source::kThisProcessPeeksSpent);
+    }
+  }
+  EXPECT_EQ(from_store, 50);
+  EXPECT_EQ(shared_.calls.load() - calls_before, 50);
+  clock_.Advance(std::chrono::seconds(1));
+  EXPECT_EQ(RunSync(a.DecidingBudgets("10.0.0.9")).source, ClientBudgets::Source::kSharedStore);
+}
+
 TEST_F(SharedAdmissionTest, OneClientKeyHasOneBudgetAcrossProcesses) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
   AdmissionControl b(Tier(), clock_, metrics_b_, &shared_);
