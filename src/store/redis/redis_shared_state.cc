@@ -222,17 +222,7 @@ class RedisSharedState final : public store::SharedState {
 
   awaitable<Result<SharedTakeDecision>> TakeAll(std::vector<BucketTake> takes,
                                                 Deadline deadline) override {
-    const size_t buckets = takes.size();
-    auto running = EvalBuckets("take", std::move(takes), deadline, "take");
-    Result<resp::Value> reply = co_await std::move(running);
-    if (!reply.ok()) co_return reply.error();
-    auto decision = TakeDecision(*reply, buckets);
-    if (!decision) {
-      bad_script_replies_.Inc();
-      WarnBadScriptReply(*reply);
-      co_return Unavailable("the limiter script answered with a reply of the wrong shape");
-    }
-    co_return *decision;
+    return EvalBucketsParsed("take", std::move(takes), deadline, &TakeDecision);
   }
 
   awaitable<Status> Refund(std::vector<BucketTake> takes, Deadline deadline) override {
@@ -244,17 +234,7 @@ class RedisSharedState final : public store::SharedState {
 
   awaitable<Result<std::vector<double>>> PeekAll(std::vector<BucketTake> buckets,
                                                  Deadline deadline) override {
-    const size_t n = buckets.size();
-    auto running = EvalBuckets("peek", std::move(buckets), deadline, "peek");
-    Result<resp::Value> reply = co_await std::move(running);
-    if (!reply.ok()) co_return reply.error();
-    auto tokens = PeekedTokens(*reply, n);
-    if (!tokens) {
-      bad_script_replies_.Inc();
-      WarnBadScriptReply(*reply);
-      co_return Unavailable("the limiter script answered a peek with a reply of the wrong shape");
-    }
-    co_return std::move(*tokens);
+    return EvalBucketsParsed("peek", std::move(buckets), deadline, &PeekedTokens);
   }
 
   awaitable<Result<std::optional<PasteMeta>>> GetMeta(PasteId id, Deadline deadline) override {
@@ -417,6 +397,27 @@ class RedisSharedState final : public store::SharedState {
       args.push_back(fmt::format("{}", t.cost));
     }
     return Eval(buckets_script_, std::move(keys), std::move(args), deadline, op);
+  }
+
+  // The bucket script in `mode` ("take" or "peek"), its reply read by `parse` (which knows how
+  // many buckets were asked). A reply of any other shape is no answer, never a number.
+  template <typename Parsed>
+  awaitable<Result<Parsed>> EvalBucketsParsed(const char* mode, std::vector<BucketTake> buckets,
+                                              Deadline deadline,
+                                              std::optional<Parsed> (*parse)(const resp::Value&,
+                                                                             size_t)) {
+    const size_t n = buckets.size();
+    auto running = EvalBuckets(mode, std::move(buckets), deadline, mode);
+    Result<resp::Value> reply = co_await std::move(running);
+    if (!reply.ok()) co_return reply.error();
+    std::optional<Parsed> parsed = parse(*reply, n);
+    if (!parsed) {
+      bad_script_replies_.Inc();
+      WarnBadScriptReply(*reply);
+      co_return Unavailable(
+          fmt::format("the limiter script answered a {} with a reply of the wrong shape", mode));
+    }
+    co_return std::move(*parsed);
   }
 
   void WarnBadScriptReply(const resp::Value& reply) {
