@@ -4,19 +4,23 @@
 #   1. bench/fsync_probe.py on the data dir's filesystem: the disk's group-commit capacity now;
 #   2. for ROUNDS rounds, for each binary in turn (interleaved, so the machine's drift hits all):
 #      a fresh server on an empty data dir, then
-#        quiet:    wrk creates of unique 10 KB UTF-8 pastes at CONNS connections for DURATION s;
+#        quiet:    wrk creates of unique BODY_BYTES UTF-8 pastes at CONNS connections for DURATION s;
 #        cotenant: the same, while `dd if=/dev/zero of=FILE bs=1M count=DD_MB` (no fsync) writes
 #                  to the same filesystem, started with wrk: a log shipper or a backup next door;
 #      the server is stopped, its data and the dd file removed, and `sync` run, untimed;
 #   3. the median round of each binary and mode by creates/s, and the ratio cotenant/quiet.
 #
-# Writes bench/results/creates.md (overwritten) and the raw outputs to bench/results/raw-creates/.
+# Writes OUT (default bench/results/creates.md, overwritten) and the raw outputs to raw-<name of
+# OUT without .md>/ beside it (bench/results/raw-creates/ by default).
 # Environment:
 #   BINS="before=PATH after=PATH"  the binaries to compare (default: after=$(sluice_binary))
 #   DURATION=10  seconds per wrk run    ROUNDS=3      rounds per binary (>= 1)
 #   CONNS=64     wrk connections        WRK_THREADS=2 wrk threads
 #   DD_MB=3000   co-tenant size (MB)    PROBE_SECONDS=2 seconds per fsync-probe test
 #   KEEP_WORK=1  keep bench/work/creates.* afterwards
+#   BODY_BYTES=10240  bytes per paste (bench/wrk/create.lua); over inline_body_bytes (65536) a body
+#                     is a file of its own (the file protocol), at or under it a row of meta.db
+#   OUT=bench/results/creates.md  the report, e.g. bench/results/creates-large.md for large bodies
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -27,6 +31,11 @@ CONNS=${CONNS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
 DD_MB=${DD_MB:-3000}
 PROBE_SECONDS=${PROBE_SECONDS:-2}
+BODY_BYTES=${BODY_BYTES:-10240}
+export BODY_BYTES  # read by bench/wrk/create.lua
+OUT=${OUT:-bench/results/creates.md}
+raw_out=$(dirname "$OUT")/raw-$(basename "$OUT" .md)
+case $BODY_BYTES in ''|*[!0-9]*) echo "BODY_BYTES must be a number of bytes" >&2; exit 2;; esac
 if [ "$ROUNDS" -lt 1 ]; then echo "ROUNDS must be at least 1" >&2; exit 2; fi
 source bench/lib.sh
 require_tools wrk curl python3 dd
@@ -176,7 +185,8 @@ bins_note=""
 for label in "${labels[@]}"; do
   bins_note+="$label: ${bin_of[$label]#"$repo/"} ($("${bin_of[$label]}" --version 2>&1 | head -1)); "
 done
-out=bench/results/creates.md
+out=$OUT
+body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 'ta')  # 102,400
 {
   echo "# Durable creates, quiet and beside a co-tenant writer"
   echo
@@ -191,9 +201,9 @@ out=bench/results/creates.md
   echo "| data dir filesystem | $fs_line ($mount_opts) |"
   echo "| git commit | $commit |"
   echo "| binaries | ${bins_note%; } |"
-  echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$CONNS -d${DURATION}s, bench/wrk/create.lua (unique 10,240-byte UTF-8 bodies), on the same machine |"
+  echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$CONNS -d${DURATION}s, bench/wrk/create.lua (unique ${body_bytes_text}-byte UTF-8 bodies), on the same machine |"
   echo "| co-tenant | \`dd if=/dev/zero of=FILE bs=1M count=$DD_MB\` on the same filesystem, no fsync, started with wrk |"
-  echo "| command | \`BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
+  echo "| command | \`BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
   echo
   echo "wrk and the server share the same $(nproc) cores, and the machine is shared with other builders:"
   echo "compare figures within this run (interleaved rounds), not across runs. A 201 means the body and"
@@ -210,12 +220,19 @@ out=bench/results/creates.md
   echo "| batches of 16, one syncfs each | $(probe syncfs_batch_16) |"
   echo "| batches of 64, one syncfs each | $(probe syncfs_batch_64) |"
   echo "| batches of 256, one syncfs each | $(probe syncfs_batch_256) |"
-  echo "| the file protocol, batches of 64: temp files, syncfs, rename, syncfs | $(probe sluice_batch_64) |"
+  echo "| the old file protocol, batches of 64: temp files, syncfs, rename, syncfs | $(probe sluice_batch_64) |"
+  echo "| the file protocol, batches of 64: temp files, sync_file_range + fdatasync each, rename into 64 folders, fsync each folder | $(probe files_batch_64) |"
   echo "| the WAL's protocol, batches of 16: appends to a file with its blocks, one fdatasync | $(probe wal_batch_16) |"
   echo "| the WAL's protocol, batches of 64 | $(probe wal_batch_64) |"
   echo
-  echo "Bodies up to \`inline_body_bytes\` (the benchmark's) take the WAL's protocol: the last two lines"
-  echo "are the disk's ceiling for them; the file protocol is for larger bodies."
+  if [ "$BODY_BYTES" -gt 65536 ]; then
+    echo "The benchmark's bodies ($body_bytes_text bytes) are over \`inline_body_bytes\` (65,536): each is"
+    echo "a file of its own (the file protocol, src/store/fs/fs_blob_store.cc), not a row of meta.db. The"
+    echo "probe's files are 10 KB: its lines are the disk's shape, not these bodies' ceiling."
+  else
+    echo "Bodies up to \`inline_body_bytes\` (the benchmark's) take the WAL's protocol: the last two lines"
+    echo "are the disk's ceiling for them; the file protocol is for larger bodies."
+  fi
   echo
   echo "## Creates at $CONNS connections (median round of $ROUNDS by creates/s)"
   echo
@@ -250,12 +267,12 @@ out=bench/results/creates.md
     done
   done
   echo
-  echo "Raw wrk outputs and server logs: bench/results/raw-creates/."
+  echo "Raw wrk outputs and server logs: $raw_out/."
 } >"$out.tmp"
-rm -rf bench/results/raw-creates
-mkdir -p bench/results/raw-creates
-cp "$raw"/* bench/results/raw-creates/
-sed -i "s#$work#bench/work/creates.XXXXXX#g" bench/results/raw-creates/*
+rm -rf "$raw_out"
+mkdir -p "$raw_out"
+cp "$raw"/* "$raw_out"/
+sed -i "s#$work#bench/work/creates.XXXXXX#g" "$raw_out"/*
 mv "$out.tmp" "$out"
 echo
 cat "$out"
