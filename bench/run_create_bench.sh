@@ -91,8 +91,9 @@ sluice_url=""
 start_server() {  # start_server LABEL
   rm -rf "$work/data"
   mkdir -p "$work/data"
-  "${bin_of[$1]}" serve --listen 127.0.0.1:0 --data-dir "$work/data" "${lifted_limits[@]}" \
-    >"$work/sluice.log" 2>&1 &
+  # The admin listener on a free port: the default 127.0.0.1:8081 may belong to another sluice.
+  "${bin_of[$1]}" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$work/data" \
+    "${lifted_limits[@]}" >"$work/sluice.log" 2>&1 &
   sluice_pid=$!
   sluice_url=$(wait_for_sluice_url "$work/sluice.log" "$sluice_pid")
 }
