@@ -8,10 +8,10 @@
 // shipper, a `dd`) would hold every create until all of its data reached the disk.
 //
 // The batch still shares the device's work: sync_file_range(SYNC_FILE_RANGE_WRITE) first submits
-// the writeback of every temp file of the batch without waiting, so the fdatasyncs that follow
-// mostly wait on IO already in flight together, and on a journalling filesystem (ext4, xfs) the
-// first of them commits the journal for the rest. The renames then cost one fsync per distinct
-// shard folder of the batch, not one per body.
+// the writeback of every temp file of the batch (64 at a time) without waiting, so the fdatasyncs
+// that follow mostly wait on IO already in flight together; on ext4 the first of them commits the
+// journal transaction that holds the other files' metadata too, and the rest mostly pay a cache
+// flush each. The renames then cost one fsync per distinct shard folder of the batch, not per body.
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -184,6 +184,7 @@ class FsBlobStore final : public BlobStore {
 
  private:
   static constexpr size_t kMaxBatch = 256;
+  static constexpr size_t kMaxOpenTemps = 64;  // temp files open at once on the committer thread
 
   fs::path FanOut(const PasteId& id) const { return root_ / std::string(id.view().substr(0, 2)); }
   fs::path FinalPath(const PasteId& id) const { return FanOut(id) / std::string(id.view()); }
@@ -221,55 +222,12 @@ class FsBlobStore final : public BlobStore {
   // Runs on the committer thread only.
   void Commit(std::vector<GroupCommitter<PutOp>::Item>& batch) {
     std::vector<std::string> tmp_paths(batch.size());
-    // Each temp file stays open until it is flushed: its fd is what fdatasync needs, and reopening
-    // 256 files by path would cost as much as writing them.
-    std::vector<UniqueFd> fds;
-    fds.reserve(batch.size());
-    bool any_written = false;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& item = batch[i];
-      fds.emplace_back(-1);
-      if (item.op.deadline.Expired(SystemClock::Instance())) {
-        // Abandoned by its caller while queued: writing it now would only make an orphan.
-        item.status = MakeError(ErrorCode::kDeadlineExceeded, "write abandoned before it ran",
-                                "deadline_exceeded");
-        continue;
-      }
-      tmp_paths[i] = (tmp_ / fmt::format("{}.{}", item.op.id.view(), ++tmp_serial_)).string();
-      fds[i] =
-          UniqueFd(::open(tmp_paths[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-      const int err = fds[i].get() < 0 ? errno : WriteAll(fds[i].get(), *item.op.body);
-      if (err != 0) {
-        item.status = IoError("write", err);
-        fds[i].Close();
-        ::unlink(tmp_paths[i].c_str());
-        continue;
-      }
-      any_written = true;
-    }
-    if (!any_written) return;
-
-    // Step 1: start the writeback of every body of the batch without waiting for it, so the device
-    // gets them all at once instead of one file per fdatasync round trip. A hint only: its errors
-    // (EINVAL/ENOSYS where a filesystem lacks it, EIO) are left for the fdatasync below to report.
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (batch[i].status.ok()) ::sync_file_range(fds[i].get(), 0, 0, SYNC_FILE_RANGE_WRITE);
-    }
-    // Step 2: make each body durable before its rename can be. fdatasync waits for the data
-    // (mostly in flight already) and writes the metadata needed to read it back: the size and the
-    // block map of the new inode. The temp file's own name in .tmp need not be durable: the rename
-    // replaces it, and what a crash leaves in .tmp is dropped at start. A failed flush fails that
-    // body alone.
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& item = batch[i];
-      if (!item.status.ok()) continue;
-      int err = ::fdatasync(fds[i].get()) == 0 ? 0 : errno;
-      const int close_err = fds[i].Close();
-      if (err == 0) err = close_err;
-      if (err != 0) {
-        item.status = IoError("flush body", err);
-        ::unlink(tmp_paths[i].c_str());
-      }
+    // Steps 1 and 2 run over windows of kMaxOpenTemps bodies: a temp file stays open from its write
+    // to its flush (fdatasync needs the fd, and reopening by path would cost a lookup and an open
+    // per body), and a window bounds how many the committer holds at once (the server keeps only
+    // 256 descriptors spare beside its connection cap, src/app/serve_options.cc).
+    for (size_t begin = 0; begin < batch.size(); begin += kMaxOpenTemps) {
+      WriteAndFlush(batch, tmp_paths, begin, std::min(batch.size(), begin + kMaxOpenTemps));
     }
 
     // Step 3: the renames, noting which shard folders they touched and which of those are new.
@@ -320,6 +278,56 @@ class FsBlobStore final : public BlobStore {
       return;
     }
     durable_shards_.insert(new_shards.begin(), new_shards.end());
+  }
+
+  // Steps 1 and 2 for batch[begin, end): each body written to its temp file and made durable.
+  void WriteAndFlush(std::vector<GroupCommitter<PutOp>::Item>& batch,
+                     std::vector<std::string>& tmp_paths, size_t begin, size_t end) {
+    std::vector<UniqueFd> fds;
+    fds.reserve(end - begin);
+    for (size_t i = begin; i < end; ++i) {
+      auto& item = batch[i];
+      UniqueFd& fd = fds.emplace_back(-1);
+      if (item.op.deadline.Expired(SystemClock::Instance())) {
+        // Abandoned by its caller while queued: writing it now would only make an orphan.
+        item.status = MakeError(ErrorCode::kDeadlineExceeded, "write abandoned before it ran",
+                                "deadline_exceeded");
+        continue;
+      }
+      tmp_paths[i] = (tmp_ / fmt::format("{}.{}", item.op.id.view(), ++tmp_serial_)).string();
+      fd = UniqueFd(::open(tmp_paths[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      const int err = fd.get() < 0 ? errno : WriteAll(fd.get(), *item.op.body);
+      if (err != 0) {
+        item.status = IoError("write", err);
+        fd.Close();
+        ::unlink(tmp_paths[i].c_str());
+      }
+    }
+    // Step 1: start the writeback of every body of the window without waiting for it, so the
+    // device gets them all at once instead of one file per fdatasync round trip. A hint only: its
+    // errors (EINVAL/ENOSYS where a filesystem lacks it, EIO) are left for fdatasync to report.
+    for (size_t i = begin; i < end; ++i) {
+      if (batch[i].status.ok()) {
+        ::sync_file_range(fds[i - begin].get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+      }
+    }
+    // Step 2: make each body durable before its rename can be. fdatasync waits for the data
+    // (mostly in flight already) and writes the metadata needed to read it back: the size and the
+    // block map of the new inode. The temp file's own name in .tmp need not be durable: the rename
+    // replaces it, and what a crash leaves in .tmp is dropped at start. A failed flush fails that
+    // body alone.
+    for (size_t i = begin; i < end; ++i) {
+      auto& item = batch[i];
+      if (!item.status.ok()) continue;
+      UniqueFd& fd = fds[i - begin];
+      int err = ::fdatasync(fd.get()) == 0 ? 0 : errno;
+      const int close_err = fd.Close();
+      if (err == 0) err = close_err;
+      if (err != 0) {
+        item.status = IoError("flush body", err);
+        ::unlink(tmp_paths[i].c_str());
+      }
+    }
   }
 
   static int FsyncPath(const fs::path& dir) {
