@@ -51,11 +51,14 @@ class GroupCommitter {
   boost::asio::awaitable<Status> Submit(Op op) {
     return asio_glue::AwaitCompletion<Status>(
         [this, op = std::move(op)](asio_glue::Completion<Status> done) mutable {
+          // Once queued, the committer may complete `done` and another thread resume the caller,
+          // freeing this lambda (captures and all) before the notify: read `this` out of it first.
+          GroupCommitter* const self = this;
           {
-            std::lock_guard lock(mu_);
-            queue_.push_back(Queued{std::move(op), std::move(done)});
+            std::lock_guard lock(self->mu_);
+            self->queue_.push_back(Queued{std::move(op), std::move(done)});
           }
-          cv_.notify_one();
+          self->cv_.notify_one();
         });
   }
 
