@@ -366,7 +366,17 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
       std::move(ios), std::make_shared<Edge>(std::move(options), std::move(context), metrics));
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  // The accept loops' frames share impl_. A loop that never ran its frame (a start that failed
+  // after this server's Start: the admin port taken, say) frees it only when the loop itself is
+  // destroyed, one loop after another, so the last frame would free impl_ and its acceptors after
+  // the other acceptors' loops were gone (ASan: heap-use-after-free in the acceptor's destructor;
+  // test_api.py, test_an_admin_port_held_elsewhere_is_refused_and_torn_down_cleanly). The
+  // acceptors go here instead, while every loop exists; no loop runs once this server is
+  // destroyed (src/app/server_process.cc, ShutdownOrder).
+  impl_->acceptors.clear();
+  impl_->local_acceptor.reset();
+}
 
 void HttpServer::Reconfigure(const ServerOptions& next) {
   Edge& edge = *impl_->edge;

@@ -8,6 +8,8 @@ import html
 import os
 import re
 import signal
+import socket
+import tempfile
 import time
 import unittest
 
@@ -748,6 +750,27 @@ class LifecycleTest(ApiTestCase):
         self.assertReadsBack(docs[1]["id"], big)
         self.assertStatus(self.s.delete(docs[0]["id"], docs[0]["delete_token"]), 204)
         self.assertStatus(self.s.get(f"/raw/{docs[0]['id']}"), 404)
+
+    def test_an_admin_port_held_elsewhere_is_refused_and_torn_down_cleanly(self):
+        # The public listener has started (an accept loop queued on each event loop) when the
+        # admin one fails: the teardown must free those loops' frames without touching a loop it
+        # already destroyed. Under AddressSanitizer a use-after-free there is a report, not luck.
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        self.addCleanup(holder.close)
+        port = holder.getsockname()[1]
+        data = tempfile.TemporaryDirectory()
+        self.addCleanup(data.cleanup)
+        for _ in range(3):
+            result = run_sluice(["serve", "--listen", "127.0.0.1:0", "--admin-listen",
+                                 f"127.0.0.1:{port}", "--threads", "2", "--data-dir", data.name],
+                                timeout=60)
+            said = result.stdout + result.stderr
+            self.assertEqual(result.returncode, 2, said)
+            self.assertIn("already listening", said)
+            for report in ("AddressSanitizer", "LeakSanitizer", "runtime error", "corrupted"):
+                self.assertNotIn(report, said)
 
     def test_paste_survives_kill_9(self):
         doc = self.s.create_ok("acknowledged means durable")
