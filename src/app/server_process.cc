@@ -404,9 +404,12 @@ int ServerProcess::Run() {
 }
 
 ServerProcess::ShutdownOrder::~ShutdownOrder() {
-  // 1. Blocking work queued on the pools calls into the embedded stores: it finishes first.
+  // 1. Blocking work queued on the pools calls into the embedded stores: it finishes first. The
+  //    render threads end too: each one's last step cancels its view's timer on a loop, so they
+  //    must not outlive the loops (a shutdown with renders in progress, test_highlight_workers.py).
   p.read_pool_.join();
   p.cleanup_pool_.join();
+  p.renderer_.Shutdown();
   // 2. The stores' own threads post completions to the loops, so they stop while the loops
   //    exist; the committers finish their last batch here.
   p.server_.reset();

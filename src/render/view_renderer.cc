@@ -126,7 +126,9 @@ void ViewRenderer::Reconfigure(ViewRendererOptions next) {
   options_.Store(std::move(next));
 }
 
-ViewRenderer::~ViewRenderer() {
+ViewRenderer::~ViewRenderer() { Shutdown(); }
+
+void ViewRenderer::Shutdown() {
   // Killing the workers first ends every render in progress at once, so the join cannot wait on
   // a pathological paste.
   workers_.Shutdown();

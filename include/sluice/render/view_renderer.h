@@ -74,6 +74,11 @@ class ViewRenderer {
   ViewRenderer(ViewRendererOptions options, const Clock& clock, MetricsRegistry& metrics);
   ~ViewRenderer();
 
+  /// Ends every render in progress and joins the render threads; Render must not be called after.
+  /// A render thread's last steps touch its view's timer on an event loop, so the owner calls
+  /// this while the loops exist (src/app/server_process.cc, ShutdownOrder). Idempotent.
+  void Shutdown();
+
   /// Renders paste `id` for the visitor `client_key`. `language`: a name from Languages(),
   /// "text" for plain text, anything else (or "") to detect it. Never waits for a slot.
   boost::asio::awaitable<RenderedView> Render(std::string id,
