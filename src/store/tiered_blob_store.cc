@@ -39,29 +39,14 @@ class TieredBlobStore final : public BlobStore {
     co_return small.ok() ? large : small;
   }
 
-  // Merges the two id-ordered listings and keeps the first `limit`: every id up to the last one
-  // returned has been seen in both tiers, so the reaper's cursor skips nothing.
+  // A body in both tiers (written under another limit) is listed once; Delete removes both.
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
                                                 admission::Deadline deadline) override {
     auto small = co_await small_->List(after, limit, deadline);
     if (!small.ok()) co_return small;
     auto large = co_await large_->List(after, limit, deadline);
     if (!large.ok()) co_return large;
-    std::vector<BlobInfo> out;
-    out.reserve(std::min(limit, small->size() + large->size()));
-    auto a = small->begin();
-    auto b = large->begin();
-    while (out.size() < limit && (a != small->end() || b != large->end())) {
-      if (b == large->end() || (a != small->end() && a->id.view() < b->id.view())) {
-        out.push_back(*a++);
-      } else if (a == small->end() || b->id.view() < a->id.view()) {
-        out.push_back(*b++);
-      } else {  // in both tiers: listed once; Delete removes both
-        out.push_back(*a++);
-        ++b;
-      }
-    }
-    co_return out;
+    co_return MergeListings(std::move(*small), std::move(*large), limit);
   }
 
  private:
@@ -71,6 +56,25 @@ class TieredBlobStore final : public BlobStore {
 };
 
 }  // namespace
+
+std::vector<BlobInfo> MergeListings(std::vector<BlobInfo> a, std::vector<BlobInfo> b,
+                                    size_t limit) {
+  std::vector<BlobInfo> out;
+  out.reserve(std::min(limit, a.size() + b.size()));
+  auto x = a.begin();
+  auto y = b.begin();
+  while (out.size() < limit && (x != a.end() || y != b.end())) {
+    if (y == b.end() || (x != a.end() && x->id.view() < y->id.view())) {
+      out.push_back(*x++);
+    } else if (x == a.end() || y->id.view() < x->id.view()) {
+      out.push_back(*y++);
+    } else {
+      out.push_back(*x++);
+      ++y;
+    }
+  }
+  return out;
+}
 
 std::unique_ptr<BlobStore> MakeTieredBlobStore(std::unique_ptr<BlobStore> small,
                                                std::unique_ptr<BlobStore> large,

@@ -325,6 +325,8 @@ class CrashTest(SluiceTestCase):
             elif paste_id not in row_ids:
                 totals["orphan_files"].add(paste_id)
         self.assertEqual(partial, [], f"{where}: incomplete bodies in final blob locations")
+        self.assertEqual(s.unreferenced_inline_bodies(), 0,
+                         f"{where}: inline bodies that no row points at")
         for paste_id in set(acked) - deleted - maybe_deleted:
             self.assertTrue(s.has_body(paste_id), f"{where}: no stored body for {paste_id}")
 

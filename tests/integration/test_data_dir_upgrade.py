@@ -16,9 +16,14 @@ NEW = b"written beside its row\n" * 20
 
 
 def bodies_in(path):
+    """{id: body} of a database's bodies table and, in meta.db, of the bodies its rows point at."""
     conn = sqlite3.connect(path, timeout=10)
     try:
-        return {r[0]: bytes(r[1]) for r in conn.execute("SELECT id, body FROM bodies")}
+        found = {r[0]: bytes(r[1]) for r in conn.execute("SELECT id, body FROM bodies")}
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'inline_bodies'").fetchone():
+            found.update({r[0]: bytes(r[1]) for r in conn.execute(
+                "SELECT p.id, b.body FROM pastes p JOIN inline_bodies b ON b.n = p.body_n")})
+        return found
     finally:
         conn.close()
 
@@ -36,7 +41,9 @@ class DataDirUpgradeTest(PatientTestCase):
         conn.execute("INSERT INTO bodies VALUES (?, 100, ?)", (old["id"], OLD))
         conn.commit()
         conn.close()
-        s.execute("DELETE FROM bodies WHERE id = ?", (old["id"],))
+        s.execute("DELETE FROM inline_bodies WHERE n = (SELECT body_n FROM pastes WHERE id = ?)",
+                  (old["id"],))
+        s.execute("UPDATE pastes SET body_n = NULL WHERE id = ?", (old["id"],))
         self.assertNotIn(old["id"], bodies_in(s.db_path))
 
         s.start()

@@ -402,21 +402,36 @@ class SluiceServer:
         return os.path.join(self.data_dir, "bodies.db")
 
     def inline_bodies(self):
-        """{id: (body, written_at)} of every body stored in a SQLite table, meta.db's and a
-        bodies.db's from before (safe while running: WAL)."""
+        """{id: (body, written_at)} of every body stored in a SQLite table: meta.db's
+        inline_bodies (found through their rows' body_n), its bodies (by id: from before, or
+        written apart from a row) and a bodies.db's from before (safe while running: WAL)."""
         found = {}
         for path in (self.legacy_bodies_db_path, self.bodies_db_path):
             if not os.path.exists(path):
                 continue
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
             try:
-                if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'bodies'").fetchone():
-                    continue
-                found.update({r[0]: (bytes(r[1]), r[2])
-                              for r in conn.execute("SELECT id, body, written_at FROM bodies")})
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+                if "bodies" in tables:
+                    found.update({r[0]: (bytes(r[1]), r[2]) for r in
+                                  conn.execute("SELECT id, body, written_at FROM bodies")})
+                if "inline_bodies" in tables:
+                    found.update({r[0]: (bytes(r[1]), r[2]) for r in conn.execute(
+                        "SELECT p.id, b.body, b.written_at FROM pastes p "
+                        "JOIN inline_bodies b ON b.n = p.body_n")})
             finally:
                 conn.close()
         return found
+
+    def unreferenced_inline_bodies(self):
+        """How many rows of meta.db's inline_bodies no paste points at: always 0, since a body
+        and its row are written, and removed, in one transaction."""
+        conn = sqlite3.connect(f"file:{self.bodies_db_path}?mode=ro", uri=True, timeout=10)
+        try:
+            return conn.execute("SELECT count(*) FROM inline_bodies WHERE n NOT IN "
+                                "(SELECT body_n FROM pastes WHERE body_n IS NOT NULL)").fetchone()[0]
+        finally:
+            conn.close()
 
     def stored_body(self, paste_id):
         """The stored bytes of a paste's body, from a bodies table or its file; None if neither."""
@@ -451,9 +466,14 @@ class SluiceServer:
             return
         conn = sqlite3.connect(self.bodies_db_path, timeout=10)
         try:
-            conn.execute("INSERT OR REPLACE INTO bodies (id, written_at, body) VALUES (?, ?, ?)",
-                         (paste_id, int(written_at if written_at is not None else
-                                        (inline[1] if inline else time.time())), data))
+            when = int(written_at if written_at is not None else
+                       (inline[1] if inline else time.time()))
+            changed = conn.execute(
+                "UPDATE inline_bodies SET body = ?, written_at = ? "
+                "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (data, when, paste_id))
+            if changed.rowcount == 0:  # in bodies, or planted there: read by id
+                conn.execute("INSERT OR REPLACE INTO bodies (id, written_at, body) "
+                             "VALUES (?, ?, ?)", (paste_id, when, data))
             conn.commit()
         finally:
             conn.close()

@@ -40,4 +40,8 @@ class BlobStore {
       std::string after, size_t limit, admission::Deadline deadline) = 0;
 };
 
+/// The first `limit` of two id-ordered listings, in id order; an id in both is listed once. Every
+/// id up to the last one returned has been seen in both, so a cursor resumed from it skips nothing.
+std::vector<BlobInfo> MergeListings(std::vector<BlobInfo> a, std::vector<BlobInfo> b, size_t limit);
+
 }  // namespace sluice::store

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,10 +38,20 @@ class Statement {
     sqlite3_bind_blob(stmt_, index, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  /// Binds without a copy: `bytes` must outlive the statement's next Reset (Db::Prepare and
+  /// Db::ResetAll reset it). For a create's body, which its op owns until the batch is done.
+  Statement& BindUnowned(int index, std::string_view bytes) {
+    sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+    return *this;
+  }
   /// Returns SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return sqlite3_step(stmt_); }
 
   int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  std::optional<int64_t> OptionalInt(int column) const {
+    if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
+    return Int(column);
+  }
   std::string_view Text(int column) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
     return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)))

@@ -2,10 +2,12 @@
 // and one WAL fsync per batch), a pool of reader connections that WAL lets run beside it, and
 // checkpoints on a thread of their own (sqlite::WalCheckpointer).
 //
-// The embedded store keeps small bodies here too, in the table `bodies`, and a create writes its
-// body and its row in one transaction (InsertWithBody): one commit and one flush per batch of
+// The embedded store keeps small bodies here too, in the table `inline_bodies`, and a create writes
+// its body and its row in one transaction (InsertWithBody): one commit and one flush per batch of
 // creates instead of two in a row, and no orphan if the process dies between them
-// (docs/architecture.md, "Durability"). MakeSqliteMetaBodies serves those bodies as a BlobStore.
+// (docs/architecture.md, "Durability"). The row finds its body by number (`body_n`, migration 8);
+// bodies from before that, and bodies written apart from a row, are in `bodies`, by id.
+// MakeSqliteMetaBodies serves both as a BlobStore.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -113,6 +115,24 @@ constexpr const char* kMigrations[] = {
     // same table as bodies.db's (sqlite_blob_store.cc).
     R"sql(
     CREATE TABLE bodies (id TEXT PRIMARY KEY, written_at INTEGER NOT NULL, body BLOB NOT NULL);
+    )sql",
+    // 8: a create's body in `inline_bodies`, found through its row's `body_n`. A batch of creates
+    // used to write four pages at random places per paste besides the body's own: its row, the
+    // bodies' id index, the expiry index (same second, random ids) and interior pages; every
+    // one of them is written to the WAL at commit and again by the checkpoint. Keyed by a number
+    // that only grows (AUTOINCREMENT: never reused, so a row can never point at a later paste's
+    // body), the bodies append and need no id index, and the expiry index, ordered by that number
+    // within a second, appends too (bench/results/wal-pages.md). Bodies from before, and bodies
+    // written apart from their row (MakeSqliteMetaBodies' Put), stay in `bodies`, read by id.
+    R"sql(
+    CREATE TABLE inline_bodies (
+      n INTEGER PRIMARY KEY AUTOINCREMENT,
+      written_at INTEGER NOT NULL,
+      body BLOB NOT NULL
+    );
+    ALTER TABLE pastes ADD COLUMN body_n INTEGER;
+    DROP INDEX pastes_by_expiry;
+    CREATE INDEX pastes_by_expiry ON pastes (expires_at, body_n);
     )sql",
 };
 
@@ -244,7 +264,18 @@ class SqliteMetaStore final : public MetaStore {
 
   awaitable<Result<std::string>> GetBody(PasteId id) {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
-      return WithReader([&](Db& db) { return sqlite::ReadBodyRow(db, id, &StorageError); });
+      return WithReader([&](Db& db) -> Result<std::string> {
+        Statement& s = db.Prepare(
+            "SELECT b.body FROM pastes p JOIN inline_bodies b ON b.n = p.body_n WHERE p.id = ?");
+        s.Bind(1, id.view());
+        const int rc = s.Step();
+        if (rc == SQLITE_ROW) {
+          const auto blob = s.Blob(0);
+          return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
+        }
+        if (rc != SQLITE_DONE) return StorageError(db, "get body");
+        return sqlite::ReadBodyRow(db, id, &StorageError);  // from before inline_bodies, or apart
+      });
     });
   }
 
@@ -254,8 +285,21 @@ class SqliteMetaStore final : public MetaStore {
     return asio_glue::RunBlocking(
         *pools_.cleanup,
         [this, after = std::move(after), limit]() -> Result<std::vector<BlobInfo>> {
-          return WithReader(
-              [&](Db& db) { return sqlite::ListBodyRows(db, after, limit, &StorageError); });
+          return WithReader([&](Db& db) -> Result<std::vector<BlobInfo>> {
+            auto apart = sqlite::ListBodyRows(db, after, limit, &StorageError);
+            if (!apart.ok()) return apart;
+            Statement& s = db.Prepare(
+                "SELECT p.id, b.written_at FROM pastes p JOIN inline_bodies b ON b.n = p.body_n "
+                "WHERE p.id > ? ORDER BY p.id LIMIT ?");
+            s.Bind(1, after).Bind(2, static_cast<int64_t>(limit));
+            std::vector<BlobInfo> with_rows;
+            int rc;
+            while ((rc = s.Step()) == SQLITE_ROW) {
+              if (auto id = PasteId::Parse(s.Text(0))) with_rows.push_back(BlobInfo{*id, s.Int(1)});
+            }
+            if (rc != SQLITE_DONE) return StorageError(db, "list bodies");
+            return MergeListings(std::move(with_rows), std::move(*apart), limit);
+          });
         });
   }
 
@@ -561,11 +605,13 @@ class SqliteMetaStore final : public MetaStore {
       for (auto& item : batch) item.status = e;
       return;
     }
+    // Prepared once rather than parsed per op (TryExec): a few microseconds per create.
+    const auto run = [&db](const char* sql) { db.Prepare(sql).Step(); };
     for (auto& item : batch) {
-      db.TryExec("SAVEPOINT op");
+      run("SAVEPOINT op");
       item.status = std::visit([&](auto& op) { return Apply(db, op); }, item.op);
-      db.TryExec(item.status.ok() ? "RELEASE op" : "ROLLBACK TO op");
-      if (!item.status.ok()) db.TryExec("RELEASE op");
+      if (!item.status.ok()) run("ROLLBACK TO op");
+      run("RELEASE op");
     }
     db.ResetAll();
     if (db.TryExec("COMMIT") != SQLITE_OK) {
@@ -597,9 +643,17 @@ class SqliteMetaStore final : public MetaStore {
       return e;
     }
     try {
+      // The body first, for its number; an id collision below rolls it back with the op.
+      std::optional<int64_t> body_n;
+      if (op.body) {
+        Statement& body = db.Prepare("INSERT INTO inline_bodies (written_at, body) VALUES (?, ?)");
+        body.Bind(1, op.written_at).BindUnowned(2, *op.body);
+        if (Status written = Done(db, body, "write body"); !written.ok()) return written;
+        body_n = sqlite3_last_insert_rowid(db.raw());
+      }
       Statement& s = db.Prepare(
           "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-          "body_sha256, burn) VALUES (?, ?, ?, ?, ?, 0, ?, ?)");
+          "body_sha256, burn, body_n) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)");
       const PasteMeta& m = op.meta;
       s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
       s.Bind(4, static_cast<int64_t>(m.size_bytes))
@@ -607,13 +661,8 @@ class SqliteMetaStore final : public MetaStore {
       // Left unbound, the checksum is NULL (Prepare clears the bindings).
       if (m.body_sha256) s.Bind(6, std::span<const unsigned char>(*m.body_sha256));
       s.Bind(7, int64_t{m.burn ? 1 : 0});
+      if (body_n) s.Bind(8, *body_n);
       if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
-      if (op.body) {
-        if (Status stored = sqlite::WriteBodyRow(db, m.id, *op.body, op.written_at, &StorageError);
-            !stored.ok()) {
-          return stored;
-        }
-      }
       return CountLive(db, static_cast<int64_t>(m.size_bytes));
     } catch (const std::exception& e) {
       return MakeError(ErrorCode::kUnavailable, e.what(), "storage_unavailable");
@@ -629,8 +678,28 @@ class SqliteMetaStore final : public MetaStore {
     return sqlite::WriteBodyRow(db, op.id, *op.body, op.written_at, &StorageError);
   }
 
+  // The row stays (a tombstone, until purged) and forgets its body's number.
   Status Apply(Db& db, const BodyDeleteOp& op) {
+    Statement& number = db.Prepare("SELECT body_n FROM pastes WHERE id = ? AND body_n IS NOT NULL");
+    number.Bind(1, op.id.view());
+    const int found = number.Step();
+    if (found == SQLITE_ROW) {
+      const int64_t n = number.Int(0);
+      number.Reset();
+      if (Status s = DeleteInlineBody(db, n); !s.ok()) return s;
+      Statement& forget = db.Prepare("UPDATE pastes SET body_n = NULL WHERE id = ?");
+      forget.Bind(1, op.id.view());
+      if (Status s = Done(db, forget, "delete body"); !s.ok()) return s;
+    } else if (found != SQLITE_DONE) {
+      return StorageError(db, "delete body");
+    }
     return sqlite::DeleteBodyRow(db, op.id, &StorageError);
+  }
+
+  static Status DeleteInlineBody(Db& db, int64_t n) {
+    Statement& s = db.Prepare("DELETE FROM inline_bodies WHERE n = ?");
+    s.Bind(1, n);
+    return Done(db, s, "delete body");
   }
 
   // Adds `delta` to the live bytes, inside the op's savepoint.
@@ -713,10 +782,10 @@ class SqliteMetaStore final : public MetaStore {
 
   Status Apply(Db& db, const PurgeOp& op) {
     // A purged tombstone was counted out when it was marked; an expired live row is counted out
-    // now.
+    // now. Its inline body goes with it: nothing else could ever find it again.
     Statement& row = db.Prepare(
         "DELETE FROM pastes WHERE id = ? RETURNING CASE WHEN deleted = 0 THEN size_bytes ELSE 0 "
-        "END");
+        "END, body_n");
     Statement& owed = db.Prepare("DELETE FROM outbox WHERE paste_id = ?");
     for (const PasteId& id : op.ids) {
       row.Reset();
@@ -724,7 +793,11 @@ class SqliteMetaStore final : public MetaStore {
       const int rc = row.Step();
       if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "purge");
       const int64_t freed = rc == SQLITE_ROW ? row.Int(0) : 0;
+      const std::optional<int64_t> body_n = rc == SQLITE_ROW ? row.OptionalInt(1) : std::nullopt;
       row.Reset();
+      if (body_n) {
+        if (Status s = DeleteInlineBody(db, *body_n); !s.ok()) return s;
+      }
       if (Status s = CountLive(db, -freed); !s.ok()) return s;
       owed.Reset();
       owed.Bind(1, id.view());
