@@ -2,12 +2,13 @@
 # Durable creates, quiet and beside a co-tenant writer, for one or more sluice binaries in one go.
 #
 #   1. bench/fsync_probe.py on the data dir's filesystem: the disk's group-commit capacity now;
-#   2. for ROUNDS rounds, for each binary in turn (interleaved, so the machine's drift hits all):
-#      a fresh server on an empty data dir, then
+#   2. for ROUNDS rounds, for each binary in turn (interleaved, so the machine's drift hits all),
+#      on a fresh server and an empty data dir each time:
 #        quiet:    wrk creates of unique BODY_BYTES UTF-8 pastes at CONNS connections for DURATION s;
+#      then ROUNDS rounds the same way of
 #        cotenant: the same, while `dd if=/dev/zero of=FILE bs=1M count=DD_MB` (no fsync) writes
 #                  to the same filesystem, started with wrk: a log shipper or a backup next door;
-#      the server is stopped, its data and the dd file removed, and `sync` run, untimed;
+#      after each run the server is stopped, its data and the dd file removed, and `sync` run;
 #   3. the median round of each binary and mode by creates/s, and the ratio cotenant/quiet.
 #
 # Writes OUT (default bench/results/creates.md, overwritten) and the raw outputs to raw-<name of
@@ -146,14 +147,30 @@ python3 bench/fsync_probe.py "$work" "$PROBE_SECONDS" | tee "$raw/fsync-probe.tx
 probe() { awk -v k="$1" '$1 == k {print $2}' "$raw/fsync-probe.txt"; }
 
 # ---- rounds ---------------------------------------------------------------------------------------
+# Every quiet round first, then every co-tenant round: a quiet run must not follow a co-tenant one,
+# whose 3 GB the filesystem is still writing back and discarding (the mount has `discard`) after
+# the file is gone. Each run starts a fresh server on an empty data dir.
+warm_up() {
+  # The first creates open files and grow the database; not measured.
+  wrk -t1 -c4 -d1s -s bench/wrk/create.lua "$sluice_url" >/dev/null 2>&1
+  sync
+}
 for r in $(seq "$ROUNDS"); do
   for label in "${labels[@]}"; do
     start_server "$label"
-    # Warm-up: the first creates open files and grow the database; not measured.
-    wrk -t1 -c4 -d1s -s bench/wrk/create.lua "$sluice_url" >/dev/null 2>&1
-    sync
+    warm_up
     run_creates "$raw/$label-quiet-round$r.txt"
+    stop_server
+    cp "$work/sluice.log" "$raw/$label-sluice-quiet-round$r.log"
+    rm -rf "$work/data"
     sync
+    echo "round $r $label: quiet $(parse "$raw/$label-quiet-round$r.txt")"
+  done
+done
+for r in $(seq "$ROUNDS"); do
+  for label in "${labels[@]}"; do
+    start_server "$label"
+    warm_up
     /usr/bin/time -f "dd_cpu_s %U %S %e" -o "$work/dd-time.txt" \
       dd if=/dev/zero of="$work/cotenant.bin" bs=1M count="$DD_MB" status=none &
     dd_pid=$!
@@ -165,10 +182,10 @@ for r in $(seq "$ROUNDS"); do
     awk '{printf "dd_cpu_s %.1f\ndd_wall_s %.1f\n", $2 + $3, $4}' "$work/dd-time.txt" \
       >>"$raw/$label-cotenant-round$r.txt"
     stop_server
-    cp "$work/sluice.log" "$raw/$label-sluice-round$r.log"
+    cp "$work/sluice.log" "$raw/$label-sluice-cotenant-round$r.log"
     rm -rf "$work/data" "$work/cotenant.bin"
     sync
-    echo "round $r $label: quiet $(parse "$raw/$label-quiet-round$r.txt"); cotenant $(parse "$raw/$label-cotenant-round$r.txt")"
+    echo "round $r $label: cotenant $(parse "$raw/$label-cotenant-round$r.txt")"
   done
 done
 
@@ -209,8 +226,8 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
   echo "wrk and the server share the same $(nproc) cores, and the machine is shared with other builders:"
   echo "compare figures within this run (interleaved rounds), not across runs. A 201 means the body and"
   echo "the row are on disk; creates/s counts 201s only (503s, the server shedding what its store cannot"
-  echo "take within the create budget, are counted under errors). Each round starts a fresh server on an"
-  echo "empty data dir."
+  echo "take within the create budget, are counted under errors). Each run starts a fresh server on an"
+  echo "empty data dir; every quiet round runs before the first co-tenant round."
   echo
   echo "## The disk's group-commit capacity (bench/fsync_probe.py, 10 KB files, ${PROBE_SECONDS}s per test)"
   echo
@@ -246,7 +263,7 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
     echo "| $label | $q_rps | $q_p50 | $q_p99 | $q_err | $c_rps | $c_p50 | $c_p99 | $c_err | **$share** |"
   done
   echo
-  echo "All rounds (201s per second, p50 ms, p99 ms, errors and non-201), in the order they ran:"
+  echo "All rounds (201s per second, p50 ms, p99 ms, errors and non-201); the quiet ones ran first:"
   echo
   for r in $(seq "$ROUNDS"); do
     for label in "${labels[@]}"; do

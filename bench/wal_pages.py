@@ -6,8 +6,8 @@ For each binary: a fresh data dir, PREFILL creates (so the trees have the depth 
 a clean stop (its checkpoint empties the WAL), a restart, MEASURED creates from CONCURRENCY clients at
 once (so they commit in batches, as under load), then SIGKILL before any checkpoint can run. Every
 frame left in meta.db-wal is a page those creates wrote; dbstat names the b-tree of each page.
-The clients are Python threads: batches are smaller than under wrk, so the pages a batch shares
-(interior pages, the schema and usage rows) weigh more per create here than in a wrk run.
+The prefill's clients are Python threads; the measured creates come from wrk (bench/wrk/create.lua,
+STOP_AFTER), so their batches have the size they have under bench/run_create_bench.sh's load.
 
     bench/wal_pages.py before=/tmp/sluice-old after=build/release/sluice [--prefill 20000]
 
@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 
+REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 LIFTED = ["--ip-create-rate", "1000000", "--ip-create-burst", "1000000",
           "--ip-create-bytes-rate", "1e12", "--ip-create-bytes-burst", "1e12",
           "--global-create-rate", "1000000", "--global-create-burst", "1000000",
@@ -120,33 +121,39 @@ def measure(label, binary, args, work):
     if busy:
         sys.exit("could not empty the WAL after the prefill")
     proc, port = start(binary, data, log)
-    create_many(port, args.prefill, args.measured, args.concurrency, args.body_bytes)
+    # wrk, as bench/run_create_bench.sh loads the server, so batches have their size under load;
+    # each of its 2 threads stops after its share of answers.
+    env = dict(os.environ, BODY_BYTES=str(args.body_bytes), STOP_AFTER=str(args.measured // 2))
+    subprocess.run(["wrk", "-t2", f"-c{args.concurrency}", "-d30s", "-s",
+                    os.path.join(REPO, "bench/wrk/create.lua"), f"http://127.0.0.1:{port}"],
+                   env=env, stdout=subprocess.DEVNULL, check=True)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     page_size, frames, commits = wal_frames(os.path.join(data, "meta.db-wal"))
     copy = os.path.join(work, f"{label}-copy")
     shutil.copytree(data, copy)
     db = sqlite3.connect(os.path.join(copy, "meta.db"))
+    measured = db.execute("SELECT count(*) FROM pastes").fetchone()[0] - args.prefill
     owner = dict(db.execute("SELECT pageno, name || ' (' || pagetype || ')' FROM dbstat"))
     by_tree = collections.Counter(owner.get(p, "free or new") for p in frames)
     print(f"\n### {label}: {binary}\n")
-    print(f"{args.measured} creates of {args.body_bytes} bytes after {args.prefill}, "
-          f"{args.concurrency} at a time: {commits} commits (mean batch "
-          f"{args.measured / max(commits, 1):.1f}), {len(frames)} frames of {page_size} bytes, "
-          f"**{len(frames) / args.measured:.2f} pages and "
-          f"{len(frames) * (page_size + 24) / args.measured / 1024:.1f} KiB of WAL per create**\n")
+    print(f"{measured} creates of {args.body_bytes} bytes after {args.prefill} (wrk, "
+          f"{args.concurrency} connections): {commits} commits (mean batch "
+          f"{measured / max(commits, 1):.1f}), {len(frames)} frames of {page_size} bytes, "
+          f"**{len(frames) / measured:.2f} pages and "
+          f"{len(frames) * (page_size + 24) / measured / 1024:.1f} KiB of WAL per create**\n")
     print("| b-tree (page type) | pages | per create |")
     print("|---|---:|---:|")
     for name, n in by_tree.most_common():
-        print(f"| {name} | {n} | {n / args.measured:.2f} |")
-    return len(frames) / args.measured
+        print(f"| {name} | {n} | {n / measured:.2f} |")
+    return len(frames) / measured
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("binaries", nargs="+", help="LABEL=PATH")
     p.add_argument("--prefill", type=int, default=20000)
-    p.add_argument("--measured", type=int, default=500)
+    p.add_argument("--measured", type=int, default=600, help="about; what landed is counted")
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--body-bytes", type=int, default=10240)
     args = p.parse_args()

@@ -4,7 +4,7 @@
 -- characters) cut on a character boundary and padded with ASCII to the exact length.
 -- FORMAT=json sends the same text as the JSON create ({"content": ...}, Content-Type
 -- application/json), escapes and all, as pastebinit's would (bench/run_clients_bench.sh).
--- Prints "status <code> <count>" lines and "non_201 <count>" in done(); the run script parses them.
+-- STOP_AFTER (below) ends a run early. Prints "status <code> <count>" lines and "non_201 <count>" in done(); the run script parses them.
 
 local body_bytes = tonumber(os.getenv("BODY_BYTES") or "10240")
 local format = os.getenv("FORMAT") or "raw"
@@ -63,8 +63,15 @@ function request()
                     { ["Content-Type"] = ctype, ["Content-Length"] = tostring(#body) }, body)
 end
 
+-- STOP_AFTER=N: each wrk thread stops after N answers (bench/wal_pages.py, which counts what
+-- landed from the database: the requests still in flight then are not counted here).
+local stop_after = tonumber(os.getenv("STOP_AFTER") or "0")
+local answered = 0
+
 function response(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
+  answered = answered + 1
+  if stop_after > 0 and answered >= stop_after then wrk.thread:stop() end
 end
 
 function done(summary, latency, requests)
