@@ -35,8 +35,11 @@ inline Status DeleteBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
   return s.Step() == SQLITE_DONE ? Ok() : Status(fail(db, "delete body"));
 }
 
-inline Result<std::string> ReadBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
-  Statement& s = db.Prepare("SELECT body FROM bodies WHERE id = ?");
+/// The body `sql` selects (one blob column, the id bound to its one parameter), NotFound if none:
+/// by id from this table, or (sqlite_meta_store.cc) through a row's body number.
+inline Result<std::string> ReadBodyWith(Db& db, const char* sql, const PasteId& id,
+                                        BodyTableError fail) {
+  Statement& s = db.Prepare(sql);
   s.Bind(1, id.view());
   const int rc = s.Step();
   if (rc == SQLITE_ROW) {
@@ -47,10 +50,14 @@ inline Result<std::string> ReadBodyRow(Db& db, const PasteId& id, BodyTableError
   return fail(db, "get body");
 }
 
-/// Up to `limit` bodies with ids after `after`, in id order, dated when they were written.
-inline Result<std::vector<BlobInfo>> ListBodyRows(Db& db, std::string_view after, size_t limit,
-                                                  BodyTableError fail) {
-  Statement& s = db.Prepare("SELECT id, written_at FROM bodies WHERE id > ? ORDER BY id LIMIT ?");
+inline Result<std::string> ReadBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
+  return ReadBodyWith(db, "SELECT body FROM bodies WHERE id = ?", id, fail);
+}
+
+/// Up to `limit` (id, written_at) pairs `sql` lists after `after` in id order (its two parameters).
+inline Result<std::vector<BlobInfo>> ListBodiesWith(Db& db, const char* sql, std::string_view after,
+                                                    size_t limit, BodyTableError fail) {
+  Statement& s = db.Prepare(sql);
   s.Bind(1, after).Bind(2, static_cast<int64_t>(limit));
   std::vector<BlobInfo> out;
   int rc;
@@ -60,6 +67,13 @@ inline Result<std::vector<BlobInfo>> ListBodyRows(Db& db, std::string_view after
   }
   if (rc != SQLITE_DONE) return fail(db, "list bodies");
   return out;
+}
+
+/// Up to `limit` bodies with ids after `after`, in id order, dated when they were written.
+inline Result<std::vector<BlobInfo>> ListBodyRows(Db& db, std::string_view after, size_t limit,
+                                                  BodyTableError fail) {
+  return ListBodiesWith(db, "SELECT id, written_at FROM bodies WHERE id > ? ORDER BY id LIMIT ?",
+                        after, limit, fail);
 }
 
 }  // namespace sluice::store::sqlite

@@ -265,15 +265,10 @@ class SqliteMetaStore final : public MetaStore {
   awaitable<Result<std::string>> GetBody(PasteId id) {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
       return WithReader([&](Db& db) -> Result<std::string> {
-        Statement& s = db.Prepare(
-            "SELECT b.body FROM pastes p JOIN inline_bodies b ON b.n = p.body_n WHERE p.id = ?");
-        s.Bind(1, id.view());
-        const int rc = s.Step();
-        if (rc == SQLITE_ROW) {
-          const auto blob = s.Blob(0);
-          return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
-        }
-        if (rc != SQLITE_DONE) return StorageError(db, "get body");
+        auto with_row = sqlite::ReadBodyWith(
+            db, "SELECT b.body FROM pastes p JOIN inline_bodies b ON b.n = p.body_n WHERE p.id = ?",
+            id, &StorageError);
+        if (with_row.ok() || with_row.error().code != ErrorCode::kNotFound) return with_row;
         return sqlite::ReadBodyRow(db, id, &StorageError);  // from before inline_bodies, or apart
       });
     });
@@ -288,17 +283,13 @@ class SqliteMetaStore final : public MetaStore {
           return WithReader([&](Db& db) -> Result<std::vector<BlobInfo>> {
             auto apart = sqlite::ListBodyRows(db, after, limit, &StorageError);
             if (!apart.ok()) return apart;
-            Statement& s = db.Prepare(
+            auto with_rows = sqlite::ListBodiesWith(
+                db,
                 "SELECT p.id, b.written_at FROM pastes p JOIN inline_bodies b ON b.n = p.body_n "
-                "WHERE p.id > ? ORDER BY p.id LIMIT ?");
-            s.Bind(1, after).Bind(2, static_cast<int64_t>(limit));
-            std::vector<BlobInfo> with_rows;
-            int rc;
-            while ((rc = s.Step()) == SQLITE_ROW) {
-              if (auto id = PasteId::Parse(s.Text(0))) with_rows.push_back(BlobInfo{*id, s.Int(1)});
-            }
-            if (rc != SQLITE_DONE) return StorageError(db, "list bodies");
-            return MergeListings(std::move(with_rows), std::move(*apart), limit);
+                "WHERE p.id > ? ORDER BY p.id LIMIT ?",
+                after, limit, &StorageError);
+            if (!with_rows.ok()) return with_rows;
+            return MergeListings(std::move(*with_rows), std::move(*apart), limit);
           });
         });
   }
