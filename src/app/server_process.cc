@@ -19,6 +19,7 @@
 
 #include "backends.h"
 #include "reload.h"
+#include "sluice/common/thread_name.h"
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/ids.h"
 #include "systemd_notify.h"
@@ -152,7 +153,11 @@ void EventLoops::Run() {
   for (auto& loop : loops_) keep_running.push_back(asio::make_work_guard(*loop));
   std::vector<std::thread> runners;
   for (size_t i = 1; i < loops_.size(); ++i) {
-    runners.emplace_back([loop = loops_[i].get()] { loop->run(); });
+    runners.emplace_back([loop = loops_[i].get(), i] {
+      NameThisThread("loop-" +
+                     std::to_string(i));  // the main thread runs loop 0 and keeps its name
+      loop->run();
+    });
   }
   loops_.front()->run();
   for (auto& t : runners) t.join();

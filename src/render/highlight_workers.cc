@@ -15,6 +15,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "sluice/common/thread_name.h"
 #include "sluice/render/highlighter.h"
 
 extern char** environ;
@@ -143,7 +144,10 @@ HighlightWorkers::HighlightWorkers(HighlightWorkersOptions options, MetricsRegis
                                        {{"cause", "failed"}})),
       workers_(static_cast<size_t>(std::max(1, options_.workers))) {
   if (options_.command.empty()) throw std::invalid_argument("highlight worker command is empty");
-  spawner_ = std::thread([this] { SpawnerLoop(); });
+  spawner_ = std::thread([this] {
+    NameThisThread("hl-spawner");
+    SpawnerLoop();
+  });
 }
 
 HighlightWorkers::~HighlightWorkers() {

@@ -21,6 +21,24 @@ class SingleProcessTest(SluiceTestCase):
         self.assertEqual(first.get(f"/raw/{paste}").text, "still here\n")
         self.assertEqual(first.get("/raw/" + first.create_ok("and writable\n")["id"]).status, 200)
 
+    def test_its_threads_are_named_and_the_process_keeps_its_own(self):
+        # ps -L, top -H and perf tell the committer from a loop by these names; pidof and
+        # killall match the process's, the main thread's (src/app/server_process.cc).
+        s = self.server(["--threads", "2"])
+        s.create_ok("named\n")
+        task_dir = f"/proc/{s.proc.pid}/task"
+        names = set()
+        for tid in os.listdir(task_dir):
+            try:
+                with open(os.path.join(task_dir, tid, "comm")) as f:
+                    names.add(f.read().strip())
+            except FileNotFoundError:
+                continue  # a thread that ended while listed
+        with open(f"/proc/{s.proc.pid}/comm") as f:
+            self.assertEqual(f.read().strip(), "sluice")
+        for expected in ("loop-1", "commit-meta", "ckpt-meta", "commit-files"):
+            self.assertIn(expected, names)
+
     def test_a_second_process_on_the_same_port_and_data_dir_is_refused(self):
         first = self.server()
         paste = first.create_ok("still here\n")["id"]

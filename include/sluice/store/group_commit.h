@@ -16,6 +16,7 @@
 
 #include "sluice/asio/completion.h"
 #include "sluice/common/result.h"
+#include "sluice/common/thread_name.h"
 
 namespace sluice::store {
 
@@ -31,8 +32,12 @@ class GroupCommitter {
   /// Commits a whole batch and sets each item's status; runs on the committer thread only.
   using CommitBatch = std::function<void(std::vector<Item>& batch)>;
 
-  GroupCommitter(size_t max_batch, CommitBatch commit)
-      : max_batch_(max_batch), commit_(std::move(commit)), thread_([this] { Run(); }) {}
+  /// `thread_name` names the committer thread (sluice/common/thread_name.h).
+  GroupCommitter(std::string thread_name, size_t max_batch, CommitBatch commit)
+      : thread_name_(std::move(thread_name)),
+        max_batch_(max_batch),
+        commit_(std::move(commit)),
+        thread_([this] { Run(); }) {}
 
   /// Drains what is queued, then stops the committer thread.
   ~GroupCommitter() {
@@ -79,6 +84,7 @@ class GroupCommitter {
   };
 
   void Run() {
+    NameThisThread(thread_name_);
     std::vector<Queued> taken;
     std::vector<Item> batch;
     for (;;) {
@@ -108,6 +114,7 @@ class GroupCommitter {
     }
   }
 
+  const std::string thread_name_;
   const size_t max_batch_;
   const CommitBatch commit_;
   mutable std::mutex mu_;

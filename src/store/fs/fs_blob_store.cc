@@ -127,7 +127,8 @@ class FsBlobStore final : public BlobStore {
       throw std::runtime_error("cannot flush " + parent.string() + ": " + std::strerror(err));
     }
     committer_ = std::make_unique<GroupCommitter<PutOp>>(
-        kMaxBatch, [this](std::vector<GroupCommitter<PutOp>::Item>& batch) { Commit(batch); });
+        "commit-files", kMaxBatch,
+        [this](std::vector<GroupCommitter<PutOp>::Item>& batch) { Commit(batch); });
   }
 
   ~FsBlobStore() override {

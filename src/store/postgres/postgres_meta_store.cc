@@ -21,6 +21,7 @@
 #include "sluice/asio/completion.h"
 #include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
+#include "sluice/common/thread_name.h"
 #include "sluice/store/postgres.h"
 
 namespace sluice::store {
@@ -330,7 +331,10 @@ class PgMetaStore final : public PostgresMetaStore {
       for (size_t i = 0; i < count; ++i)
         asio::co_spawn(io_, pool->Warm(), asio_glue::LogIfThrown("postgres: warm"));
     }
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      NameThisThread("postgres-io");
+      io_.run();
+    });
   }
 
   ~PgMetaStore() override {

@@ -19,6 +19,7 @@
 #include "scripts.h"
 #include "sluice/asio/completion.h"
 #include "sluice/asio/timer.h"
+#include "sluice/common/thread_name.h"
 #include "sluice/store/shared_state.h"
 
 namespace sluice::store {
@@ -206,7 +207,10 @@ class RedisSharedState final : public store::SharedState {
       commands_->Start();
       subscriber_->Start();
     });
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      NameThisThread("redis-io");
+      io_.run();
+    });
   }
 
   ~RedisSharedState() override {

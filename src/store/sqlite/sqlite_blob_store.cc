@@ -52,10 +52,10 @@ class SqliteBlobStore final : public BlobStore {
     writer_->Exec(
         "CREATE TABLE IF NOT EXISTS bodies (id TEXT PRIMARY KEY, written_at INTEGER NOT NULL, "
         "body BLOB NOT NULL)");
-    checkpointer_ =
-        std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "blob store (sqlite)");
+    checkpointer_ = std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "blob store (sqlite)",
+                                                              "ckpt-bodies");
     committer_ = std::make_unique<GroupCommitter<BlobWriteOp>>(
-        kMaxBatch,
+        "commit-bodies", kMaxBatch,
         [this](std::vector<GroupCommitter<BlobWriteOp>::Item>& batch) { Commit(batch); });
   }
 

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "sluice/common/thread_name.h"
+
 namespace sluice::store::sqlite {
 
 std::unique_ptr<Db> Db::Open(const std::filesystem::path& path) {
@@ -57,8 +59,8 @@ std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path) {
 }
 
 WalCheckpointer::WalCheckpointer(Db& writer, const std::filesystem::path& path,
-                                 std::string_view name)
-    : name_(name), db_(OpenDurable(path)) {
+                                 std::string_view name, std::string thread_name)
+    : name_(name), thread_name_(std::move(thread_name)), db_(OpenDurable(path)) {
   writer.Exec("PRAGMA wal_autocheckpoint = 0");
   sqlite3_wal_hook(writer.raw(), &WalCheckpointer::OnWalCommit, this);
   thread_ = std::thread([this] { Run(); });
@@ -93,6 +95,7 @@ void WalCheckpointer::AfterCommit(Db& writer) {
 }
 
 void WalCheckpointer::Run() {
+  NameThisThread(thread_name_);
   for (;;) {
     {
       std::unique_lock lock(mu_);

@@ -117,7 +117,9 @@ std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path);
 class WalCheckpointer {
  public:
   /// Turns the writer's automatic checkpoints off and watches its commits.
-  WalCheckpointer(Db& writer, const std::filesystem::path& path, std::string_view name);
+  /// `name` is for log lines, `thread_name` names its thread (sluice/common/thread_name.h).
+  WalCheckpointer(Db& writer, const std::filesystem::path& path, std::string_view name,
+                  std::string thread_name);
   ~WalCheckpointer();
   WalCheckpointer(const WalCheckpointer&) = delete;
   WalCheckpointer& operator=(const WalCheckpointer&) = delete;
@@ -140,6 +142,7 @@ class WalCheckpointer {
   void Run();
 
   const std::string name_;
+  const std::string thread_name_;
   int wal_frames_ = 0;      // committer thread only: set by OnWalCommit during COMMIT
   std::unique_ptr<Db> db_;  // the checkpointer thread's
   std::mutex mu_;

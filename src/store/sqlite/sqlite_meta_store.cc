@@ -235,9 +235,11 @@ class SqliteMetaStore final : public MetaStore {
         colocated_body_limit_(colocated_body_limit),
         writer_(sqlite::OpenDurable(path)) {
     Migrate(*writer_);
-    checkpointer_ = std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "metadata store");
+    checkpointer_ =
+        std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "metadata store", "ckpt-meta");
     committer_ = std::make_unique<GroupCommitter<WriteOp>>(
-        kMaxBatch, [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); });
+        "commit-meta", kMaxBatch,
+        [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); });
   }
 
   awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
