@@ -116,14 +116,14 @@ constexpr const char* kMigrations[] = {
     R"sql(
     CREATE TABLE bodies (id TEXT PRIMARY KEY, written_at INTEGER NOT NULL, body BLOB NOT NULL);
     )sql",
-    // 8: a create's body in `inline_bodies`, found through its row's `body_n`. A batch of creates
-    // used to write four pages at random places per paste besides the body's own: its row, the
-    // bodies' id index, the expiry index (same second, random ids) and interior pages; every
-    // one of them is written to the WAL at commit and again by the checkpoint. Keyed by a number
-    // that only grows (AUTOINCREMENT: never reused, so a row can never point at a later paste's
-    // body), the bodies append and need no id index, and the expiry index, ordered by that number
-    // within a second, appends too (bench/results/wal-pages.md). Bodies from before, and bodies
-    // written apart from their row (MakeSqliteMetaBodies' Put), stay in `bodies`, read by id.
+    // 8: a create's body in `inline_bodies`, found through its row's `body_n`. Besides its body's
+    // pages and its row, a create used to write two pages at random places: a leaf of the bodies'
+    // id index and one of the expiry index (one second's entries ordered by random id), each
+    // written to the WAL at commit and again by the checkpoint. Keyed by a number that only grows
+    // (AUTOINCREMENT: never reused, so a row can never point at a later paste's body), the bodies
+    // append and need no id index, and the expiry index, ordered by that number within a second,
+    // appends too (bench/results/wal-pages.md). Bodies from before, and bodies written apart from
+    // their row (MakeSqliteMetaBodies' Put), stay in `bodies`, read by id.
     R"sql(
     CREATE TABLE inline_bodies (
       n INTEGER PRIMARY KEY AUTOINCREMENT,
