@@ -154,8 +154,8 @@ void EventLoops::Run() {
   std::vector<std::thread> runners;
   for (size_t i = 1; i < loops_.size(); ++i) {
     runners.emplace_back([loop = loops_[i].get(), i] {
-      NameThisThread("loop-" +
-                     std::to_string(i));  // the main thread runs loop 0 and keeps its name
+      // The main thread runs loop 0 and keeps its name, the process's.
+      NameThisThread("loop-" + std::to_string(i));
       loop->run();
     });
   }
