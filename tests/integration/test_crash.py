@@ -40,7 +40,9 @@ def is_continuation(byte):
 
 
 class BodyMaker:
-    """Unique random UTF-8 bodies of log-uniform size, 1 B to 200 KB."""
+    """Unique random UTF-8 bodies of log-uniform size, 1 B to 200 KB. Half of them repeat a short
+    stretch of text, as pastes do, so that both forms a small body is stored in (as received, and
+    compressed: include/sluice/store/body_codec.h) go through the kills."""
 
     def __init__(self, rng):
         self.rng = rng
@@ -52,6 +54,7 @@ class BodyMaker:
             size = int(math.exp(self.rng.uniform(0, math.log(MAX_BODY))))
             start = self.rng.randrange(0, len(self.pool) - MAX_BODY)
             short = "".join(self.rng.choices(ALPHABET, k=size)).encode("utf-8")[:size]
+            stretch = self.rng.randrange(16, 400) if self.rng.random() < 0.5 else 0
         marker = f"[{tag}]".encode()
         if size <= 2 * len(marker):
             # Too small to carry the tag: random text (may repeat another body; that is harmless).
@@ -63,7 +66,11 @@ class BodyMaker:
                 start += 1
             while end < len(self.pool) and is_continuation(self.pool[end]):
                 end -= 1
-            body = marker + self.pool[start:end] + marker
+            if stretch:
+                text = self.pool[start:start + stretch] * (size // stretch + 1)
+                body = marker + text[:end - start] + marker
+            else:
+                body = marker + self.pool[start:end] + marker
         # A short body cut mid-character loses that character; never empty.
         return body.decode("utf-8", "ignore").encode("utf-8") or b"x"
 
@@ -242,12 +249,19 @@ class CrashTest(SluiceTestCase):
             self.assertTrue(s.has_body(paste_id),
                             f"the reaper removed the body of live paste {paste_id}")
 
+        # Both forms went through the kills: the test covers the compressed one too.
+        forms = dict(s.query("SELECT codec, count(*) FROM inline_bodies GROUP BY codec"))
+        self.assertGreater(forms.get(0, 0), 0, "no body stored as received")
+        self.assertGreater(forms.get(1, 0), 0, "no body stored compressed")
+
         print(f"crash test: {iterations} iterations, {len(acked) - len(deleted)} acknowledged "
               f"pastes verified byte-identical, 0 lost; {len(deleted)} acknowledged deletes "
               f"verified gone, 0 resurrected; {orphans_at_end} stray bodies after the last restart, "
               f"all reaped; {totals['unanswered']} creates unanswered at a kill, "
               f"{len(totals['in_db_not_acked'])} of them found complete in the store afterwards, "
-              f"{len(totals['orphan_files'])} complete orphan bodies (reaper's work); seed {seed}",
+              f"{len(totals['orphan_files'])} complete orphan bodies (reaper's work); "
+              f"{forms.get(1, 0)} of the small bodies left stored compressed, {forms.get(0, 0)} as "
+              f"received; seed {seed}",
               file=sys.stderr)
 
     def check_data_dir(self, s, acked, deleted, maybe_deleted, sent, totals, it):

@@ -9,7 +9,7 @@ import os
 import sqlite3
 import unittest
 
-from sluice_harness import PatientTestCase, wait_until
+from sluice_harness import PatientTestCase, decode_stored_body, wait_until
 
 OLD = "written when small bodies had a file of their own ✓\n".encode() * 20
 NEW = b"written beside its row\n" * 20
@@ -21,8 +21,9 @@ def bodies_in(path):
     try:
         found = {r[0]: bytes(r[1]) for r in conn.execute("SELECT id, body FROM bodies")}
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'inline_bodies'").fetchone():
-            found.update({r[0]: bytes(r[1]) for r in conn.execute(
-                "SELECT p.id, b.body FROM pastes p JOIN inline_bodies b ON b.n = p.body_n")})
+            found.update({r[0]: decode_stored_body(r[1], r[2]) for r in conn.execute(
+                "SELECT p.id, b.body, b.codec FROM pastes p JOIN inline_bodies b "
+                "ON b.n = p.body_n")})
         return found
     finally:
         conn.close()
@@ -62,6 +63,31 @@ class DataDirUpgradeTest(PatientTestCase):
                    message="the deleted paste's body gone from bodies.db")
         self.assertEqual(bodies_in(s.db_path)[new["id"]], NEW)
         self.assertTrue(os.path.exists(legacy))
+
+    def test_bodies_stored_before_compression_are_read_as_they_are(self):
+        """Schema 9 added the form a body is stored in (include/sluice/store/body_codec.h); the
+        bodies of a meta.db from before are the bytes as received, and new ones are compressed."""
+        s = self.server(["--cache-bytes", "0"])
+        old = s.create_ok(OLD)
+        s.stop()
+        # The layout of schema 8: no codec column, the body as received.
+        s.execute("UPDATE inline_bodies SET body = ?, codec = 0 "
+                  "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (OLD, old["id"]))
+        s.execute("ALTER TABLE inline_bodies DROP COLUMN codec")
+        s.execute("DELETE FROM schema_version WHERE version > 8")
+
+        s.start()
+        res = s.get(f"/raw/{old['id']}")
+        self.assertStatus(res, 200)
+        self.assertEqual(res.body, OLD)
+        new = s.create_ok(NEW)
+        self.assertEqual(s.get(f"/raw/{new['id']}").body, NEW)
+        forms = dict((r[0], (r[1], r[2])) for r in s.query(
+            "SELECT p.id, b.codec, length(b.body) FROM pastes p JOIN inline_bodies b "
+            "ON b.n = p.body_n"))
+        self.assertEqual(forms[old["id"]], (0, len(OLD)))
+        self.assertEqual(forms[new["id"]][0], 1)
+        self.assertLess(forms[new["id"]][1], len(NEW) // 2)
 
 
 if __name__ == "__main__":

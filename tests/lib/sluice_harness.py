@@ -70,6 +70,32 @@ def _embedded_only():
                                 + " ".join(BACKEND_ARGS))
 
 
+_liblz4 = None
+
+
+def decode_stored_body(stored, codec):
+    """The body a row of meta.db's inline_bodies holds, in its form (include/sluice/store/
+    body_codec.h): 0 the bytes as received; 1 four bytes of the size (little-endian), then one LZ4
+    block. The block is decoded by liblz4 (the server's runtime library) through ctypes, so that
+    any python3 runs the tests (a pyenv one does not see Debian's python3-lz4); the format around
+    it is read here, apart from the server's code."""
+    global _liblz4
+    stored = bytes(stored)
+    if codec == 0:
+        return stored
+    assert codec == 1, f"unknown body codec {codec}"
+    if _liblz4 is None:
+        _liblz4 = ctypes.CDLL("liblz4.so.1")
+        _liblz4.LZ4_decompress_safe.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                                                ctypes.c_int]
+        _liblz4.LZ4_decompress_safe.restype = ctypes.c_int
+    size = int.from_bytes(stored[:4], "little")
+    out = ctypes.create_string_buffer(size)
+    got = _liblz4.LZ4_decompress_safe(stored[4:], out, len(stored) - 4, size)
+    assert got == size, f"stored body does not decode: {got} bytes of {size}"
+    return out.raw
+
+
 def _flush_shared_cache():
     """Each server starts with an empty shared cache, as an embedded one starts with empty limits."""
     for arg in BACKEND_ARGS:
@@ -416,8 +442,8 @@ class SluiceServer:
                     found.update({r[0]: (bytes(r[1]), r[2]) for r in
                                   conn.execute("SELECT id, body, written_at FROM bodies")})
                 if "inline_bodies" in tables:
-                    found.update({r[0]: (bytes(r[1]), r[2]) for r in conn.execute(
-                        "SELECT p.id, b.body, b.written_at FROM pastes p "
+                    found.update({r[0]: (decode_stored_body(r[1], r[3]), r[2]) for r in conn.execute(
+                        "SELECT p.id, b.body, b.written_at, b.codec FROM pastes p "
                         "JOIN inline_bodies b ON b.n = p.body_n")})
             finally:
                 conn.close()
@@ -469,7 +495,7 @@ class SluiceServer:
             when = int(written_at if written_at is not None else
                        (inline[1] if inline else time.time()))
             changed = conn.execute(
-                "UPDATE inline_bodies SET body = ?, written_at = ? "
+                "UPDATE inline_bodies SET body = ?, written_at = ?, codec = 0 "
                 "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (data, when, paste_id))
             if changed.rowcount == 0:  # in bodies, or planted there: read by id
                 conn.execute("INSERT OR REPLACE INTO bodies (id, written_at, body) "

@@ -19,6 +19,7 @@
 #include "bodies_table.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/backends.h"
+#include "sluice/store/body_codec.h"
 #include "sluice/store/group_commit.h"
 #include "sqlite_db.h"
 
@@ -134,6 +135,11 @@ constexpr const char* kMigrations[] = {
     DROP INDEX pastes_by_expiry;
     CREATE INDEX pastes_by_expiry ON pastes (expires_at, body_n);
     )sql",
+    // 9: the form each inline body is stored in (include/sluice/store/body_codec.h): 0 as
+    // received, 1 LZ4-compressed. The bodies written before are as received.
+    R"sql(
+    ALTER TABLE inline_bodies ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 
 Error StorageError(Db& db, std::string_view what) {
@@ -164,8 +170,8 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
 struct InsertOp {
   PasteMeta meta;
   admission::Deadline deadline;
-  // With InsertWithBody: written in the row's savepoint, so both or neither.
-  std::shared_ptr<const std::string> body;
+  // With InsertWithBody: written in the row's savepoint, so both or neither; in the form to store.
+  EncodedBody body;
   int64_t written_at = 0;
 };
 struct BodyPutOp {
@@ -243,7 +249,7 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
-    return committer_->Submit(InsertOp{meta, deadline, nullptr, 0});
+    return committer_->Submit(InsertOp{meta, deadline, {}, 0});
   }
 
   size_t colocated_body_limit() const override { return colocated_body_limit_; }
@@ -252,8 +258,10 @@ class SqliteMetaStore final : public MetaStore {
                                    admission::Deadline deadline) override {
     if (!body || body->size() > colocated_body_limit_)
       return MetaStore::InsertWithBody(meta, std::move(body), deadline);
-    return committer_->Submit(
-        InsertOp{meta, deadline, std::move(body), SystemClock::Instance().UnixSeconds()});
+    // Compressed here, on the caller's thread: the committer is the one thread every create
+    // queues behind, and a smaller body is less for it to write.
+    return committer_->Submit(InsertOp{meta, deadline, EncodeBody(std::move(body)),
+                                       SystemClock::Instance().UnixSeconds()});
   }
 
   // The bodies table as a BlobStore (SqliteMetaBodies, below).
@@ -267,10 +275,14 @@ class SqliteMetaStore final : public MetaStore {
   awaitable<Result<std::string>> GetBody(PasteId id) {
     return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
       return WithReader([&](Db& db) -> Result<std::string> {
-        auto with_row = sqlite::ReadBodyWith(
-            db, "SELECT b.body FROM pastes p JOIN inline_bodies b ON b.n = p.body_n WHERE p.id = ?",
-            id, &StorageError);
-        if (with_row.ok() || with_row.error().code != ErrorCode::kNotFound) return with_row;
+        Statement& s = db.Prepare(
+            "SELECT b.body, b.codec, p.size_bytes FROM pastes p JOIN inline_bodies b "
+            "ON b.n = p.body_n WHERE p.id = ?");
+        s.Bind(1, id.view());
+        const int rc = s.Step();
+        // The row's size bounds what a damaged header may make the decoder allocate.
+        if (rc == SQLITE_ROW) return DecodeBody(s.Blob(0), s.Int(1), static_cast<size_t>(s.Int(2)));
+        if (rc != SQLITE_DONE) return StorageError(db, "get body");
         return sqlite::ReadBodyRow(db, id, &StorageError);  // from before inline_bodies, or apart
       });
     });
@@ -638,9 +650,12 @@ class SqliteMetaStore final : public MetaStore {
     try {
       // The body first, for its number; an id collision below rolls it back with the op.
       std::optional<int64_t> body_n;
-      if (op.body) {
-        Statement& body = db.Prepare("INSERT INTO inline_bodies (written_at, body) VALUES (?, ?)");
-        body.Bind(1, op.written_at).BindUnowned(2, *op.body);
+      if (op.body.bytes) {
+        Statement& body =
+            db.Prepare("INSERT INTO inline_bodies (written_at, body, codec) VALUES (?, ?, ?)");
+        body.Bind(1, op.written_at)
+            .BindUnowned(2, *op.body.bytes)
+            .Bind(3, static_cast<int64_t>(op.body.codec));
         if (Status written = Done(db, body, "write body"); !written.ok()) return written;
         body_n = sqlite3_last_insert_rowid(db.raw());
       }
