@@ -21,6 +21,11 @@
 #   KEEP_WORK=1  keep bench/work/creates.* afterwards
 #   BODY_BYTES=10240  bytes per paste (bench/wrk/create.lua); over inline_body_bytes (65536) a body
 #                     is a file of its own (the file protocol), at or under it a row of meta.db
+#   BODY=code         what the pastes hold: `code`, windows of this repository's own sources (C++,
+#                     Python, shell: text as compressible as pastes are); `noise`, windows of base64
+#                     of random bytes (text that does not compress); `synthetic`, one line of mixed
+#                     UTF-8 repeated (the body of every figure before 2026-12-01 evening, and far
+#                     more compressible than real text)
 #   OUT=bench/results/creates.md  the report, e.g. bench/results/creates-large.md for large bodies
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +39,8 @@ DD_MB=${DD_MB:-3000}
 PROBE_SECONDS=${PROBE_SECONDS:-2}
 BODY_BYTES=${BODY_BYTES:-10240}
 export BODY_BYTES  # read by bench/wrk/create.lua
+BODY=${BODY:-code}
+case $BODY in code|noise|synthetic) ;; *) echo "BODY must be code, noise or synthetic" >&2; exit 2;; esac
 OUT=${OUT:-bench/results/creates.md}
 raw_out=$(dirname "$OUT")/raw-$(basename "$OUT" .md)
 case $BODY_BYTES in ''|*[!0-9]*) echo "BODY_BYTES must be a number of bytes" >&2; exit 2;; esac
@@ -86,6 +93,30 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# ---- the bodies' text (bench/wrk/create.lua, CORPUS) ---------------------------------------------
+case $BODY in
+  code)
+    find src include tests -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' -o -name '*.sh' \) \
+      -print0 | sort -z | xargs -0 cat >"$work/corpus.txt"
+    export CORPUS=$work/corpus.txt ;;
+  noise)
+    head -c 3000000 /dev/urandom | base64 -w 76 >"$work/corpus.txt"
+    export CORPUS=$work/corpus.txt ;;
+  synthetic) unset CORPUS ;;
+esac
+# stored_bytes LABEL MODE ROUND: what the stopped server's meta.db holds for the bodies it took,
+# against what it was sent (the body codec's saving, include/sluice/store/body_codec.h).
+stored_bytes() {
+  python3 - "$work/data/meta.db" >>"$raw/$1-$2-round$3.txt" <<'PY'
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+n, stored, sent = conn.execute(
+    "SELECT count(*), COALESCE(sum(length(b.body)), 0), COALESCE(sum(p.size_bytes), 0) "
+    "FROM pastes p JOIN inline_bodies b ON b.n = p.body_n").fetchone()
+print(f"stored_body_ratio {stored / sent if sent else 0:.3f}")
+PY
+}
 
 # lifted_limits (bench/lib.sh): this measures the store, not the limiter.
 sluice_url=""
@@ -161,6 +192,7 @@ for r in $(seq "$ROUNDS"); do
     warm_up
     run_creates "$raw/$label-quiet-round$r.txt"
     stop_server
+    [ "$BODY_BYTES" -gt 65536 ] || stored_bytes "$label" quiet "$r"
     cp "$work/sluice.log" "$raw/$label-sluice-quiet-round$r.log"
     rm -rf "$work/data"
     sync
@@ -182,6 +214,7 @@ for r in $(seq "$ROUNDS"); do
     awk '{printf "dd_cpu_s %.1f\ndd_wall_s %.1f\n", $2 + $3, $4}' "$work/dd-time.txt" \
       >>"$raw/$label-cotenant-round$r.txt"
     stop_server
+    [ "$BODY_BYTES" -gt 65536 ] || stored_bytes "$label" cotenant "$r"
     cp "$work/sluice.log" "$raw/$label-sluice-cotenant-round$r.log"
     rm -rf "$work/data" "$work/cotenant.bin"
     sync
@@ -219,9 +252,9 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
   echo "| data dir filesystem | $fs_line ($mount_opts) |"
   echo "| git commit | $commit |"
   echo "| binaries | ${bins_note%; } |"
-  echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$CONNS -d${DURATION}s, bench/wrk/create.lua (unique ${body_bytes_text}-byte UTF-8 bodies), on the same machine |"
+  echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$CONNS -d${DURATION}s, bench/wrk/create.lua (unique ${body_bytes_text}-byte UTF-8 bodies, BODY=$BODY$([ -n "${CORPUS:-}" ] && echo ": a window of a $(wc -c <"$CORPUS")-byte corpus per request")), on the same machine |"
   echo "| co-tenant | \`dd if=/dev/zero of=FILE bs=1M count=$DD_MB\` on the same filesystem, no fsync, started with wrk |"
-  echo "| command | \`BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
+  echo "| command | \`BODY=$BODY BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
   echo
   echo "wrk and the server share the same $(nproc) cores, and the machine is shared with other builders:"
   echo "compare figures within this run (interleaved rounds), not across runs. A 201 means the body and"
@@ -271,17 +304,18 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
     done
   done
   echo
-  echo "The machine's CPU during each run (all cores: busy, and waiting on the disk), and the co-tenant's"
-  echo "own CPU (dd copying into the page cache; the kernel's writeback of it is in the machine's busy"
-  echo "share, not dd's):"
+  echo "The machine's CPU during each run (all cores: busy, and waiting on the disk), the bytes meta.db"
+  echo "holds for the quiet run's bodies against the bytes sent (1.000: stored as received), and the"
+  echo "co-tenant's own CPU (dd copying into the page cache; the kernel's writeback of it is in the"
+  echo "machine's busy share, not dd's):"
   echo
-  echo "| round | binary | quiet: busy % | iowait % | server CPU us/create | co-tenant: busy % | iowait % | server CPU us/create | dd CPU s | dd wall s |"
-  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| round | binary | quiet: busy % | iowait % | server CPU us/create | stored/sent bytes | co-tenant: busy % | iowait % | server CPU us/create | dd CPU s | dd wall s |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for r in $(seq "$ROUNDS"); do
     for label in "${labels[@]}"; do
       q=$raw/$label-quiet-round$r.txt c=$raw/$label-cotenant-round$r.txt
       field() { awk -v k="$1" '$1 == k {print $2}' "$2"; }
-      echo "| $r | $label | $(field cpu_busy_pct "$q") | $(field cpu_iowait_pct "$q") | $(field server_cpu_us_per_create "$q") | $(field cpu_busy_pct "$c") | $(field cpu_iowait_pct "$c") | $(field server_cpu_us_per_create "$c") | $(field dd_cpu_s "$c") | $(field dd_wall_s "$c") |"
+      echo "| $r | $label | $(field cpu_busy_pct "$q") | $(field cpu_iowait_pct "$q") | $(field server_cpu_us_per_create "$q") | $(field stored_body_ratio "$q") | $(field cpu_busy_pct "$c") | $(field cpu_iowait_pct "$c") | $(field server_cpu_us_per_create "$c") | $(field dd_cpu_s "$c") | $(field dd_wall_s "$c") |"
     done
   done
   echo

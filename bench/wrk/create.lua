@@ -4,6 +4,9 @@
 -- characters) cut on a character boundary and padded with ASCII to the exact length.
 -- FORMAT=json sends the same text as the JSON create ({"content": ...}, Content-Type
 -- application/json), escapes and all, as pastebinit's would (bench/run_clients_bench.sh).
+-- CORPUS=FILE sends, instead of that one text, a window of FILE at a random place per request (cut
+-- on character boundaries, padded to the exact length): real text, as compressible as pastes are
+-- (bench/run_create_bench.sh builds one from the repository's own sources). Raw format only.
 -- STOP_AFTER (below) ends a run early. Prints "status <code> <count>" lines and "non_201 <count>" in done(); the run script parses them.
 
 local body_bytes = tonumber(os.getenv("BODY_BYTES") or "10240")
@@ -19,6 +22,8 @@ end
 
 local filler, escaped_filler
 local counter = 0
+local corpus_path = os.getenv("CORPUS") or ""
+local corpus
 
 local function json_escape(s)
   return (s:gsub('\\', '\\\\'):gsub('"', '\\"'):gsub('\n', '\\n'))
@@ -46,6 +51,25 @@ function init(args)
   -- Escaped once here, not per request: wrk shares the machine's cores with the server, and the
   -- client's work must not be what the JSON figure measures.
   escaped_filler = json_escape(filler)
+  if corpus_path ~= "" then
+    assert(format == "raw", "CORPUS works with FORMAT=raw only")
+    local f = assert(io.open(corpus_path, "rb"))
+    corpus = f:read("a")
+    f:close()
+    assert(#corpus > 2 * body_bytes, "CORPUS must be at least twice BODY_BYTES long")
+  end
+end
+
+local function is_continuation(byte) return byte and byte >= 0x80 and byte < 0xC0 end
+
+-- A window of the corpus `room` bytes long at a random place, on character boundaries, padded.
+local function corpus_window(room)
+  local first = math.random(1, #corpus - room)
+  while is_continuation(corpus:byte(first)) do first = first + 1 end
+  local last = first + room - 1
+  while is_continuation(corpus:byte(last + 1)) do last = last - 1 end
+  local text = corpus:sub(first, last)
+  return text .. string.rep(".", room - #text)
 end
 
 function request()
@@ -53,7 +77,8 @@ function request()
   local header = string.format("wrk thread %03d request %012d random %010d", tid or 0, counter,
                                math.random(0, 2147483646))
   header = header .. string.rep(" ", 63 - #header) .. "\n"
-  local body, ctype = header .. filler, "text/plain; charset=utf-8"
+  local body, ctype = header .. (corpus and corpus_window(body_bytes - 64) or filler),
+                      "text/plain; charset=utf-8"
   if format == "json" then
     -- The header line is plain ASCII ending in a newline: only that needs escaping.
     body = '{"content": "' .. header:sub(1, -2) .. '\\n' .. escaped_filler .. '", "ttl": "1d"}'
