@@ -17,6 +17,8 @@ const char* BodyMismatchName(BodyMismatch mismatch) {
       return "size";
     case BodyMismatch::kChecksum:
       return "checksum";
+    case BodyMismatch::kUndecodable:
+      return "undecodable";
   }
   return "unknown";
 }

@@ -89,6 +89,8 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
           metrics.GetCounter("sluice_body_mismatches_total", kMismatchHelp, {{"kind", "size"}})),
       checksum_mismatches_(metrics.GetCounter("sluice_body_mismatches_total", kMismatchHelp,
                                               {{"kind", "checksum"}})),
+      undecodable_mismatches_(metrics.GetCounter("sluice_body_mismatches_total", kMismatchHelp,
+                                                 {{"kind", "undecodable"}})),
       confirmed_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
                                             {{"outcome", "confirmed"}})),
       unknown_inserts_(metrics.GetCounter("sluice_insert_outcome_unknown_total", kUnknownHelp,
@@ -532,13 +534,31 @@ awaitable<Result<CachedPaste>> PasteService::Fill(store::PasteId id, std::string
 }
 
 // A live row always has its body (the PUT precedes the insert), so a missing one is damage, not
-// absence, and a body that does not match its row is a dependency's wrong answer: either is 503,
-// never 404 and never served. `action` names the caller in the log.
+// absence, and a body that does not match its row, or that its store cannot decode, is a
+// dependency's wrong answer: each is 503, never 404 and never served. `action` names the caller in
+// the log.
 awaitable<Result<std::string>> PasteService::FetchCheckedBody(const store::PasteMeta& meta,
                                                               Deadline deadline,
                                                               std::string_view action) {
   Result<std::string> body = co_await blobs_.Get(meta.id, deadline);
+  const auto damaged = [&](BodyMismatch kind, std::string_view detail) {
+    (kind == BodyMismatch::kSize       ? size_mismatches_
+     : kind == BodyMismatch::kChecksum ? checksum_mismatches_
+                                       : undecodable_mismatches_)
+        .Inc();
+    spdlog::error(
+        "{} {}: the body store returned a body that does not match the row ({}: {}); not "
+        "served, not cached",
+        action, meta.id.view(), BodyMismatchName(kind), detail);
+    return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
+                                    "the paste store returned a damaged body for this paste; "
+                                    "it was not served, try again later",
+                                    "body_mismatch"));
+  };
   if (!body.ok()) {
+    if (body.error().reason == store::kBodyUndecodable) {
+      co_return damaged(BodyMismatch::kUndecodable, body.error().message);
+    }
     if (body.error().code != ErrorCode::kNotFound) co_return WithRetryAfter(body.error());
     spdlog::error("{} {}: row without body", action, meta.id.view());
     co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
@@ -547,15 +567,8 @@ awaitable<Result<std::string>> PasteService::FetchCheckedBody(const store::Paste
   }
   if (!options_.Load()->verify_bodies) co_return body;
   if (const auto mismatch = CheckBody(meta, *body)) {
-    (*mismatch == BodyMismatch::kSize ? size_mismatches_ : checksum_mismatches_).Inc();
-    spdlog::error(
-        "{} {}: the body store returned a body that does not match the row ({}: {} bytes, the "
-        "row says {}); not served, not cached",
-        action, meta.id.view(), BodyMismatchName(*mismatch), body->size(), meta.size_bytes);
-    co_return WithRetryAfter(MakeError(ErrorCode::kUnavailable,
-                                       "the paste store returned a damaged body for this paste; "
-                                       "it was not served, try again later",
-                                       "body_mismatch"));
+    co_return damaged(*mismatch,
+                      fmt::format("{} bytes, the row says {}", body->size(), meta.size_bytes));
   }
   co_return body;
 }

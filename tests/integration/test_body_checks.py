@@ -6,6 +6,7 @@ a row of meta.db's bodies (up to --inline-body-bytes, the default for these) and
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_body_checks
 """
 
+import sqlite3
 import unittest
 
 from promtext import metric
@@ -39,6 +40,38 @@ class BodyChecksTest(PatientTestCase):
         self.assertStatus(page, 503)
         self.assertNotIn(b"original text", page.body)
         return doc
+
+    def test_a_compressed_body_that_does_not_decode_is_503_never_served(self):
+        """Small bodies are stored LZ4-compressed (include/sluice/store/body_codec.h): a block
+        damaged past decoding is answered as any damaged body is, and the server stays up."""
+        if self.WHERE != "inline":
+            self.skipTest("only bodies beside their rows are stored compressed")
+        s = self.start()
+        doc = s.create_ok(TEXT)
+        (codec, stored), = s.query("SELECT b.codec, b.body FROM pastes p JOIN inline_bodies b "
+                                   "ON b.n = p.body_n WHERE p.id = ?", (doc["id"],))
+        self.assertEqual(codec, 1, "TEXT repeats itself: stored compressed")
+        cases = (stored[:-3],  # the block cut short
+                 stored[:4] + b"\xff" * (len(stored) - 4),  # not an LZ4 block
+                 (len(TEXT) * 1000).to_bytes(4, "little") + stored[4:])  # a size over the row's
+        def store(body, codec):
+            conn = sqlite3.connect(s.bodies_db_path, timeout=10)
+            try:
+                conn.execute("UPDATE inline_bodies SET body = ?, codec = ? WHERE n = "
+                             "(SELECT body_n FROM pastes WHERE id = ?)", (body, codec, doc["id"]))
+                conn.commit()
+            finally:
+                conn.close()
+        for damaged in cases:
+            store(damaged, 1)
+            self.assertMismatch(s, doc["id"])
+        self.assertGreaterEqual(
+            metric(s.metrics(), "sluice_body_mismatches_total", kind="undecodable"), len(cases))
+        # The paste reads again once its body is right, in either form.
+        store(stored, 1)
+        self.assertEqual(s.get(f"/raw/{doc['id']}").body, TEXT)
+        store(TEXT, 0)
+        self.assertEqual(s.get(f"/raw/{doc['id']}").body, TEXT)
 
     def test_truncated_flipped_and_emptied_bodies_are_503_never_served(self):
         s = self.start()

@@ -13,10 +13,11 @@ namespace sluice::service {
 /// SHA-256 of `body`.
 store::BodyDigest DigestBody(std::string_view body);
 
-/// How a body differs from its row.
-enum class BodyMismatch { kSize, kChecksum };
+/// How a body differs from its row. kUndecodable: the store could not even decode what it holds
+/// (store::kBodyUndecodable).
+enum class BodyMismatch { kSize, kChecksum, kUndecodable };
 
-/// "size" or "checksum", for logs and metric labels.
+/// "size", "checksum" or "undecodable", for logs and metric labels.
 const char* BodyMismatchName(BodyMismatch mismatch);
 
 /// Nothing if `body` is the one `meta` describes: its size equals size_bytes and, when the row has

@@ -259,6 +259,7 @@ class PasteService {
   Counter& shared_errors_;
   Counter& size_mismatches_;
   Counter& checksum_mismatches_;
+  Counter& undecodable_mismatches_;
   Counter& confirmed_inserts_;
   Counter& unknown_inserts_;
   Counter& claims_won_;

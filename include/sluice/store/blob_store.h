@@ -27,7 +27,8 @@ class BlobStore {
   virtual boost::asio::awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
                                              admission::Deadline deadline) = 0;
 
-  /// Returns the whole body, NotFound if absent, Unavailable on a storage failure.
+  /// Returns the whole body, NotFound if absent, Unavailable on a storage failure, and Internal
+  /// with reason kBodyUndecodable when the stored bytes are damaged past decoding.
   virtual boost::asio::awaitable<Result<std::string>> Get(PasteId id,
                                                           admission::Deadline deadline) = 0;
 
@@ -39,6 +40,10 @@ class BlobStore {
   virtual boost::asio::awaitable<Result<std::vector<BlobInfo>>> List(
       std::string after, size_t limit, admission::Deadline deadline) = 0;
 };
+
+/// The reason of a Get whose stored body does not decode (include/sluice/store/body_codec.h):
+/// damage on disk, which the service answers as it answers a body that does not match its row.
+inline constexpr std::string_view kBodyUndecodable = "stored_body_corrupt";
 
 /// The first `limit` of two id-ordered listings, in id order; an id in both is listed once. Every
 /// id up to the last one returned has been seen in both, so a cursor resumed from it skips nothing.

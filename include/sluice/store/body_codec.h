@@ -29,8 +29,9 @@ struct EncodedBody {
 EncodedBody EncodeBody(std::shared_ptr<const std::string> body);
 
 /// The body `stored` holds in form `codec`. A stored body that does not decode, or would decode to
-/// more than `max_size` bytes, is an Internal error ("stored_body_corrupt"), never a crash or an
-/// allocation of what a damaged header claims. Thread-safe.
+/// more than `max_size` bytes, is an Internal error with reason kBodyUndecodable
+/// (include/sluice/store/blob_store.h), never a crash or an allocation of what a damaged header
+/// claims. Thread-safe.
 Result<std::string> DecodeBody(std::span<const unsigned char> stored, int64_t codec,
                                size_t max_size);
 

@@ -2,8 +2,9 @@
 
 #include <lz4.h>
 
-#include <cstring>
 #include <limits>
+
+#include "sluice/store/blob_store.h"
 
 namespace sluice::store {
 namespace {
@@ -14,7 +15,7 @@ constexpr size_t kSmallestWorthCompressing = 128;
 
 Error Corrupt(std::string_view why) {
   return MakeError(ErrorCode::kInternal, std::string("stored body does not decode: ") += why,
-                   "stored_body_corrupt");
+                   std::string(kBodyUndecodable));
 }
 
 }  // namespace
