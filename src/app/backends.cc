@@ -21,12 +21,13 @@ namespace asio = boost::asio;
 std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
                                                 const service::CallTimeouts& timeouts,
                                                 store::BlockingPools pools,
-                                                const std::filesystem::path& data_dir) {
+                                                const std::filesystem::path& data_dir,
+                                                MetricsRegistry* metrics) {
   const std::string url = s.String("meta");
   if (url.empty()) {
     const size_t colocated =
         s.String("blob") == "files" ? static_cast<size_t>(s.Integer("inline_body_bytes")) : 0;
-    return store::MakeSqliteMetaStore(data_dir / "meta.db", pools, colocated);
+    return store::MakeSqliteMetaStore(data_dir / "meta.db", pools, colocated, metrics);
   }
   if (!store::IsPostgresUrl(url)) {
     throw std::invalid_argument(
@@ -105,11 +106,9 @@ int Migrate(const std::string& url) {
 // The S3 pools are sized to the slots that feed them (docs/overload.md, "Read"): GET to the read
 // slots, PUT to the create slots, cleanup to the cleanup threads. Its sockets run on one event
 // loop; the signing and body hashing run on the callers' loops.
-std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
-                                                  const std::filesystem::path& data_dir,
-                                                  store::BlockingPools pools,
-                                                  const asio::any_io_executor& executor,
-                                                  store::MetaStore& meta) {
+std::unique_ptr<store::BlobStore> MakeBlobBackend(
+    const Settings& s, const std::filesystem::path& data_dir, store::BlockingPools pools,
+    const asio::any_io_executor& executor, store::MetaStore& meta, MetricsRegistry* metrics) {
   const std::string blob = s.String("blob");
   if (blob == "files") {
     if (!s.String("s3_endpoint").empty()) {
@@ -117,17 +116,18 @@ std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
     }
     // Always both tiers, even at 0: bodies written under an earlier limit stay readable.
     const auto inline_max = static_cast<size_t>(s.Integer("inline_body_bytes"));
-    auto files = store::MakeFsBlobStore(data_dir / "blobs", pools);
+    auto files = store::MakeFsBlobStore(data_dir / "blobs", pools, metrics);
     if (!s.String("meta").empty()) {
       // Rows in PostgreSQL: the small bodies have a SQLite file of their own.
-      return store::MakeTieredBlobStore(store::MakeSqliteBlobStore(data_dir / "bodies.db", pools),
-                                        std::move(files), inline_max);
+      return store::MakeTieredBlobStore(
+          store::MakeSqliteBlobStore(data_dir / "bodies.db", pools, metrics), std::move(files),
+          inline_max);
     }
     // Rows in meta.db, and the small bodies with them. A bodies.db from before is still read (and
     // emptied by deletes and expiry), never written: a limit of 0 sends it no body.
     const std::filesystem::path before = data_dir / "bodies.db";
     if (std::filesystem::exists(before)) {
-      files = store::MakeTieredBlobStore(store::MakeSqliteBlobStore(before, pools),
+      files = store::MakeTieredBlobStore(store::MakeSqliteBlobStore(before, pools, metrics),
                                          std::move(files), 0);
     }
     return store::MakeTieredBlobStore(store::MakeSqliteMetaBodies(meta), std::move(files),

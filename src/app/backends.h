@@ -24,7 +24,8 @@ namespace sluice::app {
 std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
                                                 const service::CallTimeouts& timeouts,
                                                 store::BlockingPools pools,
-                                                const std::filesystem::path& data_dir);
+                                                const std::filesystem::path& data_dir,
+                                                MetricsRegistry* metrics = nullptr);
 
 /// PostgreSQL's pool gauges (open, lent, waiting per pool); nothing for SQLite. `gauges` must go
 /// before `meta` does.
@@ -36,7 +37,8 @@ std::unique_ptr<store::BlobStore> MakeBlobBackend(const Settings& s,
                                                   const std::filesystem::path& data_dir,
                                                   store::BlockingPools pools,
                                                   const boost::asio::any_io_executor& executor,
-                                                  store::MetaStore& meta);
+                                                  store::MetaStore& meta,
+                                                  MetricsRegistry* metrics = nullptr);
 
 /// None (everything in-process), or Redis when `cache` is a redis:// URL.
 std::unique_ptr<store::SharedState> MakeSharedState(const Settings& s, const Clock& clock,

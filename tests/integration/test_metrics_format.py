@@ -88,6 +88,27 @@ class MetricsFormatTest(SluiceTestCase):
         self.assertGreater(metric(m, "sluice_http_requests_total", route="create_api",
                                   status="429"), 0)
 
+    def test_each_committer_reports_its_batches(self):
+        # src/store/sqlite/sqlite_meta_store.cc's committer took every create and the delete,
+        # one observation per batch; a large body went to the files' committer instead.
+        s = self.server()
+        before = s.metrics()
+        small = [s.create_ok(f"small {i}\n") for i in range(5)]
+        s.create_ok("x" * (70 * 1024))  # over inline_body_bytes: a file of its own
+        self.assertEqual(s.delete(small[0]["id"], token=small[0]["delete_token"]).status, 204)
+        m = self.check_live_metrics(s)
+        grew = {name: metric(m, name, store="meta") - metric(before, name, store="meta")
+                for name in ("sluice_store_commit_operations_total",
+                             "sluice_store_commit_batches_total", "sluice_store_commit_seconds_count")}
+        self.assertGreaterEqual(grew["sluice_store_commit_operations_total"], 7)  # 6 rows, 1 delete
+        self.assertGreaterEqual(grew["sluice_store_commit_batches_total"], 1)
+        self.assertLessEqual(grew["sluice_store_commit_batches_total"],
+                             grew["sluice_store_commit_operations_total"])
+        self.assertEqual(grew["sluice_store_commit_seconds_count"],
+                         grew["sluice_store_commit_batches_total"])
+        self.assertGreater(metric(m, "sluice_store_commit_seconds_sum", store="meta"), 0)
+        self.assertGreaterEqual(metric(m, "sluice_store_commit_operations_total", store="files"), 1)
+
     def test_the_families_of_postgresql_redis_and_fault_injection_pass_too(self):
         # Families registered only with these parts: the meta pools (src/app/main.cc), the shared
         # limiter (src/service/admission_control.cc), Redis (src/store/redis/), the fault rules

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "sluice/common/clock.h"
+#include "sluice/common/metrics.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
 
@@ -21,11 +22,12 @@ struct BlockingPools {
 
 /// SQLite in WAL mode at `db_path`, migrated on open. Writes are group-committed: one transaction
 /// and one WAL fsync per batch. Bodies up to `colocated_body_limit` bytes may be written with
-/// their rows (MetaStore::InsertWithBody); 0 keeps none. Throws std::runtime_error if the database
-/// cannot be opened.
+/// their rows (MetaStore::InsertWithBody); 0 keeps none. With `metrics`, its committer reports
+/// there as store="meta" (CommitMetrics, sluice/store/group_commit.h), as the two stores below do
+/// as "files" and "bodies". Throws std::runtime_error if the database cannot be opened.
 std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_path,
-                                               BlockingPools pools,
-                                               size_t colocated_body_limit = 0);
+                                               BlockingPools pools, size_t colocated_body_limit = 0,
+                                               MetricsRegistry* metrics = nullptr);
 
 /// The bodies that `sqlite_meta` (made by MakeSqliteMetaStore, which must outlive the result)
 /// keeps beside its rows, as a BlobStore; its Put writes through the same writer. Throws
@@ -34,13 +36,15 @@ std::unique_ptr<BlobStore> MakeSqliteMetaBodies(MetaStore& sqlite_meta);
 
 /// One file per body under `root`, written atomically (temp file, flush, rename, flush) with one
 /// filesystem flush per batch. Throws std::runtime_error if `root` cannot be created.
-std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools);
+std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools,
+                                           MetricsRegistry* metrics = nullptr);
 
 /// Bodies as rows of a SQLite database at `db_path` (WAL), for small bodies: a batch of Puts is one
 /// transaction and one WAL flush, which waits for no other file's dirty pages (unlike syncfs);
 /// checkpoints run on a thread of their own. Throws std::runtime_error if it cannot be opened.
 std::unique_ptr<BlobStore> MakeSqliteBlobStore(const std::filesystem::path& db_path,
-                                               BlockingPools pools);
+                                               BlockingPools pools,
+                                               MetricsRegistry* metrics = nullptr);
 
 /// Bodies up to `small_max_bytes` in `small`, larger ones in `large`. Reads try `small` first,
 /// then `large`; deletes and listings cover both (a body written under another limit is found).

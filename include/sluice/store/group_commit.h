@@ -5,6 +5,7 @@
 // size grows with the load by itself, and a lone writer pays one fsync, never a timer.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -15,10 +16,41 @@
 #include <vector>
 
 #include "sluice/asio/completion.h"
+#include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
 #include "sluice/common/thread_name.h"
 
 namespace sluice::store {
+
+/// Where a committer reports its batches on /metrics; all null reports nothing. The committer is
+/// one thread taking one batch after another, so the share of each second it spends committing
+/// (rate of the seconds' sum) says how close a store is to its ceiling: near 1, every writer
+/// queues behind it; and the batch time, against the operations per batch, tells a slower disk
+/// from more load (docs/operations.md, "The committers").
+struct CommitMetrics {
+  Histogram* seconds = nullptr;  // each batch, from taking it to its outcome (durable or failed)
+  Counter* batches = nullptr;
+  Counter* operations = nullptr;
+
+  /// sluice_store_commit_seconds, sluice_store_commit_batches_total and
+  /// sluice_store_commit_operations_total of `registry` with the label store=`store`, or nothing
+  /// without a registry.
+  static CommitMetrics In(MetricsRegistry* registry, const std::string& store) {
+    if (registry == nullptr) return {};
+    const Labels labels{{"store", store}};
+    return {
+        &registry->GetHistogram("sluice_store_commit_seconds",
+                                "Time a store's committer thread spent on each batch: the "
+                                "writes and the flush that makes them durable",
+                                labels),
+        &registry->GetCounter("sluice_store_commit_batches_total",
+                              "Batches a store's committer thread committed (or failed)", labels),
+        &registry->GetCounter("sluice_store_commit_operations_total",
+                              "Writes in those batches: creates, deletes, moderation and "
+                              "outbox steps",
+                              labels)};
+  }
+};
 
 /// Batches operations of type Op onto one committer thread. Thread-safe.
 template <typename Op>
@@ -33,10 +65,12 @@ class GroupCommitter {
   using CommitBatch = std::function<void(std::vector<Item>& batch)>;
 
   /// `thread_name` names the committer thread (sluice/common/thread_name.h).
-  GroupCommitter(std::string thread_name, size_t max_batch, CommitBatch commit)
+  GroupCommitter(std::string thread_name, size_t max_batch, CommitBatch commit,
+                 CommitMetrics metrics = {})
       : thread_name_(std::move(thread_name)),
         max_batch_(max_batch),
         commit_(std::move(commit)),
+        metrics_(metrics),
         thread_([this] { Run(); }) {}
 
   /// Drains what is queued, then stops the committer thread.
@@ -100,7 +134,14 @@ class GroupCommitter {
       batch.clear();
       batch.reserve(taken.size());
       for (auto& q : taken) batch.push_back(Item{std::move(q.op), Ok()});
+      const auto started = std::chrono::steady_clock::now();
       commit_(batch);
+      if (metrics_.seconds != nullptr) {
+        metrics_.seconds->Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      }
+      if (metrics_.batches != nullptr) metrics_.batches->Inc();
+      if (metrics_.operations != nullptr) metrics_.operations->Inc(batch.size());
       {
         std::lock_guard lock(mu_);
         ++batches_;
@@ -117,6 +158,7 @@ class GroupCommitter {
   const std::string thread_name_;
   const size_t max_batch_;
   const CommitBatch commit_;
+  const CommitMetrics metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Queued> queue_;

@@ -95,7 +95,7 @@ struct PutOp {
 
 class FsBlobStore final : public BlobStore {
  public:
-  FsBlobStore(const fs::path& root, BlockingPools pools)
+  FsBlobStore(const fs::path& root, BlockingPools pools, MetricsRegistry* metrics)
       : root_(root), tmp_(root / ".tmp"), pools_(pools) {
     std::error_code ec;
     fs::create_directories(tmp_, ec);
@@ -128,7 +128,8 @@ class FsBlobStore final : public BlobStore {
     }
     committer_ = std::make_unique<GroupCommitter<PutOp>>(
         "commit-files", kMaxBatch,
-        [this](std::vector<GroupCommitter<PutOp>::Item>& batch) { Commit(batch); });
+        [this](std::vector<GroupCommitter<PutOp>::Item>& batch) { Commit(batch); },
+        CommitMetrics::In(metrics, "files"));
   }
 
   ~FsBlobStore() override {
@@ -350,8 +351,9 @@ class FsBlobStore final : public BlobStore {
 
 }  // namespace
 
-std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools) {
-  return std::make_unique<FsBlobStore>(root, pools);
+std::unique_ptr<BlobStore> MakeFsBlobStore(const std::filesystem::path& root, BlockingPools pools,
+                                           MetricsRegistry* metrics) {
+  return std::make_unique<FsBlobStore>(root, pools, metrics);
 }
 
 }  // namespace sluice::store

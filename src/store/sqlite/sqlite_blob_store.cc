@@ -47,7 +47,7 @@ Error BlobStorageError(Db& db, std::string_view what) {
 
 class SqliteBlobStore final : public BlobStore {
  public:
-  SqliteBlobStore(const std::filesystem::path& path, BlockingPools pools)
+  SqliteBlobStore(const std::filesystem::path& path, BlockingPools pools, MetricsRegistry* metrics)
       : path_(path), pools_(pools), writer_(sqlite::OpenDurable(path)) {
     writer_->Exec(
         "CREATE TABLE IF NOT EXISTS bodies (id TEXT PRIMARY KEY, written_at INTEGER NOT NULL, "
@@ -56,7 +56,8 @@ class SqliteBlobStore final : public BlobStore {
                                                               "ckpt-bodies");
     committer_ = std::make_unique<GroupCommitter<BlobWriteOp>>(
         "commit-bodies", kMaxBatch,
-        [this](std::vector<GroupCommitter<BlobWriteOp>::Item>& batch) { Commit(batch); });
+        [this](std::vector<GroupCommitter<BlobWriteOp>::Item>& batch) { Commit(batch); },
+        CommitMetrics::In(metrics, "bodies"));
   }
 
   awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
@@ -159,8 +160,8 @@ class SqliteBlobStore final : public BlobStore {
 }  // namespace
 
 std::unique_ptr<BlobStore> MakeSqliteBlobStore(const std::filesystem::path& db_path,
-                                               BlockingPools pools) {
-  return std::make_unique<SqliteBlobStore>(db_path, pools);
+                                               BlockingPools pools, MetricsRegistry* metrics) {
+  return std::make_unique<SqliteBlobStore>(db_path, pools, metrics);
 }
 
 }  // namespace sluice::store

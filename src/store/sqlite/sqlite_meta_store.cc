@@ -235,7 +235,7 @@ Error NoSuchPaste() { return MakeError(ErrorCode::kNotFound, "no such paste", "n
 class SqliteMetaStore final : public MetaStore {
  public:
   SqliteMetaStore(const std::filesystem::path& path, BlockingPools pools,
-                  size_t colocated_body_limit)
+                  size_t colocated_body_limit, MetricsRegistry* metrics)
       : path_(path),
         pools_(pools),
         colocated_body_limit_(colocated_body_limit),
@@ -245,7 +245,8 @@ class SqliteMetaStore final : public MetaStore {
         std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "metadata store", "ckpt-meta");
     committer_ = std::make_unique<GroupCommitter<WriteOp>>(
         "commit-meta", kMaxBatch,
-        [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); });
+        [this](std::vector<GroupCommitter<WriteOp>::Item>& batch) { Commit(batch); },
+        CommitMetrics::In(metrics, "meta"));
   }
 
   awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
@@ -924,8 +925,9 @@ class SqliteMetaBodies final : public BlobStore {
 }  // namespace
 
 std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_path,
-                                               BlockingPools pools, size_t colocated_body_limit) {
-  return std::make_unique<SqliteMetaStore>(db_path, pools, colocated_body_limit);
+                                               BlockingPools pools, size_t colocated_body_limit,
+                                               MetricsRegistry* metrics) {
+  return std::make_unique<SqliteMetaStore>(db_path, pools, colocated_body_limit, metrics);
 }
 
 std::unique_ptr<BlobStore> MakeSqliteMetaBodies(MetaStore& sqlite_meta) {
