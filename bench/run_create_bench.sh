@@ -18,6 +18,9 @@
 #   DURATION=10  seconds per wrk run    ROUNDS=3      rounds per binary (>= 1)
 #   CONNS=64     wrk connections        WRK_THREADS=2 wrk threads
 #   DD_MB=3000   co-tenant size (MB)    PROBE_SECONDS=2 seconds per fsync-probe test
+#   DD_MB_PER_S=  unset: `dd` as fast as the page cache takes it (the co-tenant of every figure so
+#                 far, whose weight varies between runs); a number: bench/paced_writer.py writes
+#                 DD_MB at that rate instead, the same weight in every round
 #   KEEP_WORK=1  keep bench/work/creates.* afterwards
 #   BODY_BYTES=10240  bytes per paste (bench/wrk/create.lua); over inline_body_bytes (65536) a body
 #                     is a file of its own (the file protocol), at or under it a row of meta.db
@@ -36,6 +39,7 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
 DD_MB=${DD_MB:-3000}
+DD_MB_PER_S=${DD_MB_PER_S:-}
 PROBE_SECONDS=${PROBE_SECONDS:-2}
 BODY_BYTES=${BODY_BYTES:-10240}
 export BODY_BYTES  # read by bench/wrk/create.lua
@@ -203,16 +207,22 @@ for r in $(seq "$ROUNDS"); do
   for label in "${labels[@]}"; do
     start_server "$label"
     warm_up
-    /usr/bin/time -f "dd_cpu_s %U %S %e" -o "$work/dd-time.txt" \
-      dd if=/dev/zero of="$work/cotenant.bin" bs=1M count="$DD_MB" status=none &
+    if [ -n "$DD_MB_PER_S" ]; then
+      python3 bench/paced_writer.py "$work/cotenant.bin" "$DD_MB" "$DD_MB_PER_S" \
+        >"$work/dd-time.txt" &
+    else
+      /usr/bin/time -f "%U %S %e" -o "$work/dd-time.raw" \
+        dd if=/dev/zero of="$work/cotenant.bin" bs=1M count="$DD_MB" status=none &
+    fi
     dd_pid=$!
     run_creates "$raw/$label-cotenant-round$r.txt"
-    # The dd's own time (it writes to the page cache; the flush is the kernel's, afterwards).
+    # The co-tenant's own time (it writes to the page cache; the flush is the kernel's, afterwards).
     wait "$dd_pid"
     dd_pid=""
-    # user + system CPU seconds of dd itself, and its wall time
-    awk '{printf "dd_cpu_s %.1f\ndd_wall_s %.1f\n", $2 + $3, $4}' "$work/dd-time.txt" \
-      >>"$raw/$label-cotenant-round$r.txt"
+    # user + system CPU seconds of the co-tenant itself, and its wall time
+    [ -n "$DD_MB_PER_S" ] ||
+      awk '{printf "dd_cpu_s %.1f\ndd_wall_s %.1f\n", $1 + $2, $3}' "$work/dd-time.raw" >"$work/dd-time.txt"
+    cat "$work/dd-time.txt" >>"$raw/$label-cotenant-round$r.txt"
     stop_server
     [ "$BODY_BYTES" -gt 65536 ] || stored_bytes "$label" cotenant "$r"
     cp "$work/sluice.log" "$raw/$label-sluice-cotenant-round$r.log"
@@ -253,8 +263,12 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
   echo "| git commit | $commit |"
   echo "| binaries | ${bins_note%; } |"
   echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$CONNS -d${DURATION}s, bench/wrk/create.lua (unique ${body_bytes_text}-byte UTF-8 bodies, BODY=$BODY$([ -n "${CORPUS:-}" ] && echo ": a window of a $(wc -c <"$CORPUS")-byte corpus per request")), on the same machine |"
-  echo "| co-tenant | \`dd if=/dev/zero of=FILE bs=1M count=$DD_MB\` on the same filesystem, no fsync, started with wrk |"
-  echo "| command | \`BODY=$BODY BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
+  if [ -n "$DD_MB_PER_S" ]; then
+    echo "| co-tenant | \`bench/paced_writer.py FILE $DD_MB $DD_MB_PER_S\`: $DD_MB MB at $DD_MB_PER_S MB/s, 1 MiB at a time, on the same filesystem, no fsync, started with wrk |"
+  else
+    echo "| co-tenant | \`dd if=/dev/zero of=FILE bs=1M count=$DD_MB\` on the same filesystem, no fsync, started with wrk |"
+  fi
+  echo "| command | \`${DD_MB_PER_S:+DD_MB_PER_S=$DD_MB_PER_S }BODY=$BODY BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
   echo
   echo "wrk and the server share the same $(nproc) cores, and the machine is shared with other builders:"
   echo "compare figures within this run (interleaved rounds), not across runs. A 201 means the body and"
