@@ -25,7 +25,8 @@ struct EncodedBody {
 };
 
 /// The body in the form to store: compressed if that saves at least an eighth, else `body` itself
-/// (shared, not copied). Thread-safe; runs on the calling thread.
+/// (shared, not copied). Bodies under 128 bytes and over 1 MiB are kept as they are. Thread-safe;
+/// runs on the calling thread.
 EncodedBody EncodeBody(std::shared_ptr<const std::string> body);
 
 /// The body `stored` holds in form `codec`. A stored body that does not decode, or would decode to
