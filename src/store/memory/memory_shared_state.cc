@@ -40,13 +40,7 @@ class MemorySharedState final : public SharedState {
     const TimePoint now = clock_.Now();
     std::vector<double> tokens;
     tokens.reserve(buckets.size());
-    for (const BucketTake& b : buckets) {
-      auto it = buckets_.find(b.key);
-      admission::TokenBucketState s =
-          it == buckets_.end() ? admission::TokenBucketState::Full(b.policy, now) : it->second;
-      s.Refill(b.policy, now);
-      tokens.push_back(s.tokens);
-    }
+    for (const BucketTake& b : buckets) tokens.push_back(RefilledLocked(b, now).tokens);
     co_return tokens;
   }
 
@@ -95,6 +89,15 @@ class MemorySharedState final : public SharedState {
     TimePoint expires;
   };
 
+  // The bucket `b` names as of `now`, refilled (full if never seen); a copy. Needs mu_.
+  admission::TokenBucketState RefilledLocked(const BucketTake& b, TimePoint now) const {
+    auto it = buckets_.find(b.key);
+    admission::TokenBucketState s =
+        it == buckets_.end() ? admission::TokenBucketState::Full(b.policy, now) : it->second;
+    s.Refill(b.policy, now);
+    return s;
+  }
+
   SharedTakeDecision TakeAllNow(const std::vector<BucketTake>& takes) {
     std::lock_guard lock(mu_);
     const TimePoint now = clock_.Now();
@@ -102,10 +105,7 @@ class MemorySharedState final : public SharedState {
     states.reserve(takes.size());
     for (size_t i = 0; i < takes.size(); ++i) {
       const BucketTake& t = takes[i];
-      auto it = buckets_.find(t.key);
-      admission::TokenBucketState s =
-          it == buckets_.end() ? admission::TokenBucketState::Full(t.policy, now) : it->second;
-      s.Refill(t.policy, now);
+      const admission::TokenBucketState s = RefilledLocked(t, now);
       const admission::TakeDecision d = s.Check(t.policy, t.cost);
       if (!d.allowed) {
         return SharedTakeDecision{false, static_cast<int>(i), s.tokens, d.retry_after,
