@@ -60,6 +60,19 @@ wait_for_sluice_url() {
   exit 1
 }
 
+# start_lifted_sluice BIN DATA_DIR LOG: starts BIN on an empty DATA_DIR (made afresh) with the
+# lifted limits, on free ports (the default admin port may belong to another sluice), and sets
+# sluice_pid and sluice_url. Not in a subshell: the server must be this shell's child to be waited.
+start_lifted_sluice() {
+  local bin=$1 data=$2 log=$3
+  rm -rf "$data"
+  mkdir -p "$data"
+  "$bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$data" \
+    "${lifted_limits[@]}" >"$log" 2>&1 &
+  sluice_pid=$!
+  sluice_url=$(wait_for_sluice_url "$log" "$sluice_pid")
+}
+
 # require_created WRK_OUTPUT: a create run whose answers were mostly refusals measured the limiter,
 # not the store (bench/wrk/create.lua prints "status CODE COUNT" and "non_201 COUNT"): stop there.
 require_created() {

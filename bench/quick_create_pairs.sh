@@ -29,16 +29,12 @@ for r in $(seq "$rounds"); do
   for pair in "$@"; do
     label=${pair%%=*}
     bin=${pair#*=}
-    rm -rf "$work/data"
-    mkdir -p "$work/data"
-    "$bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$work/data" \
-      "${lifted_limits[@]}" >"$work/log" 2>&1 &
-    pid=$!
-    url=$(wait_for_sluice_url "$work/log" "$pid")
-    wrk -t1 -c4 -d1s -s bench/wrk/create.lua "$url" >/dev/null 2>&1
+    start_lifted_sluice "$bin" "$work/data" "$work/log"
+    pid=$sluice_pid
+    wrk -t1 -c4 -d1s -s bench/wrk/create.lua "$sluice_url" >/dev/null 2>&1
     sync
     ticks_before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-    wrk -t2 -c64 -d"${DURATION:-10}s" --latency -s bench/wrk/create.lua "$url" >"$work/out" 2>&1
+    wrk -t2 -c64 -d"${DURATION:-10}s" --latency -s bench/wrk/create.lua "$sluice_url" >"$work/out" 2>&1
     ticks_after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     kill "$pid"
     wait "$pid" 2>/dev/null || true

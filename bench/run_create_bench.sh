@@ -47,6 +47,7 @@ BODY=${BODY:-code}
 case $BODY in code|noise|synthetic) ;; *) echo "BODY must be code, noise or synthetic" >&2; exit 2;; esac
 OUT=${OUT:-bench/results/creates.md}
 raw_out=$(dirname "$OUT")/raw-$(basename "$OUT" .md)
+mkdir -p "$(dirname "$OUT")"
 case $BODY_BYTES in ''|*[!0-9]*) echo "BODY_BYTES must be a number of bytes" >&2; exit 2;; esac
 if [ "$ROUNDS" -lt 1 ]; then echo "ROUNDS must be at least 1" >&2; exit 2; fi
 source bench/lib.sh
@@ -125,13 +126,7 @@ PY
 # lifted_limits (bench/lib.sh): this measures the store, not the limiter.
 sluice_url=""
 start_server() {  # start_server LABEL
-  rm -rf "$work/data"
-  mkdir -p "$work/data"
-  # The admin listener on a free port: the default 127.0.0.1:8081 may belong to another sluice.
-  "${bin_of[$1]}" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$work/data" \
-    "${lifted_limits[@]}" >"$work/sluice.log" 2>&1 &
-  sluice_pid=$!
-  sluice_url=$(wait_for_sluice_url "$work/sluice.log" "$sluice_pid")
+  start_lifted_sluice "${bin_of[$1]}" "$work/data" "$work/sluice.log"
 }
 
 # ---- wrk helpers (the same parsing as bench/run_embedded_bench.sh) --------------------------------
