@@ -218,17 +218,20 @@ TEST(PostgresMetaStore, InsertWhoseConnectionDiesAfterTheSendIsOutcomeUnknown) {
   Background background;
   auto insert = background.Start(store->Insert(Row("cut000000000", 5000), Deadline::Never()));
   testenv::Session killer(db.url());
-  // Wait until the insert is on the server (waiting for the lock), then end its backend.
+  // Wait until the insert is on the server (waiting for the lock), then end its backend. Only this
+  // test's database: the other tests' stores run beside it on the same server (ctest -j) with
+  // write connections of the same name, and ending one of theirs fails both tests.
   for (int i = 0; i < 500; ++i) {
     if (killer.Exec("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                    "'sluice-write' AND wait_event_type = 'Lock'") == "1") {
+                    "'sluice-write' AND wait_event_type = 'Lock' "
+                    "AND datname = current_database()") == "1") {
       break;
     }
     std::this_thread::sleep_for(10ms);
   }
   killer.Exec(
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
-      "'sluice-write'");
+      "'sluice-write' AND datname = current_database()");
   ASSERT_EQ(insert.wait_for(20s), std::future_status::ready);
   Status s = insert.get();
   ASSERT_FALSE(s.ok());
