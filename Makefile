@@ -54,7 +54,7 @@ build-dev:
 
 # make test's dev stage leaves the gtest unit, admission, highlight and codec binaries to the sanitizer
 # builds, which run their tests (check-asan, check-tsan): CMakeLists.txt, dev_suite.
-SANITIZED_GTESTS := unit|admission|highlight|codec
+SANITIZED_GTESTS := unit|admission|highlight|codec|sqlite
 build-dev-suite:
 	@$(STAGE_CLOCK) cmake --preset dev >/dev/null && cmake --build $(DEV) -j$(JOBS) --target dev_suite
 
@@ -80,13 +80,13 @@ build-asan:
 # concurrent views in every language, each report failing the test (tests/lib/sluice_harness.py).
 check-asan:
 	@$(STAGE_CLOCK) ctest --test-dir build/asan --output-on-failure -j$(JOBS) \
-	  -L 'unit|admission|highlight|codec|fuzz|server_under_sanitizers'
+	  -L 'unit|admission|highlight|codec|sqlite|fuzz|server_under_sanitizers'
 
 build-tsan:
 	@$(STAGE_CLOCK) cmake --preset tsan >/dev/null && cmake --build build/tsan -j$(JOBS)
 
 check-tsan:
-	@$(STAGE_CLOCK) ctest --test-dir build/tsan -L 'admission|highlight|codec' --output-on-failure
+	@$(STAGE_CLOCK) ctest --test-dir build/tsan -L 'admission|highlight|codec|sqlite' --output-on-failure
 
 # Each writes its figures, with the machine's description, to bench/results/.
 bench:

@@ -5,13 +5,14 @@
 #include <stdexcept>
 
 #include "sluice/common/thread_name.h"
+#include "wal_write_gathering.h"
 
 namespace sluice::store::sqlite {
 
-std::unique_ptr<Db> Db::Open(const std::filesystem::path& path) {
+std::unique_ptr<Db> Db::Open(const std::filesystem::path& path, const char* vfs) {
   sqlite3* raw = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &raw, flags, vfs) != SQLITE_OK) {
     std::string message = raw ? sqlite3_errmsg(raw) : "out of memory";
     sqlite3_close(raw);
     throw std::runtime_error("cannot open " + path.string() + ": " + message);
@@ -49,7 +50,9 @@ Statement& Db::Prepare(const char* sql) {
 }
 
 std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path) {
-  auto db = Db::Open(path);
+  // The gathering VFS relies on the sync of every commit that synchronous = FULL makes
+  // (wal_write_gathering.cc): the two go together.
+  auto db = Db::Open(path, WalWriteGatheringVfs());
   db->Exec("PRAGMA busy_timeout = 5000");
   db->Exec("PRAGMA journal_mode = WAL");
   db->Exec("PRAGMA synchronous = FULL");

@@ -73,7 +73,8 @@ class Statement {
 /// One open connection. Throws std::runtime_error from Open and Exec only (start-up paths).
 class Db {
  public:
-  static std::unique_ptr<Db> Open(const std::filesystem::path& path);
+  /// `vfs`: a registered VFS's name, or null for SQLite's default.
+  static std::unique_ptr<Db> Open(const std::filesystem::path& path, const char* vfs = nullptr);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
