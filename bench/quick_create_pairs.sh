@@ -2,7 +2,8 @@
 # Quick interleaved create runs, quiet only: for ROUNDS rounds, each binary in turn on a fresh
 # server and an empty data dir, 1 s of warm-up, then wrk -t2 -c64 creates for DURATION seconds.
 # One line per run: 201s per second, wrk's p99, the server's CPU per create (user + system, every
-# thread) and the data dir's size. For a first look at a change in a few minutes; the figures for
+# thread), its write(2)-class calls per create (/proc/PID/io, syscw: the socket's and the files')
+# and the data dir's size. For a first look at a change in a few minutes; the figures for
 # the record come from bench/run_create_bench.sh (the disk's capacity, medians, a co-tenant).
 #
 #   bench/quick_create_pairs.sh 3 before=/tmp/sluice-old after=build/release/sluice
@@ -34,18 +35,20 @@ for r in $(seq "$rounds"); do
     wrk -t1 -c4 -d1s -s bench/wrk/create.lua "$sluice_url" >/dev/null 2>&1
     sync
     ticks_before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    writes_before=$(awk '$1 == "syscw:" {print $2}' "/proc/$pid/io")
     wrk -t2 -c64 -d"${DURATION:-10}s" --latency -s bench/wrk/create.lua "$sluice_url" >"$work/out" 2>&1
     ticks_after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    writes_after=$(awk '$1 == "syscw:" {print $2}' "/proc/$pid/io")
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=""
     awk -v r="$r" -v label="$label" -v t=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" \
-      -v kb="$(du -sk "$work/data" | cut -f1)" '
+      -v kb="$(du -sk "$work/data" | cut -f1)" -v w=$((writes_after - writes_before)) '
       / requests in / {d = $4; sub(/s,?$/, "", d)}
       $1 == "99%" {p99 = $2}
       $1 == "status" && $2 == 201 {n = $3}
-      END {printf "round %d %s: %.0f creates/s, p99 %s, %.0f us CPU/create, data %d KiB\n",
-           r, label, (d > 0 ? n / d : 0), p99, (n > 0 ? 1e6 * t / hz / n : 0), kb}' "$work/out"
+      END {printf "round %d %s: %.0f creates/s, p99 %s, %.0f us CPU/create, %.1f write calls/create, data %d KiB\n",
+           r, label, (d > 0 ? n / d : 0), p99, (n > 0 ? 1e6 * t / hz / n : 0), (n > 0 ? w / n : 0), kb}' "$work/out"
     rm -rf "$work/data"
     sync
   done
