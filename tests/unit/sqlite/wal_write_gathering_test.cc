@@ -2,14 +2,15 @@
 // that it gathers a transaction's WAL writes into few calls, that what it gathers is in the file
 // before a commit returns (a process killed right after a commit loses nothing), that
 // transactions of every shape (one row, more than a write's worth, larger than the page cache so
-// that SQLite spills and rewrites frames) read back the same from other connections, and that
-// connections on many threads at once (this binary also runs under ThreadSanitizer: Makefile,
+// that SQLite spills and rewrites frames) read back the same from other connections, that a write
+// which fails still fails its commit, and that connections on many threads at once (this binary also runs under ThreadSanitizer: Makefile,
 // check-tsan) see every commit whole.
 #include "wal_write_gathering.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,6 +223,52 @@ TEST_F(WalWriteGathering, ACommitThatReturnedSurvivesTheProcessBeingKilled) {
   EXPECT_EQ(Scalar(db.get(), "SELECT count(*) FROM t"),
             Scalar(db.get(), "SELECT max(n) + 1 FROM t"));
   EXPECT_EQ(WrongRows(db.get()), 0);
+}
+
+// Gathered, a write that fails (here: past the process's file size limit, as a full disk would)
+// fails at the commit's sync instead of at the write: the commit must still fail, and nothing
+// committed before it may be lost.
+TEST_F(WalWriteGathering, AWriteThatFailsFailsItsCommitAndLosesNothingBefore) {
+  auto db = Open(Db(), WalWriteGatheringVfs());
+  CreateTable(db.get());
+  InsertRows(db.get(), 0, 10, 1000);
+  const auto wal_size = static_cast<rlim_t>(fs::file_size(fs::path(Db()) += "-wal"));
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &limit), 0);
+  const rlimit unlimited = limit;
+  const auto previous = signal(SIGXFSZ, SIG_IGN);  // past the limit: EFBIG, not a signal
+  limit.rlim_cur = wal_size + 8192;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+  Exec(db.get(), "BEGIN IMMEDIATE");
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db.get(), "INSERT INTO t (n, body) VALUES (?, ?)", -1, &s, nullptr),
+            SQLITE_OK);
+  for (int64_t n = 10; n < 60; ++n) {
+    const std::string body = Body(n, 3000);
+    sqlite3_bind_int64(s, 1, n);
+    sqlite3_bind_blob(s, 2, body.data(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+    sqlite3_step(s);
+    sqlite3_reset(s);
+  }
+  sqlite3_finalize(s);
+  const int commit = sqlite3_exec(db.get(), "COMMIT", nullptr, nullptr, nullptr);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
+  signal(SIGXFSZ, previous);
+  EXPECT_NE(commit, SQLITE_OK);
+  if (sqlite3_get_autocommit(db.get()) == 0) Exec(db.get(), "ROLLBACK");
+
+  // The connection goes on: the failed rows are absent, the ones before intact, and new commits
+  // land.
+  InsertRows(db.get(), 100, 10, 1000);
+  EXPECT_EQ(Scalar(db.get(), "SELECT count(*) FROM t"), 20);
+  EXPECT_EQ(Scalar(db.get(), "SELECT count(*) FROM t WHERE n BETWEEN 10 AND 59"), 0);
+  db.reset();
+  auto plain = Open(Db(), nullptr);
+  EXPECT_EQ(Scalar(plain.get(), "SELECT count(*) FROM t"), 20);
+  EXPECT_EQ(WrongRows(plain.get()), 0);
+  EXPECT_EQ(Scalar(plain.get(),
+                   "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check != 'ok'"),
+            0);
 }
 
 TEST_F(WalWriteGathering, ReadersOnManyThreadsSeeEveryCommitWhole) {
