@@ -81,3 +81,25 @@ require_created() {
                printf "%s: %d of %d creates were not 201; a limit is not lifted?\n", FILENAME, bad, n > "/dev/stderr"
                exit 1 } }' "$1"
 }
+
+# The kernel log's length now, for host_events_since. A host that pauses and forks a VM mid-run
+# (the guest logs "crng reseeded due to virtual machine fork") leaves the rest of the run on
+# another machine state: a 10 s wrk run took 43 s and the rates fell by a third afterwards
+# (bench/results/creates-wal-gathering-after-vm-fork.md).
+kernel_log_mark() { dmesg 2>/dev/null | wc -l; }
+
+# host_events_since MARK: a report cell naming the VM forks the kernel logged since MARK. The log
+# is a ring: if it wrapped during the run, lines are missed, never invented.
+host_events_since() {
+  local mark=$1 log forks
+  if ! log=$(dmesg 2>/dev/null) || [ -z "$log" ]; then
+    echo "unknown (dmesg not readable)"
+    return
+  fi
+  forks=$(printf '%s\n' "$log" | tail -n +"$((mark + 1))" | grep -c "virtual machine fork" || true)
+  if [ "$forks" -gt 0 ]; then
+    echo "**the host forked this VM $forks time(s) during the run: its rounds span two machine states**"
+  else
+    echo "none logged"
+  fi
+}

@@ -170,6 +170,7 @@ run_creates() {  # run_creates OUTFILE
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+kernel_mark=$(kernel_log_mark)
 
 # ---- the disk's capacity --------------------------------------------------------------------------
 echo "fsync probe of $work (${PROBE_SECONDS}s per test)"
@@ -254,6 +255,7 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
   echo "| memory | $(free -h | awk '/^Mem:/ {print $2}') |"
   echo "| kernel | $(uname -sr) |"
   echo "| load average before / after | $load_before / $(cut -d' ' -f1-3 /proc/loadavg) |"
+  echo "| host events (kernel log) | $(host_events_since "$kernel_mark") |"
   echo "| data dir filesystem | $fs_line ($mount_opts) |"
   echo "| git commit | $commit |"
   echo "| binaries | ${bins_note%; } |"

@@ -174,6 +174,7 @@ run_wrk() {  # run_wrk OUTFILE CONNS [wrk args...]
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+kernel_mark=$(kernel_log_mark)
 
 # ---- hot reads, interleaved -----------------------------------------------------------------------
 echo "warm-up (2 s each, not reported)"
@@ -284,6 +285,7 @@ out=$OUT
   echo "| memory | $(free -h | awk '/^Mem:/ {print $2}') |"
   echo "| kernel | $(uname -sr) |"
   echo "| load average before / after | $load_before / $(cut -d' ' -f1-3 /proc/loadavg) |"
+  echo "| host events (kernel log) | $(host_events_since "$kernel_mark") |"
   echo "| data dir filesystem | $fs_line ($mount_opts) |"
   echo "| git commit | $commit |"
   echo "| sluice | $("$bin" --version 2>&1 | head -1), event-loop threads: $threads_note |"
