@@ -10,6 +10,7 @@
 
 #include "handlers.h"
 #include "routes.h"
+#include "sluice/admission/connection_balancer.h"
 #include "sluice/admission/keyed_slots.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/swappable.h"
@@ -83,7 +84,7 @@ inline constexpr int64_t kHealthReservePerClient = 2;
 /// What every connection of one server shares; sessions hold it by shared_ptr, so it outlives
 /// them all.
 struct Edge {
-  Edge(ServerOptions options_in, Context context_in, MetricsRegistry& registry)
+  Edge(ServerOptions options_in, Context context_in, MetricsRegistry& registry, size_t loop_count)
       : options(std::move(options_in)),
         live(options),
         context(std::move(context_in)),
@@ -92,7 +93,19 @@ struct Edge {
                    : DefaultRoutes(options.metrics_on_public)),
         metrics(registry, routes),
         connections_per_client(options.max_connections_per_client),
-        reserved_per_client(kHealthReservePerClient) {}
+        reserved_per_client(kHealthReservePerClient),
+        loops(loop_count),
+        loop_gauges(registry) {
+    // The public surface's only: the admin listener's few connections would be a second series
+    // of the same name.
+    if (options.surface == ServerOptions::Surface::kAdmin) return;
+    for (size_t loop = 0; loop < loop_count; ++loop) {
+      loop_gauges.Add("sluice_http_loop_connections",
+                      "Open client connections on each event loop (the listener keeps them even)",
+                      {{"loop", std::to_string(loop)}},
+                      [this, loop] { return static_cast<double>(loops.Load(loop)); });
+    }
+  }
 
   /// As built: what cannot change while the server runs (listen, surface, public_url, the admin
   /// token and the callbacks) is read from here.
@@ -112,6 +125,9 @@ struct Edge {
   /// Connections in the health reserve, and each address's part of them.
   std::atomic<int64_t> reserved{0};
   admission::KeyedSlots reserved_per_client;
+  /// Which event loop each accepted connection lives on: the one with fewest open connections.
+  admission::ConnectionBalancer loops;
+  GaugeCallbacks loop_gauges;
   std::atomic<bool> draining{false};
 };
 

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -144,8 +145,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(std::vector<asio::io_context*> ios_in, std::shared_ptr<Edge> edge_in)
       : ios(std::move(ios_in)), edge(std::move(edge_in)) {}
 
-  // One event loop per thread, each with its own acceptor on the same port (SO_REUSEPORT): a
-  // connection lives on one thread, so it needs no strand and its completions never cross cores.
+  // One event loop per thread, each with its own acceptor on the same port (SO_REUSEPORT), which
+  // spreads the work of accepting; each connection accepted then moves to the loop holding fewest
+  // (Edge::loops, include/sluice/admission/connection_balancer.h), whichever acceptor took it. It
+  // lives on that one thread, so it needs no strand and its completions never cross cores.
   std::vector<asio::io_context*> ios;
   std::shared_ptr<Edge> edge;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
@@ -280,6 +283,33 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     }
   }
 
+  // Moves a just-accepted socket to the loop with fewest connections, and says which loop it is on.
+  // The socket is accepted on the acceptor's own loop and moved after, rather than made on the
+  // chosen loop beforehand: a pending accept then holds nothing of another loop, whose io_context
+  // may be destroyed first at shutdown (src/app/server_process.cc, ShutdownOrder). Moving costs an
+  // epoll_ctl on each loop, once per connection. Nothing when the connection was lost in the move.
+  std::optional<size_t> Rehome(Socket& socket, asio::io_context& accepted_on) {
+    const size_t here =
+        static_cast<size_t>(std::find(ios.begin(), ios.end(), &accepted_on) - ios.begin());
+    const size_t loop = edge->loops.Choose();
+    if (loop == here) return here;
+    boost::system::error_code ec;
+    const Socket::protocol_type protocol = socket.local_endpoint(ec).protocol();
+    if (ec) return here;
+    const int fd = socket.release(ec);
+    if (ec) return here;
+    Socket moved(*ios[loop]);
+    moved.assign(protocol, fd, ec);
+    if (ec) {
+      // Released, so neither loop owns it: it is closed, as a failed accept would be.
+      spdlog::warn("moving a connection to event loop {}: {}", loop, ec.message());
+      ::close(fd);
+      return std::nullopt;
+    }
+    socket = std::move(moved);
+    return loop;
+  }
+
   // One loop per acceptor, TCP or Unix; each accepts into the generic socket the session serves.
   template <typename Acceptor>
   static awaitable<void> AcceptLoop(std::shared_ptr<Impl> self, Acceptor& acceptor,
@@ -300,6 +330,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
+      const std::optional<size_t> loop = self->Rehome(socket, io);
+      if (!loop) continue;
+      admission::ConnectionBalancer::Seat seat = edge.loops.Sit(*loop);
       if constexpr (!kUnix) socket.set_option(tcp::no_delay(true), ec);
       auto executor = socket.get_executor();
       // The client's share is keyed by the socket peer: no header has been read yet, so a client
@@ -320,11 +353,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
               ? Held::TryTake(edge.connections, edge.metrics.connections, live->max_connections)
               : std::nullopt;
       if (held) {
-        asio::co_spawn(
-            executor,
-            ServeConnection(self->edge, std::move(socket), peer_text,
-                            ConnectionHolds{std::move(*held), std::move(share), std::nullopt}),
-            asio_glue::LogIfThrown("http session"));
+        asio::co_spawn(executor,
+                       ServeConnection(self->edge, std::move(socket), peer_text,
+                                       ConnectionHolds{std::move(*held), std::move(share),
+                                                       std::nullopt, std::move(seat)}),
+                       asio_glue::LogIfThrown("http session"));
         continue;
       }
       Error refusal = ConnectionRefusal(edge, !exempt && !share);
@@ -339,7 +372,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
             executor,
             ServeConnection(self->edge, std::move(socket), peer_text,
                             ConnectionHolds{std::move(*reserved), std::move(reserve_share),
-                                            std::move(refusal)}),
+                                            std::move(refusal), std::move(seat)}),
             asio_glue::LogIfThrown("http health reserve"));
         continue;
       }
@@ -362,8 +395,10 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
                   options.moderation,
                   options.admin_token_sha256,
                   options.abuse};
+  const size_t loop_count = ios.size();
   impl_ = std::make_shared<Impl>(
-      std::move(ios), std::make_shared<Edge>(std::move(options), std::move(context), metrics));
+      std::move(ios),
+      std::make_shared<Edge>(std::move(options), std::move(context), metrics, loop_count));
 }
 
 HttpServer::~HttpServer() {

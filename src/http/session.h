@@ -22,6 +22,8 @@ struct ConnectionHolds {
   /// Set for a connection over a cap taken into the health reserve: it may ask for /healthz
   /// once; any other request gets this refusal (a 503), and the connection closes either way.
   std::optional<Error> refusal;
+  /// Its place on the event loop it was given (Edge::loops).
+  std::optional<admission::ConnectionBalancer::Seat> loop_seat;
 };
 
 /// Serves one connection until it closes. `peer` is the client's address as text (what the
