@@ -9,7 +9,11 @@
 #        cotenant: the same, while `dd if=/dev/zero of=FILE bs=1M count=DD_MB` (no fsync) writes
 #                  to the same filesystem, started with wrk: a log shipper or a backup next door;
 #      after each run the server is stopped, its data and the dd file removed, and `sync` run;
-#   3. the median round of each binary and mode by creates/s, and the ratio cotenant/quiet.
+#   3. the median round of each binary and mode by creates/s, and the ratio cotenant/quiet;
+#   4. the machine's speed in the same run: in each quiet round, before the binaries, nginx serving
+#      a 10 KB static file to the same wrk (-t WRK_THREADS -c CONNS, DURATION s). This box's speed
+#      varies by half between hours (bench/README.md); creates per 1,000 of those reads, round by
+#      round, compare runs taken hours apart. REFERENCE=0 skips it.
 #
 # Writes OUT (default bench/results/creates.md, overwritten) and the raw outputs to raw-<name of
 # OUT without .md>/ beside it (bench/results/raw-creates/ by default).
@@ -30,6 +34,7 @@
 #                     UTF-8 repeated (the body of every figure before 2026-12-01 evening, and far
 #                     more compressible than real text)
 #   OUT=bench/results/creates.md  the report, e.g. bench/results/creates-large.md for large bodies
+#   REFERENCE=1  0: no nginx reference runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -46,6 +51,7 @@ export BODY_BYTES  # read by bench/wrk/create.lua
 BODY=${BODY:-code}
 case $BODY in code|noise|synthetic) ;; *) echo "BODY must be code, noise or synthetic" >&2; exit 2;; esac
 OUT=${OUT:-bench/results/creates.md}
+REFERENCE=${REFERENCE:-1}
 raw_out=$(dirname "$OUT")/raw-$(basename "$OUT" .md)
 mkdir -p "$(dirname "$OUT")"
 case $BODY_BYTES in ''|*[!0-9]*) echo "BODY_BYTES must be a number of bytes" >&2; exit 2;; esac
@@ -76,6 +82,7 @@ raw=$work/raw
 mkdir -p "$raw"
 sluice_pid=""
 dd_pid=""
+nginx_pid=""
 stop_server() {
   if [ -n "$sluice_pid" ] && kill -0 "$sluice_pid" 2>/dev/null; then
     kill -TERM "$sluice_pid"
@@ -88,6 +95,10 @@ cleanup() {
   set +e
   stop_server
   if [ -n "$dd_pid" ] && kill -0 "$dd_pid" 2>/dev/null; then kill "$dd_pid"; wait "$dd_pid"; fi
+  if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
+    kill -QUIT "$nginx_pid"
+    wait "$nginx_pid" 2>/dev/null
+  fi
   rm -f "$work/cotenant.bin"
   if [ "$rc" -ne 0 ]; then
     echo "benchmark failed (exit $rc); last server log lines:" >&2
@@ -177,6 +188,21 @@ echo "fsync probe of $work (${PROBE_SECONDS}s per test)"
 python3 bench/fsync_probe.py "$work" "$PROBE_SECONDS" | tee "$raw/fsync-probe.txt"
 probe() { awk -v k="$1" '$1 == k {print $2}' "$raw/fsync-probe.txt"; }
 
+# ---- the machine's reference: nginx and a 10 KB static file --------------------------------------
+if [ "$REFERENCE" = 1 ]; then
+  require_tools nginx
+  mkdir -p "$work/www"
+  python3 -c 'import sys; sys.stdout.buffer.write(("the machine reference, 10 KB ✓\n" * 400).encode()[:10240])' \
+    >"$work/www/paste10k.txt"
+  start_static_nginx "$work/nginx" "$work/www" paste10k.txt
+fi
+run_reference() {  # run_reference OUTFILE
+  local cmd=(wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$nginx_url/paste10k.txt")
+  echo "\$ ${cmd[*]}" >"$1"
+  "${cmd[@]}" >>"$1" 2>&1
+}
+reads_per_s() { awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$1"; }
+
 # ---- rounds ---------------------------------------------------------------------------------------
 # Every quiet round first, then every co-tenant round: a quiet run must not follow a co-tenant one,
 # whose 3 GB the filesystem is still writing back and discarding (the mount has `discard`) after
@@ -187,6 +213,10 @@ warm_up() {
   sync
 }
 for r in $(seq "$ROUNDS"); do
+  if [ "$REFERENCE" = 1 ]; then
+    run_reference "$raw/nginx-reference-round$r.txt"
+    echo "round $r: nginx reference $(reads_per_s "$raw/nginx-reference-round$r.txt") reads/s"
+  fi
   for label in "${labels[@]}"; do
     start_server "$label"
     warm_up
@@ -265,7 +295,7 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
   else
     echo "| co-tenant | \`dd if=/dev/zero of=FILE bs=1M count=$DD_MB\` on the same filesystem, no fsync, started with wrk |"
   fi
-  echo "| command | \`${DD_MB_PER_S:+DD_MB_PER_S=$DD_MB_PER_S }BODY=$BODY BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
+  echo "| command | \`$([ "$REFERENCE" = 1 ] || echo "REFERENCE=0 ")${DD_MB_PER_S:+DD_MB_PER_S=$DD_MB_PER_S }BODY=$BODY BODY_BYTES=$BODY_BYTES OUT=$OUT BINS=\"${BINS:-after=...}\" DURATION=$DURATION ROUNDS=$ROUNDS bench/run_create_bench.sh\` |"
   echo
   echo "wrk and the server share the same $(nproc) cores, and the machine is shared with other builders:"
   echo "compare figures within this run (interleaved rounds), not across runs. A 201 means the body and"
@@ -307,6 +337,26 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
     echo "| $label | $q_rps | $q_p50 | $q_p99 | $q_err | $c_rps | $c_p50 | $c_p99 | $c_err | **$share** |"
   done
   echo
+  if [ "$REFERENCE" = 1 ]; then
+    echo "## The machine's speed in this run"
+    echo
+    echo "nginx serving a 10,240-byte static file (\`sendfile on\`, bench/lib.sh) to the same wrk, run in each"
+    echo "quiet round just before the binaries: a reference that moves with the machine. Each binary's quiet"
+    echo "creates per 1,000 of those reads, in the same round:"
+    echo
+    echo "| round | nginx reads/s | $(printf '%s per 1,000 | ' "${labels[@]}")"
+    echo "|---:|---:|$(printf -- '---:|%.0s' "${labels[@]}")"
+    for r in $(seq "$ROUNDS"); do
+      reads=$(reads_per_s "$raw/nginx-reference-round$r.txt")
+      row="| $r | $reads |"
+      for label in "${labels[@]}"; do
+        row+=" $(awk -v c="$(parse "$raw/$label-quiet-round$r.txt" | cut -d' ' -f1)" -v n="$reads" \
+          'BEGIN {printf "%.1f", (n > 0 ? 1000 * c / n : 0)}') |"
+      done
+      echo "$row"
+    done
+    echo
+  fi
   echo "All rounds (201s per second, p50 ms, p99 ms, errors and non-201); the quiet ones ran first:"
   echo
   for r in $(seq "$ROUNDS"); do
