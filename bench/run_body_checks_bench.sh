@@ -113,6 +113,7 @@ run() {  # run OUT CONNS wrk-args...
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+kernel_mark=$(kernel_log_mark)
 start on true 0
 start off false 0
 echo "seeding $READ_PASTES pastes of 10240 and $LARGE_BYTES bytes on each server"
@@ -174,6 +175,7 @@ out=bench/results/body-checks.md
   echo "| memory | $(free -h | awk '/^Mem:/ {print $2}') |"
   echo "| kernel | $(uname -sr) |"
   echo "| load average before / after | $load_before / $(cut -d' ' -f1-3 /proc/loadavg) |"
+  echo "| host events (kernel log) | $(host_events_since "$kernel_mark") |"
   echo "| git commit | $commit |"
   echo "| sluice | $("$bin" --version 2>&1 | head -1) ($bin) |"
   echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS, on the same machine |"

@@ -162,6 +162,7 @@ run_case() {  # run_case NAME EXPECTED_STATUS [flags...]
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+kernel_mark=$(kernel_log_mark)
 run_case create-cap 503 "${case_a[@]}"
 load_mid=$(cut -d' ' -f1-3 /proc/loadavg)
 run_case per-client 429 "${case_b[@]}"
@@ -207,6 +208,7 @@ out=bench/results/shed.md
   echo "| memory | $(free -h | awk '/^Mem:/ {print $2}') |"
   echo "| kernel | $(uname -sr) |"
   echo "| load average before / between cases / after | $load_before / $load_mid / $load_after |"
+  echo "| host events (kernel log) | $(host_events_since "$kernel_mark") |"
   echo "| git commit | $commit |"
   echo "| sluice | $("$bin" --version 2>&1 | head -1), event-loop threads: default (one per core) |"
   echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS -c$WRK_CONNS, on the same machine |"

@@ -87,6 +87,7 @@ run() {  # run NAME URL [wrk args]
   echo "  $name done"
 }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+kernel_mark=$(kernel_log_mark)
 run read-edge "$edge/raw/$paste_id"
 run read-balancer "$balancer/raw/$paste_id"
 run read-one-process "$one/raw/$paste_id"
@@ -104,6 +105,7 @@ embedded_create=$(grep -m1 '^| sluice | POST /api/v1/pastes | 64 ' bench/results
   echo "| cpu | $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo) |"
   echo "| nproc | $(nproc) |"
   echo "| load average before / after | $load_before / $load_after |"
+  echo "| host events (kernel log) | $(host_events_since "$kernel_mark") |"
   echo "| git commit | $(git rev-parse --short HEAD) |"
   echo "| stack | Varnish $(varnishd -V 2>&1 | grep -o 'varnish-[0-9.]*' | head -1) -> $(nginx -v 2>&1 | cut -d' ' -f3) least_conn -> $PROCESSES x sluice on PostgreSQL 15, Redis $(redis-server --version | grep -o 'v=[0-9.]*'), s3rver $(node -p 'require("./node_modules/s3rver/package.json").version') |"
   echo "| command | \`DURATION=$DURATION CONNS=$CONNS PROCESSES=$PROCESSES bench/run_stack_bench.sh\` |"
