@@ -344,7 +344,7 @@ body_bytes_text=$(echo "$BODY_BYTES" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 
     echo "quiet round just before the binaries: a reference that moves with the machine. Each binary's quiet"
     echo "creates per 1,000 of those reads, in the same round:"
     echo
-    echo "| round | nginx reads/s | $(printf '%s per 1,000 | ' "${labels[@]}")"
+    echo "| round | nginx reads/s |$(printf ' %s per 1,000 |' "${labels[@]}")"
     echo "|---:|---:|$(printf -- '---:|%.0s' "${labels[@]}")"
     for r in $(seq "$ROUNDS"); do
       reads=$(reads_per_s "$raw/nginx-reference-round$r.txt")
