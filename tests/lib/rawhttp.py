@@ -19,6 +19,7 @@ import http.client
 import json
 import random
 import socket
+import struct
 
 
 class Response:
@@ -163,6 +164,12 @@ class RawConnection:
             return False
 
     def close(self):
+        self.sock.close()
+
+    def reset(self):
+        """Closes with a RST instead of a FIN (SO_LINGER with a zero timeout), as a client that
+        crashed or a middlebox that gave up would."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.sock.close()
 
 
