@@ -149,3 +149,10 @@ NGINX
   echo "nginx did not serve $nginx_url/$file" >&2
   exit 1
 }
+
+# write_code_corpus FILE: this repository's own sources (C++, Python, shell) in one file, for
+# bench/wrk/create.lua's CORPUS: pastes as compressible as real ones are (bench/README.md, BODY).
+write_code_corpus() {
+  find src include tests -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' -o -name '*.sh' \) \
+    -print0 | sort -z | xargs -0 cat >"$1"
+}

@@ -113,8 +113,7 @@ trap 'exit 130' INT TERM
 # ---- the bodies' text (bench/wrk/create.lua, CORPUS) ---------------------------------------------
 case $BODY in
   code)
-    find src include tests -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' -o -name '*.sh' \) \
-      -print0 | sort -z | xargs -0 cat >"$work/corpus.txt"
+    write_code_corpus "$work/corpus.txt"
     export CORPUS=$work/corpus.txt ;;
   noise)
     head -c 3000000 /dev/urandom | base64 -w 76 >"$work/corpus.txt"

@@ -13,6 +13,8 @@
 #   DURATION=12      seconds of wrk per path; perf records the middle RECORD seconds
 #   RECORD=6         CONNS=64   WRK_THREADS=2
 #   PATHS="read view create"   which paths to profile
+#   CORPUS=FILE      the creates' text (bench/wrk/create.lua); default: this repository's sources,
+#                    as bench/run_create_bench.sh's BODY=code, so the two measure the same creates
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -29,6 +31,12 @@ bin=$(sluice_binary)
 
 mkdir -p bench/work "$(dirname "$PREFIX")"
 work=$(mktemp -d "$repo/bench/work/profile.XXXXXX")
+corpus_note=${CORPUS:-}
+if [ -z "$corpus_note" ]; then
+  write_code_corpus "$work/corpus.txt"
+  export CORPUS=$work/corpus.txt
+  corpus_note="this repository's sources"
+fi
 sluice_pid=""
 cleanup() {
   set +e
@@ -62,7 +70,7 @@ profile() {
   cpus=$(awk '/CPUs utilized/ {print $5}' "$work/stat-$name.txt")
   {
     echo "# $name: $(git rev-parse --short HEAD), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "# wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s $*: $rps req/s; sluice used $cpus CPUs"
+    echo "# wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s $*: $rps req/s; sluice used $cpus CPUs; creates' text: $corpus_note"
     echo "# server CPU per answer: $(awk -v c="$cpus" -v r="$rps" 'BEGIN {printf "%.1f us", c * 1e6 / r}')"
     echo
     cat "$work/wrk-$name.txt" "$work/stat-$name.txt"
