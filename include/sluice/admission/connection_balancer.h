@@ -1,11 +1,11 @@
 // ConnectionBalancer: which event loop a new connection lives on. SO_REUSEPORT hashes each
 // connection's addresses to a listener, so 64 keep-alive connections land 40 on one loop and 24 on
 // the other as often as 32 and 32 (bench/results/loop-balance.md). Under load every loop gets the
-// same share of the CPU, so a connection on the crowded loop is answered at 24/40 of the other's
-// pace; and a proxy's pool of four keep-alive connections lands all on one loop one time in eight,
-// leaving the other cores idle. Each accepted connection goes instead to the loop holding fewest
-// open connections, as Envoy's "exact" connection balance does, so the split is even whatever the
-// hash (docs/architecture.md, "The edge").
+// same share of the CPU, so a connection on the crowded loop gets less of it; and a proxy's pool of
+// four keep-alive connections lands all on one loop one time in eight, leaving the other cores
+// idle. Each accepted connection goes instead to the loop holding fewest open connections, as
+// Envoy's "exact" connection balance does, so the split is even whatever the hash
+// (docs/architecture.md, "The HTTP edge").
 #pragma once
 
 #include <atomic>
