@@ -288,14 +288,13 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // chosen loop beforehand: a pending accept then holds nothing of another loop, whose io_context
   // may be destroyed first at shutdown (src/app/server_process.cc, ShutdownOrder). Moving costs an
   // epoll_ctl on each loop, once per connection. Nothing when the connection was lost in the move.
-  std::optional<size_t> Rehome(Socket& socket, asio::io_context& accepted_on) {
+  std::optional<size_t> Rehome(Socket& socket, const Socket::protocol_type& protocol,
+                               asio::io_context& accepted_on) {
     const size_t here =
         static_cast<size_t>(std::find(ios.begin(), ios.end(), &accepted_on) - ios.begin());
     const size_t loop = edge->loops.Choose();
     if (loop == here) return here;
     boost::system::error_code ec;
-    const Socket::protocol_type protocol = socket.local_endpoint(ec).protocol();
-    if (ec) return here;
     const int fd = socket.release(ec);
     if (ec) return here;
     Socket moved(*ios[loop]);
@@ -316,6 +315,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
                                     asio::io_context& io) {
     constexpr bool kUnix = std::is_same_v<Acceptor, local::acceptor>;
     Edge& edge = *self->edge;
+    // What a moved socket is assigned as: the listener's, read once rather than per connection.
+    const Socket::protocol_type protocol(acceptor.local_endpoint().protocol());
     for (;;) {
       boost::system::error_code ec;
       Socket socket(io);
@@ -330,7 +331,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      const std::optional<size_t> loop = self->Rehome(socket, io);
+      const std::optional<size_t> loop = self->Rehome(socket, protocol, io);
       if (!loop) continue;
       admission::ConnectionBalancer::Seat seat = edge.loops.Sit(*loop);
       if constexpr (!kUnix) socket.set_option(tcp::no_delay(true), ec);
