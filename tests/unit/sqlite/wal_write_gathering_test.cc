@@ -3,8 +3,8 @@
 // before a commit returns (a process killed right after a commit loses nothing), that
 // transactions of every shape (one row, more than a write's worth, larger than the page cache so
 // that SQLite spills and rewrites frames) read back the same from other connections, that a write
-// which fails still fails its commit, and that connections on many threads at once (this binary also runs under ThreadSanitizer: Makefile,
-// check-tsan) see every commit whole.
+// which fails still fails its commit, and that connections on many threads at once (this binary
+// also runs under ThreadSanitizer: Makefile, check-tsan) see every commit whole.
 #include "wal_write_gathering.h"
 
 #include <gtest/gtest.h>
