@@ -21,6 +21,7 @@
 #include "server_process.h"
 #include "settings.h"
 #include "sluice/admission/littles_law.h"
+#include "sluice/common/allocator.h"
 #include "sluice/common/duration.h"
 #include "sluice/render/highlight_workers.h"
 
@@ -69,7 +70,10 @@ int main(int argc, char** argv) {
     return sluice::render::HighlightWorkerMain(argc, argv);
   }
   CLI::App app{"sluice: a pastebin that stays up when its dependencies do not"};
-  app.set_version_flag("--version", std::string("sluice ") + SLUICE_VERSION);
+  app.set_version_flag("--version", [] {
+    return std::string("sluice ") + SLUICE_VERSION +
+           "\nallocator: " + sluice::AllocatorDescription();
+  });
   app.require_subcommand(1);
 
   CLI::App* serve = app.add_subcommand("serve", "Serve the pastebin over HTTP");

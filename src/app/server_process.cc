@@ -19,6 +19,7 @@
 
 #include "backends.h"
 #include "reload.h"
+#include "sluice/common/allocator.h"
 #include "sluice/common/thread_name.h"
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/ids.h"
@@ -250,6 +251,21 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
   WarnIfFleetOnEmbeddedStores(settings_);
   process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
                       ResidentBytes);
+  // Read at every scrape: the allocator's counts are its own snapshot, cheap to refresh.
+  for (const char* state : {"allocated", "held"}) {
+    process_gauges_.Add(
+        "sluice_allocator_bytes",
+        "Heap bytes by state: allocated (in use by sluice) and held (the "
+        "allocator's arenas, in use or free; compare process_resident_memory_bytes)",
+        {{"state", state}}, [held = std::string_view(state) == "held"] {
+          const auto bytes = ReadAllocatorBytes();
+          if (!bytes) return 0.0;
+          return held ? bytes->held : bytes->allocated;
+        });
+  }
+  process_gauges_.Add("sluice_build_info", "The running build: its version and its malloc",
+                      {{"version", SLUICE_VERSION}, {"allocator", AllocatorName()}},
+                      [] { return 1.0; });
   process_gauges_.Add("sluice_plan_put_bytes_per_day",
                       "put_bytes_per_day_plan: body bytes a day the plan allows (0: none)", {},
                       [this] { return put_bytes_plan_.load(std::memory_order_relaxed); });

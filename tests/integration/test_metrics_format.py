@@ -15,7 +15,7 @@ import unittest
 import test_postgres
 from loadgen import set_faults
 from promtext import metric, parse_metrics
-from sluice_harness import RedisServer, SluiceTestCase, wait_until
+from sluice_harness import RedisServer, SluiceTestCase, sluice_bin, wait_until
 
 
 def promtool_check(text):
@@ -108,6 +108,25 @@ class MetricsFormatTest(SluiceTestCase):
                          grew["sluice_store_commit_batches_total"])
         self.assertGreater(metric(m, "sluice_store_commit_seconds_sum", store="meta"), 0)
         self.assertGreaterEqual(metric(m, "sluice_store_commit_operations_total", store="files"), 1)
+
+    def test_the_build_names_its_allocator_and_the_heap_is_counted(self):
+        # src/common/allocator.cc: the malloc `sluice --version` found serving the binary is the
+        # one build_info names, and its counts are a heap's, within the process's resident set.
+        said = subprocess.run([sluice_bin(), "--version"], capture_output=True, text=True,
+                              timeout=30, check=True).stdout
+        allocator = next(line.split()[1] for line in said.splitlines()
+                         if line.startswith("allocator: "))
+        s = self.server()
+        for i in range(20):
+            s.create_ok(f"heap {i}\n" * 1000)
+        m = self.check_live_metrics(s)
+        self.assertEqual(metric(m, "sluice_build_info", version=said.split()[1],
+                                allocator=allocator), 1, said)
+        allocated = metric(m, "sluice_allocator_bytes", state="allocated")
+        held = metric(m, "sluice_allocator_bytes", state="held")
+        self.assertGreater(allocated, 1 << 20)  # the caches, the loops, SQLite's page caches
+        self.assertGreaterEqual(held, allocated)
+        self.assertLessEqual(held, metric(m, "process_resident_memory_bytes"))
 
     def test_the_families_of_postgresql_redis_and_fault_injection_pass_too(self):
         # Families registered only with these parts: the meta pools (src/app/main.cc), the shared
