@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sluice's memory and size: resident memory at rest and while PASTES small pastes are created
 # through the API at full speed on the embedded store (SQLite and files under a fresh data dir),
-# and the binary's size as built and stripped. Writes bench/results/memory.md.
+# and the binary's size as built and stripped. Writes bench/results/memory.md (or OUT).
 #
 # Environment:
 #   SLUICE_BIN=...   the binary to measure (default: build/dev/sluice, the dev preset's -O2 -g1)
@@ -9,6 +9,7 @@
 #   CHUNK=30         seconds per wrk run, RSS read from /proc after each
 #   MAX_SECONDS=1200 stop creating after this long even if PASTES is not reached
 #   CONNS=64         wrk connections            WRK_THREADS=2
+#   OUT=bench/results/memory.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -22,6 +23,7 @@ CHUNK=${CHUNK:-30}
 MAX_SECONDS=${MAX_SECONDS:-1200}
 CONNS=${CONNS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
+OUT=${OUT:-bench/results/memory.md}
 
 mkdir -p bench/work
 work=$(mktemp -d "$repo/bench/work/mem.XXXXXX")
@@ -92,7 +94,7 @@ mb() { awk -v b="$1" 'BEGIN {printf "%.1f MB", b / 1e6}'; }
   echo "| binary | \`${bin#"$repo"/}\` ($("$bin" --version 2>&1 | head -1)) |"
   echo "| nproc, memory | $(nproc), $(free -h | awk '/^Mem:/ {print $2}') |"
   echo "| load average at the end | $(cut -d' ' -f1-3 /proc/loadavg) |"
-  echo "| command | \`PASTES=$PASTES BODY_BYTES=$BODY_BYTES CHUNK=$CHUNK MAX_SECONDS=$MAX_SECONDS bench/run_memory_bench.sh\` |"
+  echo "| command | \`SLUICE_BIN=${bin#"$repo"/} PASTES=$PASTES BODY_BYTES=$BODY_BYTES CHUNK=$CHUNK MAX_SECONDS=$MAX_SECONDS OUT=$OUT bench/run_memory_bench.sh\` |"
   echo
   echo "## Resident memory (VmRSS from /proc/PID/status)"
   echo
@@ -119,5 +121,5 @@ mb() { awk -v b="$1" 'BEGIN {printf "%.1f MB", b / 1e6}'; }
   echo "|---|---:|---:|"
   echo "| as built (\`${bin#"$repo"/}\`, with line tables) | $size_built | $(mb "$size_built") |"
   echo "| stripped (\`strip --strip-all\`) | $size_stripped | $(mb "$size_stripped") |"
-} >bench/results/memory.md
-echo "written: bench/results/memory.md"
+} >"$OUT"
+echo "written: $OUT"
