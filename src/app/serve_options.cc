@@ -157,6 +157,7 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.threads = static_cast<int>(s.Integer("threads"));
   if (o.threads == 0)
     o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.loop_slice = s.Duration("loop_slice");
   o.read_threads = static_cast<size_t>(s.Integer("read_threads"));
   o.cleanup_threads = static_cast<size_t>(s.Integer("cleanup_threads"));
   o.service = ReadService(s);

@@ -3,6 +3,7 @@
 // root (server_process.h) only builds parts.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct ServeOptions {
   std::filesystem::path data_dir;
   /// Event loops (one per thread) and the blocking pools of the embedded stores.
   int threads = 1;
+  /// The time slice each loop thread asks for (src/app/thread_slice.h); zero: the kernel's.
+  std::chrono::nanoseconds loop_slice{};
   size_t read_threads = 1;
   size_t cleanup_threads = 1;
   service::ServiceOptions service;

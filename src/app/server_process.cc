@@ -24,6 +24,7 @@
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/ids.h"
 #include "systemd_notify.h"
+#include "thread_slice.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "dev"
@@ -139,7 +140,7 @@ std::vector<std::string> HeldByStart(const ServeOptions& started, const ServeOpt
 
 }  // namespace
 
-EventLoops::EventLoops(int count) {
+EventLoops::EventLoops(int count, std::chrono::nanoseconds slice) : slice_(slice) {
   for (int i = 0; i < count; ++i) loops_.push_back(std::make_unique<asio::io_context>(1));
 }
 
@@ -154,12 +155,16 @@ void EventLoops::Run() {
   for (auto& loop : loops_) keep_running.push_back(asio::make_work_guard(*loop));
   std::vector<std::thread> runners;
   for (size_t i = 1; i < loops_.size(); ++i) {
-    runners.emplace_back([loop = loops_[i].get(), i] {
+    runners.emplace_back([loop = loops_[i].get(), i, slice = slice_] {
       // The main thread runs loop 0 and keeps its name, the process's.
       NameThisThread("loop-" + std::to_string(i));
+      RequestThreadSlice(slice);
       loop->run();
     });
   }
+  // A new thread inherits its creator's slice: asked this late, so that the pools and committers
+  // this thread started before keep the kernel's default.
+  spdlog::info("event loops' time slice: {}", RequestThreadSlice(slice_));
   loops_.front()->run();
   for (auto& t : runners) t.join();
 }
@@ -202,7 +207,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       reread_(std::move(reread)),
       applied_(settings),
       data_dir_lock_(LockIfEmbedded(settings, options_.data_dir)),
-      loops_(options_.threads),
+      loops_(options_.threads, options_.loop_slice),
       clock_(SystemClock::Instance()),
       put_bytes_plan_(settings.Number("put_bytes_per_day_plan")),
       process_gauges_(metrics_),

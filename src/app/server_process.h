@@ -7,6 +7,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,7 +38,8 @@ namespace sluice::app {
 /// One event loop per thread (see http::HttpServer).
 class EventLoops {
  public:
-  explicit EventLoops(int count);
+  /// `slice`: what each loop's thread asks of the scheduler (src/app/thread_slice.h).
+  EventLoops(int count, std::chrono::nanoseconds slice);
   boost::asio::io_context& front() { return *loops_.front(); }
   std::vector<boost::asio::io_context*> pointers() const;
   /// Runs every loop (the calling thread runs the first) until all are stopped.
@@ -48,6 +50,7 @@ class EventLoops {
 
  private:
   std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
+  std::chrono::nanoseconds slice_;
 };
 
 /// The stores a fault plan wraps, when fault injection is configured: it then says so loudly, in
