@@ -15,7 +15,8 @@
 namespace sluice::app {
 
 /// Asks for `slice` for the calling thread; zero asks for nothing. Returns what happened, for the
-/// start log: "100us", or why the kernel's default stays.
+/// start log: the slice the kernel took ("100us"; it holds a request between 100 µs and 100 ms),
+/// or why the kernel's default stays.
 std::string RequestThreadSlice(std::chrono::nanoseconds slice);
 
 }  // namespace sluice::app
