@@ -16,7 +16,7 @@ import unittest
 import yaml
 
 from promtext import metric
-from sluice_harness import RedisServer, PatientTestCase
+from sluice_harness import RedisServer, PatientTestCase, wait_until
 
 RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
                      "prometheus", "sluice.rules.yml")
@@ -46,6 +46,11 @@ class AlertRulesTest(PatientTestCase):
         before = server.metrics()
         body = "x" * 1234
         server.create_ok(body)
+        # A response is counted once its write completes, which the client may see first
+        # (tests/integration/test_api.py, counted).
+        wait_until(lambda: metric(server.metrics(), "sluice_http_requests_total",
+                                  route="create_api", status="201") >= 1,
+                   message="the create counted")
         exported = server.metrics()
         families = {}
         for (name, labels) in exported:

@@ -83,10 +83,11 @@ class MetricsFormatTest(SluiceTestCase):
     def test_live_metrics_pass_promtool_check_metrics(self):
         s = self.server(["--ip-create-rate", "0.001", "--ip-create-burst", "2"])
         self.drive_traffic(s)
-        m = self.check_live_metrics(s)
-        # The traffic is in it: the check ran over a populated exposition.
-        self.assertGreater(metric(m, "sluice_http_requests_total", route="create_api",
-                                  status="429"), 0)
+        # The traffic is in it, so the check runs over a populated exposition. A response is
+        # counted once its write completes, which the client may see first (test_api, counted).
+        wait_until(lambda: metric(s.metrics(), "sluice_http_requests_total", route="create_api",
+                                  status="429") > 0, message="the refusals counted")
+        self.check_live_metrics(s)
 
     def test_each_committer_reports_its_batches(self):
         # src/store/sqlite/sqlite_meta_store.cc's committer took every create and the delete,
