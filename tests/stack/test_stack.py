@@ -86,6 +86,9 @@ class Stack:
     def metric_sum(self, name, **labels):
         return sum(metric(self.metrics(i), name, **labels) for i in range(PROCESSES))
 
+    def fail_open_decisions(self):
+        return self.metric_sum("sluice_shared_limit_decisions_total", outcome="fail_open")
+
 
 class StackTest(unittest.TestCase):
     @classmethod
@@ -159,10 +162,20 @@ class StackTest(unittest.TestCase):
     # ---- one budget across processes -------------------------------------------------------
     def test_2_one_client_key_gets_one_budget_across_processes(self):
         s = self.stack
+        missed_before = s.fail_open_decisions()
+        started = time.monotonic()
         statuses = [s.create(f"budget {i}".encode(), client="10.2.0.1")[0] for i in range(20)]
+        took = time.monotonic() - started
+        missed = s.fail_open_decisions() - missed_before
         served_by = [s.metric_sum("sluice_http_requests_total", route="create_api", status="201")]
-        self.assertEqual(statuses.count(201), 10, statuses)  # burst 10, not 10 per process
-        self.assertEqual(statuses.count(429), 10, statuses)
+        # Burst 10, not 10 per process. The shared bucket refills 1 token a second while the 20
+        # creates run (each goes through PostgreSQL and S3, so a slow run takes seconds), and a
+        # decision that misses the 5 ms Redis deadline is admitted uncharged (fail-open, as the
+        # contract says): each may add one 201, and nothing else may. Per-process budgets would
+        # let all 20 through.
+        self.assertGreaterEqual(statuses.count(201), 10, statuses)
+        self.assertLessEqual(statuses.count(201), 10 + int(took) + missed, (took, missed, statuses))
+        self.assertTrue(all(code in (201, 429) for code in statuses), statuses)
         # Both processes took part (least_conn with idle processes alternates).
         per_process = [metric(s.metrics(i), "sluice_shared_limit_decisions_total", outcome="allowed")
                        for i in range(PROCESSES)]
@@ -201,16 +214,17 @@ class StackTest(unittest.TestCase):
         wait_until(lambda: all(restored(i) for i in range(PROCESSES)), timeout=30, interval=0.5,
                    message="shared limits restored after Redis returns")
         time.sleep(1.5)  # the global budget refills
-        def fail_open():
-            return s.metric_sum("sluice_shared_limit_decisions_total", outcome="fail_open")
-        missed_before = fail_open()
+        missed_before = s.fail_open_decisions()
+        started = time.monotonic()
         statuses = [s.create(f"again {i}".encode(), client="10.3.0.2")[0] for i in range(14)]
+        took = time.monotonic() - started
         # A Redis just restarted, on a busy machine, may miss the 5 ms limiter budget now and
         # then: that create is decided fail-open (admitted, uncharged), as the contract says.
-        # Each such miss may add one 201 beyond the key's burst of 10, and no more.
-        missed = fail_open() - missed_before
+        # Each such miss, and each second of refill, may add one 201 beyond the key's burst of
+        # 10, and no more.
+        missed = s.fail_open_decisions() - missed_before
         self.assertGreaterEqual(statuses.count(201), 10, statuses)
-        self.assertLessEqual(statuses.count(201), 10 + missed, (missed, statuses))
+        self.assertLessEqual(statuses.count(201), 10 + int(took) + missed, (took, missed, statuses))
 
     # ---- PostgreSQL down -------------------------------------------------------------------
     def test_4_postgres_down_cached_reads_continue_creates_503_and_recover(self):
