@@ -49,6 +49,11 @@ def sh(cmd, **kw):
         return ""
 
 
+def binary_version(binary):
+    """`sluice --version` on one line (it prints the version, then the allocator), for a table cell."""
+    return ", ".join(line.strip() for line in sh([binary, "--version"]).splitlines() if line.strip())
+
+
 def machine():
     model = ""
     for line in sh(["lscpu"]).splitlines():
@@ -150,7 +155,7 @@ def main():
         results = [json.loads(line) for line in f if line.strip()]
     os.unlink(results_path)
 
-    version = sh([binary, "--version"])
+    version = binary_version(binary)
     info = machine()
     lines = ["# sluice overload scenarios", "",
              "Produced by `tools/run_chaos.py` (`make chaos`): the scenario tests of tests/scenario run "

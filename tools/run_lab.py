@@ -233,7 +233,7 @@ def main():
 
 def write_report(args, results, started, load_before, elapsed):
     info = run_chaos.machine()
-    version = run_chaos.sh([os.environ["SLUICE_BIN"], "--version"])
+    version = run_chaos.binary_version(os.environ["SLUICE_BIN"])
     lines = ["# sluice chaos lab", "",
              "Produced by `tools/run_lab.py` (`make lab`): the whole stack on loopback (Varnish, "
              f"nginx, {args.processes} sluice processes, PostgreSQL, Redis, s3rver), a fault proxy "
