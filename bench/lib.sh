@@ -73,6 +73,14 @@ start_lifted_sluice() {
   sluice_url=$(wait_for_sluice_url "$log" "$sluice_pid")
 }
 
+# wrk_seconds WRK_OUTPUT -> how long the run took, in seconds ("requests in 10.01s," or, for runs of a
+# minute or more, "requests in 1.00m,").
+wrk_seconds() {
+  local took
+  took=$(awk '/ requests in / {d = $4; sub(/,$/, "", d); print d}' "$1")
+  awk -v ms="$(to_ms "$took")" 'BEGIN {printf "%.3f", ms / 1000}'
+}
+
 # require_created WRK_OUTPUT: a create run whose answers were mostly refusals measured the limiter,
 # not the store (bench/wrk/create.lua prints "status CODE COUNT" and "non_201 COUNT"): stop there.
 require_created() {

@@ -43,8 +43,8 @@ for r in $(seq "$rounds"); do
     wait "$pid" 2>/dev/null || true
     pid=""
     awk -v r="$r" -v label="$label" -v t=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" \
-      -v kb="$(du -sk "$work/data" | cut -f1)" -v w=$((writes_after - writes_before)) '
-      / requests in / {d = $4; sub(/s,?$/, "", d)}
+      -v kb="$(du -sk "$work/data" | cut -f1)" -v w=$((writes_after - writes_before)) \
+      -v d="$(wrk_seconds "$work/out")" '
       $1 == "99%" {p99 = $2}
       $1 == "status" && $2 == 201 {n = $3}
       END {printf "round %d %s: %.0f creates/s, p99 %s, %.0f us CPU/create, %.1f write calls/create, data %d KiB\n",

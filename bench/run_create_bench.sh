@@ -145,7 +145,7 @@ start_server() {  # start_server LABEL
 # over every answer.
 parse() {
   local f=$1 rps p50 p99 err
-  rps=$(awk '/ requests in / {d = $4; sub(/s,?$/, "", d)} $1 == "status" && $2 == 201 {n = $3}
+  rps=$(awk -v d="$(wrk_seconds "$f")" '$1 == "status" && $2 == 201 {n = $3}
              END {printf "%.0f", (d > 0 ? n / d : 0)}' "$f")
   p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$f")")
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$f")")
