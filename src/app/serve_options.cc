@@ -58,6 +58,8 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.cache_timeout = s.Duration("cache_timeout");
   o.verify_bodies = s.Boolean("verify_bodies");
   o.max_storage_bytes = static_cast<uint64_t>(s.Integer("max_storage_bytes"));
+  // From admission to insert a create waits for its body, then spends its budget.
+  o.reservation_lifetime = s.Duration("body_timeout") + s.Duration("create_budget");
   return o;
 }
 

@@ -148,6 +148,14 @@ class GuardedMetaStore final : public store::MetaStore {
     return dep_.Call<uint64_t>({"live_bytes", t().meta_background, true}, d,
                                [this](Deadline cd) { return inner_.LiveBytes(cd); });
   }
+  // A create's first write, under the insert's timeout. Never retried: a grant whose answer was
+  // lost is given back by the attempt that got it, and a second try for the id is refused.
+  awaitable<Result<store::StorageReservation>> ReserveStorage(store::StorageRequest request,
+                                                              Deadline d) override {
+    return dep_.Call<store::StorageReservation>(
+        {"reserve", t().meta_insert, false}, d,
+        [this, request](Deadline cd) { return inner_.ReserveStorage(request, cd); });
+  }
 
   // Moderation: operator-paced calls, under the delete's timeout. A report is keyed by paste and
   // client and a repeated withholding only purges the edge again, so both may be retried; a block

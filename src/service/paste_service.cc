@@ -187,7 +187,17 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(const std::stri
   auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
-  co_return CreateTicket{std::move(slot->slot), std::move(slot->client_share), {}};
+  CreateTicket ticket{std::move(slot->slot), std::move(slot->client_share), {}, {}};
+  // The reservation last, once the caps have admitted the create: only creates that hold a slot
+  // reach the store for it, so a flood the limits refuse costs the primary nothing, and one
+  // process holds at most create_slots reservations (docs/overload.md, "Create", step 4a).
+  if (const auto options = options_.Load(); options->max_storage_bytes != 0) {
+    auto reserving = ReserveStorage(*headers.declared_length, options);
+    Result<store::StorageReservation> held = co_await std::move(reserving);
+    if (!held.ok()) co_return held.error();  // the slot goes back with the ticket
+    ticket.reservation = std::move(*held);
+  }
+  co_return ticket;
 }
 
 Error PasteService::WithRetryAfter(Error e) {
@@ -228,6 +238,7 @@ void PasteService::Reconfigure(const ServiceOptions& next) {
   o.read_budget = next.read_budget;
   o.delete_budget = next.delete_budget;
   o.max_storage_bytes = next.max_storage_bytes;
+  o.reservation_lifetime = next.reservation_lifetime;
   o.put_timeout = next.put_timeout;
   o.insert_timeout = next.insert_timeout;
   o.cache_timeout = next.cache_timeout;
@@ -268,7 +279,8 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   }
 
   const Deadline deadline = Deadline::After(clock_, options->create_budget);
-  const store::PasteId id = MintPasteId();
+  // The id the reservation was made for: its row's insert takes the reserved bytes as live.
+  const store::PasteId id = ticket.reservation.held() ? *ticket.reservation.id() : MintPasteId();
   std::string token = MintDeleteToken();
   const int64_t now = clock_.UnixSeconds();
   store::PasteMeta meta{id,    now,         now + ttl.count(), body.size(), HashDeleteToken(token),
@@ -344,6 +356,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         "the paste could not be recorded; nothing was published, try again",
                         reason);
   }
+  ticket.reservation.Spent();  // the insert took its bytes as live, in its own transaction
   if (colocated) put_bytes_.Inc(meta.size_bytes);
   release_slot();  // the PUT ended: nothing is buffered for it now
   CountLive(static_cast<int64_t>(meta.size_bytes));
@@ -705,17 +718,39 @@ awaitable<std::optional<Error>> PasteService::CheckQuota(uint64_t declared_lengt
     auto refreshing = RefreshStorage();
     co_await std::move(refreshing);
   }
-  if (!live_known_) co_return std::nullopt;  // never read: fail open, the store decides the rest
+  if (!live_known_) co_return std::nullopt;  // never read: the reservation decides
   const uint64_t live = Storage().live_bytes;
   if (live + declared_length <= quota) co_return std::nullopt;
+  co_return QuotaRefusal(store::StorageQuotaReached(live, quota));
+}
+
+Error PasteService::QuotaRefusal(Error e) {
   quota_refusals_.Inc();
-  Error e = MakeError(ErrorCode::kInsufficientStorage,
-                      fmt::format("the server's storage quota is reached ({} of {} bytes in use); "
-                                  "nothing was saved, try again later",
-                                  live, quota),
-                      "storage_quota");
   e.retry_after_seconds = admission_.JitteredRetryAfterSeconds();
-  co_return e;
+  return e;
+}
+
+awaitable<Result<store::StorageReservation>> PasteService::ReserveStorage(
+    uint64_t declared_length, std::shared_ptr<const ServiceOptions> options) {
+  const int64_t now = clock_.UnixSeconds();
+  // A second more than the lifetime: `now` is truncated to the second.
+  const int64_t lifetime =
+      std::chrono::ceil<std::chrono::seconds>(options->reservation_lifetime).count() + 1;
+  store::StorageRequest request{MintPasteId(), declared_length, options->max_storage_bytes, now,
+                                now + lifetime};
+  auto reserving = meta_.ReserveStorage(request, Deadline::After(clock_, options->create_budget));
+  Result<store::StorageReservation> held = co_await std::move(reserving);
+  if (held.ok()) co_return held;
+  if (held.error().code == ErrorCode::kInsufficientStorage) {
+    co_return QuotaRefusal(held.error());
+  }
+  // Refused rather than let through: a create admitted past the quota cannot be taken back, and
+  // a store that cannot take a reservation would most likely refuse the insert too.
+  spdlog::warn("create: storage not reserved: {}", held.error().message);
+  co_return WithRetryAfter(MakeError(
+      ErrorCode::kUnavailable,
+      "the paste index could not hold room for this paste; nothing was saved, try again later",
+      held.error().reason.empty() ? "storage_unavailable" : held.error().reason));
 }
 
 awaitable<void> PasteService::RefreshStorage() {

@@ -509,6 +509,14 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await inner_.LiveBytes(d);
   }
 
+  // The first write of a create: under the insert's target.
+  awaitable<Result<StorageReservation>> ReserveStorage(StorageRequest request,
+                                                       admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.insert");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.ReserveStorage(request, d);
+  }
+
  private:
   MetaStore& inner_;
   FaultInjector& injector_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace sluice::store {
 
 boost::asio::awaitable<Status> MetaStore::InsertWithBody(PasteMeta meta,
@@ -11,6 +13,32 @@ boost::asio::awaitable<Status> MetaStore::InsertWithBody(PasteMeta meta,
                       fmt::format("paste {}: this store keeps no body of {} bytes beside its row",
                                   meta.id.view(), body ? body->size() : 0),
                       "no_colocated_bodies");
+}
+
+Error StorageQuotaReached(uint64_t in_use, uint64_t quota) {
+  return MakeError(ErrorCode::kInsufficientStorage,
+                   fmt::format("the server's storage quota is reached ({} of {} bytes in use or "
+                               "held by creates in flight); nothing was saved, try again later",
+                               in_use, quota),
+                   std::string(kStorageQuota));
+}
+
+StorageReservation& StorageReservation::operator=(StorageReservation&& other) noexcept {
+  if (this != &other) {
+    Settle(false);
+    ledger_ = std::exchange(other.ledger_, nullptr);
+    id_ = std::exchange(other.id_, std::nullopt);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void StorageReservation::Settle(bool spent) noexcept {
+  if (ledger_ == nullptr) return;
+  Ledger* ledger = std::exchange(ledger_, nullptr);
+  ledger->Settle(*id_, spent);
+  id_.reset();
+  bytes_ = 0;
 }
 
 }  // namespace sluice::store

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "../contract/store_contract.h"
@@ -423,6 +424,113 @@ TEST(PostgresMetaStore, AnOutageIsUnavailableAndRecoveryNeedsNoRestart) {
   auto back = RunSync(store->Get(Id("before000000"), In(30s)));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_TRUE(RunSync(store->Insert(Row("after0000000", 5000), In(30s))).ok());
+}
+
+// The storage quota across processes (MetaStore::ReserveStorage): two store objects on one
+// database stand for two sluice processes.
+
+StorageRequest Hold(const char* id, uint64_t bytes, uint64_t quota, int64_t now = 100,
+                    int64_t expires_at = 1000) {
+  return StorageRequest{Id(id), bytes, quota, now, expires_at};
+}
+
+std::string ReservationRows(const std::string& url) {
+  testenv::Session session(url);
+  return session.Exec("SELECT count(*) FROM storage_reservations");
+}
+
+TEST(PostgresMetaStore, ReservationsFromTwoProcessesShareOneQuota) {
+  testenv::TestDatabase db;
+  auto a = MigratedStore(db.url(), PostgresOptions{});
+  auto b = MigratedStore(db.url(), PostgresOptions{});
+  boost::asio::io_context io;
+  constexpr int kCreates = 40;
+  std::mutex mu;
+  // Each grant with the store (the process) that made it.
+  std::vector<std::pair<MetaStore*, StorageReservation>> granted;
+  std::atomic<int> refused{0};
+  std::atomic<int> failed{0};
+  for (int i = 0; i < kCreates; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> boost::asio::awaitable<void> {
+          char id[24];
+          std::snprintf(id, sizeof id, "two%09d", i);
+          MetaStore* store = i % 2 ? a.get() : b.get();
+          auto reserving = store->ReserveStorage(Hold(id, 10, 100), Deadline::Never());
+          Result<StorageReservation> r = co_await std::move(reserving);
+          if (r.ok()) {
+            std::lock_guard lock(mu);
+            granted.emplace_back(store, std::move(*r));
+          } else if (r.error().code == ErrorCode::kInsufficientStorage) {
+            ++refused;
+          } else {
+            ++failed;
+          }
+        },
+        boost::asio::detached);
+  }
+  std::thread second([&io] { io.run(); });
+  io.run();
+  second.join();
+  EXPECT_EQ(granted.size(), 10u);
+  EXPECT_EQ(refused.load(), kCreates - 10);
+  EXPECT_EQ(failed.load(), 0);
+  // Each grant is one row, and each insert, by the process that reserved, ends it in its own
+  // statement.
+  EXPECT_EQ(ReservationRows(db.url()), "10");
+  for (auto& [store, reservation] : granted) {
+    ASSERT_TRUE(
+        RunSync(store->Insert(Row(reservation.id()->view(), 5000), Deadline::Never())).ok());
+    reservation.Spent();
+  }
+  EXPECT_EQ(ReservationRows(db.url()), "0");
+  EXPECT_EQ(*RunSync(a->LiveBytes(Deadline::Never())), 50u);  // ten rows of 5 bytes
+}
+
+// What a crashed process leaves: reservations nobody gives back, which hold room until their
+// expiry and not a second longer.
+TEST(PostgresMetaStore, AReservationOfACrashedProcessCountsUntilItExpires) {
+  testenv::TestDatabase db;
+  {
+    auto crashed = MigratedStore(db.url(), PostgresOptions{});
+    auto held = RunSync(
+        crashed->ReserveStorage(Hold("gone00000001", 60, 100, 100, 110), Deadline::Never()));
+    ASSERT_TRUE(held.ok()) << held.error().message;
+    held->Spent();  // forgotten without a word to the server, as by a process that died
+  }
+  EXPECT_EQ(ReservationRows(db.url()), "1");
+  auto survivor = MigratedStore(db.url(), PostgresOptions{});
+  auto early =
+      RunSync(survivor->ReserveStorage(Hold("next00000001", 60, 100, 109, 200), Deadline::Never()));
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.error().code, ErrorCode::kInsufficientStorage);
+  auto late =
+      RunSync(survivor->ReserveStorage(Hold("next00000002", 60, 100, 110, 200), Deadline::Never()));
+  ASSERT_TRUE(late.ok()) << late.error().message;
+  EXPECT_EQ(ReservationRows(db.url()), "1");  // the expired one went with the decision
+}
+
+// A grant that arrives after its caller gave up is given back by the store, not left to expire.
+TEST(PostgresMetaStore, AReservationGrantedAfterItsCallerGaveUpIsGivenBack) {
+  testenv::TestDatabase db;
+  PostgresOptions options;
+  options.write.call_timeout = 30s;
+  auto store = MigratedStore(db.url(), options);
+  ASSERT_TRUE(RunSync(store->Insert(Row("warm00000000", 5000), Deadline::Never())).ok());
+  testenv::Session blocker(db.url());
+  blocker.Exec("SELECT pg_advisory_lock(32488873856820561)");  // the reservations' lock
+  auto abandoned = RunSync(store->ReserveStorage(Hold("slow00000001", 10, 100), In(300ms)));
+  ASSERT_FALSE(abandoned.ok());
+  EXPECT_EQ(abandoned.error().code, ErrorCode::kDeadlineExceeded);
+  blocker.Exec("SELECT pg_advisory_unlock(32488873856820561)");
+  std::string rows = "?";
+  for (int i = 0; i < 500; ++i) {
+    rows = ReservationRows(db.url());
+    if (rows == "0") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(rows, "0");
 }
 
 }  // namespace

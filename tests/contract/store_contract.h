@@ -12,9 +12,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -628,6 +630,167 @@ TYPED_TEST_P(StoreContract, ClaimNeverBurnsAModeratedRow) {
   EXPECT_EQ(*live, 5u);
 }
 
+// The storage quota as reservations (MetaStore::ReserveStorage; docs/overload.md, "Create", step
+// 4a). Times are Unix seconds on the caller's clock, as the service passes them.
+
+inline StorageRequest Hold(std::string_view id, uint64_t bytes, uint64_t quota, int64_t now = 100,
+                           int64_t expires_at = 1000) {
+  return StorageRequest{Id(id), bytes, quota, now, expires_at};
+}
+
+inline void ExpectQuotaRefusal(const Result<StorageReservation>& r) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInsufficientStorage);
+  EXPECT_EQ(r.error().reason, kStorageQuota);
+}
+
+// A reservation given back by a store shared across processes goes by a statement of its own,
+// sent when the reservation ends and not waited for: asks again for a few seconds.
+inline Result<StorageReservation> ReserveOnceGivenBack(MetaStore& meta, StorageRequest request) {
+  for (int attempt = 0;; ++attempt) {
+    Result<StorageReservation> r = RunSync(meta.ReserveStorage(request, Deadline::Never()));
+    if (r.ok() || r.error().code != ErrorCode::kInsufficientStorage || attempt == 100) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+TYPED_TEST_P(StoreContract, ReservationsHoldRoomUntilGivenBack) {
+  auto reserve = [this](std::string_view id, uint64_t bytes) {
+    return RunSync(this->meta().ReserveStorage(Hold(id, bytes, 100), this->deadline()));
+  };
+  auto a = reserve("res000000001", 40);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_TRUE(a->held());
+  EXPECT_EQ(a->bytes(), 40u);
+  EXPECT_EQ(a->id(), Id("res000000001"));
+  auto b = reserve("res000000002", 40);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ExpectQuotaRefusal(reserve("res000000003", 40));
+  auto up_to_the_quota = reserve("res000000004", 20);
+  ASSERT_TRUE(up_to_the_quota.ok()) << up_to_the_quota.error().message;
+  ExpectQuotaRefusal(reserve("res000000005", 1));
+  // One id holds one reservation.
+  EXPECT_FALSE(
+      RunSync(this->meta().ReserveStorage(Hold("res000000002", 1, 1000), this->deadline())).ok());
+  // Reservations are not live bytes.
+  EXPECT_EQ(*RunSync(this->meta().LiveBytes(this->deadline())), 0u);
+
+  a->Release();
+  EXPECT_FALSE(a->held());
+  auto again = ReserveOnceGivenBack(this->meta(), Hold("res000000006", 40, 100));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  ExpectQuotaRefusal(reserve("res000000007", 1));
+}
+
+TYPED_TEST_P(StoreContract, AnInsertTakesItsReservationAsLiveBytes) {
+  auto reserve = [this](std::string_view id, uint64_t bytes) {
+    return RunSync(this->meta().ReserveStorage(Hold(id, bytes, 100), this->deadline()));
+  };
+  auto held = reserve("take00000001", 40);
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  PasteMeta row = Row("take00000001", 5000);
+  row.size_bytes = 30;  // less than declared: a body's framing is reserved too
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  held->Spent();
+  EXPECT_EQ(*RunSync(this->meta().LiveBytes(this->deadline())), 30u);
+  // The 40 reserved went with the insert, the 30 live count: 70 fit, 71 do not.
+  ExpectQuotaRefusal(reserve("take00000002", 71));
+  auto rest = reserve("take00000003", 70);
+  ASSERT_TRUE(rest.ok()) << rest.error().message;
+  rest->Release();
+
+  // A reservation ended without Spent() after its row's insert gives nothing back twice.
+  auto second = ReserveOnceGivenBack(this->meta(), Hold("take00000004", 20, 100));
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  PasteMeta other = Row("take00000004", 5000);
+  other.size_bytes = 20;
+  ASSERT_TRUE(RunSync(this->meta().Insert(other, this->deadline())).ok());
+  second->Release();
+  EXPECT_EQ(*RunSync(this->meta().LiveBytes(this->deadline())), 50u);
+  auto last = ReserveOnceGivenBack(this->meta(), Hold("take00000005", 50, 100));
+  ASSERT_TRUE(last.ok()) << last.error().message;
+  ExpectQuotaRefusal(reserve("take00000006", 1));
+}
+
+TYPED_TEST_P(StoreContract, ReservationsPastTheirExpiryNoLongerCount) {
+  auto first = RunSync(
+      this->meta().ReserveStorage(Hold("late00000001", 60, 100, 100, 110), this->deadline()));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ExpectQuotaRefusal(RunSync(
+      this->meta().ReserveStorage(Hold("late00000002", 60, 100, 109, 200), this->deadline())));
+  auto after = RunSync(
+      this->meta().ReserveStorage(Hold("late00000003", 60, 100, 110, 200), this->deadline()));
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  // The expired one, released late, frees nothing more.
+  first->Release();
+  ExpectQuotaRefusal(RunSync(
+      this->meta().ReserveStorage(Hold("late00000004", 41, 100, 111, 200), this->deadline())));
+}
+
+// The live bytes the reservations are weighed against follow every change the store counts, and
+// survive reopening.
+TYPED_TEST_P(StoreContract, ReservationsWeighLiveBytesAsTheyChange) {
+  auto fits = [this](std::string_view id, uint64_t bytes, int64_t now = 100) {
+    // Held only for the look: given back at once.
+    return ReserveOnceGivenBack(this->meta(), Hold(id, bytes, 100, now)).ok();
+  };
+  PasteMeta kept = Row("wgh000000001", 5000);
+  kept.size_bytes = 50;
+  PasteMeta burn = BurnRow("wgh000000002", 5000);
+  burn.size_bytes = 30;
+  PasteMeta expiring = Row("wgh000000003", 150);
+  expiring.size_bytes = 20;
+  for (const PasteMeta& row : {kept, burn, expiring}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  }
+  this->backend_.Reopen();
+  ExpectQuotaRefusal(
+      RunSync(this->meta().ReserveStorage(Hold("wgh000000004", 1, 100), this->deadline())));
+  ASSERT_TRUE(RunSync(this->meta().MarkDeleted(kept.id, 200, this->deadline())).ok());
+  EXPECT_TRUE(fits("wgh000000005", 50));
+  ASSERT_TRUE(RunSync(this->meta().Claim(burn.id, 120, this->deadline())).ok());
+  EXPECT_TRUE(fits("wgh000000006", 80));
+  ASSERT_TRUE(RunSync(this->meta().Purge({expiring.id, kept.id}, this->deadline())).ok());
+  EXPECT_TRUE(fits("wgh000000007", 100));
+}
+
+// Of many reservations at once, exactly as many as fit are granted.
+TYPED_TEST_P(StoreContract, ConcurrentReservationsNeverPassTheQuota) {
+  PasteMeta row = Row("conc00000000", 5000);
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());  // 5 bytes live
+  boost::asio::io_context io;
+  constexpr int kCreates = 40;
+  std::mutex mu;
+  std::vector<StorageReservation> granted;
+  std::atomic<int> refused{0};
+  std::atomic<int> failed{0};
+  for (int i = 0; i < kCreates; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> boost::asio::awaitable<void> {
+          char id[24];
+          std::snprintf(id, sizeof id, "conc%08d", i + 1);
+          auto reserving = this->meta().ReserveStorage(Hold(id, 10, 95), this->deadline());
+          Result<StorageReservation> r = co_await std::move(reserving);
+          if (r.ok()) {
+            std::lock_guard lock(mu);
+            granted.push_back(std::move(*r));
+          } else if (r.error().code == ErrorCode::kInsufficientStorage) {
+            ++refused;
+          } else {
+            ++failed;
+          }
+        },
+        boost::asio::detached);
+  }
+  std::thread second([&io] { io.run(); });
+  io.run();
+  second.join();
+  EXPECT_EQ(granted.size(), 9u);  // (95 - 5) / 10
+  EXPECT_EQ(refused.load(), kCreates - 9);
+  EXPECT_EQ(failed.load(), 0);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreContract, InsertedRowReadsBackIdentically, BodySizeAndChecksumRoundTrip,
     MissingRowIsNotFound, DuplicateInsertFailsAndKeepsTheFirstRow,
@@ -640,6 +803,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes,
     BlocksInForceAndTheAuditTrailNewestFirst, ClaimTakesABurnRowOnceAndOwesItsBody,
     ConcurrentClaimsHaveExactlyOneWinner, LiveBytesFollowInsertsDeletesClaimsAndPurges,
-    ClaimNeverBurnsAModeratedRow);
+    ClaimNeverBurnsAModeratedRow, ReservationsHoldRoomUntilGivenBack,
+    AnInsertTakesItsReservationAsLiveBytes, ReservationsPastTheirExpiryNoLongerCount,
+    ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota);
 
 }  // namespace sluice::store::contract

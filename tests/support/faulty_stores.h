@@ -157,6 +157,13 @@ class FaultyMetaStore final : public store::MetaStore {
     if (Fails()) co_return StoreDown();
     co_return co_await inner_.LiveBytes(d);
   }
+  std::atomic<int> reservations{0};
+  boost::asio::awaitable<Result<store::StorageReservation>> ReserveStorage(
+      store::StorageRequest request, admission::Deadline d) override {
+    ++reservations;
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.ReserveStorage(request, d);
+  }
 
   // Moderation: fails with the rest when `fail` is set.
   boost::asio::awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,

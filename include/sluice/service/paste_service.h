@@ -62,6 +62,10 @@ struct ServiceOptions {
   /// Longest this process decides the quota from live bytes it has not re-read from the store;
   /// its own creates and deletes count at once. Default: 1 s.
   Duration storage_refresh = std::chrono::seconds(1);
+  /// Longest a create's reservation of its declared bytes holds room under the quota if nothing
+  /// ends it (its process crashed): the body's time to arrive plus the create's budget. The
+  /// server sets it to body_timeout + create_budget. Default: 32 s.
+  Duration reservation_lifetime = std::chrono::seconds(32);
 };
 
 /// What a create's request line and headers say, before any of the body is read.
@@ -94,6 +98,9 @@ struct CreateTicket {
   admission::KeyedSlots::Slot client_share;
   /// Who it is for, so the stored create is counted for them (AbuseWatch).
   std::string client_key;
+  /// With a storage quota: the declared bytes held against it, for the paste id the create will
+  /// use. Given back if the create ends without its row; its row's insert takes them as live.
+  store::StorageReservation reservation;
 };
 
 /// The create, read and delete use-cases. Thread-safe; the stores, cache and admission control
@@ -113,7 +120,8 @@ class PasteService {
   /// The options now (a reload replaces them); hold the pointer for the length of one request.
   std::shared_ptr<const ServiceOptions> options() const { return options_.Load(); }
   /// New limits and budgets for requests from now on (README.md, "Reload"): max_paste_bytes, the
-  /// TTLs, create_budget, read_budget, delete_budget, max_storage_bytes, put_timeout,
+  /// TTLs, create_budget, read_budget, delete_budget, max_storage_bytes, reservation_lifetime,
+  /// put_timeout,
   /// insert_timeout, cache_timeout and verify_bodies. The per-call timeouts are also the guarded
   /// stores' own (service::LiveCallTimeouts), which the caller changes with these.
   /// shared_meta_ttl and storage_refresh stay as built.
@@ -125,10 +133,15 @@ class PasteService {
 
   /// Steps 1 to 3 of a create, before any of the body is read: the size (LengthRequired,
   /// TooLarge), an operator's block of the client (PermissionDenied, reason blocked), the storage
-  /// quota (InsufficientStorage, reason "storage_quota", with a Retry-After), the rate limits
-  /// (ResourceExhausted, with the limit), the in-flight caps
-  /// (Unavailable, with a jittered Retry-After). Nothing is spent for a refused create. Suspends
-  /// only to ask a shared limiter store, and then for at most its budget.
+  /// quota as this process last saw it (InsufficientStorage, reason "storage_quota", with a
+  /// Retry-After), the rate limits (ResourceExhausted, with the limit), the in-flight caps
+  /// (Unavailable, with a jittered Retry-After), and last, with a quota, the reservation of the
+  /// declared bytes in the metadata store (store::MetaStore::ReserveStorage): InsufficientStorage
+  /// as above when concurrent creates hold the room, Unavailable when the store cannot decide.
+  /// Nothing is spent for a refused create, except that one the reservation refuses has taken
+  /// its rate-limit tokens (the quota filled between the first look and the reservation).
+  /// Suspends to ask a shared limiter store, for at most its budget, and, with a quota, the
+  /// metadata store, for at most the insert's timeout.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
                                                            CreateHeaders headers,
                                                            uint64_t allowance = 0);
@@ -231,6 +244,12 @@ class PasteService {
   std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
   /// The quota's refusal, from the declared length alone, or nothing.
   boost::asio::awaitable<std::optional<Error>> CheckQuota(uint64_t declared_length);
+  /// Holds `declared_length` against the quota for a new paste id (store::MetaStore::
+  /// ReserveStorage); its refusal answers 507, the store's failure 503.
+  boost::asio::awaitable<Result<store::StorageReservation>> ReserveStorage(
+      uint64_t declared_length, std::shared_ptr<const ServiceOptions> options);
+  /// A quota refusal, counted, with the caps' Retry-After band.
+  Error QuotaRefusal(Error e);
   /// This process's own change to the live bytes (+ a create, - a delete or claim).
   void CountLive(int64_t delta);
   void CountCreated(uint64_t bytes);

@@ -29,7 +29,8 @@ namespace sluice::store {
 struct FaultRule {
   enum class Kind { kLatency, kError, kRefuse, kHang };
 
-  /// The operation: "blob.put", "blob.get", "blob.delete", "blob.list", "meta.insert", "meta.get",
+  /// The operation: "blob.put", "blob.get", "blob.delete", "blob.list", "meta.insert" (Insert,
+  /// InsertWithBody, ReserveStorage), "meta.get",
   /// "meta.mark_deleted" (MarkDeleted, Claim), "meta.outbox" (DueOutbox, FinishOutbox,
   /// RetryOutboxLater, OldestOutboxAge), "meta.sweep" (Expired, Purge, Existing, LiveBytes),
   /// "meta.moderation" (reports, moderation states, blocks, audit); or a wildcard "blob.*",

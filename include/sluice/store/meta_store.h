@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,74 @@ inline constexpr std::string_view kOutcomeUnknown = "outcome_unknown";
 inline bool InsertOutcomeUnknown(const Error& e) {
   return e.reason == kOutcomeUnknown || (e.code == ErrorCode::kDeadlineExceeded && !e.never_sent);
 }
+
+/// The reason of a create refused because the storage quota is full (MetaStore::ReserveStorage,
+/// and the 507 that answers it).
+inline constexpr std::string_view kStorageQuota = "storage_quota";
+
+/// InsufficientStorage, reason kStorageQuota: `in_use` bytes live or held by creates in flight, of
+/// `quota`. Retrying helps once pastes expire or are deleted, or the creates in flight end.
+Error StorageQuotaReached(uint64_t in_use, uint64_t quota);
+
+/// What a create asks the quota for, from its headers (MetaStore::ReserveStorage).
+struct StorageRequest {
+  /// The paste the bytes are for: its row's insert takes them as live.
+  PasteId id;
+  /// The declared length.
+  uint64_t bytes = 0;
+  /// The storage quota (max_storage_bytes); never 0: without a quota nothing is reserved.
+  uint64_t quota = 0;
+  /// Unix seconds on the caller's clock: reservations whose expiry is at or before it are dropped.
+  int64_t now = 0;
+  /// Unix seconds after which the reservation no longer counts, if nothing ended it before: what
+  /// bounds the room a crashed process's creates hold (their body's time to arrive plus the
+  /// create's budget; service::ServiceOptions::reservation_lifetime).
+  int64_t expires_at = 0;
+};
+
+/// Bytes held against the storage quota for one create, from its admission until its row is
+/// inserted (MetaStore::ReserveStorage). Move-only; the bytes go back when it is destroyed, unless
+/// Spent() said the row's insert took them. An empty one (default) holds nothing. Not
+/// thread-safe; the store that granted it must outlive it.
+class StorageReservation {
+ public:
+  /// The store side of a reservation: implemented by the store that grants them.
+  class Ledger {
+   public:
+    /// Ends the reservation of `id`. `spent`: the insert of the row `id` committed and took the
+    /// bytes as live (the ledger forgets it); otherwise the bytes are given back, unless an insert
+    /// or the expiry took them already. Never throws: it runs in destructors.
+    virtual void Settle(const PasteId& id, bool spent) noexcept = 0;
+
+   protected:
+    ~Ledger() = default;
+  };
+
+  StorageReservation() = default;
+  StorageReservation(Ledger& ledger, PasteId id, uint64_t bytes)
+      : ledger_(&ledger), id_(id), bytes_(bytes) {}
+  StorageReservation(StorageReservation&& other) noexcept { *this = std::move(other); }
+  StorageReservation& operator=(StorageReservation&& other) noexcept;
+  StorageReservation(const StorageReservation&) = delete;
+  StorageReservation& operator=(const StorageReservation&) = delete;
+  ~StorageReservation() { Settle(false); }
+
+  bool held() const { return ledger_ != nullptr; }
+  /// The paste the bytes are for; empty when nothing is held.
+  const std::optional<PasteId>& id() const { return id_; }
+  uint64_t bytes() const { return bytes_; }
+  /// The row's insert committed (or was confirmed by a read): its bytes are live now.
+  void Spent() { Settle(true); }
+  /// Gives the bytes back now.
+  void Release() { Settle(false); }
+
+ private:
+  void Settle(bool spent) noexcept;
+
+  Ledger* ledger_ = nullptr;
+  std::optional<PasteId> id_;
+  uint64_t bytes_ = 0;
+};
 
 /// Stores paste metadata and the outbox. Implementations are thread-safe. Every write is durable
 /// when its call returns success.
@@ -149,6 +218,20 @@ class MetaStore {
   /// they are purged: their bodies are still on disk). Kept by the insert, delete, claim and purge
   /// transactions themselves, so it is right across processes sharing the store.
   virtual boost::asio::awaitable<Result<uint64_t>> LiveBytes(admission::Deadline deadline) = 0;
+
+  // The storage quota as reservations (docs/overload.md, "Create", step 4a)
+
+  /// Holds `request.bytes` for the create of `request.id` if the live bytes (LiveBytes), plus the
+  /// bytes of every reservation in force, plus these stay within `request.quota`; otherwise
+  /// InsufficientStorage (StorageQuotaReached). Of many concurrent calls, from every process
+  /// sharing the store, only as many succeed as fit. A reservation counts until the object is
+  /// destroyed or released, until the Insert or InsertWithBody of the row `request.id` takes its
+  /// bytes as live in the insert's own transaction (never counted twice, never dropped between),
+  /// or until `request.expires_at`. Unavailable or DeadlineExceeded when the store cannot decide:
+  /// then nothing is held (a grant that arrives after its caller gave up is given back). Not
+  /// retried: a second call for one id is refused (Internal).
+  virtual boost::asio::awaitable<Result<StorageReservation>> ReserveStorage(
+      StorageRequest request, admission::Deadline deadline) = 0;
 };
 
 }  // namespace sluice::store

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "../storage_ledger.h"
 #include "sluice/store/backends.h"
 
 namespace sluice::store {
@@ -20,6 +21,7 @@ class MemoryMetaStore final : public MetaStore {
     if (!rows_.emplace(meta.id, meta).second) {
       co_return MakeError(ErrorCode::kInternal, "id exists", "id_collision");
     }
+    ledger_.Committed(static_cast<int64_t>(meta.size_bytes), {&meta.id, 1});
     co_return Ok();
   }
 
@@ -37,6 +39,7 @@ class MemoryMetaStore final : public MetaStore {
     if (!it->second.deleted) {
       it->second.deleted = true;
       outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kDeleteBody, 0, now}, now});
+      ledger_.Committed(-static_cast<int64_t>(it->second.size_bytes), {});
     }
     co_return Ok();
   }
@@ -93,6 +96,9 @@ class MemoryMetaStore final : public MetaStore {
   awaitable<Status> Purge(std::vector<PasteId> ids, admission::Deadline) override {
     std::lock_guard lock(mu_);
     for (const PasteId& id : ids) {
+      if (auto row = rows_.find(id); row != rows_.end() && !row->second.deleted) {
+        ledger_.Committed(-static_cast<int64_t>(row->second.size_bytes), {});
+      }
       rows_.erase(id);
       std::erase_if(outbox_, [&](const auto& e) { return e.first.id == id; });
     }
@@ -229,6 +235,7 @@ class MemoryMetaStore final : public MetaStore {
     PasteMeta before = it->second;
     it->second.deleted = true;
     outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kDeleteBody, 0, now}, now});
+    ledger_.Committed(-static_cast<int64_t>(before.size_bytes), {});
     co_return before;
   }
 
@@ -239,6 +246,11 @@ class MemoryMetaStore final : public MetaStore {
       if (!row.deleted) live += row.size_bytes;
     }
     co_return live;
+  }
+
+  awaitable<Result<StorageReservation>> ReserveStorage(StorageRequest request,
+                                                       admission::Deadline) override {
+    co_return ledger_.Reserve(request);
   }
 
  private:
@@ -254,6 +266,7 @@ class MemoryMetaStore final : public MetaStore {
   std::map<std::pair<PasteId, std::string>, StoredReport> reports_;
   std::vector<ClientBlock> blocks_;
   std::vector<AuditEntry> audit_;
+  LocalStorageLedger ledger_;
 };
 
 class MemoryBlobStore final : public BlobStore {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -308,7 +309,7 @@ PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
 // character, spread over sixteen counter rows.
 #define SLUICE_USAGE_SLOT(id) "ascii(right(" id ", 1)) % 16"
 
-class PgMetaStore final : public PostgresMetaStore {
+class PgMetaStore final : public PostgresMetaStore, private StorageReservation::Ledger {
  public:
   explicit PgMetaStore(PostgresOptions options)
       : options_(std::move(options)), guard_(asio::make_work_guard(io_)) {
@@ -355,18 +356,25 @@ class PgMetaStore final : public PostgresMetaStore {
       digest.assign(reinterpret_cast<const char*>(meta.body_sha256->data()),
                     meta.body_sha256->size());
     }
-    // One statement, so the row and its live bytes commit together.
-    return Command(
-        PostgresPurpose::kWrite, deadline,
-        "WITH added AS (INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, "
-        "deleted, body_sha256, burn) VALUES ($1, $2, $3, $4, $5, false, "
-        "NULLIF($6::bytea, ''::bytea), $7::boolean) RETURNING id, size_bytes) "
-        "UPDATE storage_usage u SET live_bytes = u.live_bytes + a.size_bytes FROM added a "
-        "WHERE u.slot = " SLUICE_USAGE_SLOT("a.id"),
-        {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
-         P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
-         Param{std::move(digest), true}, P(meta.burn ? "true" : "false")},
-        nullptr, LostAnswer::kOutcomeUnknown);
+    // One statement, so the row and its live bytes commit together, and with them the end of the
+    // row's reservation (ReserveStorage): its bytes move from reserved to live in one commit.
+    // Only a create that reserved pays for that delete.
+#define SLUICE_INSERT_ROW                                                                       \
+  "added AS (INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, " \
+  "body_sha256, burn) VALUES ($1, $2, $3, $4, $5, false, NULLIF($6::bytea, ''::bytea), "        \
+  "$7::boolean) RETURNING id, size_bytes) "                                                     \
+  "UPDATE storage_usage u SET live_bytes = u.live_bytes + a.size_bytes FROM added a "           \
+  "WHERE u.slot = " SLUICE_USAGE_SLOT("a.id")
+    static constexpr const char* kInsert = "WITH " SLUICE_INSERT_ROW;
+    static constexpr const char* kInsertTakingReservation =
+        "WITH taken AS (DELETE FROM storage_reservations WHERE id = $1), " SLUICE_INSERT_ROW;
+#undef SLUICE_INSERT_ROW
+    return Command(PostgresPurpose::kWrite, deadline,
+                   HoldsReservation(meta.id) ? kInsertTakingReservation : kInsert,
+                   {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
+                    P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
+                    Param{std::move(digest), true}, P(meta.burn ? "true" : "false")},
+                   nullptr, LostAnswer::kOutcomeUnknown);
   }
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override {
@@ -649,6 +657,50 @@ class PgMetaStore final : public PostgresMetaStore {
                            });
   }
 
+  awaitable<Result<StorageReservation>> ReserveStorage(StorageRequest request,
+                                                       admission::Deadline deadline) override {
+    // On the write pool: a reservation is the first write of a create, fed by the same slots.
+    // Made on the I/O thread when the answer arrives, so a grant whose caller already gave up is
+    // destroyed there, unanswered, and so given back.
+    const PasteId id = request.id;
+    const uint64_t bytes = request.bytes;
+    const uint64_t quota = request.quota;
+    return Query<StorageReservation>(
+        PostgresPurpose::kWrite, deadline,
+        "SELECT granted, in_use FROM sluice_reserve_storage($1, $2, $3, $4, $5)",
+        {P(id.view()), P(static_cast<int64_t>(bytes)), P(static_cast<int64_t>(quota)),
+         P(request.now), P(request.expires_at)},
+        [this, id, bytes, quota](const PGresult* r) -> Result<StorageReservation> {
+          if (PQntuples(r) != 1) {
+            return MakeError(ErrorCode::kUnavailable, "postgres: no answer from the reservation",
+                             "storage_unavailable");
+          }
+          if (Text(r, 0, 0) != "t") {
+            return StorageQuotaReached(static_cast<uint64_t>(std::max<int64_t>(0, Int(r, 0, 1))),
+                                       quota);
+          }
+          {
+            std::lock_guard lock(reserved_mu_);
+            reserved_.insert(id);
+          }
+          return StorageReservation(*this, id, bytes);
+        });
+  }
+
+  void Settle(const PasteId& id, bool spent) noexcept override {
+    {
+      std::lock_guard lock(reserved_mu_);
+      reserved_.erase(id);
+    }
+    if (spent) return;  // the insert's statement deleted the row
+    try {
+      asio::co_spawn(io_, GiveBack(id), asio_glue::LogIfThrown("postgres: reservation"));
+    } catch (const std::exception& e) {
+      spdlog::warn("storage reservation {} not given back ({}); it counts until it expires",
+                   id.view(), e.what());
+    }
+  }
+
   PoolStats Stats(PostgresPurpose purpose) const override {
     return pools_[static_cast<size_t>(purpose)]->Stats();
   }
@@ -761,8 +813,31 @@ class PgMetaStore final : public PostgresMetaStore {
 
   static constexpr Duration kStuckGrace = std::chrono::seconds(1);
 
+  bool HoldsReservation(const PasteId& id) {
+    std::lock_guard lock(reserved_mu_);
+    return reserved_.contains(id);
+  }
+
+  // A create that ended without its row gives its room back at once; if this fails (the server
+  // is unreachable, and so is every create), the row counts until its expiry.
+  awaitable<void> GiveBack(PasteId id) {
+    auto releasing =
+        Command(PostgresPurpose::kWrite, admission::Deadline::After(clock_, kGiveBackTimeout),
+                "DELETE FROM storage_reservations WHERE id = $1", {P(id.view())});
+    const Status released = co_await std::move(releasing);
+    if (!released.ok()) {
+      spdlog::debug("storage reservation {} not given back ({}); it counts until it expires",
+                    id.view(), released.error().message);
+    }
+  }
+  static constexpr Duration kGiveBackTimeout = std::chrono::seconds(1);
+
   const PostgresOptions options_;
   const Clock& clock_ = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  // The reservations this object granted and no insert or release has ended yet: an Insert of
+  // one of these ids also ends its reservation.
+  std::mutex reserved_mu_;
+  std::set<PasteId> reserved_;
   std::array<std::unique_ptr<Pool>, 3> pools_;  // by PostgresPurpose; outlive io_
   std::unique_ptr<asio::io_context> io_holder_ = std::make_unique<asio::io_context>(1);
   asio::io_context& io_ = *io_holder_;

@@ -104,6 +104,49 @@ constexpr const char* kMigrations[] = {
       WHERE NOT r.open AND r.closed_at IS NULL;
     CREATE INDEX IF NOT EXISTS reports_closed ON reports (closed_at) WHERE NOT open;
     )sql",
+    // 7: storage reservations (MetaStore::ReserveStorage): the bytes each admitted create holds
+    // against the quota until its insert takes them as live (in the insert's statement), it gives
+    // them back, or its expiry passes (a crashed process's; bounded by the body's time to arrive
+    // plus the create's budget). sluice_reserve_storage decides one under a transaction-scoped
+    // advisory lock, so reservations from every process queue on it and each one's sums, read by
+    // a statement that starts after the lock is held, see every reservation granted before it;
+    // inserts, deletes and purges never take the lock, and only move bytes from reserved to live
+    // or free them. The table holds at most the creates in flight across the tier plus what
+    // crashed processes left until it expires, so the sums are bounded by the create slots, not
+    // by the data. A reservation needs no flush before its answer (synchronous_commit off for its
+    // transaction alone): lost in a crash of the server, it only lets the creates then in flight
+    // insert unreserved, once, and meanwhile it holds the lock for microseconds, not for a flush
+    // (or a synchronous standby's round trip). Self-contained: it names only storage_usage.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS storage_reservations (
+      id text PRIMARY KEY,
+      bytes bigint NOT NULL,
+      expires_at bigint NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS storage_reservations_by_expiry
+      ON storage_reservations (expires_at);
+    CREATE OR REPLACE FUNCTION sluice_reserve_storage(
+        p_id text, p_bytes bigint, p_quota bigint, p_now bigint, p_expires_at bigint,
+        OUT granted boolean, OUT in_use bigint)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+    BEGIN
+      -- "sluiceQ" in ASCII; the migrations take "sluice".
+      PERFORM pg_advisory_xact_lock(32488873856820561);
+      PERFORM set_config('synchronous_commit', 'off', true);
+      DELETE FROM storage_reservations WHERE expires_at <= p_now;
+      -- One statement, one snapshot: an insert that commits meanwhile moves its bytes from one
+      -- sum to the other, never out of both.
+      SELECT (SELECT COALESCE(SUM(live_bytes), 0) FROM storage_usage)
+           + (SELECT COALESCE(SUM(bytes), 0) FROM storage_reservations)
+        INTO in_use;
+      granted := in_use + p_bytes <= p_quota;
+      IF granted THEN
+        INSERT INTO storage_reservations (id, bytes, expires_at)
+          VALUES (p_id, p_bytes, p_expires_at);
+      END IF;
+    END
+    $fn$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

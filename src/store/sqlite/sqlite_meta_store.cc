@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <variant>
 
+#include "../storage_ledger.h"
 #include "bodies_table.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/backends.h"
@@ -241,6 +242,7 @@ class SqliteMetaStore final : public MetaStore {
         colocated_body_limit_(colocated_body_limit),
         writer_(sqlite::OpenDurable(path)) {
     Migrate(*writer_);
+    ledger_.Committed(ReadLiveBytes(*writer_), {});
     checkpointer_ =
         std::make_unique<sqlite::WalCheckpointer>(*writer_, path, "metadata store", "ckpt-meta");
     committer_ = std::make_unique<GroupCommitter<WriteOp>>(
@@ -542,8 +544,24 @@ class SqliteMetaStore final : public MetaStore {
     });
   }
 
+  // In the process (LocalStorageLedger): this object is the only writer of its file, so the
+  // commits it makes are every change to the live bytes.
+  awaitable<Result<StorageReservation>> ReserveStorage(StorageRequest request,
+                                                       admission::Deadline) override {
+    co_return ledger_.Reserve(request);
+  }
+
  private:
   static constexpr size_t kMaxBatch = 512;
+
+  // The live bytes as the counter table holds them, read once when the store opens.
+  static int64_t ReadLiveBytes(Db& db) {
+    Statement& s = db.Prepare("SELECT COALESCE(SUM(live_bytes), 0) FROM storage_usage");
+    if (s.Step() != SQLITE_ROW) throw std::runtime_error("metadata store: " + db.LastError());
+    const int64_t live = s.Int(0);
+    s.Reset();
+    return live;
+  }
 
   static void Migrate(Db& db) {
     db.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
@@ -613,10 +631,20 @@ class SqliteMetaStore final : public MetaStore {
     }
     // Prepared once rather than parsed per op (TryExec): a few microseconds per create.
     const auto run = [&db](const char* sql) { db.Prepare(sql).Step(); };
+    // What the batch does to the storage quota, told to the ledger once it has committed.
+    int64_t live_delta = 0;
+    std::vector<PasteId> inserted;
     for (auto& item : batch) {
       run("SAVEPOINT op");
+      op_live_delta_ = 0;
       item.status = std::visit([&](auto& op) { return Apply(db, op); }, item.op);
-      if (!item.status.ok()) run("ROLLBACK TO op");
+      if (!item.status.ok()) {
+        run("ROLLBACK TO op");
+      } else {
+        live_delta += op_live_delta_;
+        if (const auto* insert = std::get_if<InsertOp>(&item.op))
+          inserted.push_back(insert->meta.id);
+      }
       run("RELEASE op");
     }
     db.ResetAll();
@@ -626,6 +654,7 @@ class SqliteMetaStore final : public MetaStore {
       for (auto& item : batch) item.status = e;
       return;
     }
+    ledger_.Committed(live_delta, inserted);
     checkpointer_->AfterCommit(db);
   }
 
@@ -711,13 +740,16 @@ class SqliteMetaStore final : public MetaStore {
     return Done(db, s, "delete body");
   }
 
-  // Adds `delta` to the live bytes, inside the op's savepoint.
-  static Status CountLive(Db& db, int64_t delta) {
+  // Adds `delta` to the live bytes, inside the op's savepoint (and to the op's share of the
+  // batch's change, for the ledger).
+  Status CountLive(Db& db, int64_t delta) {
     if (delta == 0) return Ok();
     Statement& count =
         db.Prepare("UPDATE storage_usage SET live_bytes = live_bytes + ? WHERE slot = 0");
     count.Bind(1, delta);
-    return Done(db, count, "storage usage");
+    Status counted = Done(db, count, "storage usage");
+    if (counted.ok()) op_live_delta_ += delta;
+    return counted;
   }
 
   Status Enqueue(Db& db, const PasteId& id, int64_t now) {
@@ -891,6 +923,8 @@ class SqliteMetaStore final : public MetaStore {
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Db>> readers_;
   std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
+  LocalStorageLedger ledger_;
+  int64_t op_live_delta_ = 0;  // the committer thread's only
   // Last: its thread uses everything above, and stops first.
   std::unique_ptr<GroupCommitter<WriteOp>> committer_;
 };

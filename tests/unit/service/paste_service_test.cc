@@ -575,6 +575,78 @@ TEST_F(PasteServiceTest, StorageQuotaRefusesFromTheDeclaredLengthAndADeleteFrees
   EXPECT_FALSE(admit(11).ok());
 }
 
+// docs/overload.md, "Create", step 4a: a create in flight holds its declared bytes from its
+// admission, so of 20 admitted before any body arrives against a quota that fits 5, exactly 5 get
+// through; what a create that ends without its row held comes back at once.
+TEST_F(PasteServiceTest, CreatesInFlightReserveTheirBytesSoOnlyWhatFitsIsAdmitted) {
+  ServiceOptions options;
+  options.max_storage_bytes = 5 * 90 + 89;
+  PasteService quota(meta_, blobs_, cache_, admission_, clock_, metrics_, options);
+  auto admit = [&](int client, uint64_t bytes) {
+    return RunSync(quota.AdmitCreate("10.0.1." + std::to_string(client), {bytes, false}));
+  };
+  std::vector<CreateTicket> in_flight;
+  int refused = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto ticket = admit(i, 90);
+    if (ticket.ok()) {
+      EXPECT_TRUE(ticket->reservation.held());
+      in_flight.push_back(std::move(*ticket));
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(ticket.error().code, ErrorCode::kInsufficientStorage);
+    EXPECT_EQ(ticket.error().reason, "storage_quota");
+    EXPECT_TRUE(ticket.error().retry_after_seconds.has_value());
+  }
+  ASSERT_EQ(in_flight.size(), 5u);
+  EXPECT_EQ(refused, 15);
+  EXPECT_EQ(metrics_.GetCounter("sluice_storage_quota_refusals_total", "", {}).value(), 15u);
+
+  // One body never arrives (the session answers 408 and drops the ticket); one is not text.
+  in_flight.pop_back();
+  auto bad = RunSync(quota.Create(std::move(in_flight.back()), std::string(90, '\xff'), ""));
+  in_flight.pop_back();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().reason, "invalid_utf8");
+  // Their room is free again: two more fit, a third does not.
+  for (int i = 20; i < 22; ++i) {
+    auto ticket = admit(i, 90);
+    ASSERT_TRUE(ticket.ok()) << ticket.error().message;
+    in_flight.push_back(std::move(*ticket));
+  }
+  EXPECT_FALSE(admit(22, 90).ok());
+  for (CreateTicket& ticket : in_flight) {
+    auto created = RunSync(quota.Create(std::move(ticket), std::string(90, 'a'), ""), clock_);
+    ASSERT_TRUE(created.ok()) << created.error().message;
+  }
+  // The five are live now, their reservations taken: the rest of the quota, and no more.
+  EXPECT_EQ(quota.Storage().live_bytes, 450u);
+  EXPECT_EQ(*RunSync(meta_impl_->LiveBytes(admission::Deadline::Never())), 450u);
+  EXPECT_FALSE(admit(30, 90).ok());
+  EXPECT_TRUE(admit(31, 89).ok());
+}
+
+// A store that cannot take the reservation refuses the create (503, its slot given back) rather
+// than let it past a quota nobody checked; without a quota nothing is reserved at all.
+TEST_F(PasteServiceTest, AStoreThatCannotReserveRefusesTheCreate) {
+  ServiceOptions options;
+  options.max_storage_bytes = 1000;
+  PasteService quota(meta_, blobs_, cache_, admission_, clock_, metrics_, options);
+  meta_.fail = true;
+  auto refused = RunSync(quota.AdmitCreate("10.0.0.1", {10, false}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(refused.error().retry_after_seconds.has_value());
+  EXPECT_EQ(quota.Budgets("10.0.0.1").create_slots.in_use, 0);
+  meta_.fail = false;
+  EXPECT_TRUE(RunSync(quota.AdmitCreate("10.0.0.1", {10, false})).ok());
+
+  const int before = meta_.reservations.load();
+  ASSERT_TRUE(TryCreate("no quota here").ok());
+  EXPECT_EQ(meta_.reservations.load(), before);
+}
+
 // ---- creates on a store that keeps bodies beside their rows (the embedded one) -----------------
 
 // A fresh folder, removed with everything in it.
