@@ -70,6 +70,13 @@ void TokenBucket::Refund(double n) {
   state_.tokens = std::min(policy_.burst, state_.tokens + n);
 }
 
+void TokenBucket::Drain() {
+  const TimePoint now = clock_.Now();
+  std::lock_guard lock(mu_);
+  state_.Refill(policy_, now);
+  state_.tokens = std::min(state_.tokens, 0.0);  // a hair of debt stays a debt
+}
+
 TokenBucketPolicy TokenBucket::policy() const {
   std::lock_guard lock(mu_);
   return policy_;

@@ -84,6 +84,11 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       retry_after_(
           admission::RetryAfterOptions{options.retry_after_min, options.retry_after_max, 0}),
       gauges_(metrics) {
+  if (shared_) {
+    // The local shares stand in for the shared store while it is silent, and hold only what
+    // refilled since it last decided a create of this process (AdmitCreate): none yet.
+    NoteCreateAnswered();
+  }
   // Every reason exists from the start, so a dashboard shows zeros rather than gaps.
   for (const char* reason : {"ip_create_count", "ip_create_bytes", "global_count", "global_bytes",
                              "create_slots", "create_slots_per_client", "create_bytes",
@@ -123,6 +128,12 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
                                           {{"outcome", "refused"}});
     shared_fail_open_ = &metrics.GetCounter("sluice_shared_limit_decisions_total", kSharedHelp,
                                             {{"outcome", "fail_open"}});
+    gauges_.AddCounter(
+        "sluice_limiter_silent_seconds_total",
+        "Time the global create caps ran on this process's local share: from the shared store's "
+        "last answer to a create of this process until each create decision it missed. The local "
+        "share admits at most its rate times this",
+        {}, [this] { return SilentSeconds(); });
   }
 }
 
@@ -229,10 +240,17 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   auto asking = AskShared(takes, kSharedReasons);
   SharedVerdict verdict = co_await std::move(asking);
   if (verdict.kind == SharedVerdict::kSilent) {
+    NoteCreateSilent();
     Result<CreateAdmission> local = AdmitCreateOnLocalShare(client_key, declared_bytes);
     if (local.ok()) ip_create_.NoteUse(client_key);
     co_return local;
   }
+  // The store answered: it counts this process's creates for the tier, so the local share has
+  // nothing to stand in for until its next silence, and then only what it refills meanwhile, at
+  // its rate. A share left full (or only charged for the creates it admitted, when its rate with
+  // the slack is above what a process's part of the shared budget takes) turned each moment of
+  // Redis latency into a burst on top of the tier's budget (docs/overload.md, "Shared state").
+  NoteCreateAnswered();
   if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
   if (!slot.ok()) {
@@ -260,6 +278,23 @@ std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_v
 
 store::BucketTake AdmissionControl::SharedReadTake(std::string_view client_key) const {
   return {fmt::format("ipr:{}", client_key), options_.Load()->ip_read, 1};
+}
+
+void AdmissionControl::NoteCreateAnswered() {
+  global_count_.Drain();
+  global_bytes_.Drain();
+  last_create_answer_ns_.store(clock_.Now().time_since_epoch().count(), std::memory_order_relaxed);
+}
+
+void AdmissionControl::NoteCreateSilent() {
+  // The span from the store's last answer to this decision, less what an earlier silent decision
+  // of the same span counted: each moment of silence once.
+  const int64_t now = clock_.Now().time_since_epoch().count();
+  std::lock_guard lock(silent_mu_);
+  const int64_t from =
+      std::max(last_create_answer_ns_.load(std::memory_order_relaxed), silent_counted_to_ns_);
+  if (now > from) silent_ns_.fetch_add(now - from, std::memory_order_relaxed);
+  silent_counted_to_ns_ = std::max(silent_counted_to_ns_, now);
 }
 
 void AdmissionControl::NoteSharedAnswer() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 
 #include "sluice/store/shared_state.h"
 
@@ -15,6 +16,9 @@ class FaultySharedState final : public store::SharedState {
   std::atomic<Mode> mode{Mode::kUp};
   std::atomic<int> calls{0};
   std::atomic<int> refunds{0};
+  /// While up: asked before each call, and when it answers true that call answers past its budget,
+  /// as a Redis slow on some calls only. Set it between calls, never while one runs.
+  std::function<bool()> slow_when;
 
   boost::asio::awaitable<Result<store::SharedTakeDecision>> TakeAll(
       std::vector<store::BucketTake> takes, admission::Deadline d) override {
@@ -62,14 +66,17 @@ class FaultySharedState final : public store::SharedState {
     ++calls;
     switch (mode.load()) {
       case Mode::kUp:
+        if (slow_when && slow_when()) return SlowError();
         return std::nullopt;
       case Mode::kDown:
         return MakeError(ErrorCode::kUnavailable, "injected: cache down", "cache_unavailable");
       case Mode::kSlow:
-        return MakeError(ErrorCode::kDeadlineExceeded, "injected: past its budget",
-                         "cache_timeout");
+        return SlowError();
     }
     return std::nullopt;
+  }
+  static Error SlowError() {
+    return MakeError(ErrorCode::kDeadlineExceeded, "injected: past its budget", "cache_timeout");
   }
   store::SharedState& inner_;
 };

@@ -68,6 +68,10 @@ class TokenBucket {
   double Available() const;
   /// Gives back tokens from a take whose request was then refused elsewhere; never above the burst.
   void Refund(double n);
+  /// Spends every token there now; refilling goes on from zero at the policy's rate. For a bucket
+  /// that stands in for another while that one is silent: what it holds is then only what refilled
+  /// since the other last decided.
+  void Drain();
 
   TokenBucketPolicy policy() const;
   /// Changes rate and burst from now on (e.g. to a local share of a global cap while the shared

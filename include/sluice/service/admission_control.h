@@ -14,6 +14,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,6 +132,14 @@ class AdmissionControl {
   /// True while the last shared-store call failed and the create limits run on local shares.
   bool FailingOpen() const { return failing_open_.load(std::memory_order_relaxed); }
 
+  /// With a SharedState: the seconds of silence the local shares of the global caps stood in for,
+  /// each counted once (sluice_limiter_silent_seconds_total). Over any interval the local share
+  /// admits at most its rate times what this grew, plus a token.
+  double SilentSeconds() const {
+    return std::chrono::duration<double>(Duration(silent_ns_.load(std::memory_order_relaxed)))
+        .count();
+  }
+
   /// An origin read (a cache miss): the per-client GET limit (shared, when there is a
   /// SharedState, and open while it is silent), then a read slot.
   boost::asio::awaitable<Result<admission::Permit>> AdmitOriginRead(std::string client_key);
@@ -206,6 +215,11 @@ class AdmissionControl {
   boost::asio::awaitable<void> RefundShared(std::vector<store::BucketTake> takes);
   void NoteSharedAnswer();
   void NoteSharedSilence(const Error& why);
+  /// The shared store decided a create of this process: its local shares have nothing to stand in
+  /// for, so they are drained, and refill from now.
+  void NoteCreateAnswered();
+  /// A create decision the shared store missed: counts the silence it stands in for.
+  void NoteCreateSilent();
 
   Swappable<AdmissionOptions> options_;
   const Clock& clock_;
@@ -233,6 +247,11 @@ class AdmissionControl {
   std::atomic<int64_t> fill_peak_{0};
   std::atomic<bool> failing_open_{false};
   std::atomic<int64_t> last_fail_open_log_ns_{0};
+  // Clock nanoseconds: of the last create the shared store decided, and the silence counted.
+  std::atomic<int64_t> last_create_answer_ns_{0};
+  std::mutex silent_mu_;
+  int64_t silent_counted_to_ns_ = 0;  // guarded by silent_mu_
+  std::atomic<int64_t> silent_ns_{0};
   Counter* shared_allowed_ = nullptr;
   Counter* shared_refused_ = nullptr;
   Counter* shared_fail_open_ = nullptr;

@@ -44,6 +44,20 @@ TEST(TokenBucketTest, NeverHoldsMoreThanTheBurst) {
   EXPECT_DOUBLE_EQ(bucket.Available(), 5);
 }
 
+TEST(TokenBucketTest, DrainedHoldsOnlyWhatRefillsAfter) {
+  ManualClock clock;
+  TokenBucket bucket({.rate_per_second = 10, .burst = 10}, clock);
+  bucket.Drain();
+  EXPECT_DOUBLE_EQ(bucket.Available(), 0);
+  EXPECT_FALSE(bucket.TryTake().allowed);
+  clock.Advance(milliseconds(300));
+  EXPECT_NEAR(bucket.Available(), 3, 1e-9);
+  bucket.Drain();  // what refilled before goes too
+  clock.Advance(milliseconds(100));
+  EXPECT_TRUE(bucket.TryTake().allowed);
+  EXPECT_FALSE(bucket.TryTake().allowed);
+}
+
 TEST(TokenBucketTest, RetryAfterIsExactlyHowLongUntilTheTokensExist) {
   ManualClock clock;
   TokenBucket bucket({.rate_per_second = 2, .burst = 2}, clock);

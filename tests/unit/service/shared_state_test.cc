@@ -3,6 +3,7 @@
 // one SharedState are two app processes of one tier.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 
 #include "../../support/faulty_shared_state.h"
@@ -143,6 +144,7 @@ TEST_F(SharedAdmissionTest, GlobalCapIsTheTiersTotalWhenShared) {
 
 TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  clock_.Advance(std::chrono::seconds(1));  // the local share refills from the start
   std::vector<CreateAdmission> held;
   EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
   shared_.mode = Mode::kDown;
@@ -159,6 +161,7 @@ TEST_F(SharedAdmissionTest, StoreDownOpensPerClientLimitsAndSaysSo) {
 
 TEST_F(SharedAdmissionTest, SlowStoreFallsBackToTheLocalShareOfTheGlobalCap) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  clock_.Advance(std::chrono::seconds(1));  // the local share refills from the start
   std::vector<CreateAdmission> held;
   shared_.mode = Mode::kSlow;
   const auto clients = [](int i) { return Numbered("10.0.2.", i); };
@@ -168,6 +171,7 @@ TEST_F(SharedAdmissionTest, SlowStoreFallsBackToTheLocalShareOfTheGlobalCap) {
 
 TEST_F(SharedAdmissionTest, StoreBackRestoresSharedLimits) {
   AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);
+  clock_.Advance(std::chrono::seconds(1));  // the local share refills from the start
   std::vector<CreateAdmission> held;
   const auto one_client = [](int) { return std::string("10.0.0.1"); };
   shared_.mode = Mode::kDown;
@@ -177,6 +181,118 @@ TEST_F(SharedAdmissionTest, StoreBackRestoresSharedLimits) {
   EXPECT_EQ(AdmitMany({&a}, 5, one_client, "ip_create_count", held), 3);
   EXPECT_FALSE(a.FailingOpen());
   EXPECT_EQ(FailOpenGauge(metrics_a_), 0);
+}
+
+// A local share starts empty and holds only what refilled since the shared store last decided a
+// create of this process: a process that was just answered, or just started, has no burst to
+// spend the moment the store goes silent, only its rate.
+TEST_F(SharedAdmissionTest, ASilentDecisionSpendsTheLocalShareAtItsRateNeverAFreshBurst) {
+  AdmissionControl a(Tier(), clock_, metrics_a_, &shared_);  // share: 50/s, burst 5
+  std::vector<CreateAdmission> held;
+  const auto clients = [](int i) { return Numbered("10.0.4.", i); };
+  shared_.mode = Mode::kSlow;
+  EXPECT_EQ(AdmitMany({&a}, 3, clients, "global_count", held), 0);  // nothing refilled yet
+  clock_.Advance(std::chrono::milliseconds(40));
+  EXPECT_EQ(AdmitMany({&a}, 5, clients, "global_count", held), 2);  // 40 ms at 50/s
+  clock_.Advance(std::chrono::seconds(10));
+  shared_.mode = Mode::kUp;
+  ASSERT_TRUE(Admit(a, "10.0.4.100").ok());  // answered: the share is empty again
+  shared_.mode = Mode::kSlow;
+  EXPECT_EQ(AdmitMany({&a}, 3, clients, "global_count", held), 0);
+  clock_.Advance(std::chrono::milliseconds(20));
+  EXPECT_EQ(AdmitMany({&a}, 3, clients, "global_count", held), 1);
+}
+
+// The fleet (4 processes, the default 350/s global cap, 600 creates/s offered), with
+// Redis past its budget on every tenth call and for half a second in a row besides. Over every
+// 10 s window the tier admits at most the shared budget (burst + rate x 10 s) plus each
+// process's local share rate for the time it went unanswered: from the store's last answer to
+// it until each of its silent decisions (a silent decision may spend only what refilled in that
+// time). The old local share (full, and refilled whatever the store said) passed it by hundreds.
+TEST_F(SharedAdmissionTest, AFleetAdmitsTheSharedBudgetPlusTheLocalRateForTheSilentTime) {
+  constexpr int kProcesses = 4;
+  constexpr int kOffered = 600;  // per second, round-robin over the processes
+  constexpr int kSeconds = 20;
+  AdmissionOptions o;  // the global cap's defaults: 350/s, burst 350, 10 MB/s
+  o.ip_create_count = {1e6, 1e6};
+  o.ip_create_bytes = {1e12, 1e12};
+  o.processes = kProcesses;
+  const double share_rate =
+      o.global_create_count.rate_per_second * o.local_share_slack / kProcesses;
+  std::vector<std::unique_ptr<MetricsRegistry>> registries;
+  std::vector<std::unique_ptr<AdmissionControl>> fleet;
+  for (int p = 0; p < kProcesses; ++p) {
+    registries.push_back(std::make_unique<MetricsRegistry>());
+    fleet.push_back(std::make_unique<AdmissionControl>(o, clock_, *registries.back(), &shared_));
+  }
+  clock_.Advance(std::chrono::seconds(5));  // every bucket full: the worst start
+  const TimePoint start = clock_.Now();
+  bool slow_now = false;
+  shared_.slow_when = [&] { return slow_now; };
+
+  struct Decision {
+    double at;
+    bool admitted;
+  };
+  std::vector<Decision> decisions;
+  // Per process: when the store last answered it, and the spans from such an answer to the
+  // last silent decision after it (the time its local share stood in).
+  // A process's local share starts drained, as if answered when it was made (5 s before start).
+  std::vector<double> last_answer(kProcesses, -5.0);
+  std::vector<std::vector<std::pair<double, double>>> unanswered(kProcesses);
+  const Duration step = std::chrono::nanoseconds(1'000'000'000 / kOffered);
+  int silent = 0;
+  for (int i = 0; i < kOffered * kSeconds; ++i) {
+    const double t = ToSeconds(clock_.Now() - start);
+    const int p = i % kProcesses;
+    slow_now = i % 10 == 9 || (t >= 4.0 && t < 4.5);
+    auto admitted = Admit(*fleet[p], Numbered("10.5.", i % 50'000));
+    decisions.push_back({t, admitted.ok()});
+    if (slow_now) {
+      ++silent;
+      auto& spans = unanswered[p];
+      if (!spans.empty() && spans.back().first == last_answer[p]) {
+        spans.back().second = t;
+      } else {
+        spans.emplace_back(last_answer[p], t);
+      }
+    } else {
+      last_answer[p] = t;
+    }
+    clock_.Advance(step);
+  }
+  ASSERT_GT(silent, kOffered * kSeconds / 10);
+  // Each process measures the same silence (sluice_limiter_silent_seconds_total), so an outside
+  // test of the real binary can weigh its bound with it.
+  for (int p = 0; p < kProcesses; ++p) {
+    double measured = 0;
+    for (const auto& [begin, end] : unanswered[p]) measured += end - begin;
+    EXPECT_NEAR(fleet[p]->SilentSeconds(), measured, 1e-6) << "process " << p;
+  }
+
+  const double burst = o.global_create_count.burst;
+  const double rate = o.global_create_count.rate_per_second;
+  for (int from = 0; from + 10 <= kSeconds; ++from) {
+    const double to = from + 10;
+    int admitted = 0;
+    for (const Decision& d : decisions) admitted += d.admitted && d.at >= from && d.at < to;
+    double silent_time = 0;
+    for (const auto& spans : unanswered) {
+      for (const auto& [begin, end] : spans) {
+        if (end >= from && begin < to) silent_time += end - begin;  // whole, if it touches
+      }
+    }
+    const double bound = burst + rate * 10 + share_rate * silent_time;
+    EXPECT_LE(admitted, bound) << "window [" << from << ", " << to << "): silent time "
+                               << silent_time << " s";
+    // And the shared budget itself is used: the rule costs silent decisions, not answered ones
+    // (less a token at each edge of the window, where the bucket's refill is cut).
+    EXPECT_GE(admitted, rate * 10 - 2) << "window [" << from << ", " << to << ")";
+    if (from == 0) {
+      std::printf("first 10 s: %d admitted, bound %.0f (silent time %.2f s, %d silent)\n", admitted,
+                  bound, silent_time, silent);
+    }
+  }
 }
 
 TEST_F(SharedAdmissionTest, ShedCreateGivesItsSharedTokensBack) {
