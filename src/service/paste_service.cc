@@ -113,7 +113,8 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
                                         "Bytes of pastes created by this process")),
       quota_refusals_(metrics.GetCounter(
           "sluice_storage_quota_refusals_total",
-          "Creates refused 507 storage_quota: live bytes plus the declared length over the quota")),
+          "Creates refused 507 storage_quota: live bytes, plus the bytes reserved by creates in "
+          "flight, plus the declared length over the quota")),
       storage_gauges_(metrics) {
   storage_gauges_.Add("sluice_storage_live_bytes",
                       "Bytes of live pastes (not deleted, not yet purged) in the metadata store, "
