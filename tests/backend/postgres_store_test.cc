@@ -57,6 +57,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(Backend, StoreContract, ::testing::Types<Postgres
 namespace {
 
 using admission::Deadline;
+using contract::Hold;
 using contract::Id;
 using contract::Row;
 using testing::RunSync;
@@ -429,11 +430,6 @@ TEST(PostgresMetaStore, AnOutageIsUnavailableAndRecoveryNeedsNoRestart) {
 // The storage quota across processes (MetaStore::ReserveStorage): two store objects on one
 // database stand for two sluice processes.
 
-StorageRequest Hold(const char* id, uint64_t bytes, uint64_t quota, int64_t now = 100,
-                    int64_t expires_at = 1000) {
-  return StorageRequest{Id(id), bytes, quota, now, expires_at};
-}
-
 std::string ReservationRows(const std::string& url) {
   testenv::Session session(url);
   return session.Exec("SELECT count(*) FROM storage_reservations");
@@ -443,43 +439,16 @@ TEST(PostgresMetaStore, ReservationsFromTwoProcessesShareOneQuota) {
   testenv::TestDatabase db;
   auto a = MigratedStore(db.url(), PostgresOptions{});
   auto b = MigratedStore(db.url(), PostgresOptions{});
-  boost::asio::io_context io;
   constexpr int kCreates = 40;
-  std::mutex mu;
-  // Each grant with the store (the process) that made it.
-  std::vector<std::pair<MetaStore*, StorageReservation>> granted;
-  std::atomic<int> refused{0};
-  std::atomic<int> failed{0};
-  for (int i = 0; i < kCreates; ++i) {
-    boost::asio::co_spawn(
-        io,
-        [&, i]() -> boost::asio::awaitable<void> {
-          char id[24];
-          std::snprintf(id, sizeof id, "two%09d", i);
-          MetaStore* store = i % 2 ? a.get() : b.get();
-          auto reserving = store->ReserveStorage(Hold(id, 10, 100), Deadline::Never());
-          Result<StorageReservation> r = co_await std::move(reserving);
-          if (r.ok()) {
-            std::lock_guard lock(mu);
-            granted.emplace_back(store, std::move(*r));
-          } else if (r.error().code == ErrorCode::kInsufficientStorage) {
-            ++refused;
-          } else {
-            ++failed;
-          }
-        },
-        boost::asio::detached);
-  }
-  std::thread second([&io] { io.run(); });
-  io.run();
-  second.join();
-  EXPECT_EQ(granted.size(), 10u);
-  EXPECT_EQ(refused.load(), kCreates - 10);
-  EXPECT_EQ(failed.load(), 0);
+  contract::ConcurrentReservations got = contract::ReserveConcurrently(
+      kCreates, 10, 100, "twop", [&](int i) -> MetaStore* { return i % 2 ? a.get() : b.get(); });
+  EXPECT_EQ(got.granted.size(), 10u);
+  EXPECT_EQ(got.refused, kCreates - 10);
+  EXPECT_EQ(got.failed, 0);
   // Each grant is one row, and each insert, by the process that reserved, ends it in its own
   // statement.
   EXPECT_EQ(ReservationRows(db.url()), "10");
-  for (auto& [store, reservation] : granted) {
+  for (auto& [store, reservation] : got.granted) {
     ASSERT_TRUE(
         RunSync(store->Insert(Row(reservation.id()->view(), 5000), Deadline::Never())).ok());
     reservation.Spent();

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -754,31 +755,38 @@ TYPED_TEST_P(StoreContract, ReservationsWeighLiveBytesAsTheyChange) {
   EXPECT_TRUE(fits("wgh000000007", 100));
 }
 
-// Of many reservations at once, exactly as many as fit are granted.
-TYPED_TEST_P(StoreContract, ConcurrentReservationsNeverPassTheQuota) {
-  PasteMeta row = Row("conc00000000", 5000);
-  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());  // 5 bytes live
+// What many reservations made at once got back (ReserveConcurrently).
+struct ConcurrentReservations {
+  /// Each grant with the store (the process) that made it.
+  std::vector<std::pair<MetaStore*, StorageReservation>> granted;
+  int refused = 0;  // for the quota
+  int failed = 0;   // anything else
+};
+
+// Makes `creates` reservations of `bytes` against `quota` at once, on two threads, the i-th for the
+// id `prefix` + i (12 characters in all, `prefix` 4) through `store_for(i)`.
+inline ConcurrentReservations ReserveConcurrently(int creates, uint64_t bytes, uint64_t quota,
+                                                  const char* prefix,
+                                                  const std::function<MetaStore*(int)>& store_for) {
   boost::asio::io_context io;
-  constexpr int kCreates = 40;
   std::mutex mu;
-  std::vector<StorageReservation> granted;
-  std::atomic<int> refused{0};
-  std::atomic<int> failed{0};
-  for (int i = 0; i < kCreates; ++i) {
+  ConcurrentReservations out;
+  for (int i = 0; i < creates; ++i) {
     boost::asio::co_spawn(
         io,
         [&, i]() -> boost::asio::awaitable<void> {
           char id[24];
-          std::snprintf(id, sizeof id, "conc%08d", i + 1);
-          auto reserving = this->meta().ReserveStorage(Hold(id, 10, 95), this->deadline());
+          std::snprintf(id, sizeof id, "%.4s%08d", prefix, i);
+          MetaStore* store = store_for(i);
+          auto reserving = store->ReserveStorage(Hold(id, bytes, quota), Deadline::Never());
           Result<StorageReservation> r = co_await std::move(reserving);
+          std::lock_guard lock(mu);
           if (r.ok()) {
-            std::lock_guard lock(mu);
-            granted.push_back(std::move(*r));
+            out.granted.emplace_back(store, std::move(*r));
           } else if (r.error().code == ErrorCode::kInsufficientStorage) {
-            ++refused;
+            ++out.refused;
           } else {
-            ++failed;
+            ++out.failed;
           }
         },
         boost::asio::detached);
@@ -786,9 +794,19 @@ TYPED_TEST_P(StoreContract, ConcurrentReservationsNeverPassTheQuota) {
   std::thread second([&io] { io.run(); });
   io.run();
   second.join();
-  EXPECT_EQ(granted.size(), 9u);  // (95 - 5) / 10
-  EXPECT_EQ(refused.load(), kCreates - 9);
-  EXPECT_EQ(failed.load(), 0);
+  return out;
+}
+
+// Of many reservations at once, exactly as many as fit are granted.
+TYPED_TEST_P(StoreContract, ConcurrentReservationsNeverPassTheQuota) {
+  PasteMeta row = Row("conc00000000", 5000);
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());  // 5 bytes live
+  constexpr int kCreates = 40;
+  const ConcurrentReservations got =
+      ReserveConcurrently(kCreates, 10, 95, "conc", [this](int) { return &this->meta(); });
+  EXPECT_EQ(got.granted.size(), 9u);  // (95 - 5) / 10
+  EXPECT_EQ(got.refused, kCreates - 9);
+  EXPECT_EQ(got.failed, 0);
 }
 
 REGISTER_TYPED_TEST_SUITE_P(
