@@ -9,6 +9,7 @@
 #include "assets.h"
 #include "handlers.h"
 #include "pages.h"
+#include "presenter.h"
 #include "sluice/service/text.h"
 
 namespace sluice::http {
@@ -67,7 +68,7 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
         {"fill", pool(b.fill_slots)}}},
       {"create_bytes",
        {{"in_use", b.create_slots.bytes_in_use}, {"limit", b.create_slots.max_bytes}}}};
-  co_return Uncached(Reply::Json(200, j.dump(2) + "\n"));
+  co_return Uncached(Reply::Json(200, JsonText(j, 2)));
 }
 
 awaitable<Reply> HandleStatusPage(const Request&, Context& ctx) {
@@ -88,7 +89,7 @@ awaitable<Reply> HandleStatusApi(const Request&, Context& ctx) {
   j["abuse"] = AbuseJson(ctx.abuse ? ctx.abuse->View(service::AbuseWatch::Names::kPseudonyms)
                                    : service::AbuseView{});
   j["reports_pending"] = ctx.moderation ? ctx.moderation->PendingReports() : 0;
-  co_return Uncached(Reply::Json(200, j.dump() + "\n"));
+  co_return Uncached(Reply::Json(200, JsonText(j)));
 }
 
 nlohmann::json AbuseJson(const service::AbuseView& view) {
