@@ -220,7 +220,7 @@ awaitable<Reply> HandleAdminAbuse(const Request&, Context& ctx) {
                             "no_abuse_watch");
   }
   nlohmann::json j = {
-      {"abuse", AbuseJson(ctx.abuse->View(service::AbuseWatch::Names::kFull))},
+      {"abuse", AbuseJson(ctx.abuse->View())},
       {"reports_pending", ctx.moderation ? ctx.moderation->PendingReports() : int64_t{0}}};
   co_return Uncached(Reply::Json(200, JsonText(j)));
 }
