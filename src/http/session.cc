@@ -106,7 +106,8 @@ void Prepare(Answer& answer, Reply reply, const Exchange& x, bool wants_html, bo
              std::string& head) {
   answer.status = reply.status;
   answer.reason = reply.error ? reply.error->reason : std::string();
-  answer.close = reply.close || must_close;
+  // Read now, not before the route ran: a drain that began meanwhile closes this connection.
+  answer.close = reply.close || must_close || x.edge.draining.load();
   answer.presented = Present(std::move(reply), wants_html, x.edge.context.clock.UnixSeconds());
   if (auto hook = g_before_write_hook.load(std::memory_order_relaxed)) hook(answer.presented);
   head.clear();
@@ -324,7 +325,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
         RequestIdFor(fields.Get("X-Request-Id"), peer, live->trusted_proxies);
     Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal, request_id};
     size_t label_index = 0;
-    const bool must_close = !wants_keep_alive || edge->draining.load() || held.refusal.has_value();
+    const bool must_close = !wants_keep_alive || held.refusal.has_value();
     const Answer answer =
         co_await AnswerOrFail(exchange, client, fields, must_close, label_index, head);
     const bool written = co_await Write(*edge, stream, head, answer.presented, head_only);
