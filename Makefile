@@ -131,7 +131,7 @@ lab: build
 # the executions per target are printed at the end. `make test-fuzz` runs each for 5 s; `make test`
 # replays the corpus and its mutations in its ASan build instead (fuzz/replay_main.cc).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := text ids multipart durations config request resp
+FUZZ_TARGETS := text ids multipart durations config request resp answers
 fuzz:
 	@scripts/install-deps.sh fuzz
 	$(MAKE) fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)

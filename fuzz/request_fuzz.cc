@@ -23,42 +23,21 @@
 #include <string_view>
 #include <thread>
 
-#include "sluice/common/clock.h"
-#include "sluice/common/metrics.h"
+#include "service_stack.h"
 #include "sluice/http/server.h"
-#include "sluice/render/view_renderer.h"
-#include "sluice/service/admission_control.h"
-#include "sluice/service/paste_cache.h"
-#include "sluice/service/paste_service.h"
-#include "sluice/store/backends.h"
 
 namespace {
 
 struct Fixture {
   Fixture() {
-    sluice::service::AdmissionOptions admission;
-    // Limits far away: the fuzzer explores parsing, not the token buckets' arithmetic.
-    admission.ip_create_count = {1e9, 1e9};
-    admission.ip_create_bytes = {1e12, 1e12};
-    admission.global_create_count = {1e9, 1e9};
-    admission.global_create_bytes = {1e12, 1e12};
-    admission.ip_read = {1e9, 1e9};
-    admission_control = std::make_unique<sluice::service::AdmissionControl>(
-        admission, sluice::SystemClock::Instance(), metrics);
-    service = std::make_unique<sluice::service::PasteService>(
-        *meta, *blobs, cache, *admission_control, sluice::SystemClock::Instance(), metrics,
-        sluice::service::ServiceOptions{});
     sluice::http::ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.header_timeout = std::chrono::seconds(2);
     options.idle_timeout = std::chrono::seconds(2);
     options.body_timeout = std::chrono::seconds(2);
-    sluice::render::ViewRendererOptions render;
-    render.worker_command = {"/proc/self/exe", "highlight-worker"};
-    renderer = std::make_unique<sluice::render::ViewRenderer>(
-        render, sluice::SystemClock::Instance(), metrics);
     server = std::make_unique<sluice::http::HttpServer>(std::vector<boost::asio::io_context*>{&io},
-                                                        options, *service, *renderer, metrics);
+                                                        options, *stack.paste_service,
+                                                        *stack.renderer, stack.metrics);
     server->Start();
     runner = std::thread([this] {
       auto work = boost::asio::make_work_guard(io);
@@ -67,24 +46,15 @@ struct Fixture {
   }
 
   boost::asio::io_context io{1};
-  sluice::MetricsRegistry metrics;
-  std::unique_ptr<sluice::store::MetaStore> meta = sluice::store::MakeMemoryMetaStore();
-  std::unique_ptr<sluice::store::BlobStore> blobs = sluice::store::MakeMemoryBlobStore();
-  sluice::service::PasteCache cache{1 << 20};
-  std::unique_ptr<sluice::service::AdmissionControl> admission_control;
-  std::unique_ptr<sluice::service::PasteService> service;
-  std::unique_ptr<sluice::render::ViewRenderer> renderer;
+  sluice::fuzzing::ServiceStack stack;
   std::unique_ptr<sluice::http::HttpServer> server;
   std::thread runner;  // never joined: the process ends with the fuzzer
 };
 
 }  // namespace
 
-// The highlighter's worker processes are this binary again, started with `highlight-worker`.
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  if (*argc > 1 && std::string_view((*argv)[1]) == "highlight-worker") {
-    std::exit(sluice::render::HighlightWorkerMain(*argc, *argv));
-  }
+  sluice::fuzzing::BecomeHighlightWorkerIfAsked(*argc, *argv);
   return 0;
 }
 

@@ -9,8 +9,10 @@
 
 #include "handlers.h"
 #include "pages.h"
+#include "presenter.h"
 #include "sluice/common/duration.h"
 #include "sluice/service/ids.h"
+#include "sluice/service/text.h"
 
 namespace sluice::http {
 
@@ -34,7 +36,8 @@ Result<nlohmann::json> JsonFields(std::string_view body,
   }
   for (const auto& [key, value] : j.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return MakeError(ErrorCode::kInvalidArgument, fmt::format("unknown field '{}'", key),
+      return MakeError(ErrorCode::kInvalidArgument,
+                       fmt::format("unknown field '{}'", service::QuotedClientText(key)),
                        "bad_json");
     }
     if (!value.is_string()) {
@@ -75,10 +78,6 @@ Result<std::chrono::seconds> BlockDuration(std::string_view text) {
   return std::chrono::duration_cast<std::chrono::seconds>(*d);
 }
 
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 }  // namespace
 
 std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx) {
@@ -116,9 +115,9 @@ awaitable<Reply> HandleReportApi(const Request& req, Context& ctx) {
   Result<service::ReportReceipt> receipt = co_await std::move(reporting);
   if (!receipt.ok()) co_return Reply::Refuse(receipt.error());
   co_return Uncached(
-      Reply::Json(receipt->counted ? 202 : 200, Dump({{"id", std::string(req.id)},
-                                                      {"counted", receipt->counted},
-                                                      {"under_review", receipt->withheld}})));
+      Reply::Json(receipt->counted ? 202 : 200, JsonText({{"id", std::string(req.id)},
+                                                          {"counted", receipt->counted},
+                                                          {"under_review", receipt->withheld}})));
 }
 
 // GET shows the form, its POST sends the report; a person reads either answer.
@@ -160,7 +159,7 @@ awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
                    {"latest_note", r.latest_note},
                    {"moderation", store::ModerationName(r.moderation)}});
   }
-  co_return Uncached(Reply::Json(200, Dump({{"pastes", out}})));
+  co_return Uncached(Reply::Json(200, JsonText({{"pastes", out}})));
 }
 
 awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx) {
@@ -176,7 +175,7 @@ awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx) {
                       {"deleted", m.deleted},
                       {"moderation", store::ModerationName(m.moderation)},
                       {"content", review->text ? nlohmann::json(*review->text) : nullptr}};
-  co_return Uncached(Reply::Json(200, Dump(j)));
+  co_return Uncached(Reply::Json(200, JsonText(j)));
 }
 
 awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx) {
@@ -186,7 +185,7 @@ awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx) {
   auto taking = ctx.moderation->Takedown(req.id, Field(*j, "reason"));
   if (Status s = co_await std::move(taking); !s.ok()) co_return Reply::Refuse(s.error());
   co_return Uncached(
-      Reply::Json(200, Dump({{"id", std::string(req.id)}, {"moderation", "taken_down"}})));
+      Reply::Json(200, JsonText({{"id", std::string(req.id)}, {"moderation", "taken_down"}})));
 }
 
 awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx) {
@@ -195,7 +194,8 @@ awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx) {
   if (!j.ok()) co_return Reply::Refuse(j.error());
   auto dismissing = ctx.moderation->Dismiss(req.id, Field(*j, "note"));
   if (Status s = co_await std::move(dismissing); !s.ok()) co_return Reply::Refuse(s.error());
-  co_return Uncached(Reply::Json(200, Dump({{"id", std::string(req.id)}, {"moderation", "none"}})));
+  co_return Uncached(
+      Reply::Json(200, JsonText({{"id", std::string(req.id)}, {"moderation", "none"}})));
 }
 
 awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx) {
@@ -208,10 +208,10 @@ awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx) {
   auto blocking = ctx.moderation->Block(Field(*j, "prefix"), *duration, Field(*j, "reason"));
   auto block = co_await std::move(blocking);
   if (!block.ok()) co_return Reply::Refuse(block.error());
-  co_return Uncached(Reply::Json(201, Dump({{"prefix", block->prefix},
-                                            {"reason", block->reason},
-                                            {"created_at", block->created_at},
-                                            {"until", block->until}})));
+  co_return Uncached(Reply::Json(201, JsonText({{"prefix", block->prefix},
+                                                {"reason", block->reason},
+                                                {"created_at", block->created_at},
+                                                {"until", block->until}})));
 }
 
 awaitable<Reply> HandleAdminAbuse(const Request&, Context& ctx) {
@@ -220,9 +220,9 @@ awaitable<Reply> HandleAdminAbuse(const Request&, Context& ctx) {
                             "no_abuse_watch");
   }
   nlohmann::json j = {
-      {"abuse", AbuseJson(ctx.abuse->View(service::AbuseWatch::Names::kFull))},
+      {"abuse", AbuseJson(ctx.abuse->View())},
       {"reports_pending", ctx.moderation ? ctx.moderation->PendingReports() : int64_t{0}}};
-  co_return Uncached(Reply::Json(200, Dump(j)));
+  co_return Uncached(Reply::Json(200, JsonText(j)));
 }
 
 awaitable<Reply> HandleAdminAudit(const Request&, Context& ctx) {
@@ -234,7 +234,7 @@ awaitable<Reply> HandleAdminAudit(const Request&, Context& ctx) {
   for (const store::AuditEntry& e : *rows) {
     out.push_back({{"at", e.at}, {"action", e.action}, {"target", e.target}, {"detail", e.detail}});
   }
-  co_return Uncached(Reply::Json(200, Dump({{"audit", out}})));
+  co_return Uncached(Reply::Json(200, JsonText({{"audit", out}})));
 }
 
 }  // namespace sluice::http

@@ -440,22 +440,15 @@ constexpr std::string_view kStatusJs =
         keys: cumulative && i > 0 ? b.keys - list[i - 1].keys : b.keys };
     });
   }
+  // Aggregates only: which keys and networks are behind them is the admin listener's to say
+  // (sluice admin top), since any name here would tie new pastes to their creators' networks.
   function abusePanels(now) {
     const a = now.abuse;
-    const windowNote = a && a.window_seconds ? 'Over the last ' + duration(a.window_seconds) + '.' :
-      'From the heavy-hitters sketch; no client key is ever a metric label.';
     const empty = 'no data';
-    const who = function (id, title, field, header) {
-      const b = body(panel(id, title, windowNote));
-      const list = a && Array.isArray(a[field]) ? a[field] : [];
-      table(b, [header, 'Creates', 'Refusals'], list.map(function (r) {
-        return { name: String(r[field === 'top_keys' ? 'key' : 'prefix']), cells: [count(r.creates || 0), count(r.refusals || 0)] };
-      }), empty);
-    };
-    who('top-keys', 'Top client keys', 'top_keys', 'Client key');
-    who('top-prefixes', 'Top prefixes (/24 and /48)', 'top_prefixes', 'Prefix');
+    const over = a && a.window_seconds ? ' Over the last ' + duration(a.window_seconds) + '.' : '';
     const b = body(panel('budget', 'Budget use across client keys',
-      'Many keys each under budget is growth; a few keys at their budget is abuse.'));
+      'Many keys each under budget is growth; a few keys at their budget is abuse.' + over +
+      ' Who they are: sluice admin top, on the admin listener.'));
     const list = a && Array.isArray(a.budget_use) ? budgetBuckets(a.budget_use) : [];
     if (list.length) {
       const width = Math.max(240, Math.round(b.getBoundingClientRect().width) || 320);

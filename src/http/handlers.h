@@ -36,7 +36,8 @@ struct Context {
   service::ModerationService* moderation = nullptr;
   /// Admin listener only: the SHA-256 of its bearer token; unset refuses every request.
   std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
-  /// The abuse view of /api/v1/status and /admin/abuse; null when not set up.
+  /// The abuse view: its aggregates on the public status, who is behind them on the admin
+  /// listener's /status and /admin/abuse; null when not set up.
   const service::AbuseWatch* abuse = nullptr;
 };
 
@@ -62,7 +63,10 @@ awaitable<Reply> HandleHealthz(const Request& req, Context& ctx);
 awaitable<Reply> HandleMetrics(const Request& req, Context& ctx);
 awaitable<Reply> HandleLimits(const Request& req, Context& ctx);
 awaitable<Reply> HandleStatusPage(const Request& req, Context& ctx);
+/// GET /api/v1/status: the metrics and the abuse aggregates, which name nobody.
 awaitable<Reply> HandleStatusApi(const Request& req, Context& ctx);
+/// GET /status on the admin listener: the same, with the top client keys and prefixes in full.
+awaitable<Reply> HandleAdminStatus(const Request& req, Context& ctx);
 awaitable<Reply> HandleFaults(const Request& req, Context& ctx);
 awaitable<Reply> HandleStatic(const Request& req, Context& ctx);
 
@@ -78,8 +82,11 @@ awaitable<Reply> HandleAdminAudit(const Request& req, Context& ctx);
 /// GET /admin/abuse: the top client keys (in full) and prefixes, the budget distribution.
 awaitable<Reply> HandleAdminAbuse(const Request& req, Context& ctx);
 
-/// The "abuse" object of /api/v1/status and /admin/abuse (README.md, "Status"): the schema the
-/// status page draws.
+/// The "abuse" object of /api/v1/status (docs/openapi.yaml): the budget distribution and the
+/// saturation, the schema the status page draws.
+nlohmann::json AbuseAggregatesJson(const service::AbuseAggregates& aggregates);
+/// The "abuse" object of the admin listener's /status and /admin/abuse: the aggregates and
+/// `top_keys`, `top_prefixes` in full.
 nlohmann::json AbuseJson(const service::AbuseView& view);
 /// The admin listener's gate, before any route: nothing (go on) for the right bearer token, else
 /// the 401 to answer.

@@ -5,10 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include "field_text.h"
+#include "sluice/service/text.h"
 
 namespace sluice::http {
 
 namespace {
+
+// nlohmann's parse error names the line, column and what was expected in about 150 bytes; what
+// it last read follows, and may be the rest of a long string.
+constexpr size_t kQuotedParseError = 240;
 
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -67,8 +72,8 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
 
   bool key(string_t& name) override {
     if (name != "content" && name != "ttl" && name != "language" && name != "burn") {
-      return Refuse(
-          fmt::format("unknown field '{}' (known: content, ttl, language, burn)", Printable(name)));
+      return Refuse(fmt::format("unknown field '{}' (known: content, ttl, language, burn)",
+                                service::QuotedClientText(name)));
     }
     const unsigned bit = name == "content" ? 1u : name == "ttl" ? 2u : name == "language" ? 4u : 8u;
     if (seen_ & bit) return Refuse(fmt::format("duplicate field '{}'", name));
@@ -80,8 +85,10 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& e) override {
     if (problem_.empty()) {
-      // nlohmann's message names the position and what was wrong (a lone surrogate among them).
-      problem_ = fmt::format("malformed JSON at byte {}: {}", position, e.what());
+      // nlohmann's message names the position and what was wrong (a lone surrogate among them),
+      // and ends with the bytes it last read, which are the client's.
+      problem_ = fmt::format("malformed JSON at byte {}: {}", position,
+                             service::QuotedClientText(e.what(), kQuotedParseError));
     }
     return false;
   }
@@ -100,15 +107,6 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
     if (problem_.empty()) problem_ = std::move(why);
     return false;
   }
-  // An unknown key is echoed back: keep it short and free of control bytes.
-  static std::string Printable(std::string_view name) {
-    std::string out;
-    for (char c : name.substr(0, 64)) {
-      out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
-    }
-    return out;
-  }
-
   JsonCreate out_;
   std::string key_;
   std::string problem_;
@@ -130,8 +128,10 @@ Result<JsonCreate> DecodeJsonCreate(std::string_view body) {
     ok = nlohmann::json::sax_parse(body, &reader, nlohmann::json::input_format_t::json, true);
   } catch (const std::exception& e) {
     // sax_parse reports through parse_error; this is a defence against a library that throws.
-    return MakeError(ErrorCode::kInvalidArgument, fmt::format("malformed JSON: {}", e.what()),
-                     "bad_json");
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        fmt::format("malformed JSON: {}", service::QuotedClientText(e.what(), kQuotedParseError)),
+        "bad_json");
   }
   if (!ok) {
     const std::string why = reader.problem().empty() ? "malformed JSON" : reader.problem();

@@ -13,6 +13,7 @@
 #include "presenter.h"
 #include "sluice/common/identity_memo.h"
 #include "sluice/render/highlighter.h"
+#include "sluice/service/text.h"
 
 namespace sluice::http {
 
@@ -24,6 +25,8 @@ constexpr uint64_t kMultipartAllowance = 16 * 1024;
 // multipart allowance from the headers alone. Escapes can grow a text up to six times (\u00XX), so
 // a text near the limit with many escapes is refused: the raw route has no overhead at all.
 constexpr uint64_t kJsonAllowance = 16 * 1024;
+// A delete token is 22 characters (src/service/ids.cc); a link's is quoted back up to this.
+constexpr size_t kQuotedTokenBytes = 128;
 
 std::string PasteUrl(const Context& ctx, std::string_view id) {
   return fmt::format("{}/{}", ctx.base_url, id);
@@ -97,6 +100,22 @@ std::optional<Reply> ReadForm(std::string body, std::string_view boundary, Creat
   }
   std::optional<std::string> content;
   for (const FormPart& part : *parts) {
+    // Text everywhere in a create is UTF-8, the form's names too: a name that is not is a broken
+    // client's, refused before anything else is made of it.
+    if (!service::IsValidUtf8(part.name)) {
+      return Reply::Refuse(ErrorCode::kInvalidArgument,
+                           fmt::format("the form field name '{}' is not valid UTF-8",
+                                       service::QuotedClientText(part.name)),
+                           "bad_multipart");
+    }
+    if (part.filename && !service::IsValidUtf8(*part.filename)) {
+      return Reply::Refuse(ErrorCode::kInvalidArgument,
+                           fmt::format("the file name '{}' of the form field '{}' is not valid "
+                                       "UTF-8",
+                                       service::QuotedClientText(*part.filename),
+                                       service::QuotedClientText(part.name)),
+                           "bad_filename");
+    }
     if (part.name == "file" && !content) {
       content = std::string(part.content);
       if (part.filename) in.filename = *part.filename;
@@ -175,6 +194,11 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   in.burn = IsYes(req.Query("burn").value_or(""));
   if (boundary) {
     if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
+  } else if (!service::IsValidUtf8(in.filename)) {
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                            fmt::format("the Sluice-Filename '{}' is not valid UTF-8",
+                                        service::QuotedClientText(in.filename)),
+                            "bad_filename");
   }
   if (json) {
     if (auto refused = ReadJson(in)) co_return std::move(*refused);
@@ -204,7 +228,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   Reply reply;
   if (from == CreateFrom::kHaste) {
     // haste answers 200 (not 201), and its clients read only "key".
-    reply = Reply::Json(200, nlohmann::json{{"key", id}}.dump() + "\n");
+    reply = Reply::Json(200, JsonText({{"key", id}}));
     reply.Set("X-Delete-Token", created->delete_token);
   } else if (from == CreateFrom::kApi) {
     nlohmann::json j = {{"id", id},
@@ -217,7 +241,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
       j["burn"] = true;
       j["claim_url"] = fmt::format("{}/api/v1/pastes/{}/claim", ctx.base_url, id);
     }
-    reply = Reply::Json(201, j.dump() + "\n");
+    reply = Reply::Json(201, JsonText(j));
   } else if (browser && in.burn) {
     // No rendering: the render cache must never hold a burn paste's text (src/render/).
     reply = Reply::Html(201, BurnCreatedPage(url, fmt::format("{}/delete/{}?token={}", ctx.base_url,
@@ -368,7 +392,7 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
     nlohmann::json j = as == ReadAs::kMeta
                            ? MetaJson(ctx, *paste, req.Query("content").value_or("0") == "1")
                            : nlohmann::json{{"key", paste->meta.id.str()}, {"data", *paste->body}};
-    co_return std::move(Reply::Json(200, j.dump() + "\n").Set("Cache-Control", "no-cache"));
+    co_return std::move(Reply::Json(200, JsonText(j)).Set("Cache-Control", "no-cache"));
   }
   const bool negotiated = as == ReadAs::kView;
   const bool raw = as == ReadAs::kRaw || !req.WantsHtml();
@@ -458,7 +482,7 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
   } else {
     nlohmann::json j = MetaJson(ctx, *paste, true);
     j["burn"] = true;
-    reply = Reply::Json(200, j.dump() + "\n");
+    reply = Reply::Json(200, JsonText(j));
   }
   reply.Set("Cache-Control", "no-store");
   co_return reply;
@@ -547,7 +571,10 @@ awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx) {
                             "not_found");
   }
   if (req.method != Method::kPost) {
-    const std::string token = req.Query("token").value_or("");
+    // The link's token goes into the page's form; a real one (22 base64url characters) passes
+    // unchanged, and bytes that could be no token cannot make the page invalid UTF-8.
+    const std::string token =
+        service::QuotedClientText(req.Query("token").value_or(""), kQuotedTokenBytes);
     co_return std::move(
         Reply::Html(200, DeleteConfirmPage(req.id, token)).Set("Cache-Control", "no-store"));
   }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pages.h"
+#include "sluice/service/text.h"
 
 namespace sluice::http {
 
@@ -165,19 +166,26 @@ std::shared_ptr<const FixedFields> MakeFixedFields(std::vector<Header> headers,
   return fixed;
 }
 
+std::string JsonText(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
   if (reply.error) {
     const Error& e = *reply.error;
     const std::string reason = e.reason.empty() ? std::string(ErrorCodeName(e.code)) : e.reason;
+    // Messages quote client bytes only through service::QuotedClientText; this repair is for any
+    // that does not, so that neither the page nor the JSON is ever invalid UTF-8.
+    const std::string message = service::ReplaceInvalidUtf8(e.message);
     if (wants_html) {
       reply.content_type = "text/html; charset=utf-8";
-      reply.body = ErrorPage(reply.status, reason, e.message, e.retry_after_seconds, now_unix);
+      reply.body = ErrorPage(reply.status, reason, message, e.retry_after_seconds, now_unix);
     } else {
       // "message" repeats "error" for haste's clients, which print that field of a refusal.
-      nlohmann::json j = {{"error", e.message}, {"message", e.message}, {"reason", reason}};
+      nlohmann::json j = {{"error", message}, {"message", message}, {"reason", reason}};
       if (e.retry_after_seconds) j["retry_after"] = *e.retry_after_seconds;
       reply.content_type = "application/json";
-      reply.body = j.dump() + "\n";
+      reply.body = JsonText(j);
     }
     reply.shared_body.reset();
     reply.fixed.reset();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,12 @@
 #include "reply.h"
 
 namespace sluice::http {
+
+/// Every JSON body sluice writes, as text with a final newline. A string that is not valid UTF-8
+/// (client bytes a handler passed on) has its bad bytes replaced by U+FFFD: nlohmann's dump()
+/// throws type_error.316 by default, and such a throw once left a request with no answer at all.
+/// `indent` as dump's (-1: one line).
+std::string JsonText(const nlohmann::json& j, int indent = -1);
 
 /// `wants_html`: the client navigates (Request::WantsHtml). `now_unix` dates the error page's
 /// "try again at".

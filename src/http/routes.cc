@@ -142,6 +142,7 @@ std::vector<Route> AdminRoutes() {
       {"/admin/blocks", {kPost}, HandleAdminBlock, "admin_block"},
       {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
       {"/admin/abuse", read, HandleAdminAbuse, "admin_abuse"},
+      {"/status", read, HandleAdminStatus, "admin_status"},
   };
 }
 

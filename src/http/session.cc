@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,6 +17,7 @@
 #include "beast_request.h"
 #include "framing.h"
 #include "presenter.h"
+#include "sluice/service/text.h"
 
 namespace sluice::http {
 
@@ -85,25 +87,82 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
     request.small_body = req.body();
   }
   if (!match.route) co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
-  try {
-    co_return co_await match.route->handler(request, x.edge.context);
-  } catch (const std::exception& e) {
-    // A bug, not the client's fault: answered (nothing was sent yet) and logged, and the
-    // connection closes, since the handler may have left the body half read.
-    spdlog::error("{} {}: uncaught exception: {} (request {})", View(req.method_string()),
-                  full_path, e.what(), x.request_id);
-  }
-  co_return Reply::Refuse(ErrorCode::kInternal, "internal error", "internal").Closing();
+  // What the handler throws is answered by the session's boundary (AnswerOrFail).
+  co_return co_await match.route->handler(request, x.edge.context);
 }
 
-// Writes a presented reply: the head the presenter serialises (into `head`, reused across a
-// connection's answers) and the body, with one gather write; no body for HEAD. Beast's own
-// serialiser cost about 8% of a hot read's CPU and an allocation per field
-// (bench/results/profile/README.md).
-awaitable<bool> Write(Edge& edge, Stream& stream, std::string& head, const Reply& reply,
-                      std::string_view request_id, bool head_only, bool close) {
+std::atomic<void (*)(const Reply&)> g_before_write_hook{nullptr};
+
+// What one request is answered: the presented reply, its head serialised, and what the metrics
+// and the access log say of it.
+struct Answer {
+  Reply presented;
+  unsigned status = 0;
+  std::string reason;
+  bool close = false;
+};
+
+void Prepare(Answer& answer, Reply reply, const Exchange& x, bool wants_html, bool must_close,
+             std::string& head) {
+  answer.status = reply.status;
+  answer.reason = reply.error ? reply.error->reason : std::string();
+  // Read now, not before the route ran: a drain that began meanwhile closes this connection.
+  answer.close = reply.close || must_close || x.edge.draining.load();
+  answer.presented = Present(std::move(reply), wants_html, x.edge.context.clock.UnixSeconds());
+  if (auto hook = g_before_write_hook.load(std::memory_order_relaxed)) hook(answer.presented);
   head.clear();
-  SerializeHead(reply, request_id, close, head);
+  SerializeHead(answer.presented, x.request_id, answer.close, head);
+}
+
+// The exception boundary: the route's reply, presented and its head serialised in `head`, or a
+// 500 if anything on the way throws (a handler, the presenter, the serialiser). Nothing has been
+// written then (at most a 100 Continue), so the client gets an answer that is counted and logged
+// like any other; the connection stays open when the body was read in full, since the next
+// request's bytes are then where they belong, and closes otherwise.
+awaitable<Answer> AnswerOrFail(Exchange& x, const RequestClient& client, const HeaderFields& fields,
+                               bool must_close, size_t& label_index, std::string& head) {
+  const bool wants_html = WantsHtml(fields);
+  Answer answer;
+  std::string failure;
+  try {
+    Reply reply = co_await Dispatch(x, client, fields, label_index);
+    Prepare(answer, std::move(reply), x, wants_html, must_close, head);
+    co_return answer;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "an exception of unknown type";
+  }
+  // A bug, not the client's fault. The path is the client's bytes, quoted as any error text.
+  const auto& req = x.parser.get();
+  spdlog::error("{} {}: uncaught exception while answering: {} (request {})",
+                View(req.method_string()), service::QuotedClientText(View(req.target()), 256),
+                failure, x.request_id);
+  Reply failed = Reply::Refuse(ErrorCode::kInternal, "internal error", "internal");
+  failed.close = !x.parser.is_done();
+  answer = Answer{};
+  try {
+    Prepare(answer, std::move(failed), x, wants_html, must_close, head);
+  } catch (...) {
+    // The hook again (a test's), or memory exhausted: the plainest answer there is.
+    static constexpr std::string_view kBody =
+        "{\"error\": \"internal error\", \"message\": \"internal error\", "
+        "\"reason\": \"internal\"}\n";
+    answer.presented = Reply::Json(500, std::string(kBody));
+    answer.status = 500;
+    answer.reason = "internal";
+    answer.close = true;
+    head.clear();
+    SerializeHead(answer.presented, x.request_id, true, head);
+  }
+  co_return answer;
+}
+
+// Writes a presented reply: its head as serialised (into `head`, reused across a connection's
+// answers) and the body, with one gather write; no body for HEAD. Beast's own serialiser cost
+// about 8% of a hot read's CPU and an allocation per field (bench/results/profile/README.md).
+awaitable<bool> Write(Edge& edge, Stream& stream, const std::string& head, const Reply& reply,
+                      bool head_only) {
   const std::string_view body =
       head_only || !HasContent(reply.status) ? std::string_view() : reply.body_view();
   const std::array<asio::const_buffer, 2> buffers{asio::buffer(head),
@@ -120,8 +179,10 @@ awaitable<bool> Write(Edge& edge, Stream& stream, std::string& head, const Reply
 // admission rejection instead).
 awaitable<void> WriteRefusal(Edge& edge, Stream& stream, Reply reply) {
   const int64_t now = edge.context.clock.UnixSeconds();
+  const Reply presented = Present(std::move(reply), false, now);
   std::string head;
-  co_await Write(edge, stream, head, Present(std::move(reply), false, now), {}, false, true);
+  SerializeHead(presented, {}, true, head);
+  co_await Write(edge, stream, head, presented, false);
 }
 
 // A request refused before it could be routed (slow or malformed headers): answered, counted under
@@ -136,6 +197,10 @@ awaitable<void> RefuseRequest(Edge& edge, Stream& stream, Reply reply) {
 }
 
 }  // namespace
+
+void SetBeforeWriteHookForTest(void (*hook)(const Reply&)) {
+  g_before_write_hook.store(hook, std::memory_order_relaxed);
+}
 
 Error ConnectionRefusal(Edge& edge, bool per_client) {
   (per_client ? edge.metrics.client_connections_refused : edge.metrics.connections_refused).Inc();
@@ -260,24 +325,20 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
         RequestIdFor(fields.Get("X-Request-Id"), peer, live->trusted_proxies);
     Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal, request_id};
     size_t label_index = 0;
-    Reply reply = co_await Dispatch(exchange, client, fields, label_index);
-    const unsigned status = reply.status;
-    const std::string reason = reply.error ? reply.error->reason : std::string();
-    const bool close =
-        reply.close || !wants_keep_alive || edge->draining.load() || held.refusal.has_value();
-    const Reply presented =
-        Present(std::move(reply), WantsHtml(fields), edge->context.clock.UnixSeconds());
-    const bool written =
-        co_await Write(*edge, stream, head, presented, request_id, head_only, close);
+    const bool must_close = !wants_keep_alive || held.refusal.has_value();
+    const Answer answer =
+        co_await AnswerOrFail(exchange, client, fields, must_close, label_index, head);
+    const bool written = co_await Write(*edge, stream, head, answer.presented, head_only);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    edge->metrics.CountResponse(label_index, status, seconds);
-    if (live->access_log && AccessLogWants(status, live->access_log_sample)) {
+    edge->metrics.CountResponse(label_index, answer.status, seconds);
+    if (live->access_log && AccessLogWants(answer.status, live->access_log_sample)) {
       const auto method = parser.get().method_string();
       LogAccess({request_id, std::string_view(method.data(), method.size()),
-                 edge->metrics.Label(label_index), status, reason, client.Key(), seconds});
+                 edge->metrics.Label(label_index), answer.status, answer.reason, client.Key(),
+                 seconds});
     }
-    if (close || !written) break;
+    if (answer.close || !written) break;
   }
   edge->metrics.bytes_received.Inc(consumed + buffer.size());
   boost::system::error_code ignored;

@@ -1,7 +1,8 @@
 // The HTTP session: Beast I/O only. It reads a request under its expiries, refuses broken framing,
 // keeps connections alive, asks the route table which handler answers, and writes what the
 // presenter made of the reply. Counts of connections and requests are held by RAII guards, and an
-// exception from a handler is answered with a 500, so neither can leak.
+// exception while answering (the handler, the presenter, the head's serialiser) is answered with
+// a 500, counted and logged like any answer, so neither can leak.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -36,6 +37,11 @@ boost::asio::awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket 
 /// gets no answer).
 boost::asio::awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, Socket socket,
                                               Error refusal);
+
+/// Test hook: `hook` is called with every presented reply before its head is serialised, so a
+/// test can make answering throw and watch the exception boundary; null (the default) removes
+/// it. Applies to every server in the process.
+void SetBeforeWriteHookForTest(void (*hook)(const Reply&));
 
 /// The 503 a connection over a cap is given: `per_client` names the client's share, otherwise
 /// the process's cap. Counts the refusal.

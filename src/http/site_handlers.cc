@@ -9,6 +9,7 @@
 #include "assets.h"
 #include "handlers.h"
 #include "pages.h"
+#include "presenter.h"
 #include "sluice/service/text.h"
 
 namespace sluice::http {
@@ -67,14 +68,18 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
         {"fill", pool(b.fill_slots)}}},
       {"create_bytes",
        {{"in_use", b.create_slots.bytes_in_use}, {"limit", b.create_slots.max_bytes}}}};
-  co_return Uncached(Reply::Json(200, j.dump(2) + "\n"));
+  co_return Uncached(Reply::Json(200, JsonText(j, 2)));
 }
 
 awaitable<Reply> HandleStatusPage(const Request&, Context& ctx) {
   co_return Uncached(Reply::Html(200, StatusPage(ctx.metrics.Collect(), ctx.clock.UnixSeconds())));
 }
 
-awaitable<Reply> HandleStatusApi(const Request&, Context& ctx) {
+namespace {
+
+// The status object both listeners answer; `abuse` is the public aggregates or, on the admin
+// listener, the same with who is behind them.
+nlohmann::json StatusJson(const Context& ctx, nlohmann::json abuse) {
   nlohmann::json values = nlohmann::json::object();
   for (const auto& [key, value] : ctx.metrics.Collect()) {
     values[key] = std::isfinite(value) ? value : 0.0;
@@ -83,12 +88,39 @@ awaitable<Reply> HandleStatusApi(const Request&, Context& ctx) {
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  nlohmann::json j = {{"time_ms", now_ms}, {"metrics", std::move(values)}};
-  // Public: keys only as pseudonyms (they may be addresses), networks as they are.
-  j["abuse"] = AbuseJson(ctx.abuse ? ctx.abuse->View(service::AbuseWatch::Names::kPseudonyms)
-                                   : service::AbuseView{});
-  j["reports_pending"] = ctx.moderation ? ctx.moderation->PendingReports() : 0;
-  co_return Uncached(Reply::Json(200, j.dump() + "\n"));
+  return {{"time_ms", now_ms},
+          {"metrics", std::move(values)},
+          {"abuse", std::move(abuse)},
+          {"reports_pending", ctx.moderation ? ctx.moderation->PendingReports() : int64_t{0}}};
+}
+
+}  // namespace
+
+awaitable<Reply> HandleStatusApi(const Request&, Context& ctx) {
+  // Public: counts that name nobody, never a key, a pseudonym or a prefix.
+  const nlohmann::json abuse =
+      AbuseAggregatesJson(ctx.abuse ? ctx.abuse->Aggregates() : service::AbuseAggregates{});
+  co_return Uncached(Reply::Json(200, JsonText(StatusJson(ctx, abuse))));
+}
+
+awaitable<Reply> HandleAdminStatus(const Request&, Context& ctx) {
+  const nlohmann::json abuse = AbuseJson(ctx.abuse ? ctx.abuse->View() : service::AbuseView{});
+  co_return Uncached(Reply::Json(200, JsonText(StatusJson(ctx, abuse))));
+}
+
+nlohmann::json AbuseAggregatesJson(const service::AbuseAggregates& aggregates) {
+  // Cumulative, as "le" says (and as /metrics has it): keys whose share is at most `le`.
+  nlohmann::json budget = nlohmann::json::array();
+  const auto& bounds = service::AbuseWatch::BudgetBounds();
+  uint64_t keys = 0;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    keys += i < aggregates.budget_use.size() ? aggregates.budget_use[i] : 0;
+    budget.push_back(
+        {{"le", i < bounds.size() ? nlohmann::json(bounds[i]) : "+Inf"}, {"keys", keys}});
+  }
+  return {{"window_seconds", aggregates.window_seconds},
+          {"budget_use", std::move(budget)},
+          {"global_cap_saturation", aggregates.global_cap_saturation}};
 }
 
 nlohmann::json AbuseJson(const service::AbuseView& view) {
@@ -99,20 +131,10 @@ nlohmann::json AbuseJson(const service::AbuseView& view) {
     }
     return out;
   };
-  // Cumulative, as "le" says (and as /metrics has it): keys whose share is at most `le`.
-  nlohmann::json budget = nlohmann::json::array();
-  const auto& bounds = service::AbuseWatch::BudgetBounds();
-  uint64_t keys = 0;
-  for (size_t i = 0; i <= bounds.size(); ++i) {
-    keys += i < view.budget_use.size() ? view.budget_use[i] : 0;
-    budget.push_back(
-        {{"le", i < bounds.size() ? nlohmann::json(bounds[i]) : "+Inf"}, {"keys", keys}});
-  }
-  return {{"window_seconds", view.window_seconds},
-          {"top_keys", rows(view.top_keys, "key")},
-          {"top_prefixes", rows(view.top_prefixes, "prefix")},
-          {"budget_use", std::move(budget)},
-          {"global_cap_saturation", view.global_cap_saturation}};
+  nlohmann::json j = AbuseAggregatesJson(view.aggregates);
+  j["top_keys"] = rows(view.top_keys, "key");
+  j["top_prefixes"] = rows(view.top_prefixes, "prefix");
+  return j;
 }
 
 awaitable<Reply> HandleFaults(const Request& req, Context& ctx) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace sluice::service {
@@ -103,7 +104,93 @@ uint64_t RunDfa(uint64_t state, const unsigned char* p, size_t n) {
   return state & 63;
 }
 
+// The length of the character at the start of `p` (1 to 4) when it is a valid one; otherwise 0,
+// with `skip` set to the bytes to replace by one U+FFFD: the maximal subpart, the longest prefix
+// of a valid sequence (the byte the DFA refused starts the next attempt), or one byte when the
+// first byte starts no sequence at all. Nothing may follow the error state, so the bytes before
+// it were a valid prefix: that is exactly the maximal subpart.
+size_t CharacterLength(const unsigned char* p, size_t n, size_t& skip) {
+  uint64_t state = kAccept;
+  for (size_t i = 0; i < n && i < 4; ++i) {
+    state = (kRows[p[i]] >> state) & 63;
+    if (state == kAccept) return i + 1;
+    if (state == kError) {
+      skip = i == 0 ? 1 : i;
+      return 0;
+    }
+  }
+  skip = n < 4 ? n : 4;  // cut short by the end of the bytes
+  return 0;
+}
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+constexpr std::string_view kEllipsis = "\xE2\x80\xA6";     // U+2026
+
+// A character a quote must show rather than obey: C0, DEL and C1 controls, the line and paragraph
+// separators, and the bidirectional formatting characters (U+202A..202E, U+2066..2069), which
+// make a page or a terminal show text in another order than its bytes (CVE-2021-42574).
+std::optional<char32_t> ShownAsEscape(const unsigned char* p, size_t length) {
+  if (length == 1 && (p[0] < 0x20 || p[0] == 0x7F)) return p[0];
+  if (length == 2 && p[0] == 0xC2 && p[1] < 0xA0) return p[1];  // U+0080..009F
+  if (length == 3 && p[0] == 0xE2) {
+    const char32_t c = 0x2000 | (char32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+    if ((c >= 0x2028 && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069)) return c;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+bool IsValidUtf8(std::string_view bytes) {
+  return RunDfa(kAccept, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()) ==
+         kAccept;
+}
+
+std::string ReplaceInvalidUtf8(std::string_view bytes) {
+  if (IsValidUtf8(bytes)) return std::string(bytes);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::string out;
+  out.reserve(bytes.size() + 8);
+  for (size_t i = 0; i < bytes.size();) {
+    size_t skip = 0;
+    const size_t length = CharacterLength(p + i, bytes.size() - i, skip);
+    if (length == 0) {
+      out.append(kReplacement);
+      i += skip;
+    } else {
+      out.append(bytes.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
+}
+
+std::string QuotedClientText(std::string_view bytes, size_t max_bytes) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::string out;
+  out.reserve(std::min(bytes.size(), max_bytes) + kEllipsis.size());
+  char escape[8];
+  for (size_t i = 0; i < bytes.size();) {
+    size_t skip = 0;
+    const size_t length = CharacterLength(p + i, bytes.size() - i, skip);
+    std::string_view piece;
+    if (length == 0) {
+      piece = kReplacement;
+    } else if (const auto c = ShownAsEscape(p + i, length)) {
+      const int written = std::snprintf(escape, sizeof escape, "\\u%04X", unsigned(*c));
+      piece = std::string_view(escape, static_cast<size_t>(written));
+    } else {
+      piece = bytes.substr(i, length);
+    }
+    if (out.size() + piece.size() > max_bytes) {
+      out.append(kEllipsis);
+      break;
+    }
+    out.append(piece);
+    i += length == 0 ? skip : length;
+  }
+  return out;
+}
 
 TextProblem CheckPasteText(std::string_view body) {
   if (body.empty()) return TextProblem::kEmpty;

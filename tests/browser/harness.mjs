@@ -81,23 +81,21 @@ export async function launchBrowser() {
   };
 }
 
-// What the abuse sketch adds to /api/v1/status (issue 14, item 6).
+// What the abuse sketch adds to /api/v1/status (issue 14, item 6): aggregates only, since
+// issue 32 (item 7) moved the top keys and prefixes to the admin listener.
 export const ABUSE = {
   window_seconds: 60,
-  top_keys: [{ key: 'key-7f3a', creates: 120, refusals: 480 }, { key: 'key-0c11', creates: 90, refusals: 0 }],
-  top_prefixes: [{ prefix: '203.0.113.0/24', creates: 210, refusals: 480 },
-    { prefix: '2001:db8:1::/48', creates: 12, refusals: 0 }],
   budget_use: [{ le: 0.1, keys: 700 }, { le: 0.5, keys: 950 }, { le: 0.9, keys: 997 },
     { le: 1, keys: 997 }, { le: '+Inf', keys: 1000 }],
   global_cap_saturation: 0.42,
 };
 
-// The same abuse figures the sketch would send, merged into the server's real answer.
-export async function withAbuseFixture(page) {
+// The same abuse figures the sketch would send (or `abuse`), merged into the server's real answer.
+export async function withAbuseFixture(page, abuse = ABUSE) {
   await page.route('**/api/v1/status', async (route) => {
     const response = await route.fetch();
     const json = await response.json();
-    json.abuse = ABUSE;
+    json.abuse = abuse;
     json.reports_pending = 4;
     json.metrics.sluice_reports_pending = 4;
     await route.fulfill({ response, json });

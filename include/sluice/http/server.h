@@ -75,8 +75,8 @@ struct ServerOptions {
   std::optional<std::array<unsigned char, 32>> admin_token_sha256{};
   /// Admin side: the moderation use-cases (reports, takedowns, blocks); may be null.
   service::ModerationService* moderation = nullptr;
-  /// Who creates and who is refused most (/api/v1/status with pseudonyms, /admin/abuse in
-  /// full); may be null.
+  /// Who creates and who is refused most (/api/v1/status: aggregates only; the admin listener's
+  /// /status and /admin/abuse: keys and prefixes in full); may be null.
   const service::AbuseWatch* abuse = nullptr;
 };
 

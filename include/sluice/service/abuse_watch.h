@@ -2,11 +2,12 @@
 // Who created and who was refused most in the last minute, by client key and by network prefix
 // (admission::HeavyHitters, bounded memory), and how the clients spread over their create budget
 // (AdmissionControl::CreateBudgetUse): many keys each under budget means growth, a few keys at
-// budget means abuse. /metrics gets the distribution and the saturation, never a key; /status gets
-// the top lists with keys as pseudonyms; the admin API gets them in full.
+// budget means abuse. /metrics and the public status (/status, /api/v1/status) get the
+// aggregates, the distribution and the saturation, which name nobody; the top lists, keys and
+// prefixes in full, are the admin listener's only (/admin/abuse, its /status): even a pseudonym
+// or a /48 ties a public paste's creation to one client's network for whoever polls the page.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,15 +27,22 @@ struct AbuseRow {
   uint64_t refusals = 0;
 };
 
-struct AbuseView {
+/// What may be shown to anyone: counts over all clients, none named.
+struct AbuseAggregates {
   int64_t window_seconds = 60;
-  std::vector<AbuseRow> top_keys;
-  std::vector<AbuseRow> top_prefixes;
   /// Keys by the share of their create budget used: counts for each of BudgetBounds(), then for
   /// above them all (not cumulative).
   std::vector<uint64_t> budget_use;
   /// Create slots in flight over the create cap, 0 to 1.
   double global_cap_saturation = 0;
+};
+
+/// The operator's view: the aggregates and who is behind them.
+struct AbuseView {
+  AbuseAggregates aggregates;
+  /// Client keys and their prefixes (IPv4 /24, IPv6 /48) as they are.
+  std::vector<AbuseRow> top_keys;
+  std::vector<AbuseRow> top_prefixes;
 };
 
 /// Thread-safe. `admission` must outlive it.
@@ -51,15 +59,10 @@ class AbuseWatch {
   /// A create refused for this client: 429 (rate limits), 403 (blocked), 507 (storage quota).
   void NoteRefusal(std::string_view client_key);
 
-  enum class Names {
-    kFull,        // the admin API: keys as they are
-    kPseudonyms,  // public: keys as Pseudonym(), prefixes that are not networks too
-  };
-  AbuseView View(Names names, size_t top = 10) const;
-
-  /// A short name for a key, the same for the life of the process and unguessable without its
-  /// random secret: the first 8 hex digits of HMAC-SHA-256(secret, key).
-  std::string Pseudonym(std::string_view client_key) const;
+  /// For the public status: nothing in it names a client or a network.
+  AbuseAggregates Aggregates() const;
+  /// For the admin listener only: the aggregates and the `top` keys and prefixes in full.
+  AbuseView View(size_t top = 10) const;
 
  private:
   void Note(std::string_view client_key, admission::HeavyHitters::Event event);
@@ -68,7 +71,6 @@ class AbuseWatch {
   AdmissionControl& admission_;
   admission::HeavyHitters keys_;
   admission::HeavyHitters prefixes_;
-  std::array<unsigned char, 32> secret_{};
   GaugeCallbacks gauges_;  // last: its callbacks read the members above
 };
 

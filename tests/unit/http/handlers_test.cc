@@ -9,50 +9,16 @@
 
 #include "../../../src/http/presenter.h"
 #include "../../../src/http/routes.h"
+#include "../../support/fake_request.h"
 #include "../../support/run_sync.h"
 #include "sluice/store/backends.h"
 
 namespace sluice::http {
 namespace {
 
+using testing::FakeBody;
+using testing::FakeHeaders;
 using testing::RunSync;
-
-class FakeHeaders final : public HeaderFields {
- public:
-  FakeHeaders(std::initializer_list<std::pair<std::string, std::string>> fields)
-      : fields_(fields) {}
-  std::string_view Get(std::string_view name) const override {
-    for (const auto& [n, v] : fields_) {
-      if (strcasecmp(n.c_str(), std::string(name).c_str()) == 0) return v;
-    }
-    return {};
-  }
-  std::vector<std::string_view> All(std::string_view name) const override {
-    std::vector<std::string_view> out;
-    for (const auto& [n, v] : fields_) {
-      if (strcasecmp(n.c_str(), std::string(name).c_str()) == 0) out.push_back(v);
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::pair<std::string, std::string>> fields_;
-};
-
-class FakeBody final : public BodyReader {
- public:
-  explicit FakeBody(Result<std::string> bytes) : bytes_(std::move(bytes)) {}
-  boost::asio::awaitable<Result<std::string>> Read(uint64_t limit) override {
-    ++reads;
-    last_limit = limit;
-    co_return bytes_;
-  }
-  int reads = 0;
-  uint64_t last_limit = 0;
-
- private:
-  Result<std::string> bytes_;
-};
 
 struct FixedClient final : service::ClientKeySource {
   std::string Key() const override { return "10.0.0.1"; }

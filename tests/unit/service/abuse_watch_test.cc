@@ -65,8 +65,8 @@ TEST_F(AbuseWatchTest, CountsStoredCreatesAndTheRefusalsAboutTheClient) {
   // Too large is the client's mistake, not a rate: not counted.
   ASSERT_FALSE(RunSync(service_.AdmitCreate("192.0.2.99", {5'000'000, false})).ok());
 
-  const AbuseView full = abuse_.View(AbuseWatch::Names::kFull);
-  EXPECT_EQ(full.window_seconds, 60);
+  const AbuseView full = abuse_.View();
+  EXPECT_EQ(full.aggregates.window_seconds, 60);
   ASSERT_FALSE(full.top_keys.empty());
   EXPECT_EQ(full.top_keys.front().name, "198.51.100.7");
   EXPECT_EQ(full.top_keys.front().creates, 3u);
@@ -79,18 +79,14 @@ TEST_F(AbuseWatchTest, CountsStoredCreatesAndTheRefusalsAboutTheClient) {
   ASSERT_NE(Find(full.top_prefixes, "203.0.113.0/24"), nullptr);
 
   // Two keys created (a refused create spends nothing): both light, under a tenth of 63.
-  ASSERT_EQ(full.budget_use.size(), AbuseWatch::BudgetBounds().size() + 1);
-  EXPECT_EQ(full.budget_use[0], 2u);
+  ASSERT_EQ(full.aggregates.budget_use.size(), AbuseWatch::BudgetBounds().size() + 1);
+  EXPECT_EQ(full.aggregates.budget_use[0], 2u);
 
-  // Public: pseudonyms, stable and not the key; networks as they are.
-  const AbuseView shown = abuse_.View(AbuseWatch::Names::kPseudonyms);
-  const std::string alias = abuse_.Pseudonym("198.51.100.7");
-  EXPECT_EQ(alias.size(), 8u);
-  EXPECT_EQ(alias, abuse_.Pseudonym("198.51.100.7"));
-  EXPECT_NE(alias, abuse_.Pseudonym("198.51.100.8"));
-  EXPECT_EQ(shown.top_keys.front().name, alias);
-  EXPECT_EQ(Find(shown.top_keys, "198.51.100.7"), nullptr);
-  EXPECT_NE(Find(shown.top_prefixes, "198.51.100.0/24"), nullptr);
+  // Public: the same aggregates, which are all it has (no list to name anyone in).
+  const AbuseAggregates shown = abuse_.Aggregates();
+  EXPECT_EQ(shown.window_seconds, full.aggregates.window_seconds);
+  EXPECT_EQ(shown.budget_use, full.aggregates.budget_use);
+  EXPECT_EQ(shown.global_cap_saturation, full.aggregates.global_cap_saturation);
 
   // /metrics: the distribution as a histogram and the saturation, never a key.
   const std::string text = metrics_.Render();

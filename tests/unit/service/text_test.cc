@@ -151,6 +151,103 @@ TEST(CheckPasteText, ReportsWhicheverProblemComesFirst) {
   EXPECT_EQ(CheckPasteText(std::string_view("\xC3\xA9\0", 3)), TextProblem::kNulByte);
 }
 
+// ---- client bytes quoted back --------------------------------------------------------------
+
+constexpr std::string_view kFffd = "\xEF\xBF\xBD";
+
+std::string Times(std::string_view piece, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+TEST(ReplaceInvalidUtf8, KeepsValidTextByteForByte) {
+  for (std::string_view valid : {std::string_view(""), std::string_view("plain"),
+                                 std::string_view("gr\xC3\xBC\xC3\x9F"
+                                                  "e \xF0\x9F\x98\x80"),
+                                 std::string_view("a\0b\x01\x7F", 5)}) {
+    EXPECT_EQ(ReplaceInvalidUtf8(valid), valid);
+  }
+}
+
+TEST(ReplaceInvalidUtf8, ReplacesEachMaximalSubpartByOneReplacementCharacter) {
+  // Unicode 15.0, table 3-8 and the cases around it: a valid prefix is one subpart, a byte that
+  // starts nothing is one by itself.
+  const std::pair<std::string_view, std::string> cases[] = {
+      {"\x80", std::string(kFffd)},           // lone continuation
+      {"\xC0\xAF", Times(kFffd, 2)},          // overlong 2-byte '/'
+      {"\xE0\x80\xAF", Times(kFffd, 3)},      // overlong 3-byte
+      {"\xF0\x80\x80\xAF", Times(kFffd, 4)},  // overlong 4-byte
+      {"\xED\xA0\x80", Times(kFffd, 3)},      // U+D800 encoded
+      {"\xF4\x90\x80\x80", Times(kFffd, 4)},  // past U+10FFFF
+      {"\xF5\x80", Times(kFffd, 2)},          // never a lead byte
+      {"\xFE\xFF", Times(kFffd, 2)},
+      {"\xE2\x82", std::string(kFffd)},      // truncated at the end
+      {"\xF0\x9F\x98", std::string(kFffd)},  // truncated 4-byte
+      {"a\xE2\x82"
+       "b",
+       "a" + std::string(kFffd) + "b"},  // truncated mid-text
+      {"\xC3\xA9\xFF\xC3\xA9", "\xC3\xA9" + std::string(kFffd) + "\xC3\xA9"},
+  };
+  for (const auto& [bytes, want] : cases) {
+    EXPECT_EQ(ReplaceInvalidUtf8(bytes), want) << ::testing::PrintToString(std::string(bytes));
+    EXPECT_EQ(CheckPasteText(ReplaceInvalidUtf8(bytes)), TextProblem::kNone);
+  }
+}
+
+TEST(QuotedClientText, EscapesControlsAndTheCharactersThatReorderText) {
+  EXPECT_EQ(QuotedClientText("a\tb\nc"), "a\\u0009b\\u000Ac");
+  EXPECT_EQ(QuotedClientText(std::string_view("\0\x1B[2J\x7F", 6)), "\\u0000\\u001B[2J\\u007F");
+  EXPECT_EQ(QuotedClientText("\xC2\x9B"
+                             "x"),
+            "\\u009Bx");  // C1 CSI
+  EXPECT_EQ(QuotedClientText("\xE2\x80\xAE"
+                             "gpj.exe"),
+            "\\u202Egpj.exe");  // RIGHT-TO-LEFT OVERRIDE
+  EXPECT_EQ(QuotedClientText("\xE2\x81\xA6"
+                             "x"),
+            "\\u2066x");
+  EXPECT_EQ(QuotedClientText("\xE2\x80\xA8"), "\\u2028");
+  // Neighbours that are ordinary text stay as they are.
+  EXPECT_EQ(QuotedClientText("\xC2\xA0\xE2\x80\xA6\xE2\x80\x94"),
+            "\xC2\xA0\xE2\x80\xA6\xE2\x80\x94");
+  EXPECT_EQ(QuotedClientText("caf\xC3\xA9 \xFF"), "caf\xC3\xA9 " + std::string(kFffd));
+}
+
+TEST(QuotedClientText, CutsBetweenCharactersAndSaysSo) {
+  // The case: a 63-byte key ending in a two-byte character, cut at 64 bytes.
+  const std::string key = std::string(62, 'k') + "\xC3\xA9";
+  EXPECT_EQ(QuotedClientText(key, 64), key);
+  const std::string longer = std::string(63, 'k') + "\xC3\xA9";
+  EXPECT_EQ(QuotedClientText(longer, 64), std::string(63, 'k') + "\xE2\x80\xA6");
+  // Never inside an escape either.
+  EXPECT_EQ(QuotedClientText("abc\x01", 8), "abc\xE2\x80\xA6");
+  EXPECT_EQ(QuotedClientText("abcdefghij", 4), "abcd\xE2\x80\xA6");
+  EXPECT_EQ(QuotedClientText("abcd", 4), "abcd");
+  EXPECT_EQ(QuotedClientText("", 0), "");
+}
+
+TEST(QuotedClientText, IsValidUtf8AndBoundedForAnyBytes) {
+  uint64_t seed = 7;
+  for (int round = 0; round < 5000; ++round) {
+    std::string bytes;
+    const size_t length = (seed >> 7) % 90;
+    for (size_t i = 0; i < length; ++i) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      bytes.push_back(static_cast<char>(seed >> 56));
+    }
+    const size_t max_bytes = round % 70;
+    const std::string quoted = QuotedClientText(bytes, max_bytes);
+    ASSERT_LE(quoted.size(), max_bytes + 3) << round;
+    ASSERT_NE(CheckPasteText(quoted + "."), TextProblem::kInvalidUtf8) << round;
+    ASSERT_EQ(quoted.find('\0'), std::string::npos) << round;
+    for (unsigned char c : quoted) ASSERT_TRUE(c >= 0x20 && c != 0x7F) << round;
+    ASSERT_EQ(CheckPasteText(ReplaceInvalidUtf8(bytes) + "."),
+              bytes.find('\0') == std::string::npos ? TextProblem::kNone : TextProblem::kNulByte)
+        << round;
+  }
+}
+
 TEST(ParseTtl, AcceptsOnlyTheAllowList) {
   EXPECT_EQ(ParseTtl("10m"), std::chrono::seconds(600));
   EXPECT_EQ(ParseTtl("1h"), std::chrono::seconds(3600));
