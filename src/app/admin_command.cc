@@ -71,9 +71,15 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
 
   // The subcommands' values live as long as the app (static: one parse per process).
   static std::string id, reason, note, prefix, duration = "1d";
-  admin->add_subcommand("reports", "Pastes with open reports, newest first")->callback([&o] {
+  static size_t most = 1000;
+  static bool keep = false;
+  CLI::App* reports = admin->add_subcommand(
+      "reports", "Pastes with open reports, newest first, page after page of the queue");
+  reports->add_option("--limit", most, "List at most this many pastes")->capture_default_str();
+  reports->callback([&o] {
     o.method = "GET";
     o.path = "/admin/reports";
+    o.max_pastes = std::max<size_t>(1, most);
   });
   admin
       ->add_subcommand("top",
@@ -104,10 +110,16 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
   CLI::App* dismiss = admin->add_subcommand("dismiss", "Close the reports; the paste is served");
   dismiss->add_option("ID", id, "Paste id")->required();
   dismiss->add_option("--note", note, "Kept in the audit trail");
+  dismiss->add_flag("--keep", keep,
+                    "Reviewed, keep: later reports queue the paste for review but never withhold "
+                    "it");
   dismiss->callback([&o] {
     o.method = "POST";
     o.path = "/admin/pastes/" + id + "/dismiss";
-    o.body = JsonBody({{"note", &note}});
+    nlohmann::json j = nlohmann::json::object();
+    if (!note.empty()) j["note"] = note;
+    if (keep) j["keep"] = true;
+    o.body = j.dump();
   });
   CLI::App* block = admin->add_subcommand("block", "Refuse creates (403) from a client or prefix");
   block->add_option("PREFIX", prefix, "An address or CIDR block: 203.0.113.7, 2001:db8::/48")
@@ -173,10 +185,11 @@ int RunAdmin(AdminCommandOptions& o) {
     token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
   }
 
-  try {
+  // One request on a fresh connection; throws on a connection or protocol failure.
+  const auto exchange = [&](const std::string& path) {
     boost::asio::io_context io;
     bhttp::request<bhttp::string_body> req{
-        o.method == "POST" ? bhttp::verb::post : bhttp::verb::get, o.path, 11};
+        o.method == "POST" ? bhttp::verb::post : bhttp::verb::get, path, 11};
     req.set(bhttp::field::host, authority);
     req.set(bhttp::field::authorization, "Bearer " + token);
     req.set(bhttp::field::user_agent, "sluice-admin");
@@ -198,16 +211,51 @@ int RunAdmin(AdminCommandOptions& o) {
       stream.connect(local::endpoint(socket_path));
       res = Exchange(stream, req);
     }
+    return res;
+  };
+  const auto refused = [](const bhttp::response<bhttp::string_body>& res) {
     const unsigned status = res.result_int();
+    if (status < 400) return false;
     nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
-    if (status >= 400) {
-      const std::string message = !doc.is_discarded() && doc.contains("error")
-                                      ? doc["error"].get<std::string>()
-                                      : res.body();
-      std::fprintf(stderr, "sluice admin: %u: %s\n", status, message.c_str());
-      return 1;
+    const std::string message =
+        !doc.is_discarded() && doc.contains("error") && doc["error"].is_string()
+            ? doc["error"].get<std::string>()
+            : res.body();
+    std::fprintf(stderr, "sluice admin: %u: %s\n", status, message.c_str());
+    return true;
+  };
+
+  try {
+    if (o.max_pastes == 0) {
+      bhttp::response<bhttp::string_body> res = exchange(o.path);
+      if (refused(res)) return 1;
+      nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
+      std::puts(doc.is_discarded() ? res.body().c_str() : doc.dump(2).c_str());
+      return 0;
     }
-    std::puts(doc.is_discarded() ? res.body().c_str() : doc.dump(2).c_str());
+    // The review queue, a page at a time (each one is bounded by the server), until the queue
+    // ends or max_pastes are listed; `next` says where a later call would go on.
+    nlohmann::json pastes = nlohmann::json::array();
+    nlohmann::json next = nullptr;
+    nlohmann::json pending = nullptr;
+    do {
+      const size_t page = std::min<size_t>(1000, o.max_pastes - pastes.size());
+      std::string path = o.path + "?limit=" + std::to_string(page);
+      if (next.is_string()) path += "&before=" + next.get<std::string>();
+      bhttp::response<bhttp::string_body> res = exchange(path);
+      if (refused(res)) return 1;
+      nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
+      if (doc.is_discarded() || !doc.contains("pastes") || !doc["pastes"].is_array()) {
+        std::fprintf(stderr, "sluice admin: not a page of the review queue: %s\n",
+                     res.body().c_str());
+        return 1;
+      }
+      for (auto& p : doc["pastes"]) pastes.push_back(std::move(p));
+      next = doc.value("next", nlohmann::json());
+      pending = doc.value("pending", nlohmann::json());
+    } while (next.is_string() && pastes.size() < o.max_pastes);
+    std::puts(
+        nlohmann::json{{"pastes", pastes}, {"next", next}, {"pending", pending}}.dump(2).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice admin: %s: %s\n", o.admin.c_str(), e.what());

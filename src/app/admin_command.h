@@ -1,6 +1,6 @@
 // `sluice admin ...`: the operator's client of the admin listener (README.md, "Moderation"). It
-// reads the bearer token from a file, sends one request, prints the JSON answer, and says what went
-// wrong otherwise.
+// reads the bearer token from a file, sends the request (the review queue page after page), prints
+// the JSON answer, and says what went wrong otherwise.
 #pragma once
 
 #include <string>
@@ -21,6 +21,9 @@ struct AdminCommandOptions {
   std::string method;
   std::string path;
   std::string body;
+  /// `reports`: pastes to list at most, following the queue's pages (docs/moderation.md);
+  /// 0 for every other subcommand. Default: 1000.
+  size_t max_pastes = 0;
 };
 
 /// Adds `sluice admin` and its subcommands (reports, show, takedown, dismiss, block, audit) to

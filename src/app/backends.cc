@@ -50,6 +50,7 @@ std::unique_ptr<store::MetaStore> MakeMetaStore(const Settings& s,
                    std::max(timeouts.meta_insert, timeouts.meta_delete),
                    std::min(kWarm, connections("meta_write_connections"))};
   options.cleanup = {connections("meta_cleanup_connections"), timeouts.meta_background, 1};
+  options.moderation = {connections("meta_moderation_connections"), timeouts.meta_moderation, 0};
   auto meta = store::MakePostgresMetaStore(options);
   // Not ready until the warm connections are: a request that arrives first would connect inside
   // its own 20 ms or 50 ms timeout and fail. Bounded, since a slow primary must not stop a start.
@@ -72,7 +73,8 @@ void AddMetaPoolGauges(store::MetaStore& meta, GaugeCallbacks& gauges) {
   const std::pair<const char*, store::PostgresPurpose> pools_by_name[] = {
       {"read", store::PostgresPurpose::kRead},
       {"write", store::PostgresPurpose::kWrite},
-      {"cleanup", store::PostgresPurpose::kCleanup}};
+      {"cleanup", store::PostgresPurpose::kCleanup},
+      {"moderation", store::PostgresPurpose::kModeration}};
   for (const auto& [name, purpose] : pools_by_name) {
     const store::PostgresPurpose p = purpose;
     gauges.Add("sluice_meta_pool_connections", "PostgreSQL connections open, by pool",

@@ -35,9 +35,11 @@ namespace {
 //   with it.
 // - metrics_on_public, admin_token_file: the listeners' route tables and the admin token are set
 //   when the listeners are built.
+// - moderation_timeout: the stores' moderation calls take a new one at once, but a report's whole
+//   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 62> kLive = {
+constexpr std::array<std::string_view, 69> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -107,6 +109,13 @@ constexpr std::array<std::string_view, 62> kLive = {
     "shed_release_rate",
     // operating
     "report_hide_threshold",
+    "report_network_prefix_v4",
+    "report_network_prefix_v6",
+    "report_withholds_per_network_per_day",
+    "report_withholds_per_hour",
+    "report_global_rate",
+    "report_global_burst",
+    "max_open_reports",
     "put_bytes_per_day_plan",
 };
 

@@ -72,6 +72,7 @@ service::CallTimeouts ReadTimeouts(const Settings& s) {
   // A delete's tombstone and a burn paste's claim commit within the delete's whole budget
   // (docs/overload.md, "Delete").
   t.meta_delete = s.Duration("delete_budget");
+  t.meta_moderation = s.Duration("moderation_timeout");
   return t;
 }
 
@@ -98,6 +99,20 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.processes = s.Integer("processes");
   a.shared_timeout = s.Duration("cache_timeout");
   return a;
+}
+
+service::ModerationOptions ReadModeration(const Settings& s) {
+  service::ModerationOptions m;
+  m.hide_threshold = s.Integer("report_hide_threshold");
+  m.networks = {static_cast<int>(s.Integer("report_network_prefix_v4")),
+                static_cast<int>(s.Integer("report_network_prefix_v6"))};
+  m.withholds_per_network = s.Integer("report_withholds_per_network_per_day");
+  const double per_hour = s.Number("report_withholds_per_hour");
+  m.withhold_rate = {per_hour / 3600, per_hour};
+  m.global_report_rate = {s.Number("report_global_rate"), s.Number("report_global_burst")};
+  m.max_open_reports = s.Integer("max_open_reports");
+  m.budget = s.Duration("moderation_timeout") * 2;
+  return m;
 }
 
 http::ServerOptions ReadServer(const Settings& s) {
@@ -179,8 +194,10 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.janitor.report_retention = In<std::chrono::seconds>(s, "report_retention");
   o.render = ReadRender(s);
   o.server = ReadServer(s);
-  o.moderation.hide_threshold = s.Integer("report_hide_threshold");
+  o.moderation_threads = static_cast<size_t>(s.Integer("moderation_threads"));
+  o.moderation = ReadModeration(s);
   o.moderation.shared_meta_ttl = o.service.shared_meta_ttl;
+  o.service.creator_networks = o.moderation.networks;
   o.admin_listen = s.String("admin_listen");
   o.admin_token_file = s.String("admin_token_file");
   return o;

@@ -29,6 +29,8 @@ struct ServeOptions {
   std::chrono::nanoseconds loop_slice{};
   size_t read_threads = 1;
   size_t cleanup_threads = 1;
+  /// The embedded store's moderation and admin reads (store::BlockingPools::moderation).
+  size_t moderation_threads = 1;
   service::ServiceOptions service;
   service::CallTimeouts timeouts;
   service::AdmissionOptions admission;

@@ -219,7 +219,9 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
                                            {{"result", "invalid"}})),
       read_pool_(options_.read_threads),
       cleanup_pool_(options_.cleanup_threads),
-      meta_backend_(MakeMetaStore(settings, options_.timeouts, {&read_pool_, &cleanup_pool_},
+      moderation_pool_(options_.moderation_threads),
+      meta_backend_(MakeMetaStore(settings, options_.timeouts,
+                                  {&read_pool_, &cleanup_pool_, &moderation_pool_},
                                   options_.data_dir, &metrics_)),
       meta_gauges_(metrics_),
       blob_backend_(MakeBlobBackend(settings, options_.data_dir, {&read_pool_, &cleanup_pool_},
@@ -243,7 +245,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
                shared_state_.get(), &blocks_, &abuse_),
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
-                  shared_state_.get(), &service_),
+                  shared_state_.get(), &service_, &metrics_),
       moderation_gauges_(metrics_),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
@@ -281,9 +283,13 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
                     [this] { return static_cast<double>(cache_.bytes_used()); });
   moderation_gauges_.Add(
       "sluice_reports_pending",
-      "Pastes with open abuse reports awaiting review (counted up to 1000; refreshed on every "
-      "report and review action and every blocks_refresh)",
+      "Pastes with open abuse reports awaiting review (the store's count, read after every report "
+      "and review action and every blocks_refresh)",
       {}, [this] { return static_cast<double>(moderation_.PendingReports()); });
+  moderation_gauges_.Add(
+      "sluice_reports_open",
+      "Open abuse reports stored, of max_open_reports (read with sluice_reports_pending)", {},
+      [this] { return static_cast<double>(moderation_.OpenReportRows()); });
 }
 
 http::ServerOptions ServerProcess::PublicOptions() {
@@ -340,7 +346,7 @@ void ServerProcess::Reload() {
   retry_budget_.SetRatio(next_options->retry_budget.ratio);
   cache_.SetMaxAge(next_options->local_cache_ttl);
   renderer_.Reconfigure(next_options->render);
-  moderation_.SetHideThreshold(next_options->moderation.hide_threshold);
+  moderation_.Reconfigure(next_options->moderation);
   put_bytes_plan_.store(next->Number("put_bytes_per_day_plan"), std::memory_order_relaxed);
   server_->Reconfigure(next_options->server);
   if (admin_server_) admin_server_->Reconfigure(next_options->server);
@@ -435,6 +441,7 @@ ServerProcess::ShutdownOrder::~ShutdownOrder() {
   //    must not outlive the loops (a shutdown with renders in progress, test_highlight_workers.py).
   p.read_pool_.join();
   p.cleanup_pool_.join();
+  p.moderation_pool_.join();
   p.renderer_.Shutdown();
   // 2. The stores' own threads post completions to the loops, so they stop while the loops
   //    exist; the committers finish their last batch here.

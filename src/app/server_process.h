@@ -106,6 +106,7 @@ class ServerProcess {
   Counter& reloads_invalid_;
   boost::asio::thread_pool read_pool_;
   boost::asio::thread_pool cleanup_pool_;
+  boost::asio::thread_pool moderation_pool_;
   std::unique_ptr<store::MetaStore> meta_backend_;
   GaugeCallbacks meta_gauges_;
   std::unique_ptr<store::BlobStore> blob_backend_;

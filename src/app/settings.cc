@@ -158,6 +158,9 @@ constexpr SettingSpec kServeSettings[] = {
                    "create_slots)"),
     IntegerSetting("meta_cleanup_connections", "2", "1", "1000",
                    "PostgreSQL connections for the outbox, sweeper and reaper per process"),
+    IntegerSetting("meta_moderation_connections", "2", "1", "1000",
+                   "PostgreSQL connections for reports, reviews and the admin's reads per process "
+                   "(their own, so a report flood takes none that creates or reads need)"),
     TextSetting("blob", "files",
                 "Where paste bodies live: files (under data_dir/blobs) or s3://BUCKET (credentials "
                 "and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)",
@@ -192,6 +195,9 @@ constexpr SettingSpec kServeSettings[] = {
                    "Threads for blocking reads of the embedded store"),
     IntegerSetting("cleanup_threads", "2", "1", "1024",
                    "Threads for deletes, sweeps and the reaper"),
+    IntegerSetting("moderation_threads", "2", "1", "1024",
+                   "Threads for the embedded store's review queue and admin reads (never the "
+                   "read threads)"),
     DurationSetting("idle_timeout", "30s", "1ms", "1h",
                     "Longest wait for the next request on an open connection"),
     DurationSetting("first_byte_timeout", "5s", "1ms", "1h",
@@ -317,8 +323,32 @@ constexpr SettingSpec kServeSettings[] = {
     BooleanSetting("metrics_on_public", "true",
                    "Serve /metrics on the public listener too (it is always on the admin one)"),
     IntegerSetting("report_hide_threshold", "3", "0", "1000000",
-                   "Distinct client keys whose reports withhold a paste (451) until an operator "
-                   "reviews it; 0: never withheld automatically"),
+                   "Distinct networks (not the creator's, each with withholding budget left) whose "
+                   "reports withhold a paste (451) until an operator reviews it; 0: never withheld "
+                   "automatically, reports only queue it (docs/moderation.md)"),
+    IntegerSetting("report_network_prefix_v4", "24", "8", "32",
+                   "Reports are counted once per network: IPv4 addresses by this prefix length"),
+    IntegerSetting("report_network_prefix_v6", "48", "16", "56",
+                   "Reports are counted once per network: IPv6 addresses by this prefix length"),
+    IntegerSetting("report_withholds_per_network_per_day", "5", "1", "1000000",
+                   "Withholdings one reporting network may take part in per 24 h; past it its "
+                   "reports queue pastes for review but withhold none"),
+    PositiveSetting("report_withholds_per_hour", "30", "1e15",
+                    "Pastes this process withholds an hour at most (also the burst); past it a "
+                    "reported paste stays served and queued, and "
+                    "sluice_report_withholds_total{result=\"deferred\"} counts it"),
+    PositiveSetting("report_global_rate", "2", "1e15",
+                    "Abuse reports per second this process takes from all clients together, "
+                    "before any store call (over it: 429 report_global_rate)"),
+    PositiveSetting("report_global_burst", "50", "1e15",
+                    "Abuse reports this process takes at once from all clients together"),
+    IntegerSetting("max_open_reports", "100000", "0", "1000000000",
+                   "Open abuse reports stored at most; past it a report is counted on its paste's "
+                   "queue row without its note and withholds nothing (a metric and a log line "
+                   "say so)"),
+    DurationSetting("moderation_timeout", "1s", "1ms", "10m",
+                    "Timeout of one store call of moderation (a report, a review, the review "
+                    "queue); a report's whole budget is twice it"),
     PositiveSetting("report_rate", "0.1", "1e15",
                     "Abuse reports per second per client key (over it: 429)"),
     PositiveSetting("report_burst", "5", "1e15", "Abuse reports a client key may send at once"),

@@ -23,10 +23,11 @@ Reply NoModeration() {
                        "no_route");
 }
 
-// A JSON object of string fields, strictly: anything but an object of the `known` string fields is
-// a 400 naming what is wrong. An empty body is an empty object.
+// A JSON object of string fields (and the `flags`, booleans), strictly: anything else is a 400
+// naming what is wrong. An empty body is an empty object.
 Result<nlohmann::json> JsonFields(std::string_view body,
-                                  std::initializer_list<std::string_view> known) {
+                                  std::initializer_list<std::string_view> known,
+                                  std::initializer_list<std::string_view> flags = {}) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return nlohmann::json::object();
   }
@@ -35,6 +36,13 @@ Result<nlohmann::json> JsonFields(std::string_view body,
     return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object", "bad_json");
   }
   for (const auto& [key, value] : j.items()) {
+    if (std::find(flags.begin(), flags.end(), key) != flags.end()) {
+      if (!value.is_boolean()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         fmt::format("'{}' must be true or false", key), "bad_json");
+      }
+      continue;
+    }
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       return MakeError(ErrorCode::kInvalidArgument,
                        fmt::format("unknown field '{}'", service::QuotedClientText(key)),
@@ -78,6 +86,84 @@ Result<std::chrono::seconds> BlockDuration(std::string_view text) {
   return std::chrono::duration_cast<std::chrono::seconds>(*d);
 }
 
+bool SameText(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The report API takes JSON only: a browser sends application/json across sites only after a
+// CORS preflight, which this server never answers, so a hostile page cannot make its visitors
+// report (text/plain, a form's types, would go without one).
+bool IsApplicationJson(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  return SameText(type, "application/json");
+}
+
+// The report form's token (docs/moderation.md, "The report form"): a random value that GET
+// /report/ID sets as a cookie only this site's pages send (SameSite=Strict) and writes into the
+// form; a POST must carry both, equal. Stateless, so any process of a fleet checks it.
+constexpr std::string_view kFormCookie = "sluice_report";
+
+std::optional<std::string_view> CookieValue(const HeaderFields& headers, std::string_view name) {
+  for (std::string_view line : headers.All("Cookie")) {
+    while (!line.empty()) {
+      const size_t semicolon = std::min(line.find(';'), line.size());
+      std::string_view pair = line.substr(0, semicolon);
+      line.remove_prefix(std::min(semicolon + 1, line.size()));
+      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+      if (pair.size() > name.size() && pair.starts_with(name) && pair[name.size()] == '=') {
+        return pair.substr(name.size() + 1);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A token as MintDeleteToken makes them (base64url, 22 characters), so a cookie a client wrote
+// is never echoed into the page unless it could be ours.
+bool IsFormToken(std::string_view t) {
+  return t.size() == 22 && std::all_of(t.begin(), t.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+         });
+}
+
+// True if `origin` ("https://paste.example", "http://127.0.0.1:8080") is this server's: its
+// public_url, or the authority the request was sent to (Host), whatever the scheme a TLS proxy
+// in front may have stripped.
+bool IsOwnOrigin(std::string_view origin, const Request& req, const Context& ctx) {
+  if (SameText(origin, ctx.base_url)) return true;
+  const size_t scheme_end = origin.find("://");
+  if (scheme_end == std::string_view::npos) return false;
+  const std::string_view authority = origin.substr(scheme_end + 3);
+  const std::string_view host = req.headers.Get("Host");
+  return !host.empty() && SameText(authority, host);
+}
+
+// Nothing (go on) when the report form's POST comes from this site's own page, else the 403.
+// Browsers say where a request comes from (Sec-Fetch-Site, then Origin); for one that says
+// neither, the form's token decides.
+std::optional<Reply> RefuseCrossSite(const Request& req, const Context& ctx) {
+  bool same_origin = false;
+  if (const std::string_view site = req.headers.Get("Sec-Fetch-Site"); !site.empty()) {
+    same_origin = SameText(site, "same-origin") || SameText(site, "none");
+  } else if (const std::string_view origin = req.headers.Get("Origin"); !origin.empty()) {
+    same_origin = IsOwnOrigin(origin, req, ctx);
+  } else {
+    const std::optional<std::string_view> cookie = CookieValue(req.headers, kFormCookie);
+    const std::optional<std::string> field = FormValue(req.small_body, "token");
+    same_origin = cookie && field && IsFormToken(*cookie) && *cookie == *field;
+  }
+  if (same_origin) return std::nullopt;
+  return Reply::Refuse(ErrorCode::kPermissionDenied,
+                       "a report is taken only from this site's own form: open the paste, choose "
+                       "Report and send the form from there",
+                       "cross_site");
+}
+
 }  // namespace
 
 std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx) {
@@ -105,6 +191,11 @@ std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context&
 
 awaitable<Reply> HandleReportApi(const Request& req, Context& ctx) {
   if (!ctx.moderation) co_return NoModeration();
+  if (!IsApplicationJson(req.headers.Get("Content-Type"))) {
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                            "send the report as JSON, with 'Content-Type: application/json'",
+                            "unsupported_media_type", 415);
+  }
   Result<nlohmann::json> j = JsonFields(req.small_body, {"reason", "note"});
   if (!j.ok()) co_return Reply::Refuse(j.error());
   if (!j->contains("reason")) {
@@ -127,7 +218,18 @@ awaitable<Reply> HandleReportForm(const Request& req, Context& ctx) {
                             "no paste with this id (it may have expired or been deleted)",
                             "not_found");
   }
-  if (req.method != Method::kPost) co_return Uncached(Reply::Html(200, ReportFormPage(req.id)));
+  if (req.method != Method::kPost) {
+    const std::optional<std::string_view> known = CookieValue(req.headers, kFormCookie);
+    const std::string token =
+        known && IsFormToken(*known) ? std::string(*known) : service::MintDeleteToken();
+    Reply form = Uncached(Reply::Html(200, ReportFormPage(req.id, token)));
+    form.Set(
+        "Set-Cookie",
+        fmt::format("{}={}; Path=/report; Max-Age=86400; HttpOnly; SameSite=Strict{}", kFormCookie,
+                    token, ctx.base_url.starts_with("https://") ? "; Secure" : ""));
+    co_return form;
+  }
+  if (std::optional<Reply> refused = RefuseCrossSite(req, ctx)) co_return std::move(*refused);
   if (!ctx.moderation) co_return NoModeration();
   auto reporting = ctx.moderation->Report(req.client.Key(), req.id,
                                           FormValue(req.small_body, "reason").value_or(""),
@@ -137,6 +239,8 @@ awaitable<Reply> HandleReportForm(const Request& req, Context& ctx) {
   co_return Uncached(Reply::Html(200, ReportedPage(req.id)));
 }
 
+// One page of the review queue, newest first; `next` is the `before` of the page after it
+// (null on the last), so a listing costs its page whatever the queue holds.
 awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
   if (!ctx.moderation) co_return NoModeration();
   size_t limit = 100;
@@ -147,19 +251,32 @@ awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
       co_return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number", "bad_limit");
     }
   }
-  auto listing = ctx.moderation->OpenReports(limit);
-  auto reports = co_await std::move(listing);
-  if (!reports.ok()) co_return Reply::Refuse(reports.error());
+  std::optional<store::ReportCursor> after;
+  if (auto text = req.Query("before")) {
+    after = store::ReportCursor::Parse(*text);
+    if (!after) {
+      co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                              "before must be the 'next' of an earlier page", "bad_cursor");
+    }
+  }
+  auto listing = ctx.moderation->OpenReports(after, limit);
+  auto page = co_await std::move(listing);
+  if (!page.ok()) co_return Reply::Refuse(page.error());
   nlohmann::json out = nlohmann::json::array();
-  for (const store::ReportSummary& r : *reports) {
+  for (const store::ReportSummary& r : page->pastes) {
     out.push_back({{"id", r.id.str()},
                    {"reports", r.reports},
+                   {"networks", r.networks},
+                   {"votes", r.votes},
                    {"reasons", r.reasons},
                    {"latest_at", r.latest_at},
                    {"latest_note", r.latest_note},
-                   {"moderation", store::ModerationName(r.moderation)}});
+                   {"moderation", store::ModerationName(r.moderation)},
+                   {"keep", r.keep}});
   }
-  co_return Uncached(Reply::Json(200, JsonText({{"pastes", out}})));
+  nlohmann::json next = page->next ? nlohmann::json(page->next->Encode()) : nullptr;
+  co_return Uncached(Reply::Json(
+      200, JsonText({{"pastes", out}, {"next", next}, {"pending", ctx.moderation->PendingReports()}})));
 }
 
 awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx) {
@@ -190,12 +307,13 @@ awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx) {
 
 awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx) {
   if (!ctx.moderation) co_return NoModeration();
-  Result<nlohmann::json> j = JsonFields(req.small_body, {"note"});
+  Result<nlohmann::json> j = JsonFields(req.small_body, {"note"}, {"keep"});
   if (!j.ok()) co_return Reply::Refuse(j.error());
-  auto dismissing = ctx.moderation->Dismiss(req.id, Field(*j, "note"));
+  const bool keep = j->value("keep", false);
+  auto dismissing = ctx.moderation->Dismiss(req.id, Field(*j, "note"), keep);
   if (Status s = co_await std::move(dismissing); !s.ok()) co_return Reply::Refuse(s.error());
-  co_return Uncached(
-      Reply::Json(200, JsonText({{"id", std::string(req.id)}, {"moderation", "none"}})));
+  co_return Uncached(Reply::Json(
+      200, JsonText({{"id", std::string(req.id)}, {"moderation", "none"}, {"keep", keep}})));
 }
 
 awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx) {

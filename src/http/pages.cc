@@ -109,7 +109,8 @@ Explanation Explain(unsigned status, std::string_view reason) {
         "The storage service did not return this paste's text. Try again later."}},
       {"under_review",
        {"This paste is under review",
-        "Several visitors reported it, so it is withheld until the operator has looked at it."}},
+        "Visitors from several networks reported it, so it is withheld until the operator has "
+        "looked at it."}},
       {"taken_down",
        {"This paste was taken down",
         "The operator removed it after a report. It will not be shown again."}},
@@ -119,6 +120,13 @@ Explanation Explain(unsigned status, std::string_view reason) {
       {"report_rate",
        {"You are sending reports too quickly",
         "This is a rate limit on how many reports one visitor may send. Try again later."}},
+      {"report_global_rate",
+       {"This server takes no more reports for now",
+        "Many reports arrived at once. Nothing was recorded; try again in a little while."}},
+      {"cross_site",
+       {"This report did not come from this site",
+        "Reports are taken only from the report form on this site's own pages. Open the paste, "
+        "choose Report and send the form from there."}},
       {"delete_rate",
        {"You are deleting too quickly",
         "This is a rate limit on how many deletes one visitor may send. Try again later."}},
@@ -284,10 +292,11 @@ std::string BurnCreatedPage(std::string_view url, std::string_view delete_url) {
           EscapeHtml(url), EscapeHtml(delete_url)));
 }
 
-std::string ReportFormPage(std::string_view id) {
+std::string ReportFormPage(std::string_view id, std::string_view token) {
   return Layout("report paste", fmt::format(R"(<h1>Report paste <code>{0}</code></h1>
-<p>Tell the operator why this paste should not be here. Your address is recorded with the report.</p>
+<p>Tell the operator why this paste should not be here. Your network is recorded with the report.</p>
 <form method="post" action="/report/{0}">
+<input type="hidden" name="token" value="{1}">
 <p><label for="reason">Reason</label>
 <select id="reason" name="reason">
 <option value="spam">Spam</option>
@@ -300,7 +309,7 @@ std::string ReportFormPage(std::string_view id) {
 <textarea id="note" name="note" rows="4" cols="60" maxlength="1000"></textarea></p>
 <button type="submit" class="primary" id="send-report">Send report</button> <a href="/{0}">Back to the paste</a>
 </form>)",
-                                            EscapeHtml(id)));
+                                            EscapeHtml(id), EscapeHtml(token)));
 }
 
 std::string ReportedPage(std::string_view id) {

@@ -58,8 +58,9 @@ std::string BurnConfirmPage(std::string_view id);
 std::string BurnCreatedPage(std::string_view url, std::string_view delete_url);
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token);
-/// The report form of a paste (GET /report/{id}) and the thanks after it (POST).
-std::string ReportFormPage(std::string_view id);
+/// The report form of a paste (GET /report/{id}), carrying the form's `token` (the value of its
+/// cookie, src/http/admin_handlers.cc), and the thanks after it (POST).
+std::string ReportFormPage(std::string_view id, std::string_view token);
 std::string ReportedPage(std::string_view id);
 std::string DeletedPage(std::string_view id);
 

@@ -157,39 +157,47 @@ class GuardedMetaStore final : public store::MetaStore {
         [this, request](Deadline cd) { return inner_.ReserveStorage(request, cd); });
   }
 
-  // Moderation: operator-paced calls, under the delete's timeout. A report is keyed by paste and
-  // client and a repeated withholding only purges the edge again, so both may be retried; a block
-  // or an audit row written twice would be a second row.
+  // Moderation: operator-paced calls (reports are rate-capped before they get here), under the
+  // moderation timeout. A report is keyed by paste and network and a repeated withholding only
+  // purges the edge again, so both may be retried; a block or an audit row written twice would
+  // be a second row.
   awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,
+                                                    store::ReportPolicy policy,
                                                     Deadline d) override {
-    return dep_.Call<store::ReportOutcome>(
-        {"report", t().meta_delete, true}, d,
-        [this, report = std::move(report)](Deadline cd) { return inner_.AddReport(report, cd); });
+    return dep_.Call<store::ReportOutcome>({"report", t().meta_moderation, true}, d,
+                                           [this, report = std::move(report), policy](Deadline cd) {
+                                             return inner_.AddReport(report, policy, cd);
+                                           });
   }
-  awaitable<Status> SetModeration(PasteId id, store::Moderation state, std::string reason,
-                                  int64_t now, Deadline d) override {
+  awaitable<Status> SetModeration(PasteId id, store::ModerationChange change, Deadline d) override {
     return Unwrap(dep_.Call<Unit>(
-        {"moderate", t().meta_delete, true}, d,
-        [this, id, state, reason = std::move(reason), now](Deadline cd) -> awaitable<Result<Unit>> {
-          auto setting = inner_.SetModeration(id, state, reason, now, cd);
+        {"moderate", t().meta_moderation, true}, d,
+        [this, id, change = std::move(change)](Deadline cd) -> awaitable<Result<Unit>> {
+          auto setting = inner_.SetModeration(id, change, cd);
           co_return FromStatus(co_await std::move(setting));
         }));
   }
   // Deleting a report twice deletes nothing the second time, so the sweep may retry.
-  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit, Deadline d) override {
-    return dep_.Call<size_t>(
-        {"sweep", t().meta_background, true}, d,
-        [this, before, limit](Deadline cd) { return inner_.PurgeReports(before, limit, cd); });
+  awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
+                                         Deadline d) override {
+    return dep_.Call<size_t>({"sweep", t().meta_background, true}, d,
+                             [this, closed_before, now, limit](Deadline cd) {
+                               return inner_.PurgeReports(closed_before, now, limit, cd);
+                             });
   }
-  awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(size_t limit,
-                                                                   Deadline d) override {
-    return dep_.Call<std::vector<store::ReportSummary>>(
-        {"reports", t().meta_delete, true}, d,
-        [this, limit](Deadline cd) { return inner_.OpenReports(limit, cd); });
+  awaitable<Result<store::ReportPage>> OpenReports(std::optional<store::ReportCursor> after,
+                                                   size_t limit, Deadline d) override {
+    return dep_.Call<store::ReportPage>(
+        {"reports", t().meta_moderation, true}, d,
+        [this, after, limit](Deadline cd) { return inner_.OpenReports(after, limit, cd); });
+  }
+  awaitable<Result<store::ReportCounts>> CountReports(Deadline d) override {
+    return dep_.Call<store::ReportCounts>({"reports", t().meta_moderation, true}, d,
+                                          [this](Deadline cd) { return inner_.CountReports(cd); });
   }
   awaitable<Status> AddBlock(store::ClientBlock block, Deadline d) override {
     return Unwrap(
-        dep_.Call<Unit>({"block", t().meta_delete, false}, d,
+        dep_.Call<Unit>({"block", t().meta_moderation, false}, d,
                         [this, block = std::move(block)](Deadline cd) -> awaitable<Result<Unit>> {
                           auto adding = inner_.AddBlock(block, cd);
                           co_return FromStatus(co_await std::move(adding));
@@ -198,12 +206,12 @@ class GuardedMetaStore final : public store::MetaStore {
   awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(int64_t now,
                                                                   Deadline d) override {
     return dep_.Call<std::vector<store::ClientBlock>>(
-        {"blocks", t().meta_delete, true}, d,
+        {"blocks", t().meta_moderation, true}, d,
         [this, now](Deadline cd) { return inner_.ActiveBlocks(now, cd); });
   }
   awaitable<Status> AddAudit(store::AuditEntry entry, Deadline d) override {
     return Unwrap(
-        dep_.Call<Unit>({"audit", t().meta_delete, false}, d,
+        dep_.Call<Unit>({"audit", t().meta_moderation, false}, d,
                         [this, entry = std::move(entry)](Deadline cd) -> awaitable<Result<Unit>> {
                           auto adding = inner_.AddAudit(entry, cd);
                           co_return FromStatus(co_await std::move(adding));
@@ -211,7 +219,7 @@ class GuardedMetaStore final : public store::MetaStore {
   }
   awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(size_t limit, Deadline d) override {
     return dep_.Call<std::vector<store::AuditEntry>>(
-        {"audit", t().meta_delete, true}, d,
+        {"audit", t().meta_moderation, true}, d,
         [this, limit](Deadline cd) { return inner_.AuditTrail(limit, cd); });
   }
 
@@ -234,9 +242,9 @@ LiveCallTimeouts::LiveCallTimeouts(const CallTimeouts& initial) { Store(initial)
 
 // One order for both directions; the static_assert in Load keeps it in step with CallTimeouts.
 void LiveCallTimeouts::Store(const CallTimeouts& next) {
-  const Duration fields[kCount] = {next.blob_put,       next.blob_get, next.blob_cleanup,
-                                   next.meta_insert,    next.meta_get, next.meta_delete,
-                                   next.meta_background};
+  const Duration fields[kCount] = {next.blob_put,        next.blob_get,       next.blob_cleanup,
+                                   next.meta_insert,     next.meta_get,       next.meta_delete,
+                                   next.meta_background, next.meta_moderation};
   for (size_t i = 0; i < kCount; ++i) ticks_[i].store(fields[i].count(), std::memory_order_relaxed);
 }
 
@@ -251,6 +259,7 @@ CallTimeouts LiveCallTimeouts::Load() const {
   t.meta_get = at(4);
   t.meta_delete = at(5);
   t.meta_background = at(6);
+  t.meta_moderation = at(7);
   return t;
 }
 

@@ -1,11 +1,13 @@
 #include "sluice/service/moderation.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <cmath>
 
 #include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
@@ -86,26 +88,105 @@ void Blocklist::Add(store::ClientBlock block) {
   size_.store(entries_.size(), std::memory_order_release);
 }
 
+namespace {
+
+constexpr const char* kReportsHelp =
+    "Abuse reports that reached the store by outcome: counted (a network's first of the paste), "
+    "repeat (its network had reported the paste: nothing changed), unstored (counted on the "
+    "paste's queue row past max_open_reports: no note, no vote), and refused before any store "
+    "call by the global report rate (global_rate)";
+constexpr const char* kWithholdsHelp =
+    "Pastes that reached report_hide_threshold votes: withheld (451 until reviewed), or deferred "
+    "(still served and queued: this process's report_withholds_per_hour was spent)";
+
+MetricsRegistry& OrOwn(MetricsRegistry* given, std::unique_ptr<MetricsRegistry>& own) {
+  if (given != nullptr) return *given;
+  own = std::make_unique<MetricsRegistry>();
+  return *own;
+}
+
+}  // namespace
+
 ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& blobs,
                                      PasteCache& cache, AdmissionControl& admission,
                                      Blocklist& blocks, const Clock& clock,
                                      ModerationOptions options, store::SharedState* shared,
-                                     PasteService* storage)
+                                     PasteService* storage, MetricsRegistry* metrics)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
       admission_(admission),
       blocks_(blocks),
       clock_(clock),
+      built_(options),
       options_(options),
       shared_(shared),
       storage_(storage),
-      hide_threshold_(options.hide_threshold) {}
+      metrics_(OrOwn(metrics, own_metrics_)),
+      global_reports_(options.global_report_rate, clock),
+      withholds_(options.withhold_rate, clock),
+      reports_counted_(
+          metrics_.GetCounter("sluice_reports_total", kReportsHelp, {{"outcome", "counted"}})),
+      reports_repeated_(
+          metrics_.GetCounter("sluice_reports_total", kReportsHelp, {{"outcome", "repeat"}})),
+      reports_unstored_(
+          metrics_.GetCounter("sluice_reports_total", kReportsHelp, {{"outcome", "unstored"}})),
+      reports_refused_(
+          metrics_.GetCounter("sluice_reports_total", kReportsHelp, {{"outcome", "global_rate"}})),
+      withheld_(metrics_.GetCounter("sluice_report_withholds_total", kWithholdsHelp,
+                                    {{"result", "withheld"}})),
+      withholds_deferred_(metrics_.GetCounter("sluice_report_withholds_total", kWithholdsHelp,
+                                              {{"result", "deferred"}})) {}
 
 const std::vector<std::string_view>& ModerationService::Reasons() {
-  static const std::vector<std::string_view> kReasons = {"spam", "malware", "illegal",
-                                                         "personal_data", "other"};
+  static const std::vector<std::string_view> kReasons(store::kReportReasons.begin(),
+                                                      store::kReportReasons.end());
   return kReasons;
+}
+
+void ModerationService::Reconfigure(const ModerationOptions& next) {
+  ModerationOptions kept = next;
+  kept.budget = built_.budget;
+  kept.blocks_refresh = built_.blocks_refresh;
+  kept.shared_meta_ttl = built_.shared_meta_ttl;
+  options_.Store(kept);
+  global_reports_.SetPolicy(next.global_report_rate);
+  withholds_.SetPolicy(next.withhold_rate);
+}
+
+Status ModerationService::AdmitGlobally() {
+  const admission::TakeDecision taken = global_reports_.TryTake();
+  if (taken.allowed) return Ok();
+  reports_refused_.Inc();
+  const int retry = std::clamp(taken.RetryAfterSeconds(), 1, 3600);
+  Error e =
+      MakeError(ErrorCode::kResourceExhausted,
+                fmt::format("this server takes no more reports for now; retry after {} s", retry),
+                "report_global_rate");
+  e.retry_after_seconds = retry;
+  const admission::TokenBucketPolicy policy = global_reports_.policy();
+  e.limit = LimitInfo{"report_global_rate", policy.burst, policy.burst / policy.rate_per_second,
+                      std::floor(std::max(0.0, global_reports_.Available())), retry};
+  return e;
+}
+
+void ModerationService::Count(const store::ReportOutcome& outcome) {
+  if (!outcome.counted) {
+    reports_repeated_.Inc();
+    return;
+  }
+  reports_counted_.Inc();
+  if (outcome.stored) return;
+  reports_unstored_.Inc();
+  const int64_t now = clock_.UnixSeconds();
+  int64_t last = unstored_logged_at_.load(std::memory_order_relaxed);
+  if (now - last >= 60 && unstored_logged_at_.compare_exchange_strong(last, now)) {
+    spdlog::warn(
+        "moderation: max_open_reports ({}) reached: reports are counted on their pastes' queue "
+        "rows without their notes and withhold nothing until the queue is reviewed (this line "
+        "once a minute at most; sluice_reports_total{{outcome=\"unstored\"}} counts them)",
+        options_.Load()->max_open_reports);
+  }
 }
 
 Error ModerationService::WithRetryAfter(Error e) {
@@ -136,13 +217,13 @@ awaitable<Result<store::PasteMeta>> ModerationService::Find(std::string_view id_
 awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_key,
                                                            std::string_view id_text,
                                                            std::string reason, std::string note) {
-  const auto& reasons = Reasons();
-  if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
+  const std::shared_ptr<const ModerationOptions> options = options_.Load();
+  if (store::ReportReasonBit(reason) == 0) {
     co_return Invalid("reason must be one of spam, malware, illegal, personal_data, other",
                       "bad_reason");
   }
-  if (note.size() > options_.max_note_bytes) {
-    co_return Invalid(fmt::format("a note may be at most {} bytes", options_.max_note_bytes),
+  if (note.size() > options->max_note_bytes) {
+    co_return Invalid(fmt::format("a note may be at most {} bytes", options->max_note_bytes),
                       "note_too_long");
   }
   if (!note.empty() && CheckPasteText(note) != TextProblem::kNone) {
@@ -150,11 +231,13 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
   }
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return NotFound();
-  // Before any store call: a flood of reports costs the primary nothing.
+  // Before any store call: a flood of reports, from one key or from many, costs the primary
+  // nothing past these two buckets.
   if (Status admitted = admission_.AdmitReport(client_key); !admitted.ok()) {
     co_return admitted.error();
   }
-  const Deadline deadline = Deadline::After(clock_, options_.budget);
+  if (Status admitted = AdmitGlobally(); !admitted.ok()) co_return admitted.error();
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
   auto finding = Find(id_text, deadline);
   Result<store::PasteMeta> meta = co_await std::move(finding);
   if (!meta.ok()) co_return meta.error();
@@ -163,53 +246,75 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
       (meta->deleted && meta->moderation == store::Moderation::kNone) || meta->expires_at <= now) {
     co_return NotFound();
   }
-  auto adding = meta_.AddReport(store::AbuseReport{*id, client_key, std::string(reason), note, now},
-                                deadline);
+  store::AbuseReport report{*id, admission::ClientNetwork(client_key, options->networks), reason,
+                            std::move(note), now};
+  report.from_creator =
+      meta->creator_network && admission::InPackedNetwork(client_key, *meta->creator_network);
+  const store::ReportPolicy policy{options->hide_threshold, options->withholds_per_network,
+                                   options->max_open_reports, withholds_.Available() >= 1};
+  auto adding = meta_.AddReport(std::move(report), policy, deadline);
   Result<store::ReportOutcome> outcome = co_await std::move(adding);
   if (!outcome.ok()) co_return WithRetryAfter(outcome.error());
-  ReportReceipt receipt{outcome->counted, meta->moderation == store::Moderation::kWithheld};
+  Count(*outcome);
+  ReportReceipt receipt{outcome->counted,
+                        meta->moderation == store::Moderation::kWithheld || outcome->withheld};
+  spdlog::info("report {}: reason {} from {} ({}; {} open, {} votes{})", id->view(), reason,
+               client_key,
+               !outcome->counted  ? "its network's repeat, not counted"
+               : !outcome->stored ? "counted, not stored: max_open_reports"
+               : outcome->vote    ? "counted, a vote"
+                                  : "counted, no vote",
+               outcome->open_reports, outcome->votes, outcome->kept ? ", kept by a review" : "");
+  if (outcome->withhold_deferred) {
+    withholds_deferred_.Inc();
+    spdlog::warn(
+        "report {}: {} votes, but this process's withhold rate is spent: queued, still served",
+        id->view(), outcome->votes);
+  }
+  if (outcome->withheld) {
+    withholds_.TryTake();
+    withheld_.Inc();
+    auto forgetting = ForgetCached(*meta, store::Moderation::kWithheld, deadline);
+    co_await std::move(forgetting);
+    auto recording = Record("withhold", id->str(),
+                            fmt::format("reported from {} networks: {}", outcome->charged.size(),
+                                        fmt::join(outcome->charged, ", ")),
+                            deadline);
+    co_await std::move(recording);
+  }
   if (outcome->counted) {
     auto counting = RefreshPending();
     co_await std::move(counting);
   }
-  spdlog::info("report {}: reason {} from {} ({}; {} open)", id->view(), reason, client_key,
-               outcome->counted ? "counted" : "repeat, not counted", outcome->open_reports);
-  const int64_t hide_threshold = hide_threshold_.load(std::memory_order_relaxed);
-  if (!receipt.withheld && hide_threshold > 0 && outcome->open_reports >= hide_threshold) {
-    const std::string why = fmt::format("reported by {} clients", outcome->open_reports);
-    auto withholding = Moderate(*meta, store::Moderation::kWithheld, why, deadline);
-    if (Status withheld = co_await std::move(withholding); !withheld.ok()) {
-      // The report stands; the next one tries again.
-      spdlog::error("report {}: not withheld: {}", id->view(), withheld.error().message);
-    } else {
-      receipt.withheld = true;
-      auto recording = Record("withhold", id->str(), why, deadline);
-      co_await std::move(recording);
-    }
-  }
   co_return receipt;
 }
 
-awaitable<Status> ModerationService::Moderate(store::PasteMeta meta, store::Moderation state,
-                                              std::string reason, Deadline deadline) {
-  auto setting = meta_.SetModeration(meta.id, state, reason, clock_.UnixSeconds(), deadline);
+awaitable<Status> ModerationService::Moderate(store::PasteMeta meta, store::ModerationChange change,
+                                              Deadline deadline) {
+  const store::Moderation state = change.state;
+  auto setting = meta_.SetModeration(meta.id, std::move(change), deadline);
   if (Status set = co_await std::move(setting); !set.ok()) co_return WithRetryAfter(set.error());
+  auto forgetting = ForgetCached(std::move(meta), state, deadline);
+  co_await std::move(forgetting);
+  co_return Ok();
+}
+
+awaitable<void> ModerationService::ForgetCached(store::PasteMeta meta, store::Moderation state,
+                                                Deadline deadline) {
   // As a delete does (src/service/paste_service.cc): this process's cache keeps a tombstone, so
   // a racing fill cannot put the old row back, and reads go to the row, which says 451; the
   // shared cache gets the new row and tells every process to drop its copy.
   cache_.MarkDeleted(meta.id);
-  if (shared_) {
-    meta.moderation = state;
-    const int64_t left = meta.expires_at - clock_.UnixSeconds();
-    const auto ttl =
-        std::chrono::seconds(std::clamp<int64_t>(left, 1, options_.shared_meta_ttl.count()));
-    auto telling = shared_->Invalidate(meta, ttl, deadline);
-    if (Status told = co_await std::move(telling); !told.ok()) {
-      spdlog::warn("moderation {}: shared cache not invalidated: {}", meta.id.view(),
-                   told.error().message);
-    }
+  if (!shared_) co_return;
+  meta.moderation = state;
+  const int64_t left = meta.expires_at - clock_.UnixSeconds();
+  const auto ttl =
+      std::chrono::seconds(std::clamp<int64_t>(left, 1, built_.shared_meta_ttl.count()));
+  auto telling = shared_->Invalidate(meta, ttl, deadline);
+  if (Status told = co_await std::move(telling); !told.ok()) {
+    spdlog::warn("moderation {}: shared cache not invalidated: {}", meta.id.view(),
+                 told.error().message);
   }
-  co_return Ok();
 }
 
 awaitable<void> ModerationService::Record(std::string action, std::string target,
@@ -224,15 +329,19 @@ awaitable<void> ModerationService::Record(std::string action, std::string target
   }
 }
 
-awaitable<Result<std::vector<store::ReportSummary>>> ModerationService::OpenReports(size_t limit) {
-  auto listing = meta_.OpenReports(limit, Deadline::After(clock_, options_.budget));
-  Result<std::vector<store::ReportSummary>> out = co_await std::move(listing);
+awaitable<Result<store::ReportPage>> ModerationService::OpenReports(
+    std::optional<store::ReportCursor> after, size_t limit) {
+  auto listing = meta_.OpenReports(after, limit, Deadline::After(clock_, built_.budget));
+  Result<store::ReportPage> out = co_await std::move(listing);
   if (!out.ok()) co_return WithRetryAfter(out.error());
+  // The page's reader wants the queue's length as of now (one row of the store's counts).
+  auto counting = RefreshPending();
+  co_await std::move(counting);
   co_return out;
 }
 
 awaitable<Result<PasteReview>> ModerationService::Show(std::string_view id_text) {
-  const Deadline deadline = Deadline::After(clock_, options_.budget);
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
   auto finding = Find(id_text, deadline);
   Result<store::PasteMeta> meta = co_await std::move(finding);
   if (!meta.ok()) co_return meta.error();
@@ -247,13 +356,15 @@ awaitable<Result<PasteReview>> ModerationService::Show(std::string_view id_text)
 }
 
 awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::string reason) {
-  const Deadline deadline = Deadline::After(clock_, options_.budget);
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
   auto finding = Find(id_text, deadline);
   Result<store::PasteMeta> meta = co_await std::move(finding);
   if (!meta.ok()) co_return meta.error();
   if (reason.empty()) reason = "taken down by the operator";
   // The state first: from then on the row says 451 even while the body is still on its way out.
-  auto moderating = Moderate(*meta, store::Moderation::kTakenDown, reason, deadline);
+  auto moderating = Moderate(
+      *meta, store::ModerationChange{store::Moderation::kTakenDown, reason, clock_.UnixSeconds()},
+      deadline);
   if (Status s = co_await std::move(moderating); !s.ok()) co_return s;
   // The body goes through the outbox as a delete's does; the janitor purges the edge after it.
   auto deleting = meta_.MarkDeleted(meta->id, clock_.UnixSeconds(), deadline);
@@ -269,8 +380,9 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   co_return Ok();
 }
 
-awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::string note) {
-  const Deadline deadline = Deadline::After(clock_, options_.budget);
+awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::string note,
+                                             bool keep) {
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
   auto finding = Find(id_text, deadline);
   Result<store::PasteMeta> meta = co_await std::move(finding);
   if (!meta.ok()) co_return meta.error();
@@ -279,11 +391,15 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
                       "taken_down");
   }
   if (note.empty()) note = "reports dismissed";
-  auto moderating = Moderate(*meta, store::Moderation::kNone, note, deadline);
+  auto moderating = Moderate(
+      *meta, store::ModerationChange{store::Moderation::kNone, note, clock_.UnixSeconds(), keep},
+      deadline);
   if (Status s = co_await std::move(moderating); !s.ok()) co_return s;
   auto recording =
       Record("dismiss", meta->id.str(),
-             fmt::format("{} (was {})", note, store::ModerationName(meta->moderation)), deadline);
+             fmt::format("{} (was {}{})", note, store::ModerationName(meta->moderation),
+                         keep ? "; reviewed: keep, later reports only queue it" : ""),
+             deadline);
   co_await std::move(recording);
   auto counting = RefreshPending();
   co_await std::move(counting);
@@ -298,7 +414,7 @@ awaitable<Result<store::ClientBlock>> ModerationService::Block(std::string prefi
     co_return Invalid("a block lasts from 1 s to 366 days", "bad_duration");
   }
   if (reason.empty()) reason = "blocked by the operator";
-  const Deadline deadline = Deadline::After(clock_, options_.budget);
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
   const int64_t now = clock_.UnixSeconds();
   store::ClientBlock block{prefix, reason, now, now + duration.count()};
   auto adding = meta_.AddBlock(block, deadline);
@@ -314,14 +430,14 @@ awaitable<Result<store::ClientBlock>> ModerationService::Block(std::string prefi
 }
 
 awaitable<Result<std::vector<store::AuditEntry>>> ModerationService::Audit(size_t limit) {
-  auto reading = meta_.AuditTrail(limit, Deadline::After(clock_, options_.budget));
+  auto reading = meta_.AuditTrail(limit, Deadline::After(clock_, built_.budget));
   Result<std::vector<store::AuditEntry>> out = co_await std::move(reading);
   if (!out.ok()) co_return WithRetryAfter(out.error());
   co_return out;
 }
 
 awaitable<Status> ModerationService::LoadBlocks() {
-  auto reading = meta_.ActiveBlocks(clock_.UnixSeconds(), Deadline::After(clock_, options_.budget));
+  auto reading = meta_.ActiveBlocks(clock_.UnixSeconds(), Deadline::After(clock_, built_.budget));
   Result<std::vector<store::ClientBlock>> blocks = co_await std::move(reading);
   if (!blocks.ok()) co_return blocks.error();
   blocks_.Replace(std::move(*blocks));
@@ -329,14 +445,15 @@ awaitable<Status> ModerationService::LoadBlocks() {
 }
 
 awaitable<void> ModerationService::RefreshPending() {
-  // The review queue's own query, bounded: cheap next to the report or action that triggers it.
-  auto listing = meta_.OpenReports(kPendingCountLimit, Deadline::After(clock_, options_.budget));
-  Result<std::vector<store::ReportSummary>> open = co_await std::move(listing);
-  if (!open.ok()) {
-    spdlog::warn("moderation: pending reports not counted: {}", open.error().message);
+  // One row that every report and review keeps (store::ReportCounts), never a count of the queue.
+  auto reading = meta_.CountReports(Deadline::After(clock_, built_.budget));
+  Result<store::ReportCounts> counts = co_await std::move(reading);
+  if (!counts.ok()) {
+    spdlog::warn("moderation: pending reports not counted: {}", counts.error().message);
     co_return;
   }
-  pending_.store(static_cast<int64_t>(open->size()), std::memory_order_relaxed);
+  pending_.store(counts->pending, std::memory_order_relaxed);
+  open_reports_.store(counts->open_reports, std::memory_order_relaxed);
 }
 
 void ModerationService::Start(boost::asio::any_io_executor executor) {
@@ -354,7 +471,7 @@ awaitable<void> ModerationService::RefreshLoop() {
     auto counting = RefreshPending();
     co_await std::move(counting);
     const auto step = std::chrono::milliseconds(100);
-    for (auto slept = std::chrono::milliseconds(0); slept < options_.blocks_refresh && !stopping_;
+    for (auto slept = std::chrono::milliseconds(0); slept < built_.blocks_refresh && !stopping_;
          slept += step) {
       auto waiting = timer.WaitUntil(clock_.Now() + step);
       (void)co_await std::move(waiting);

@@ -288,6 +288,8 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         false, std::nullopt};
   if (options->verify_bodies) meta.body_sha256 = DigestBody(body);
   meta.burn = burn;
+  // Reports from the creator's own network never withhold the paste (docs/moderation.md).
+  meta.creator_network = admission::PackNetwork(ticket.client_key, options->creator_networks);
 
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);

@@ -439,33 +439,41 @@ class FaultInjectingMetaStore final : public MetaStore {
   }
 
   // Moderation: one target for all of it.
-  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, admission::Deadline d) override {
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
+                                             admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);
-    auto op = inner_.AddReport(std::move(report), d);
+    auto op = inner_.AddReport(std::move(report), policy, d);
     co_return co_await std::move(op);
   }
 
-  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
+  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
                                   admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);
-    auto op = inner_.SetModeration(id, state, std::move(reason), now, d);
+    auto op = inner_.SetModeration(id, std::move(change), d);
     co_return co_await std::move(op);
   }
 
-  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+  awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
                                          admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.sweep");
     if (injected) co_return std::move(*injected);
-    co_return co_await inner_.PurgeReports(before, limit, d);
+    co_return co_await inner_.PurgeReports(closed_before, now, limit, d);
   }
 
-  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
-                                                            admission::Deadline d) override {
+  awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after, size_t limit,
+                                            admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);
-    co_return co_await inner_.OpenReports(limit, d);
+    auto op = inner_.OpenReports(after, limit, d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<ReportCounts>> CountReports(admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.CountReports(d);
   }
 
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline d) override {

@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <limits>
 #include <random>
 
 #include "sluice/asio/spawn.h"
@@ -48,7 +49,7 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
       reports_purged_(metrics.GetCounter(
           "sluice_reports_purged_total",
           "Abuse reports deleted after report_retention (closed by a review, or of a purged "
-          "paste)")),
+          "paste), and withholding charges older than a day")),
       orphans_reaped_(metrics.GetCounter("sluice_orphans_reaped_total",
                                          "Bodies with no row removed by the reaper")),
       orphans_undated_(metrics.GetCounter(
@@ -79,10 +80,9 @@ void Janitor::Start(asio::any_io_executor executor) {
                  asio_glue::LogIfThrown("janitor: expiry sweep"));
   asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce),
                  asio_glue::LogIfThrown("janitor: orphan reaper"));
-  if (options_.report_retention.count() > 0) {
-    asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepReportsOnce),
-                   asio_glue::LogIfThrown("janitor: report retention"));
-  }
+  // Always: with reports kept forever, the withholding charges of the last day still go.
+  asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepReportsOnce),
+                 asio_glue::LogIfThrown("janitor: report retention"));
 }
 
 awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
@@ -168,10 +168,14 @@ awaitable<size_t> Janitor::SweepExpiredOnce() {
 }
 
 awaitable<size_t> Janitor::SweepReportsOnce() {
-  if (options_.report_retention.count() <= 0) co_return 0;
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
-  const int64_t before = clock_.UnixSeconds() - options_.report_retention.count();
-  auto purging = meta_.PurgeReports(before, options_.batch_size, deadline);
+  const int64_t now = clock_.UnixSeconds();
+  // A retention of 0 keeps closed reports forever: none is old enough.
+  const int64_t before = options_.report_retention.count() > 0
+                             ? now - options_.report_retention.count()
+                             : std::numeric_limits<int64_t>::min();
+  // The withholding charges older than a day go with the reports (store::kWithholdWindowSeconds).
+  auto purging = meta_.PurgeReports(before, now, options_.batch_size, deadline);
   Result<size_t> gone = co_await std::move(purging);
   if (!gone.ok()) {
     spdlog::warn("report retention: {}", gone.error().message);

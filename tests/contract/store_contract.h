@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -286,36 +287,109 @@ TYPED_TEST_P(StoreContract, ConcurrentWritersAreAllDurable) {
   }
 }
 
-// Moderation (src/service/moderation.cc): one counted report per client key and paste, the state
-// a read checks, the edge purge a withholding owes, blocks and the audit trail.
-TYPED_TEST_P(StoreContract, ReportsCountEachClientKeyOnce) {
+// Moderation (src/service/moderation.cc, docs/moderation.md): one counted report per network and
+// paste, the paste's queue row and the queue's counts kept by each report and review, the
+// withholding a report's votes cause, the state a read checks, blocks and the audit trail.
+
+// A policy that never withholds: the tests of counting and listing.
+inline ReportPolicy ReviewOnly() {
+  ReportPolicy p;
+  p.hide_threshold = 0;
+  return p;
+}
+
+inline AbuseReport ReportOf(const PasteMeta& row, std::string network, int64_t at,
+                            std::string reason = "spam", std::string note = "") {
+  return AbuseReport{row.id, std::move(network), std::move(reason), std::move(note), at};
+}
+
+TYPED_TEST_P(StoreContract, ReportsCountEachNetworkOnce) {
   const PasteMeta row = Row("rep000000001", 5000);
   ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
-  auto report = [&](const char* key, const char* reason, const char* note, int64_t at) {
-    auto r = RunSync(
-        this->meta().AddReport(AbuseReport{row.id, key, reason, note, at}, this->deadline()));
+  auto report = [&](const char* network, const char* reason, const char* note, int64_t at) {
+    auto r = RunSync(this->meta().AddReport(ReportOf(row, network, at, reason, note), ReviewOnly(),
+                                            this->deadline()));
     EXPECT_TRUE(r.ok()) << r.error().message;
     return r.ok() ? *r : ReportOutcome{};
   };
-  ReportOutcome first = report("192.0.2.1", "spam", "first", 200);
+  ReportOutcome first = report("192.0.2.0/24", "spam", "first", 200);
   EXPECT_TRUE(first.counted);
+  EXPECT_TRUE(first.stored);
   EXPECT_EQ(first.open_reports, 1);
-  ReportOutcome again = report("192.0.2.1", "malware", "again", 201);
+  ReportOutcome again = report("192.0.2.0/24", "malware", "again", 201);
   EXPECT_FALSE(again.counted);
   EXPECT_EQ(again.open_reports, 1);
-  ReportOutcome second = report("2001:db8:1:2::/64", "malware", "second", 202);
+  ReportOutcome second = report("2001:db8:1::/48", "malware", "second", 202);
   EXPECT_TRUE(second.counted);
   EXPECT_EQ(second.open_reports, 2);
   this->backend_.Reopen();
-  auto open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  auto open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
   ASSERT_TRUE(open.ok()) << open.error().message;
-  ASSERT_EQ(open->size(), 1u);
-  EXPECT_EQ((*open)[0].id, row.id);
-  EXPECT_EQ((*open)[0].reports, 2);
-  EXPECT_EQ((*open)[0].reasons, (std::vector<std::string>{"malware", "spam"}));
-  EXPECT_EQ((*open)[0].latest_at, 202);
-  EXPECT_EQ((*open)[0].latest_note, "second");
-  EXPECT_EQ((*open)[0].moderation, Moderation::kNone);
+  ASSERT_EQ(open->pastes.size(), 1u);
+  EXPECT_FALSE(open->next);
+  const ReportSummary& s = open->pastes[0];
+  EXPECT_EQ(s.id, row.id);
+  EXPECT_EQ(s.reports, 2);
+  EXPECT_EQ(s.networks, 2);
+  EXPECT_EQ(s.votes, 2);
+  EXPECT_EQ(s.reasons, (std::vector<std::string>{"malware", "spam"}));
+  EXPECT_EQ(s.latest_at, 202);
+  EXPECT_EQ(s.latest_note, "second");
+  EXPECT_EQ(s.moderation, Moderation::kNone);
+  EXPECT_FALSE(s.keep);
+  auto counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok()) << counts.error().message;
+  EXPECT_EQ(counts->pending, 1);
+  EXPECT_EQ(counts->open_reports, 2);
+  auto missing = RunSync(this->meta().AddReport(ReportOf(Row("nothere00000", 5000), "x", 1),
+                                                ReviewOnly(), this->deadline()));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+// The queue a page at a time, newest report first, then by id (descending) among reports of one
+// second; each page's cursor continues exactly where it stopped.
+TYPED_TEST_P(StoreContract, TheReviewQueuePagesNewestFirstByCursor) {
+  const int64_t times[] = {300, 100, 500, 300, 200};
+  std::vector<PasteMeta> rows;
+  for (int i = 0; i < 5; ++i) {
+    rows.push_back(Row("page0000000" + std::to_string(i), 5000));
+    ASSERT_TRUE(RunSync(this->meta().Insert(rows.back(), this->deadline())).ok());
+    ASSERT_TRUE(RunSync(this->meta().AddReport(ReportOf(rows.back(), "192.0.2.0/24", times[i]),
+                                               ReviewOnly(), this->deadline()))
+                    .ok());
+  }
+  // A later report moves page00000001 to the top.
+  ASSERT_TRUE(RunSync(this->meta().AddReport(ReportOf(rows[1], "198.51.100.0/24", 600, "other"),
+                                             ReviewOnly(), this->deadline()))
+                  .ok());
+  std::vector<std::string> seen;
+  std::optional<ReportCursor> after;
+  int pages = 0;
+  do {
+    auto page = RunSync(this->meta().OpenReports(after, 2, this->deadline()));
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    ASSERT_LE(page->pastes.size(), 2u);
+    for (const ReportSummary& s : page->pastes) seen.push_back(s.id.str());
+    after = page->next;
+    ++pages;
+    if (after) {
+      // The text form round-trips (the admin API's `before`).
+      auto parsed = ReportCursor::Parse(after->Encode());
+      ASSERT_TRUE(parsed);
+      EXPECT_EQ(parsed->id, after->id);
+      EXPECT_EQ(parsed->latest_at, after->latest_at);
+    }
+  } while (after && pages < 10);
+  EXPECT_EQ(seen, (std::vector<std::string>{"page00000001", "page00000002", "page00000003",
+                                            "page00000000", "page00000004"}));
+  EXPECT_EQ(pages, 3);
+  auto exact = RunSync(this->meta().OpenReports(std::nullopt, 5, this->deadline()));
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->pastes.size(), 5u);
+  EXPECT_FALSE(exact->next) << "a page that ends the queue says so";
+  EXPECT_FALSE(ReportCursor::Parse("junk"));
+  EXPECT_FALSE(ReportCursor::Parse("12.short"));
 }
 
 TYPED_TEST_P(StoreContract, WithholdingOwesAnEdgePurgeAndReviewClosesReports) {
@@ -325,14 +399,15 @@ TYPED_TEST_P(StoreContract, WithholdingOwesAnEdgePurgeAndReviewClosesReports) {
     ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
   }
   EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kNone);
-  ASSERT_TRUE(RunSync(this->meta().AddReport(AbuseReport{row.id, "192.0.2.1", "spam", "", 300},
+  ASSERT_TRUE(RunSync(this->meta().AddReport(ReportOf(row, "192.0.2.0/24", 300), ReviewOnly(),
                                              this->deadline()))
                   .ok());
-  ASSERT_TRUE(RunSync(this->meta().AddReport(AbuseReport{later.id, "192.0.2.1", "other", "", 301},
-                                             this->deadline()))
+  ASSERT_TRUE(RunSync(this->meta().AddReport(ReportOf(later, "192.0.2.0/24", 301, "other"),
+                                             ReviewOnly(), this->deadline()))
                   .ok());
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(row.id, Moderation::kWithheld, "3 reports", 310,
-                                                 this->deadline()))
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(
+                          row.id, ModerationChange{Moderation::kWithheld, "3 reports", 310},
+                          this->deadline()))
                   .ok());
   this->backend_.Reopen();
   EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kWithheld);
@@ -342,45 +417,233 @@ TYPED_TEST_P(StoreContract, WithholdingOwesAnEdgePurgeAndReviewClosesReports) {
   EXPECT_EQ((*due)[0].id, row.id);
   EXPECT_EQ((*due)[0].kind, OutboxEntry::Kind::kPurgeEdge);
   // Withheld: still open, newest first.
-  auto open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  auto open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
   ASSERT_TRUE(open.ok());
-  ASSERT_EQ(open->size(), 2u);
-  EXPECT_EQ((*open)[0].id, later.id);
-  EXPECT_EQ((*open)[1].moderation, Moderation::kWithheld);
-  // Reviewed (dismissed): served again, its reports closed; a new key starts a new count, the
-  // key that reported already is not counted twice.
+  ASSERT_EQ(open->pastes.size(), 2u);
+  EXPECT_EQ(open->pastes[0].id, later.id);
+  EXPECT_EQ(open->pastes[1].moderation, Moderation::kWithheld);
+  // Reviewed (dismissed): served again, out of the queue, its reports closed; the network that
+  // reported it cannot report it again, a new one starts a new count.
   ASSERT_TRUE(
-      RunSync(this->meta().SetModeration(row.id, Moderation::kNone, "fine", 320, this->deadline()))
+      RunSync(this->meta().SetModeration(row.id, ModerationChange{Moderation::kNone, "fine", 320},
+                                         this->deadline()))
           .ok());
   EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kNone);
-  open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
   ASSERT_TRUE(open.ok());
-  ASSERT_EQ(open->size(), 1u);
-  EXPECT_EQ((*open)[0].id, later.id);
+  ASSERT_EQ(open->pastes.size(), 1u);
+  EXPECT_EQ(open->pastes[0].id, later.id);
+  auto counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->pending, 1);
+  EXPECT_EQ(counts->open_reports, 1);
   auto again = RunSync(
-      this->meta().AddReport(AbuseReport{row.id, "192.0.2.1", "spam", "", 330}, this->deadline()));
+      this->meta().AddReport(ReportOf(row, "192.0.2.0/24", 330), ReviewOnly(), this->deadline()));
+  ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->counted);
-  auto fresh = RunSync(
-      this->meta().AddReport(AbuseReport{row.id, "192.0.2.2", "spam", "", 331}, this->deadline()));
+  auto fresh = RunSync(this->meta().AddReport(ReportOf(row, "198.51.100.0/24", 331), ReviewOnly(),
+                                              this->deadline()));
+  ASSERT_TRUE(fresh.ok());
   EXPECT_TRUE(fresh->counted);
   EXPECT_EQ(fresh->open_reports, 1);
-  // Taken down: the state stays on the tombstone.
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(later.id, Moderation::kTakenDown, "malware", 340,
-                                                 this->deadline()))
+  // Taken down: the state stays on the tombstone, and the queue lets go of it.
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(
+                          later.id, ModerationChange{Moderation::kTakenDown, "malware", 340},
+                          this->deadline()))
                   .ok());
   ASSERT_TRUE(RunSync(this->meta().MarkDeleted(later.id, 340, this->deadline())).ok());
   auto down = RunSync(this->meta().Get(later.id, this->deadline()));
   EXPECT_TRUE(down->deleted);
   EXPECT_EQ(down->moderation, Moderation::kTakenDown);
-  Status missing = RunSync(this->meta().SetModeration(Id("nothere00000"), Moderation::kWithheld,
-                                                      "x", 350, this->deadline()));
+  counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->pending, 1);  // `row`, reported afresh
+  EXPECT_EQ(counts->open_reports, 1);
+  Status missing = RunSync(this->meta().SetModeration(
+      Id("nothere00000"), ModerationChange{Moderation::kWithheld, "x", 350}, this->deadline()));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
 }
 
+// The votes of distinct networks withhold a paste in the report's own transaction; the creator's
+// network, a paste reviewed "keep", a threshold of 0 and a spent withhold rate never do.
+TYPED_TEST_P(StoreContract, ReportsWithholdAtTheThresholdOfVotingNetworks) {
+  const PasteMeta row = Row("vote00000001", 5000);
+  const PasteMeta kept = Row("vote00000002", 5000);
+  const PasteMeta deferred = Row("vote00000003", 5000);
+  for (const PasteMeta& r : {row, kept, deferred}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  auto report = [&](const PasteMeta& r, const char* network, int64_t at, bool creator = false,
+                    ReportPolicy p = ReportPolicy{}) {
+    AbuseReport a = ReportOf(r, network, at);
+    a.from_creator = creator;
+    auto out = RunSync(this->meta().AddReport(a, p, this->deadline()));
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    return out.ok() ? *out : ReportOutcome{};
+  };
+  EXPECT_FALSE(report(row, "203.0.113.0/24", 100, true).vote) << "the creator's network";
+  EXPECT_TRUE(report(row, "192.0.2.0/24", 101).vote);
+  ReportOutcome second = report(row, "198.51.100.0/24", 102);
+  EXPECT_EQ(second.votes, 2);
+  EXPECT_EQ(second.open_reports, 3);
+  EXPECT_FALSE(second.withheld);
+  EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kNone);
+  ReportOutcome third = report(row, "2001:db8:1::/48", 103);
+  EXPECT_TRUE(third.withheld);
+  EXPECT_EQ(third.votes, 3);
+  std::vector<std::string> charged = third.charged;
+  std::sort(charged.begin(), charged.end());
+  EXPECT_EQ(charged,
+            (std::vector<std::string>{"192.0.2.0/24", "198.51.100.0/24", "2001:db8:1::/48"}));
+  this->backend_.Reopen();
+  EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->moderation, Moderation::kWithheld);
+  auto due = RunSync(this->meta().DueOutbox(200, 10, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].kind, OutboxEntry::Kind::kPurgeEdge);
+  EXPECT_FALSE(report(row, "2001:db8:2::/48", 104).withheld) << "withheld already";
+
+  // Reviewed "keep": reports queue it, never withhold it; a dismissal without keep lifts that.
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(
+                          kept.id, ModerationChange{Moderation::kNone, "fine", 110, true},
+                          this->deadline()))
+                  .ok());
+  for (const char* network : {"10.1.0.0/24", "10.2.0.0/24", "10.3.0.0/24", "10.4.0.0/24"}) {
+    ReportOutcome out = report(kept, network, 120);
+    EXPECT_TRUE(out.kept);
+    EXPECT_FALSE(out.withheld);
+  }
+  auto listed = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
+  ASSERT_TRUE(listed.ok());
+  auto kept_row = std::find_if(listed->pastes.begin(), listed->pastes.end(),
+                               [&](const ReportSummary& s) { return s.id == kept.id; });
+  ASSERT_NE(kept_row, listed->pastes.end());
+  EXPECT_TRUE(kept_row->keep);
+  EXPECT_EQ(kept_row->votes, 4);
+  EXPECT_EQ(RunSync(this->meta().Get(kept.id, this->deadline()))->moderation, Moderation::kNone);
+
+  // The withhold rate spent: enough votes, still served, and the next report tries again.
+  ReportPolicy spent;
+  spent.may_withhold = false;
+  report(deferred, "10.5.0.0/24", 130, false, spent);
+  report(deferred, "10.6.0.0/24", 131, false, spent);
+  ReportOutcome held_back = report(deferred, "10.7.0.0/24", 132, false, spent);
+  EXPECT_TRUE(held_back.withhold_deferred);
+  EXPECT_FALSE(held_back.withheld);
+  ReportOutcome now_withheld = report(deferred, "10.8.0.0/24", 133);
+  EXPECT_TRUE(now_withheld.withheld);
+  EXPECT_EQ(now_withheld.charged.size(), 3u) << "the threshold's worth of networks is charged";
+
+  // A threshold of 0: reports only queue.
+  const PasteMeta review = Row("vote00000004", 5000);
+  ASSERT_TRUE(RunSync(this->meta().Insert(review, this->deadline())).ok());
+  for (const char* network : {"10.9.0.0/24", "10.10.0.0/24", "10.11.0.0/24"}) {
+    EXPECT_FALSE(report(review, network, 140, false, ReviewOnly()).withheld);
+  }
+  EXPECT_EQ(RunSync(this->meta().Get(review.id, this->deadline()))->moderation, Moderation::kNone);
+}
+
+// A network takes part in at most withholds_per_network withholdings a day: past it its reports
+// are no votes, and a vote cast while it had budget no longer counts once a withholding finds
+// the budget spent. The charges go a day later, with the sweep of handled reports.
+TYPED_TEST_P(StoreContract, ANetworkPastItsWithholdBudgetNoLongerVotes) {
+  ReportPolicy policy;
+  policy.hide_threshold = 2;
+  policy.withholds_per_network = 1;
+  std::vector<PasteMeta> rows;
+  for (int i = 0; i < 4; ++i) {
+    rows.push_back(Row("budg0000000" + std::to_string(i), 500'000));
+    ASSERT_TRUE(RunSync(this->meta().Insert(rows.back(), this->deadline())).ok());
+  }
+  auto report = [&](const PasteMeta& r, const char* network, int64_t at) {
+    auto out = RunSync(this->meta().AddReport(ReportOf(r, network, at), policy, this->deadline()));
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    return out.ok() ? *out : ReportOutcome{};
+  };
+  // A votes on pastes 0 and 1 while it has budget; B joins it on 0: withheld, A and B charged.
+  EXPECT_TRUE(report(rows[0], "10.0.1.0/24", 1000).vote);
+  EXPECT_TRUE(report(rows[1], "10.0.1.0/24", 1001).vote);
+  EXPECT_TRUE(report(rows[0], "10.0.2.0/24", 1002).withheld);
+  // Paste 1 now has A's earlier vote and C's: A's budget is spent, so one vote, not withheld.
+  ReportOutcome one = report(rows[1], "10.0.3.0/24", 1003);
+  EXPECT_FALSE(one.withheld);
+  EXPECT_EQ(one.votes, 1);
+  // D's vote makes two with budget left.
+  EXPECT_TRUE(report(rows[1], "10.0.4.0/24", 1004).withheld);
+  // B (charged) reporting paste 2 is no vote.
+  EXPECT_FALSE(report(rows[2], "10.0.2.0/24", 1005).vote);
+  EXPECT_TRUE(report(rows[3], "10.0.5.0/24", 1006).vote);
+
+  // A day later the charges go (the closed-report cutoff keeps every report), and A votes again.
+  auto purge = [&](int64_t now) {
+    auto gone = RunSync(
+        this->meta().PurgeReports(std::numeric_limits<int64_t>::min(), now, 100, this->deadline()));
+    EXPECT_TRUE(gone.ok()) << gone.error().message;
+    return gone.ok() ? *gone : 0;
+  };
+  EXPECT_EQ(purge(1002 + kWithholdWindowSeconds - 1), 0u);
+  EXPECT_EQ(purge(1004 + kWithholdWindowSeconds), 4u) << "A and B for paste 0, C and D for 1";
+  EXPECT_TRUE(report(rows[3], "10.0.1.0/24", 1004 + kWithholdWindowSeconds + 1).withheld);
+}
+
+// Past max_open_reports a report is counted on its paste's queue row, and neither its row, nor
+// its note, nor a vote is stored.
+TYPED_TEST_P(StoreContract, PastMaxOpenReportsReportsAreCountedNotStored) {
+  const PasteMeta row = Row("full00000001", 5000);
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  ReportPolicy policy;
+  policy.max_open_reports = 2;
+  auto report = [&](const char* network, const char* note, int64_t at) {
+    auto out = RunSync(this->meta().AddReport(ReportOf(row, network, at, "malware", note), policy,
+                                              this->deadline()));
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    return out.ok() ? *out : ReportOutcome{};
+  };
+  EXPECT_TRUE(report("10.0.1.0/24", "one", 100).stored);
+  EXPECT_TRUE(report("10.0.2.0/24", "two", 101).stored);
+  ReportOutcome third = report("10.0.3.0/24", "three", 102);
+  EXPECT_TRUE(third.counted);
+  EXPECT_FALSE(third.stored);
+  EXPECT_FALSE(third.vote);
+  EXPECT_FALSE(third.withheld) << "two votes: distinctness past the cap is not known";
+  EXPECT_EQ(third.open_reports, 3);
+  EXPECT_EQ(third.votes, 2);
+  auto open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->pastes.size(), 1u);
+  EXPECT_EQ(open->pastes[0].reports, 3);
+  EXPECT_EQ(open->pastes[0].networks, 2);
+  EXPECT_EQ(open->pastes[0].latest_at, 102);
+  EXPECT_EQ(open->pastes[0].latest_note, "two");
+  auto counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->open_reports, 2);
+  EXPECT_EQ(counts->pending, 1);
+}
+
+// The creator's network rides on the row, as written; rows without one have none.
+TYPED_TEST_P(StoreContract, TheCreatorsNetworkRoundTrips) {
+  PasteMeta with = Row("crea00000001", 5000);
+  with.creator_network = (uint64_t{1} << 63) | (uint64_t{48} << 56) | 0x20010db80001ull;
+  PasteMeta v4 = Row("crea00000002", 5000);
+  v4.creator_network = (uint64_t{24} << 56) | 0xcb0071ull;
+  const PasteMeta without = Row("crea00000003", 5000);
+  for (const PasteMeta& r : {with, v4, without}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  this->backend_.Reopen();
+  EXPECT_EQ(RunSync(this->meta().Get(with.id, this->deadline()))->creator_network,
+            with.creator_network);
+  EXPECT_EQ(RunSync(this->meta().Get(v4.id, this->deadline()))->creator_network,
+            v4.creator_network);
+  EXPECT_FALSE(RunSync(this->meta().Get(without.id, this->deadline()))->creator_network);
+}
+
 // Report retention (src/worker/janitor.cc): reports closed by a review go once their review is
 // old enough, at most `limit` a call; open reports of a paste with a row never go; reports of a
-// purged paste go once made long enough ago; the paste keeps its moderation state.
+// purged paste (closed by the purge, dated as made) go once made long enough ago; the paste
+// keeps its moderation state.
 TYPED_TEST_P(StoreContract, PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes) {
   const PasteMeta dismissed = Row("ret000000001", 5000);
   const PasteMeta taken = Row("ret000000002", 5000);
@@ -389,26 +652,32 @@ TYPED_TEST_P(StoreContract, PurgeReportsDeletesHandledReportsInBatchesAndKeepsOp
   for (const PasteMeta& r : {dismissed, taken, pending, purged}) {
     ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
   }
-  auto report = [&](const PasteMeta& row, const char* key, int64_t at) {
+  auto report = [&](const PasteMeta& row, const char* network, int64_t at) {
     ASSERT_TRUE(
-        RunSync(this->meta().AddReport(AbuseReport{row.id, key, "spam", "", at}, this->deadline()))
+        RunSync(this->meta().AddReport(ReportOf(row, network, at), ReviewOnly(), this->deadline()))
             .ok());
   };
-  report(dismissed, "192.0.2.1", 100);
-  report(dismissed, "192.0.2.2", 101);
-  report(taken, "192.0.2.1", 102);
-  report(pending, "192.0.2.1", 103);
-  report(purged, "192.0.2.1", 104);
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(dismissed.id, Moderation::kNone, "fine", 200,
-                                                 this->deadline()))
-                  .ok());
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(taken.id, Moderation::kTakenDown, "malware", 300,
-                                                 this->deadline()))
+  report(dismissed, "192.0.2.0/24", 100);
+  report(dismissed, "198.51.100.0/24", 101);
+  report(taken, "192.0.2.0/24", 102);
+  report(pending, "192.0.2.0/24", 103);
+  report(purged, "192.0.2.0/24", 104);
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(
+                  dismissed.id, ModerationChange{Moderation::kNone, "fine", 200}, this->deadline()))
+          .ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(
+                          taken.id, ModerationChange{Moderation::kTakenDown, "malware", 300},
+                          this->deadline()))
                   .ok());
   ASSERT_TRUE(RunSync(this->meta().Purge({purged.id}, this->deadline())).ok());
   this->backend_.Reopen();
+  auto counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->pending, 1) << "only `pending` waits for a review";
+  EXPECT_EQ(counts->open_reports, 1);
   auto purge = [&](int64_t before, size_t limit) -> size_t {
-    auto gone = RunSync(this->meta().PurgeReports(before, limit, this->deadline()));
+    auto gone = RunSync(this->meta().PurgeReports(before, 400, limit, this->deadline()));
     EXPECT_TRUE(gone.ok()) << gone.error().message;
     return gone.ok() ? *gone : 0;
   };
@@ -422,16 +691,16 @@ TYPED_TEST_P(StoreContract, PurgeReportsDeletesHandledReportsInBatchesAndKeepsOp
   EXPECT_EQ(purge(300, 10), 1u);
   // The open report of a live paste stays however old it gets.
   EXPECT_EQ(purge(1'000'000, 10), 0u);
-  auto open = RunSync(this->meta().OpenReports(10, this->deadline()));
+  auto open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
   ASSERT_TRUE(open.ok());
-  ASSERT_EQ(open->size(), 1u);
-  EXPECT_EQ((*open)[0].id, pending.id);
+  ASSERT_EQ(open->pastes.size(), 1u);
+  EXPECT_EQ(open->pastes[0].id, pending.id);
   // The review itself stays on the paste: its reports are gone, not its state.
   EXPECT_EQ(RunSync(this->meta().Get(taken.id, this->deadline()))->moderation,
             Moderation::kTakenDown);
-  // A report after the reviewed ones went is counted afresh: the key is free again.
-  auto again = RunSync(this->meta().AddReport(
-      AbuseReport{dismissed.id, "192.0.2.1", "spam", "", 400}, this->deadline()));
+  // A report after the reviewed ones went is counted afresh: the network is free again.
+  auto again = RunSync(this->meta().AddReport(ReportOf(dismissed, "192.0.2.0/24", 400),
+                                              ReviewOnly(), this->deadline()));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->counted);
 }
@@ -593,12 +862,16 @@ TYPED_TEST_P(StoreContract, LiveBytesFollowInsertsDeletesClaimsAndPurges) {
 TYPED_TEST_P(StoreContract, ClaimNeverBurnsAModeratedRow) {
   ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("held00000001", 5000), this->deadline())).ok());
   ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("down00000001", 5000), this->deadline())).ok());
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"), Moderation::kWithheld,
-                                                 "3 reports", 150, this->deadline()))
-                  .ok());
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("down00000001"), Moderation::kTakenDown,
-                                                 "malware", 150, this->deadline()))
-                  .ok());
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(Id("held00000001"),
+                                         ModerationChange{Moderation::kWithheld, "3 reports", 150},
+                                         this->deadline()))
+          .ok());
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(Id("down00000001"),
+                                         ModerationChange{Moderation::kTakenDown, "malware", 150},
+                                         this->deadline()))
+          .ok());
   for (const char* id : {"held00000001", "down00000001"}) {
     auto r = RunSync(this->meta().Claim(Id(id), 200, this->deadline()));
     ASSERT_FALSE(r.ok()) << id;
@@ -619,7 +892,8 @@ TYPED_TEST_P(StoreContract, ClaimNeverBurnsAModeratedRow) {
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ((*due)[0].kind, OutboxEntry::Kind::kPurgeEdge);
 
-  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"), Moderation::kNone, "fine", 210,
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("held00000001"),
+                                                 ModerationChange{Moderation::kNone, "fine", 210},
                                                  this->deadline()))
                   .ok());
   auto won = RunSync(this->meta().Claim(Id("held00000001"), 220, this->deadline()));
@@ -816,8 +1090,10 @@ REGISTER_TYPED_TEST_SUITE_P(
     OutboxRetryPostponesAndFinishRemoves, ExpiredListsOnlyDueRowsUpToTheLimit,
     PurgeRemovesRowsAndTheirOutboxEntries, RowsSurviveReopening, BodyReadsBackByteIdentically,
     MissingBodyIsNotFoundAndDeleteIsIdempotent, ListPagesThroughBodiesInIdOrder,
-    ConcurrentWritersAreAllDurable, ReportsCountEachClientKeyOnce,
-    WithholdingOwesAnEdgePurgeAndReviewClosesReports,
+    ConcurrentWritersAreAllDurable, ReportsCountEachNetworkOnce,
+    TheReviewQueuePagesNewestFirstByCursor, WithholdingOwesAnEdgePurgeAndReviewClosesReports,
+    ReportsWithholdAtTheThresholdOfVotingNetworks, ANetworkPastItsWithholdBudgetNoLongerVotes,
+    PastMaxOpenReportsReportsAreCountedNotStored, TheCreatorsNetworkRoundTrips,
     PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes,
     BlocksInForceAndTheAuditTrailNewestFirst, ClaimTakesABurnRowOnceAndOwesItsBody,
     ConcurrentClaimsHaveExactlyOneWinner, LiveBytesFollowInsertsDeletesClaimsAndPurges,

@@ -1,20 +1,30 @@
-"""The admin listener and moderation (README.md, "Moderation"): the token, abuse reports that
-withhold a paste (451), the operator's dismissal, takedown and blocks.
+"""The admin listener and moderation (README.md, "Moderation"; docs/moderation.md): the token,
+abuse reports that withhold a paste (451), the operator's dismissal, takedown and blocks.
 
 One server serves every test of a class; each test reports from its own X-Forwarded-For addresses
-(the loopback balancer is trusted), so the per-client report limit and the one-report-per-key rule
-never cross tests.
+(the loopback balancer is trusted), in networks of its own (reports count once per IPv4 /24), so
+the per-client report limit and the one-report-per-network rule never cross tests.
 
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_admin
 """
 
 import json
+import re
 import unittest
 
 import os
 import tempfile
 
 from sluice_harness import PatientTestCase, run_sluice, wait_until
+
+
+def form_token(s, paste_id, client):
+    """What a browser gets from GET /report/ID: the form's cookie and the same value in the form."""
+    form = s.get(f"/report/{paste_id}", headers={"Accept": "text/html", "X-Forwarded-For": client})
+    cookie = form.header("Set-Cookie")
+    match = re.search(r'name="token" value="([^"]+)"', form.text)
+    assert cookie and match, (form.status, cookie)
+    return cookie.split(";")[0], match.group(1)
 
 
 def report(s, paste_id, client, reason="spam", note=""):
@@ -70,18 +80,18 @@ class ModerationTest(PatientTestCase):
 
     # ---- reports, withholding, dismissal ---------------------------------------------------
 
-    def test_three_keys_withhold_then_dismiss_serves_again(self):
+    def test_three_networks_withhold_then_dismiss_serves_again(self):
         paste_id = self.create("reported text")
         self.assertStatus(self.s.get(f"/raw/{paste_id}"), 200)  # now in the process cache
-        first = report(self.s, paste_id, "198.51.100.1", "spam", "ads")
+        first = report(self.s, paste_id, "198.51.101.1", "spam", "ads")
         self.assertStatus(first, 202)
         self.assertEqual(first.json()["counted"], True)
-        again = report(self.s, paste_id, "198.51.100.1", "malware")
+        again = report(self.s, paste_id, "198.51.101.2", "malware")  # same /24, another key
         self.assertStatus(again, 200)
         self.assertEqual(again.json()["counted"], False)
-        self.assertStatus(report(self.s, paste_id, "198.51.100.2", "malware"), 202)
-        self.assertStatus(self.s.get(f"/raw/{paste_id}"), 200)  # two keys: still served
-        third = report(self.s, paste_id, "198.51.100.3", "spam")
+        self.assertStatus(report(self.s, paste_id, "198.51.102.1", "malware"), 202)
+        self.assertStatus(self.s.get(f"/raw/{paste_id}"), 200)  # two networks: still served
+        third = report(self.s, paste_id, "198.51.103.1", "spam")
         self.assertStatus(third, 202)
         self.assertEqual(third.json()["under_review"], True)
         self.assertWithheld(paste_id, "under_review")
@@ -90,6 +100,8 @@ class ModerationTest(PatientTestCase):
         mine = [p for p in queue if p["id"] == paste_id]
         self.assertEqual(len(mine), 1, queue)
         self.assertEqual(mine[0]["reports"], 3)
+        self.assertEqual(mine[0]["networks"], 3)
+        self.assertEqual(mine[0]["votes"], 3)
         self.assertEqual(mine[0]["reasons"], ["malware", "spam"])
         self.assertEqual(mine[0]["moderation"], "withheld")
         shown = self.admin("GET", f"/admin/pastes/{paste_id}").json()
@@ -112,9 +124,13 @@ class ModerationTest(PatientTestCase):
         form = self.s.get(f"/report/{paste_id}", headers={"Accept": "text/html"})
         self.assertStatus(form, 200)
         self.assertIn('name="reason"', form.text)
-        sent = self.s.request("POST", f"/report/{paste_id}", body="reason=illegal&note=see+here",
+        # A browser that says neither Sec-Fetch-Site nor Origin: the form's token decides.
+        cookie, token = form_token(self.s, paste_id, "198.51.110.40")
+        sent = self.s.request("POST", f"/report/{paste_id}",
+                              body=f"reason=illegal&note=see+here&token={token}",
                               headers={"Content-Type": "application/x-www-form-urlencoded",
-                                       "Accept": "text/html", "X-Forwarded-For": "198.51.100.40"})
+                                       "Accept": "text/html", "Cookie": cookie,
+                                       "X-Forwarded-For": "198.51.110.40"})
         self.assertStatus(sent, 200)
         queue = self.admin("GET", "/admin/reports").json()["pastes"]
         mine = [p for p in queue if p["id"] == paste_id]

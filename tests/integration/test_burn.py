@@ -155,12 +155,14 @@ class BurnModeratedTest(PatientTestCase):
     answers 451 to reads and claims, and no claim burns it while it is withheld."""
 
     def test_a_withheld_burn_paste_answers_451_and_is_not_burned(self):
-        s = self.server(["--report-hide-threshold", "1"])
+        s = self.server(["--report-hide-threshold", "1", "--trusted-proxy", "127.0.0.1"])
         held = s.request("POST", "/api/v1/pastes?burn=1", body=b"held text").json()
         down = s.request("POST", "/api/v1/pastes?burn=1", body=b"down text").json()
+        # From another network than the creator's (reports from its own never withhold).
         res = s.request("POST", f"/api/v1/pastes/{held['id']}/report",
                         body=json.dumps({"reason": "spam"}),
-                        headers={"Content-Type": "application/json"})
+                        headers={"Content-Type": "application/json",
+                                 "X-Forwarded-For": "198.51.100.9"})
         self.assertStatus(res, 202)
         self.assertTrue(res.json()["under_review"])
         page = s.get(f"/{held['id']}", headers=BROWSER)

@@ -112,8 +112,16 @@ class OpenApiTest(SluiceTestCase):
             "POST", f"/api/v1/pastes/{key}/report", body='{"reason": "spam"}',
             headers={"Content-Type": "application/json"}))
         self.check("/api/v1/pastes/{id}/report", "post", s.request(
-            "POST", f"/api/v1/pastes/{key}/report", body='{"reason": "boring"}'))
+            "POST", f"/api/v1/pastes/{key}/report", body='{"reason": "boring"}',
+            headers={"Content-Type": "application/json"}))
+        self.check("/api/v1/pastes/{id}/report", "post", s.request(
+            "POST", f"/api/v1/pastes/{key}/report", body='{"reason": "spam"}',
+            headers={"Content-Type": "text/plain"}))
         self.check("/report/{id}", "get", s.get(f"/report/{key}", headers={"Accept": "text/html"}))
+        self.check("/report/{id}", "post", s.request(
+            "POST", f"/report/{key}", body="reason=spam",
+            headers={"Content-Type": "application/x-www-form-urlencoded",
+                     "Origin": "https://elsewhere.example"}))
         for path in ("/healthz", "/metrics", "/api/v1/limits", "/status", "/api/v1/status"):
             self.check(path, "get", s.get(path))
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key))

@@ -318,12 +318,13 @@ class StackTest(unittest.TestCase):
         wait_until(lambda: s.request(s.edge, "GET", path)[1].get("X-Cache") == "HIT",
                    timeout=20, interval=0.3, message=f"{path} cached at the edge")
         report = json.dumps({"reason": "spam", "note": "ads"}).encode()
-        for i in range(3):  # report_hide_threshold's default, each from its own client key
+        for i in range(3):  # report_hide_threshold's default, each from a network of its own
             # A 503 (a primary still catching up after the earlier tests' faults) is asked again.
             for _ in range(10):
                 status, _, body = s.request(
                     s.nginx, "POST", f"/api/v1/pastes/{paste['id']}/report", body=report,
-                    headers={"X-Forwarded-For": f"10.7.1.{i}", "Content-Type": "application/json"})
+                    headers={"X-Forwarded-For": f"10.7.{i + 1}.1",
+                             "Content-Type": "application/json"})
                 if status != 503:
                     break
                 time.sleep(0.5)

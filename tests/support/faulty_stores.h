@@ -167,27 +167,33 @@ class FaultyMetaStore final : public store::MetaStore {
 
   // Moderation: fails with the rest when `fail` is set.
   boost::asio::awaitable<Result<store::ReportOutcome>> AddReport(store::AbuseReport report,
+                                                                 store::ReportPolicy policy,
                                                                  admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
-    auto op = inner_.AddReport(std::move(report), d);
+    auto op = inner_.AddReport(std::move(report), policy, d);
     co_return co_await std::move(op);
   }
-  boost::asio::awaitable<Status> SetModeration(store::PasteId id, store::Moderation state,
-                                               std::string reason, int64_t now,
+  boost::asio::awaitable<Status> SetModeration(store::PasteId id, store::ModerationChange change,
                                                admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
-    auto op = inner_.SetModeration(id, state, std::move(reason), now, d);
+    auto op = inner_.SetModeration(id, std::move(change), d);
     co_return co_await std::move(op);
   }
-  boost::asio::awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+  boost::asio::awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now,
+                                                      size_t limit,
                                                       admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
-    co_return co_await inner_.PurgeReports(before, limit, d);
+    co_return co_await inner_.PurgeReports(closed_before, now, limit, d);
   }
-  boost::asio::awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(
-      size_t limit, admission::Deadline d) override {
+  boost::asio::awaitable<Result<store::ReportPage>> OpenReports(
+      std::optional<store::ReportCursor> after, size_t limit, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
-    co_return co_await inner_.OpenReports(limit, d);
+    auto op = inner_.OpenReports(after, limit, d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<store::ReportCounts>> CountReports(admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.CountReports(d);
   }
   boost::asio::awaitable<Status> AddBlock(store::ClientBlock block,
                                           admission::Deadline d) override {

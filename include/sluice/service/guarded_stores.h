@@ -29,6 +29,9 @@ struct CallTimeouts {
   Duration meta_delete = std::chrono::seconds(1);
   /// Outbox, sweeper and reaper queries, background work. Default: 5 s.
   Duration meta_background = std::chrono::seconds(5);
+  /// Reports, reviews, blocks, the audit trail and the review queue (docs/moderation.md). Default:
+  /// 1 s.
+  Duration meta_moderation = std::chrono::seconds(1);
 };
 
 /// The per-call timeouts a reload replaces (README.md, "Reload"). A call reads the one it needs
@@ -45,7 +48,7 @@ class LiveCallTimeouts {
   CallTimeouts Load() const;
 
  private:
-  static constexpr size_t kCount = 7;  // the fields of CallTimeouts
+  static constexpr size_t kCount = 8;  // the fields of CallTimeouts
   std::array<std::atomic<Duration::rep>, kCount> ticks_{};
 };
 

@@ -8,6 +8,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,8 +16,12 @@
 #include <vector>
 
 #include "sluice/admission/client_key.h"
+#include "sluice/admission/network.h"
+#include "sluice/admission/token_bucket.h"
 #include "sluice/common/clock.h"
+#include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
+#include "sluice/common/swappable.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
@@ -50,9 +55,25 @@ class Blocklist {
 };
 
 struct ModerationOptions {
-  /// Distinct client keys whose open reports withhold a paste until review; 0: never withheld
-  /// automatically. Default: 3.
+  /// Distinct networks (not the creator's, each with withholding budget left) whose open reports
+  /// withhold a paste until review; 0: never withheld automatically (docs/moderation.md).
+  /// Default: 3.
   int64_t hide_threshold = 3;
+  /// What makes a reporter's network. Default: IPv4 /24, IPv6 /48.
+  admission::NetworkPrefixes networks{};
+  /// Withholdings one network may take part in per 24 h; past it its reports queue the paste but
+  /// are no votes. Default: 5.
+  int64_t withholds_per_network = 5;
+  /// This process's rate of withholdings: past it a paste with enough votes stays served and
+  /// queued (sluice_report_withholds_total{result="deferred"}). Default: 30 an hour, 30 at once.
+  admission::TokenBucketPolicy withhold_rate{30.0 / 3600, 30};
+  /// All reports this process takes, before any store call, beside each key's own bucket
+  /// (AdmissionControl::AdmitReport). Kept here rather than in AdmissionControl: reports are this
+  /// service's, and the bucket answers with the service's own reason (report_global_rate).
+  /// Default: 2 a second, 50 at once.
+  admission::TokenBucketPolicy global_report_rate{2, 50};
+  /// Open reports stored at most (store::ReportPolicy::max_open_reports). Default: 100,000.
+  int64_t max_open_reports = 100'000;
   /// Longest note of a report, in bytes. Default: 1000.
   size_t max_note_bytes = 1000;
   /// Budget of one moderation call (a report, an operator action). Default: 2 s.
@@ -65,7 +86,7 @@ struct ModerationOptions {
 };
 
 struct ReportReceipt {
-  /// False when this client had reported the paste already: nothing more was counted.
+  /// False when this client's network had reported the paste already: nothing more was counted.
   bool counted = false;
   /// True when the paste is withheld pending review (by this report or earlier).
   bool withheld = false;
@@ -83,28 +104,35 @@ class ModerationService {
   /// Everything passed must outlive the service; `shared` may be null (no shared cache).
   /// `storage` (may be null) is told of the bytes a takedown frees, so the storage quota sees
   /// them go at once rather than at its next refresh.
+  /// `metrics` (may be null: a registry of its own) gets the service's counters.
   ModerationService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                     AdmissionControl& admission, Blocklist& blocks, const Clock& clock,
                     ModerationOptions options, store::SharedState* shared = nullptr,
-                    PasteService* storage = nullptr);
+                    PasteService* storage = nullptr, MetricsRegistry* metrics = nullptr);
 
   /// The reasons a report may give.
   static const std::vector<std::string_view>& Reasons();
 
   /// One client's report: InvalidArgument (bad_reason, note_too_long), NotFound (no live paste),
-  /// ResourceExhausted (report_rate), Unavailable (the store). Withholds the paste when it reaches
-  /// hide_threshold distinct clients.
+  /// ResourceExhausted (report_rate, report_global_rate), Unavailable (the store). Counted once
+  /// per network (ModerationOptions::networks); withholds the paste when hide_threshold networks
+  /// with budget left, not the creator's, have reported it and the withhold rate allows.
   boost::asio::awaitable<Result<ReportReceipt>> Report(std::string client_key,
                                                        std::string_view id_text, std::string reason,
                                                        std::string note);
 
   // The operator's side. Each action logs an audit line and appends an audit row.
-  boost::asio::awaitable<Result<std::vector<store::ReportSummary>>> OpenReports(size_t limit);
+  /// One page of the review queue, newest first, after `after` when given; PendingReports is
+  /// read again with it.
+  boost::asio::awaitable<Result<store::ReportPage>> OpenReports(
+      std::optional<store::ReportCursor> after, size_t limit);
   boost::asio::awaitable<Result<PasteReview>> Show(std::string_view id_text);
   /// 451 from then on, the body deleted through the outbox (as a delete), the edge purged.
   boost::asio::awaitable<Status> Takedown(std::string_view id_text, std::string reason);
-  /// Closes the paste's reports and serves it again; InvalidArgument for a taken-down paste.
-  boost::asio::awaitable<Status> Dismiss(std::string_view id_text, std::string note);
+  /// Closes the paste's reports and serves it again; InvalidArgument for a taken-down paste. The
+  /// networks that reported it cannot report it again; with `keep`, later reports only queue it.
+  boost::asio::awaitable<Status> Dismiss(std::string_view id_text, std::string note,
+                                         bool keep = false);
   boost::asio::awaitable<Result<store::ClientBlock>> Block(std::string prefix,
                                                            std::chrono::seconds duration,
                                                            std::string reason);
@@ -113,29 +141,36 @@ class ModerationService {
   /// Reads the blocks in force from the store into the block list.
   boost::asio::awaitable<Status> LoadBlocks();
 
-  /// Pastes with open reports, as last counted (up to kPendingCountLimit): after every report,
-  /// takedown and dismissal here, and every blocks_refresh for those made through other
-  /// processes. 0 until first counted.
+  /// Pastes with open reports, as last read from the store's counts (one row): after every
+  /// report, takedown and dismissal here, and every blocks_refresh for those made through other
+  /// processes. 0 until first read.
   int64_t PendingReports() const { return pending_.load(std::memory_order_relaxed); }
-  /// Counts them again from the store; a failure keeps the last count.
+  /// Open reports stored, as last read with PendingReports.
+  int64_t OpenReportRows() const { return open_reports_.load(std::memory_order_relaxed); }
+  /// Reads the counts again; a failure keeps the last ones.
   boost::asio::awaitable<void> RefreshPending();
-  static constexpr size_t kPendingCountLimit = 1000;
   /// Reloads the blocks every blocks_refresh until Stop().
   void Start(boost::asio::any_io_executor executor);
   void Stop() { stopping_ = true; }
-  /// A new hide_threshold for reports from now on (README.md, "Reload"): a paste already withheld
-  /// stays so, and one whose open reports already reach a lowered threshold is withheld at its
-  /// next report.
-  void SetHideThreshold(int64_t threshold) {
-    hide_threshold_.store(threshold, std::memory_order_relaxed);
-  }
+  /// New options for reports from now on (README.md, "Reload"): a paste already withheld stays
+  /// so, one whose votes already reach a lowered threshold is withheld at its next report, and the
+  /// two buckets keep their tokens up to their new bursts. budget, blocks_refresh and
+  /// shared_meta_ttl stay as built.
+  void Reconfigure(const ModerationOptions& next);
 
  private:
   boost::asio::awaitable<Result<store::PasteMeta>> Find(std::string_view id_text,
                                                         admission::Deadline deadline);
   /// Sets the state and makes every cache let go of the old row, as a delete does.
-  boost::asio::awaitable<Status> Moderate(store::PasteMeta meta, store::Moderation state,
-                                          std::string reason, admission::Deadline deadline);
+  boost::asio::awaitable<Status> Moderate(store::PasteMeta meta, store::ModerationChange change,
+                                          admission::Deadline deadline);
+  /// Every cache lets go of `meta`, now in `state`.
+  boost::asio::awaitable<void> ForgetCached(store::PasteMeta meta, store::Moderation state,
+                                            admission::Deadline deadline);
+  /// The global report bucket: ResourceExhausted (report_global_rate) when it is empty.
+  Status AdmitGlobally();
+  /// What happened to a report that reached the store, for the metrics and the log.
+  void Count(const store::ReportOutcome& outcome);
   boost::asio::awaitable<void> Record(std::string action, std::string target, std::string detail,
                                       admission::Deadline deadline);
   boost::asio::awaitable<void> RefreshLoop();
@@ -147,12 +182,24 @@ class ModerationService {
   AdmissionControl& admission_;
   Blocklist& blocks_;
   const Clock& clock_;
-  const ModerationOptions options_;
+  const ModerationOptions built_;  // budget, blocks_refresh and shared_meta_ttl come from here
+  Swappable<ModerationOptions> options_;
   store::SharedState* const shared_;
   PasteService* const storage_;
+  std::unique_ptr<MetricsRegistry> own_metrics_;  // when none is given
+  MetricsRegistry& metrics_;
+  admission::TokenBucket global_reports_;
+  admission::TokenBucket withholds_;
+  Counter& reports_counted_;
+  Counter& reports_repeated_;
+  Counter& reports_unstored_;
+  Counter& reports_refused_;
+  Counter& withheld_;
+  Counter& withholds_deferred_;
+  std::atomic<int64_t> unstored_logged_at_{0};  // Unix seconds: one log line a minute at most
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> pending_{0};
-  std::atomic<int64_t> hide_threshold_;  // options_.hide_threshold, then each reload's
+  std::atomic<int64_t> open_reports_{0};
 };
 
 }  // namespace sluice::service

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/admission/network.h"
 #include "sluice/admission/singleflight.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
@@ -66,6 +67,9 @@ struct ServiceOptions {
   /// ends it (its process crashed): the body's time to arrive plus the create's budget. The
   /// server sets it to body_timeout + create_budget. Default: 32 s.
   Duration reservation_lifetime = std::chrono::seconds(32);
+  /// The network each paste records of its creator (store::PasteMeta::creator_network), as
+  /// reports count networks (ModerationOptions::networks). Default: IPv4 /24, IPv6 /48.
+  admission::NetworkPrefixes creator_networks{};
 };
 
 /// What a create's request line and headers say, before any of the body is read.

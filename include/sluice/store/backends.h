@@ -14,10 +14,13 @@
 namespace sluice::store {
 
 /// Thread pools for blocking backends. They stand in for connection pools, split by purpose so a
-/// cleanup backlog cannot starve reads (docs/overload.md, "Read"). Both must outlive the stores.
+/// cleanup backlog cannot starve reads (docs/overload.md, "Read"), and the review queue and the
+/// operator's reads (moderation) neither (docs/moderation.md). All must outlive the stores.
 struct BlockingPools {
   boost::asio::thread_pool* read = nullptr;
   boost::asio::thread_pool* cleanup = nullptr;
+  /// The metadata store's moderation and admin reads; null: the cleanup pool, never `read`.
+  boost::asio::thread_pool* moderation = nullptr;
 };
 
 /// SQLite in WAL mode at `db_path`, migrated on open. Writes are group-committed: one transaction

@@ -153,7 +153,8 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Expired(
       int64_t now, size_t limit, admission::Deadline deadline) = 0;
 
-  /// Removes rows (and their outbox entries) for good, after their bodies are gone.
+  /// Removes rows (and their outbox entries) for good, after their bodies are gone. Their open
+  /// reports are closed (dated as made, for PurgeReports) and their queue rows go.
   virtual boost::asio::awaitable<Status> Purge(std::vector<PasteId> ids,
                                                admission::Deadline deadline) = 0;
 
@@ -162,31 +163,44 @@ class MetaStore {
       std::vector<PasteId> ids, admission::Deadline deadline) = 0;
 
   // Moderation: abuse reports, withheld and taken-down pastes, blocked clients and the audit trail
-  // of every operator action (src/service/moderation.cc; README.md, "Moderation").
+  // of every operator action (src/service/moderation.cc; docs/moderation.md). The review queue is
+  // one row per reported paste, kept by the transaction of each report and review, so a report
+  // costs a bounded number of index lookups however many are stored, and the queue reads a page
+  // of an index.
 
-  /// Records a report unless this client key already reported this paste (then not counted).
-  /// Returns whether it counted and how many distinct keys have an open report of the paste.
+  /// Records a report unless its network already reported the paste (open, or closed by a
+  /// review: then not counted), updates the paste's queue row and the counts, and, when
+  /// `policy` allows and the votes reach its threshold, withholds the paste in the same
+  /// transaction (the edge purge owed, the networks charged). NotFound if there is no row.
   virtual boost::asio::awaitable<Result<ReportOutcome>> AddReport(AbuseReport report,
+                                                                  ReportPolicy policy,
                                                                   admission::Deadline deadline) = 0;
 
   /// Sets the paste's moderation state with its reason and time; NotFound if there is no row.
   /// kWithheld also enqueues an edge purge (OutboxEntry::kPurgeEdge) in the same transaction;
-  /// kNone and kTakenDown close the paste's open reports (they have been reviewed).
-  virtual boost::asio::awaitable<Status> SetModeration(PasteId id, Moderation state,
-                                                       std::string reason, int64_t now,
+  /// kNone and kTakenDown close the paste's open reports (they have been reviewed, and their
+  /// networks cannot report it again) and take it out of the review queue; kNone also records
+  /// `change.keep`.
+  virtual boost::asio::awaitable<Status> SetModeration(PasteId id, ModerationChange change,
                                                        admission::Deadline deadline) = 0;
 
-  /// Deletes at most `limit` report rows that no review needs any more: reports closed (by a
-  /// takedown or a dismissal, SetModeration) at or before `before`, and reports made at or before
-  /// it of a paste whose row is gone (purged: no queue lists them). An open report of a paste
-  /// that has a row is never deleted; the paste's own moderation state, reason and time stay.
-  /// Returns how many rows went.
-  virtual boost::asio::awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+  /// Deletes at most `limit` rows that nothing needs any more: reports closed (by a review, or by
+  /// the purge of their paste) at or before `closed_before`, and withholding charges older than
+  /// `now` - kWithholdWindowSeconds. An open report of a paste that has a row is never deleted; the
+  /// paste's own moderation state, reason and time stay. Returns how many rows went.
+  virtual boost::asio::awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now,
+                                                              size_t limit,
                                                               admission::Deadline deadline) = 0;
 
-  /// Pastes with open reports, the most recently reported first, at most `limit`.
-  virtual boost::asio::awaitable<Result<std::vector<ReportSummary>>> OpenReports(
-      size_t limit, admission::Deadline deadline) = 0;
+  /// One page of the review queue: pastes with open reports, the most recently reported first
+  /// (then by id, descending), at most `limit`, continuing after `after` when given.
+  virtual boost::asio::awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after,
+                                                                 size_t limit,
+                                                                 admission::Deadline deadline) = 0;
+
+  /// The review queue's counts (one row, never a count over the queue).
+  virtual boost::asio::awaitable<Result<ReportCounts>> CountReports(
+      admission::Deadline deadline) = 0;
 
   /// Records a block of a client key or prefix until `block.until`.
   virtual boost::asio::awaitable<Status> AddBlock(ClientBlock block,

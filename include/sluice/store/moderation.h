@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,46 +27,147 @@ constexpr std::string_view ModerationName(Moderation m) {
   return "none";
 }
 
-/// The SQL stores aggregate a paste's report reasons into one comma-joined column; this splits it
-/// into ReportSummary::reasons, sorted.
-inline std::vector<std::string> SplitReportReasons(std::string_view joined) {
+/// The reasons a report may give (src/service/moderation.cc), in the order of their bits in a
+/// review-queue row's reason mask (ReportReasonBit). Append only: the position is stored.
+inline constexpr std::array<std::string_view, 5> kReportReasons = {"spam", "malware", "illegal",
+                                                                   "personal_data", "other"};
+
+/// The bit of `reason` in a reason mask; 0 for a name that is not in kReportReasons.
+constexpr int64_t ReportReasonBit(std::string_view reason) {
+  for (size_t i = 0; i < kReportReasons.size(); ++i) {
+    if (kReportReasons[i] == reason) return int64_t{1} << i;
+  }
+  return 0;
+}
+
+/// The names of the reasons in `mask`, sorted.
+inline std::vector<std::string> ReportReasonNames(int64_t mask) {
   std::vector<std::string> out;
-  while (!joined.empty()) {
-    const size_t comma = std::min(joined.find(','), joined.size());
-    out.emplace_back(joined.substr(0, comma));
-    joined.remove_prefix(std::min(comma + 1, joined.size()));
+  for (size_t i = 0; i < kReportReasons.size(); ++i) {
+    if (mask & (int64_t{1} << i)) out.emplace_back(kReportReasons[i]);
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-/// One client's report of one paste. `reason` is one of the names the service accepts
-/// (src/service/moderation.cc); `note` is free text of at most 1000 bytes.
+/// How long a withholding counts against the networks that caused it (ReportPolicy).
+inline constexpr int64_t kWithholdWindowSeconds = 24 * 3600;
+
+/// One report of one paste by one network (docs/moderation.md). `reason` is one of
+/// kReportReasons; `note` is free text of at most 1000 bytes.
 struct AbuseReport {
   PasteId id;
-  std::string client_key;
+  /// The reporter's network (admission::ClientNetwork): a paste counts each network once.
+  std::string network;
   std::string reason;
   std::string note;
   int64_t at = 0;
+  /// The reporter is in the network the paste was created from: the report is stored and listed
+  /// but never counts toward withholding.
+  bool from_creator = false;
+};
+
+/// What a report may do besides being stored (the service's settings, passed with each report).
+struct ReportPolicy {
+  /// Votes (open reports of distinct networks, not the creator's, each with withholding budget
+  /// left) that withhold the paste; 0: never withheld automatically. Default: 3.
+  int64_t hide_threshold = 3;
+  /// Withholdings one network may have taken part in over kWithholdWindowSeconds; a network past
+  /// it reports, but its reports are no votes. Default: 5.
+  int64_t withholds_per_network = 5;
+  /// Open report rows stored at most, over all pastes. Past it a report is counted on its paste's
+  /// queue row, but neither its row nor its note is stored, and it is no vote (whether its
+  /// network reported the paste before is not known). Default: 100,000.
+  int64_t max_open_reports = 100'000;
+  /// False when the caller's withhold rate is spent: a paste with enough votes stays served and
+  /// queued (ReportOutcome::withhold_deferred). Default: true.
+  bool may_withhold = true;
 };
 
 struct ReportOutcome {
-  /// False when this client key had already reported the paste: stored once, counted once.
+  /// False when this network had already reported the paste (an open report, or one closed by a
+  /// review): nothing changed.
   bool counted = false;
-  /// Distinct client keys with an open report of the paste, this one included.
+  /// False past ReportPolicy::max_open_reports: counted on the queue row, nothing else stored.
+  bool stored = false;
+  /// This report is a vote toward withholding.
+  bool vote = false;
+  /// Open reports of the paste, this one included (its queue row's count).
   int64_t open_reports = 0;
+  /// Votes among them.
+  int64_t votes = 0;
+  /// This report withheld the paste, in its own transaction (with the edge purge owed).
+  bool withheld = false;
+  /// The paste had enough votes but ReportPolicy::may_withhold was false: it stays served.
+  bool withhold_deferred = false;
+  /// A review marked the paste "keep": reports queue it for review and never withhold it.
+  bool kept = false;
+  /// When `withheld`: the networks charged with it (their withholding budget).
+  std::vector<std::string> charged{};
 };
 
-/// A paste with open reports, as the review queue lists it.
+/// A paste in the review queue: its open reports, as its queue row keeps them.
 struct ReportSummary {
   PasteId id;
+  /// Open reports counted, those past max_open_reports included.
   int64_t reports = 0;
+  /// Distinct networks among them (each stored as a row).
+  int64_t networks = 0;
+  /// Votes toward withholding among them.
+  int64_t votes = 0;
   /// The distinct reasons given, sorted.
   std::vector<std::string> reasons{};
-  /// The newest open report's time and note.
+  /// The newest open report's time and the newest stored note.
   int64_t latest_at = 0;
   std::string latest_note{};
   Moderation moderation = Moderation::kNone;
+  /// A review marked the paste "keep".
+  bool keep = false;
+};
+
+/// A position in the review queue, newest first: the queue continues after (strictly older than)
+/// this paste. Text form "LATEST_AT.ID" (ReportCursor::Parse).
+struct ReportCursor {
+  int64_t latest_at = 0;
+  PasteId id;
+
+  std::string Encode() const { return std::to_string(latest_at) + "." + id.str(); }
+  static std::optional<ReportCursor> Parse(std::string_view text) {
+    const size_t dot = text.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot > 18) return std::nullopt;
+    int64_t at = 0;
+    for (char c : text.substr(0, dot)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      at = at * 10 + (c - '0');
+    }
+    auto id = PasteId::Parse(text.substr(dot + 1));
+    if (!id) return std::nullopt;
+    return ReportCursor{at, *id};
+  }
+};
+
+/// One page of the review queue, and where the next one starts (nothing on the last page).
+struct ReportPage {
+  std::vector<ReportSummary> pastes;
+  std::optional<ReportCursor> next;
+};
+
+/// The review queue's counts, kept by every transaction that changes them.
+struct ReportCounts {
+  /// Pastes with open reports.
+  int64_t pending = 0;
+  /// Open report rows stored (what max_open_reports bounds).
+  int64_t open_reports = 0;
+};
+
+/// A change of a paste's moderation state (MetaStore::SetModeration).
+struct ModerationChange {
+  Moderation state = Moderation::kNone;
+  std::string reason;
+  int64_t at = 0;
+  /// With kNone: the review's "keep", after which reports queue the paste and never withhold it.
+  /// A dismissal without it clears an earlier one.
+  bool keep = false;
 };
 
 /// Creates from `prefix` (a client key, an address or a CIDR block) are refused until `until`.

@@ -58,6 +58,9 @@ struct PasteMeta {
   bool burn = false;
   /// Withheld or taken down pastes are never served, whatever `deleted` says.
   Moderation moderation = Moderation::kNone;
+  /// The network the paste was created from, packed (admission::PackNetwork), so that reports
+  /// from it never withhold it (docs/moderation.md). Empty on rows from before it was recorded.
+  std::optional<uint64_t> creator_network{};
 };
 
 /// What the background worker owes the outside world after a commit (at least once).

@@ -20,8 +20,12 @@ enum class PostgresPurpose {
   kRead,
   /// Insert, MarkDeleted.
   kWrite,
-  /// DueOutbox, FinishOutbox, RetryOutboxLater, OldestOutboxAge, Expired, Purge, Existing.
+  /// DueOutbox, FinishOutbox, RetryOutboxLater, OldestOutboxAge, Expired, Purge, Existing,
+  /// PurgeReports, LiveBytes.
   kCleanup,
+  /// Reports, reviews, blocks, the audit trail and the review queue (docs/moderation.md): a
+  /// flood of reports or a long admin listing waits for these few connections only.
+  kModeration,
 };
 
 /// One pool.
@@ -50,6 +54,8 @@ struct PostgresOptions {
   PostgresPoolOptions write;
   /// Default: 2 connections, 5 s.
   PostgresPoolOptions cleanup{2, std::chrono::seconds(5), 0};
+  /// Default: 2 connections, 1 s.
+  PostgresPoolOptions moderation{2, std::chrono::seconds(1), 0};
   /// Longest wait for a new connection when the call's own deadline allows more (background work
   /// has none). A connect past it is Unavailable. Default: 2 s.
   Duration connect_timeout = std::chrono::seconds(2);

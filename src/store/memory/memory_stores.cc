@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "../storage_ledger.h"
 #include "sluice/store/backends.h"
@@ -100,7 +101,9 @@ class MemoryMetaStore final : public MetaStore {
         ledger_.Committed(-static_cast<int64_t>(row->second.size_bytes), {});
       }
       rows_.erase(id);
+      keep_.erase(id);
       std::erase_if(outbox_, [&](const auto& e) { return e.first.id == id; });
+      CloseReports(id, std::nullopt);
     }
     co_return Ok();
   }
@@ -112,49 +115,116 @@ class MemoryMetaStore final : public MetaStore {
     co_return ids;
   }
 
-  // Moderation
+  // Moderation: the same rows as the SQL stores keep (src/store/sqlite/sqlite_meta_store.cc), in
+  // maps; the reference the contract suite holds them to.
 
-  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, admission::Deadline) override {
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
+                                             admission::Deadline) override {
     std::lock_guard lock(mu_);
+    auto row = rows_.find(report.id);
+    if (row == rows_.end()) co_return NotFound();
     ReportOutcome out;
-    auto key = std::make_pair(report.id, report.client_key);
-    out.counted = !reports_.contains(key);
-    if (out.counted) reports_.emplace(key, StoredReport{report, true});
-    for (const auto& [k, r] : reports_) {
-      if (k.first == report.id && r.open) ++out.open_reports;
+    out.kept = keep_.contains(report.id);
+    QueueRow* queued = nullptr;
+    if (auto q = queue_.find(report.id); q != queue_.end()) queued = &q->second;
+    out.stored = open_reports_ < policy.max_open_reports;
+    if (out.stored) {
+      const auto key = std::make_pair(report.id, report.network);
+      if (reports_.contains(key)) {
+        if (queued) {
+          out.open_reports = queued->reports;
+          out.votes = queued->votes;
+        }
+        co_return out;
+      }
+      out.vote =
+          !report.from_creator && Charges(report.network, report.at) < policy.withholds_per_network;
+      reports_.emplace(key, StoredReport{report.reason, report.note, report.at, true, out.vote, 0});
+      ++open_reports_;
     }
+    out.counted = true;
+    if (!queued) queued = &queue_.emplace(report.id, QueueRow{}).first->second;
+    ++queued->reports;
+    queued->notes += out.stored ? 1 : 0;
+    queued->votes += out.vote ? 1 : 0;
+    queued->reasons |= ReportReasonBit(report.reason);
+    if (report.at >= queued->latest_at) {
+      queued->latest_at = report.at;
+      if (out.stored) queued->latest_note = report.note;
+    }
+    if (policy.hide_threshold > 0 && row->second.moderation == Moderation::kNone && !out.kept &&
+        queued->votes >= policy.hide_threshold) {
+      if (!policy.may_withhold) {
+        out.withhold_deferred = true;
+      } else {
+        // The voters with budget left, as the SQL stores pick them; the others stop voting.
+        std::vector<std::string> chosen;
+        for (auto& [k, r] : reports_) {
+          if (k.first != report.id || !r.open || !r.vote) continue;
+          if (Charges(k.second, report.at) < policy.withholds_per_network) {
+            chosen.push_back(k.second);
+            if (static_cast<int64_t>(chosen.size()) >= policy.hide_threshold) break;
+          } else {
+            r.vote = false;
+            --queued->votes;
+          }
+        }
+        if (static_cast<int64_t>(chosen.size()) >= policy.hide_threshold) {
+          for (const std::string& network : chosen) {
+            charges_.push_back(Charge{network, report.at, report.id});
+          }
+          row->second.moderation = Moderation::kWithheld;
+          outbox_.push_back(
+              {OutboxEntry{++seq_, report.id, OutboxEntry::Kind::kPurgeEdge, 0, report.at},
+               report.at});
+          out.withheld = true;
+          out.charged = std::move(chosen);
+        }
+      }
+    }
+    out.open_reports = queued->reports;
+    out.votes = queued->votes;
     co_return out;
   }
 
-  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string, int64_t now,
+  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
                                   admission::Deadline) override {
     std::lock_guard lock(mu_);
     auto it = rows_.find(id);
     if (it == rows_.end()) co_return NotFound();
-    it->second.moderation = state;
-    if (state == Moderation::kWithheld) {
-      outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, now}, now});
-    } else {
-      for (auto& [k, r] : reports_) {
-        if (k.first == id && r.open) {
-          r.open = false;
-          r.closed_at = now;
-        }
+    it->second.moderation = change.state;
+    if (change.state == Moderation::kWithheld) {
+      outbox_.push_back(
+          {OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, change.at}, change.at});
+      co_return Ok();
+    }
+    if (change.state == Moderation::kNone) {
+      if (change.keep) {
+        keep_.insert(id);
+      } else {
+        keep_.erase(id);
       }
     }
+    CloseReports(id, change.at);
     co_return Ok();
   }
 
-  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+  awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
                                          admission::Deadline) override {
     std::lock_guard lock(mu_);
     size_t gone = 0;
     for (auto it = reports_.begin(); it != reports_.end() && gone < limit;) {
-      const StoredReport& r = it->second;
-      const bool done = r.open ? r.report.at <= before && !rows_.contains(it->first.first)
-                               : r.closed_at <= before;
-      if (done) {
+      if (!it->second.open && it->second.closed_at <= closed_before) {
         it = reports_.erase(it);
+        ++gone;
+      } else {
+        ++it;
+      }
+    }
+    const int64_t window_start = now - kWithholdWindowSeconds;
+    for (auto it = charges_.begin(); it != charges_.end() && gone < limit;) {
+      if (it->at <= window_start) {
+        it = charges_.erase(it);
         ++gone;
       } else {
         ++it;
@@ -163,33 +233,39 @@ class MemoryMetaStore final : public MetaStore {
     co_return gone;
   }
 
-  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
-                                                            admission::Deadline) override {
+  awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after, size_t limit,
+                                            admission::Deadline) override {
     std::lock_guard lock(mu_);
-    std::map<PasteId, ReportSummary> by_paste;
-    for (const auto& [k, r] : reports_) {
-      auto row = rows_.find(k.first);
-      if (!r.open || row == rows_.end()) continue;
-      ReportSummary& s = by_paste.try_emplace(k.first, ReportSummary{k.first}).first->second;
-      ++s.reports;
-      if (std::find(s.reasons.begin(), s.reasons.end(), r.report.reason) == s.reasons.end()) {
-        s.reasons.push_back(r.report.reason);
+    ReportPage page;
+    for (const auto& [id, q] : queue_) {
+      if (after && std::make_pair(q.latest_at, id) >= std::make_pair(after->latest_at, after->id)) {
+        continue;
       }
-      if (r.report.at >= s.latest_at) {
-        s.latest_at = r.report.at;
-        s.latest_note = r.report.note;
-      }
-      s.moderation = row->second.moderation;
+      ReportSummary s{id};
+      s.reports = q.reports;
+      s.networks = q.notes;
+      s.votes = q.votes;
+      s.reasons = ReportReasonNames(q.reasons);
+      s.latest_at = q.latest_at;
+      s.latest_note = q.latest_note;
+      if (auto row = rows_.find(id); row != rows_.end()) s.moderation = row->second.moderation;
+      s.keep = keep_.contains(id);
+      page.pastes.push_back(std::move(s));
     }
-    std::vector<ReportSummary> out;
-    for (auto& [id, s] : by_paste) {
-      std::sort(s.reasons.begin(), s.reasons.end());
-      out.push_back(std::move(s));
+    std::sort(page.pastes.begin(), page.pastes.end(), [](const auto& a, const auto& b) {
+      return std::make_pair(a.latest_at, a.id) > std::make_pair(b.latest_at, b.id);
+    });
+    if (page.pastes.size() > limit) {
+      page.pastes.erase(page.pastes.begin() + static_cast<std::ptrdiff_t>(limit),
+                        page.pastes.end());
+      page.next = ReportCursor{page.pastes.back().latest_at, page.pastes.back().id};
     }
-    std::stable_sort(out.begin(), out.end(),
-                     [](const auto& a, const auto& b) { return a.latest_at > b.latest_at; });
-    if (out.size() > limit) out.erase(out.begin() + static_cast<std::ptrdiff_t>(limit), out.end());
-    co_return out;
+    co_return page;
+  }
+
+  awaitable<Result<ReportCounts>> CountReports(admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    co_return ReportCounts{static_cast<int64_t>(queue_.size()), open_reports_};
   }
 
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
@@ -255,15 +331,55 @@ class MemoryMetaStore final : public MetaStore {
 
  private:
   struct StoredReport {
-    AbuseReport report;
+    std::string reason;
+    std::string note;
+    int64_t at = 0;
     bool open = true;
+    bool vote = false;
     int64_t closed_at = 0;
   };
+  struct QueueRow {
+    int64_t reports = 0;
+    int64_t notes = 0;
+    int64_t votes = 0;
+    int64_t reasons = 0;
+    int64_t latest_at = 0;
+    std::string latest_note;
+  };
+  struct Charge {
+    std::string network;
+    int64_t at = 0;
+    PasteId paste;
+  };
+
+  // Withholdings `network` took part in over the window before `now`.
+  int64_t Charges(const std::string& network, int64_t now) const {
+    return std::count_if(charges_.begin(), charges_.end(), [&](const Charge& c) {
+      return c.network == network && c.at > now - kWithholdWindowSeconds;
+    });
+  }
+
+  // Closes the paste's open reports (at `at`; a purged paste's as made) and drops its queue row.
+  void CloseReports(const PasteId& id, std::optional<int64_t> at) {
+    for (auto& [k, r] : reports_) {
+      if (k.first == id && r.open) {
+        r.open = false;
+        r.closed_at = at.value_or(r.at);
+        --open_reports_;
+      }
+    }
+    queue_.erase(id);
+  }
+
   std::mutex mu_;
   std::map<PasteId, PasteMeta> rows_;
   std::vector<std::pair<OutboxEntry, int64_t>> outbox_;
   int64_t seq_ = 0;
-  std::map<std::pair<PasteId, std::string>, StoredReport> reports_;
+  std::map<std::pair<PasteId, std::string>, StoredReport> reports_;  // by paste and network
+  std::map<PasteId, QueueRow> queue_;
+  std::set<PasteId> keep_;
+  std::vector<Charge> charges_;
+  int64_t open_reports_ = 0;
   std::vector<ClientBlock> blocks_;
   std::vector<AuditEntry> audit_;
   LocalStorageLedger ledger_;

@@ -1,5 +1,5 @@
-// MetaStore on PostgreSQL: three pools of libpq connections (read, write, cleanup) on one I/O
-// thread, every statement a single round trip.
+// MetaStore on PostgreSQL: four pools of libpq connections (read, write, cleanup, moderation) on
+// one I/O thread, every statement a single round trip.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -285,8 +286,9 @@ Param IdArray(const std::vector<PasteId>& ids) {
 }
 
 // The columns every row read selects, in the order RowFrom parses.
-#define SLUICE_ROW_COLUMNS \
-  "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation"
+#define SLUICE_ROW_COLUMNS                                                                   \
+  "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation, " \
+  "creator_network"
 
 PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   PasteMeta m{id,
@@ -302,8 +304,11 @@ PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   }
   m.burn = Text(r, 0, 6) == "t";
   m.moderation = ModerationOf(Int(r, 0, 7));
+  if (!PQgetisnull(r, 0, 8)) m.creator_network = static_cast<uint64_t>(Int(r, 0, 8));
   return m;
 }
+
+bool Bool(const PGresult* r, int row, int col) { return Text(r, row, col) == "t"; }
 
 // The storage_usage slot of a row (src/store/postgres/postgres_migrate.cc): its id's last
 // character, spread over sixteen counter rows.
@@ -325,9 +330,11 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
     pools_[0] = make_pool("read", options_.read);
     pools_[1] = make_pool("write", options_.write);
     pools_[2] = make_pool("cleanup", options_.cleanup);
+    pools_[3] = make_pool("moderation", options_.moderation);
     const std::pair<Pool*, size_t> warm[] = {{pools_[0].get(), options_.read.warm},
                                              {pools_[1].get(), options_.write.warm},
-                                             {pools_[2].get(), options_.cleanup.warm}};
+                                             {pools_[2].get(), options_.cleanup.warm},
+                                             {pools_[3].get(), options_.moderation.warm}};
     for (const auto& [pool, count] : warm) {
       for (size_t i = 0; i < count; ++i)
         asio::co_spawn(io_, pool->Warm(), asio_glue::LogIfThrown("postgres: warm"));
@@ -356,13 +363,17 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
       digest.assign(reinterpret_cast<const char*>(meta.body_sha256->data()),
                     meta.body_sha256->size());
     }
+    // No creator network is '' (NULL), as no checksum is an empty bytea.
+    std::string network =
+        meta.creator_network ? std::to_string(static_cast<int64_t>(*meta.creator_network)) : "";
     // One statement, so the row and its live bytes commit together, and with them the end of the
     // row's reservation (ReserveStorage): its bytes move from reserved to live in one commit.
     // Only a create that reserved pays for that delete.
 #define SLUICE_INSERT_ROW                                                                       \
   "added AS (INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, " \
-  "body_sha256, burn) VALUES ($1, $2, $3, $4, $5, false, NULLIF($6::bytea, ''::bytea), "        \
-  "$7::boolean) RETURNING id, size_bytes) "                                                     \
+  "body_sha256, burn, creator_network) VALUES ($1, $2, $3, $4, $5, false, "                      \
+  "NULLIF($6::bytea, ''::bytea), $7::boolean, NULLIF($8, '')::bigint) "                         \
+  "RETURNING id, size_bytes) "                                                                  \
   "UPDATE storage_usage u SET live_bytes = u.live_bytes + a.size_bytes FROM added a "           \
   "WHERE u.slot = " SLUICE_USAGE_SLOT("a.id")
     static constexpr const char* kInsert = "WITH " SLUICE_INSERT_ROW;
@@ -373,7 +384,8 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
                    HoldsReservation(meta.id) ? kInsertTakingReservation : kInsert,
                    {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
                     P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
-                    Param{std::move(digest), true}, P(meta.burn ? "true" : "false")},
+                    Param{std::move(digest), true}, P(meta.burn ? "true" : "false"),
+                    Param{std::move(network), false}},
                    nullptr, LostAnswer::kOutcomeUnknown);
   }
 
@@ -465,15 +477,9 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   }
 
   awaitable<Status> Purge(std::vector<PasteId> ids, admission::Deadline deadline) override {
-    return Command(PostgresPurpose::kCleanup, deadline,
-                   // A purged tombstone was counted out when it was marked; an expired live
-                   // row is counted out now.
-                   "WITH owed AS (DELETE FROM outbox WHERE paste_id = ANY ($1::text[])), "
-                   "gone AS (DELETE FROM pastes WHERE id = ANY ($1::text[]) "
-                   "RETURNING id, size_bytes, deleted) "
-                   "UPDATE storage_usage u SET live_bytes = u.live_bytes - g.bytes "
-                   "FROM (SELECT " SLUICE_USAGE_SLOT("id") " AS slot, SUM(size_bytes) AS bytes "
-                   "FROM gone WHERE NOT deleted GROUP BY 1) g WHERE u.slot = g.slot",
+    // The rows, their outbox entries, live bytes, open reports and queue rows in one function
+    // (src/store/postgres/postgres_migrate.cc, migration 8).
+    return Command(PostgresPurpose::kCleanup, deadline, "SELECT sluice_purge_pastes($1::text[])",
                    {IdArray(ids)});
   }
 
@@ -494,94 +500,126 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
         });
   }
 
-  // Moderation: writes on the write pool, the operator's reads on the cleanup pool, whose
-  // statement timeout suits a listing rather than a hot read.
+  // Moderation: every call on the moderation pool, whose few connections and statement timeout
+  // are its own (a report flood cannot take a connection that creates or reads need), except
+  // the retention sweep, which is the cleanup pool's. A report and a review are one function
+  // each (migration 8), so a report costs one round trip and a bounded number of index lookups.
 
-  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report,
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
                                              admission::Deadline deadline) override {
-    // The count reads the snapshot from before the insert, so this report is added to it.
+    const int64_t reason_bit = ReportReasonBit(report.reason);
     return Query<ReportOutcome>(
-        PostgresPurpose::kWrite, deadline,
-        "WITH added AS (INSERT INTO reports (paste_id, client_key, reason, note, created_at, open) "
-        "VALUES ($1, $2, $3, $4, $5, true) ON CONFLICT DO NOTHING RETURNING 1) "
-        "SELECT (SELECT count(*) FROM added), "
-        "(SELECT count(*) FROM reports WHERE paste_id = $1 AND open)",
-        {P(report.id.view()), P(report.client_key), P(report.reason), P(report.note), P(report.at)},
+        PostgresPurpose::kModeration, deadline,
+        "SELECT * FROM sluice_add_report($1, $2, $3, $4, $5, $6::boolean, $7, $8, $9, $10, "
+        "$11::boolean, $12, $13)",
+        {P(report.id.view()), P(report.network), P(report.reason), P(report.note), P(report.at),
+         P(report.from_creator ? "true" : "false"), P(reason_bit), P(policy.hide_threshold),
+         P(policy.withholds_per_network), P(policy.max_open_reports),
+         P(policy.may_withhold ? "true" : "false"), P(kWithholdWindowSeconds), P(kSpareVoters)},
         [](const PGresult* r) -> Result<ReportOutcome> {
+          if (PQntuples(r) == 0 || !Bool(r, 0, 0)) {
+            return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+          }
           ReportOutcome out;
-          out.counted = Int(r, 0, 0) > 0;
-          out.open_reports = Int(r, 0, 1) + Int(r, 0, 0);
-          return out;
-        });
-  }
-
-  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
-                                  admission::Deadline deadline) override {
-    // One statement, so the state, the edge purge owed and the closing of reports commit together.
-    return Command(
-        PostgresPurpose::kWrite, deadline,
-        "WITH marked AS (UPDATE pastes SET moderation = $2::smallint, moderation_reason = $3, "
-        "moderated_at = $4 WHERE id = $1 RETURNING id), "
-        "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
-        "SELECT id, 'purge_edge', 0, $4, $4 FROM marked WHERE $2::smallint = 1 RETURNING seq), "
-        "closed AS (UPDATE reports SET open = false, closed_at = $4 WHERE paste_id = $1 AND open "
-        "AND $2::smallint <> 1 AND EXISTS (SELECT 1 FROM marked) RETURNING 1) "
-        "SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM queued), "
-        "(SELECT count(*) FROM closed)",
-        {P(id.view()), P(static_cast<int64_t>(state)), P(reason), P(now)},
-        [](const PGresult* r) -> Result<std::monostate> {
-          if (Int(r, 0, 0) > 0) return std::monostate{};
-          return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
-        });
-  }
-
-  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
-                                         admission::Deadline deadline) override {
-    // One batch of at most `limit` rows per statement, so one sweep never holds many row locks.
-    return Query<size_t>(
-        PostgresPurpose::kCleanup, deadline,
-        "WITH doomed AS ((SELECT paste_id, client_key FROM reports WHERE NOT open "
-        "AND closed_at <= $1) UNION ALL (SELECT r.paste_id, r.client_key FROM reports r "
-        "WHERE r.open AND r.created_at <= $1 "
-        "AND NOT EXISTS (SELECT 1 FROM pastes p WHERE p.id = r.paste_id)) LIMIT $2), "
-        "gone AS (DELETE FROM reports r USING doomed d WHERE r.paste_id = d.paste_id "
-        "AND r.client_key = d.client_key RETURNING 1) "
-        "SELECT count(*) FROM gone",
-        {P(before), P(static_cast<int64_t>(limit))}, [](const PGresult* r) -> Result<size_t> {
-          if (PQntuples(r) == 0) return size_t{0};
-          return static_cast<size_t>(std::max<int64_t>(0, Int(r, 0, 0)));
-        });
-  }
-
-  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
-                                                            admission::Deadline deadline) override {
-    return Query<std::vector<ReportSummary>>(
-        PostgresPurpose::kCleanup, deadline,
-        "SELECT r.paste_id, count(*), string_agg(DISTINCT r.reason, ','), max(r.created_at), "
-        "max(p.moderation), (SELECT n.note FROM reports n WHERE n.paste_id = r.paste_id AND n.open "
-        "ORDER BY n.created_at DESC LIMIT 1) "
-        "FROM reports r JOIN pastes p ON p.id = r.paste_id WHERE r.open "
-        "GROUP BY r.paste_id ORDER BY max(r.created_at) DESC, r.paste_id LIMIT $1",
-        {P(static_cast<int64_t>(limit))},
-        [](const PGresult* r) -> Result<std::vector<ReportSummary>> {
-          std::vector<ReportSummary> out;
-          for (int i = 0; i < PQntuples(r); ++i) {
-            auto id = PasteId::Parse(Text(r, i, 0));
-            if (!id) continue;
-            ReportSummary s{*id};
-            s.reports = Int(r, i, 1);
-            s.reasons = SplitReportReasons(Text(r, i, 2));
-            s.latest_at = Int(r, i, 3);
-            s.moderation = ModerationOf(Int(r, i, 4));
-            s.latest_note = std::string(Text(r, i, 5));
-            out.push_back(std::move(s));
+          out.counted = Bool(r, 0, 1);
+          out.stored = Bool(r, 0, 2);
+          out.vote = Bool(r, 0, 3);
+          out.open_reports = Int(r, 0, 4);
+          out.votes = Int(r, 0, 5);
+          out.withheld = Bool(r, 0, 6);
+          out.withhold_deferred = Bool(r, 0, 7);
+          out.kept = Bool(r, 0, 8);
+          for (std::string_view left = Text(r, 0, 9); !left.empty();) {
+            const size_t comma = std::min(left.find(','), left.size());
+            out.charged.emplace_back(left.substr(0, comma));
+            left.remove_prefix(std::min(comma + 1, left.size()));
           }
           return out;
         });
   }
 
+  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
+                                  admission::Deadline deadline) override {
+    return Command(PostgresPurpose::kModeration, deadline,
+                   "SELECT sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean)",
+                   {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason),
+                    P(change.at), P(change.keep ? "true" : "false")},
+                   [](const PGresult* r) -> Result<std::monostate> {
+                     if (PQntuples(r) > 0 && Bool(r, 0, 0)) return std::monostate{};
+                     return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+                   });
+  }
+
+  awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
+                                         admission::Deadline deadline) override {
+    // One batch of at most `limit` rows per statement, so one sweep never holds many row locks;
+    // both walk an index from its old end.
+    return Query<size_t>(
+        PostgresPurpose::kCleanup, deadline,
+        "WITH doomed AS (SELECT paste_id, network FROM paste_reports WHERE NOT open "
+        "AND closed_at <= $1 LIMIT $3), "
+        "gone AS (DELETE FROM paste_reports r USING doomed d WHERE r.paste_id = d.paste_id "
+        "AND r.network = d.network RETURNING 1), "
+        "old AS (SELECT network, at, paste_id FROM withhold_charges WHERE at <= $2 "
+        "LIMIT GREATEST($3 - (SELECT count(*) FROM doomed), 0)), "
+        "expired AS (DELETE FROM withhold_charges w USING old o WHERE w.network = o.network "
+        "AND w.at = o.at AND w.paste_id = o.paste_id RETURNING 1) "
+        "SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM expired)",
+        {P(closed_before), P(now - kWithholdWindowSeconds), P(static_cast<int64_t>(limit))},
+        [](const PGresult* r) -> Result<size_t> {
+          if (PQntuples(r) == 0) return size_t{0};
+          return static_cast<size_t>(std::max<int64_t>(0, Int(r, 0, 0)));
+        });
+  }
+
+  awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after, size_t limit,
+                                            admission::Deadline deadline) override {
+    // One range of the queue's index and a row lookup per paste listed; no cursor starts above
+    // every id ('~' sorts after base62 in the "C" collation of the queue's ids).
+    return Query<ReportPage>(
+        PostgresPurpose::kModeration, deadline,
+        "SELECT q.paste_id, q.reports, q.notes, q.votes, q.reasons, q.latest_at, q.latest_note, "
+        "COALESCE(p.moderation, 0), COALESCE(p.review_keep, false) "
+        "FROM report_queue q LEFT JOIN pastes p ON p.id = q.paste_id "
+        "WHERE (q.latest_at, q.paste_id) < ($1::bigint, $2::text) "
+        "ORDER BY q.latest_at DESC, q.paste_id DESC LIMIT $3",
+        {P(after ? after->latest_at : std::numeric_limits<int64_t>::max()),
+         P(after ? after->id.view() : std::string_view("~")), P(static_cast<int64_t>(limit) + 1)},
+        [limit](const PGresult* r) -> Result<ReportPage> {
+          ReportPage page;
+          for (int i = 0; i < PQntuples(r); ++i) {
+            auto id = PasteId::Parse(Text(r, i, 0));
+            if (!id) continue;
+            if (page.pastes.size() == limit) {
+              page.next = ReportCursor{page.pastes.back().latest_at, page.pastes.back().id};
+              break;
+            }
+            ReportSummary s{*id};
+            s.reports = Int(r, i, 1);
+            s.networks = Int(r, i, 2);
+            s.votes = Int(r, i, 3);
+            s.reasons = ReportReasonNames(Int(r, i, 4));
+            s.latest_at = Int(r, i, 5);
+            s.latest_note = std::string(Text(r, i, 6));
+            s.moderation = ModerationOf(Int(r, i, 7));
+            s.keep = Bool(r, i, 8);
+            page.pastes.push_back(std::move(s));
+          }
+          return page;
+        });
+  }
+
+  awaitable<Result<ReportCounts>> CountReports(admission::Deadline deadline) override {
+    return Query<ReportCounts>(PostgresPurpose::kModeration, deadline,
+                               "SELECT pending, open_reports FROM report_counts WHERE slot = 0", {},
+                               [](const PGresult* r) -> Result<ReportCounts> {
+                                 if (PQntuples(r) == 0) return ReportCounts{};
+                                 return ReportCounts{Int(r, 0, 0), Int(r, 0, 1)};
+                               });
+  }
+
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline deadline) override {
-    return Command(PostgresPurpose::kWrite, deadline,
+    return Command(PostgresPurpose::kModeration, deadline,
                    "INSERT INTO blocks (prefix, reason, created_at, until) VALUES ($1, $2, $3, $4)",
                    {P(block.prefix), P(block.reason), P(block.created_at), P(block.until)});
   }
@@ -589,7 +627,7 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
                                                            admission::Deadline deadline) override {
     return Query<std::vector<ClientBlock>>(
-        PostgresPurpose::kCleanup, deadline,
+        PostgresPurpose::kModeration, deadline,
         "SELECT prefix, reason, created_at, until FROM blocks WHERE until > $1 ORDER BY seq",
         {P(now)}, [](const PGresult* r) -> Result<std::vector<ClientBlock>> {
           std::vector<ClientBlock> out;
@@ -602,7 +640,7 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   }
 
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline deadline) override {
-    return Command(PostgresPurpose::kWrite, deadline,
+    return Command(PostgresPurpose::kModeration, deadline,
                    "INSERT INTO audit (at, action, target, detail) VALUES ($1, $2, $3, $4)",
                    {P(entry.at), P(entry.action), P(entry.target), P(entry.detail)});
   }
@@ -610,7 +648,7 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override {
     return Query<std::vector<AuditEntry>>(
-        PostgresPurpose::kCleanup, deadline,
+        PostgresPurpose::kModeration, deadline,
         "SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT $1",
         {P(static_cast<int64_t>(limit))}, [](const PGresult* r) -> Result<std::vector<AuditEntry>> {
           std::vector<AuditEntry> out;
@@ -812,6 +850,8 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   }
 
   static constexpr Duration kStuckGrace = std::chrono::seconds(1);
+  // Voters a withholding looks at beyond the threshold (as the SQLite store's kSpareVoters).
+  static constexpr int64_t kSpareVoters = 64;
 
   bool HoldsReservation(const PasteId& id) {
     std::lock_guard lock(reserved_mu_);
@@ -838,7 +878,7 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   // one of these ids also ends its reservation.
   std::mutex reserved_mu_;
   std::set<PasteId> reserved_;
-  std::array<std::unique_ptr<Pool>, 3> pools_;  // by PostgresPurpose; outlive io_
+  std::array<std::unique_ptr<Pool>, 4> pools_;  // by PostgresPurpose; outlive io_
   std::unique_ptr<asio::io_context> io_holder_ = std::make_unique<asio::io_context>(1);
   asio::io_context& io_ = *io_holder_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_;

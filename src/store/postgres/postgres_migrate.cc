@@ -147,6 +147,243 @@ constexpr const char* kMigrations[] = {
     END
     $fn$;
     )sql",
+    // 8: moderation at a bounded cost per report, as the SQLite store's migration 10 says
+    // (src/store/sqlite/sqlite_meta_store.cc; docs/moderation.md): reports once per network and
+    // paste, a queue row per reported paste, the queue's counts in one row, the creator's network
+    // (packed, admission::PackNetwork) and the review's "keep" on the paste, and the withholding
+    // charges of each network. A report, a review and a purge are each one function, so every
+    // one takes its locks in one order (the paste's rows, then the counts row) and no two of them
+    // deadlock. The queue's ids compare bytewise (COLLATE "C"), as the other stores order them.
+    // The reports stored so far move over, counted by the network of their key (IPv4 /24, IPv6
+    // /48); reports of pastes already purged are closed.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS creator_network bigint;
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS review_keep boolean NOT NULL DEFAULT false;
+    CREATE TABLE IF NOT EXISTS paste_reports (
+      paste_id text NOT NULL,
+      network text NOT NULL,
+      reason text NOT NULL,
+      note text NOT NULL,
+      created_at bigint NOT NULL,
+      open boolean NOT NULL,
+      vote boolean NOT NULL,
+      closed_at bigint,
+      PRIMARY KEY (paste_id, network)
+    );
+    CREATE INDEX IF NOT EXISTS paste_reports_closed ON paste_reports (closed_at) WHERE NOT open;
+    CREATE INDEX IF NOT EXISTS paste_reports_votes ON paste_reports (paste_id, network)
+      WHERE open AND vote;
+    CREATE TABLE IF NOT EXISTS report_queue (
+      paste_id text COLLATE "C" PRIMARY KEY,
+      reports bigint NOT NULL,
+      notes bigint NOT NULL,
+      votes bigint NOT NULL,
+      reasons bigint NOT NULL,
+      latest_at bigint NOT NULL,
+      latest_note text NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS report_queue_by_latest
+      ON report_queue (latest_at DESC, paste_id DESC);
+    CREATE TABLE IF NOT EXISTS report_counts (
+      slot smallint PRIMARY KEY,
+      pending bigint NOT NULL,
+      open_reports bigint NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS withhold_charges (
+      network text NOT NULL,
+      at bigint NOT NULL,
+      paste_id text NOT NULL,
+      PRIMARY KEY (network, at, paste_id)
+    );
+    CREATE INDEX IF NOT EXISTS withhold_charges_by_age ON withhold_charges (at);
+
+    CREATE FUNCTION sluice_migrated_network(key text) RETURNS text LANGUAGE plpgsql IMMUTABLE
+    AS $fn$
+    BEGIN
+      IF family(key::inet) = 4 THEN
+        RETURN host(network(set_masklen(key::inet, 24))) || '/24';
+      END IF;
+      RETURN host(network(set_masklen(key::inet, 48))) || '/48';
+    EXCEPTION WHEN others THEN
+      RETURN key;  -- not an address (a Unix socket peer): its own network
+    END $fn$;
+    INSERT INTO paste_reports (paste_id, network, reason, note, created_at, open, vote, closed_at)
+      SELECT DISTINCT ON (r.paste_id, n.network) r.paste_id, n.network, r.reason, r.note,
+             r.created_at, r.open AND p.id IS NOT NULL, r.open AND p.id IS NOT NULL,
+             CASE WHEN NOT r.open THEN r.closed_at WHEN p.id IS NULL THEN r.created_at END
+      FROM reports r LEFT JOIN pastes p ON p.id = r.paste_id
+      CROSS JOIN LATERAL (SELECT sluice_migrated_network(r.client_key) AS network) n
+      ORDER BY r.paste_id, n.network, r.open DESC, r.created_at DESC
+      ON CONFLICT DO NOTHING;
+    DROP FUNCTION sluice_migrated_network(text);
+    INSERT INTO report_queue (paste_id, reports, notes, votes, reasons, latest_at, latest_note)
+      SELECT paste_id, count(*), count(*), count(*) FILTER (WHERE vote),
+             bit_or(CASE reason WHEN 'spam' THEN 1 WHEN 'malware' THEN 2 WHEN 'illegal' THEN 4
+                    WHEN 'personal_data' THEN 8 ELSE 16 END),
+             max(created_at), (array_agg(note ORDER BY created_at DESC))[1]
+      FROM paste_reports WHERE open GROUP BY paste_id
+      ON CONFLICT DO NOTHING;
+    INSERT INTO report_counts (slot, pending, open_reports)
+      SELECT 0, (SELECT count(*) FROM report_queue),
+             (SELECT count(*) FROM paste_reports WHERE open)
+      ON CONFLICT (slot) DO NOTHING;
+    DROP TABLE reports;
+
+    -- A report (MetaStore::AddReport): one row out, o_found false when there is no paste.
+    CREATE OR REPLACE FUNCTION sluice_add_report(
+        p_paste text, p_network text, p_reason text, p_note text, p_at bigint,
+        p_from_creator boolean, p_reason_bit bigint, p_threshold bigint, p_per_network bigint,
+        p_max_open bigint, p_may_withhold boolean, p_window bigint, p_spare bigint)
+      RETURNS TABLE (o_found boolean, o_counted boolean, o_stored boolean, o_vote boolean,
+                     o_reports bigint, o_votes bigint, o_withheld boolean, o_deferred boolean,
+                     o_kept boolean, o_charged text)
+      LANGUAGE plpgsql AS $fn$
+    DECLARE
+      v_moderation smallint;
+      v_open bigint;
+      v_queued boolean;
+      v_charges bigint;
+      v_network text;
+      v_chosen text[] := '{}';
+      v_spent bigint := 0;
+    BEGIN
+      o_found := true; o_counted := false; o_stored := false; o_vote := false;
+      o_reports := 0; o_votes := 0; o_withheld := false; o_deferred := false; o_charged := '';
+      SELECT p.moderation, p.review_keep INTO v_moderation, o_kept
+        FROM pastes p WHERE p.id = p_paste FOR NO KEY UPDATE;
+      IF NOT FOUND THEN
+        o_found := false; o_kept := false;
+        RETURN NEXT; RETURN;
+      END IF;
+      SELECT c.open_reports INTO v_open FROM report_counts c WHERE c.slot = 0 FOR UPDATE;
+      SELECT q.reports, q.votes INTO o_reports, o_votes
+        FROM report_queue q WHERE q.paste_id = p_paste;
+      v_queued := FOUND;
+      IF NOT v_queued THEN o_reports := 0; o_votes := 0; END IF;
+      o_stored := COALESCE(v_open, 0) < p_max_open;
+      IF o_stored THEN
+        SELECT count(*) INTO v_charges FROM withhold_charges w
+          WHERE w.network = p_network AND w.at > p_at - p_window;
+        o_vote := NOT p_from_creator AND v_charges < p_per_network;
+        INSERT INTO paste_reports (paste_id, network, reason, note, created_at, open, vote)
+          VALUES (p_paste, p_network, p_reason, p_note, p_at, true, o_vote)
+          ON CONFLICT DO NOTHING;
+        IF NOT FOUND THEN
+          o_vote := false;
+          RETURN NEXT; RETURN;
+        END IF;
+        UPDATE report_counts c SET open_reports = c.open_reports + 1 WHERE c.slot = 0;
+      END IF;
+      o_counted := true;
+      INSERT INTO report_queue AS q
+          (paste_id, reports, notes, votes, reasons, latest_at, latest_note)
+        VALUES (p_paste, 1, o_stored::int, o_vote::int, p_reason_bit, p_at,
+                CASE WHEN o_stored THEN p_note ELSE '' END)
+        ON CONFLICT (paste_id) DO UPDATE SET reports = q.reports + 1,
+          notes = q.notes + EXCLUDED.notes, votes = q.votes + EXCLUDED.votes,
+          reasons = q.reasons | EXCLUDED.reasons,
+          latest_at = GREATEST(q.latest_at, EXCLUDED.latest_at),
+          latest_note = CASE WHEN EXCLUDED.notes = 1 AND EXCLUDED.latest_at >= q.latest_at
+                             THEN EXCLUDED.latest_note ELSE q.latest_note END
+        RETURNING q.reports, q.votes INTO o_reports, o_votes;
+      IF NOT v_queued THEN
+        UPDATE report_counts c SET pending = c.pending + 1 WHERE c.slot = 0;
+      END IF;
+      IF p_threshold <= 0 OR v_moderation <> 0 OR o_kept OR o_votes < p_threshold THEN
+        RETURN NEXT; RETURN;
+      END IF;
+      IF NOT p_may_withhold THEN
+        o_deferred := true;
+        RETURN NEXT; RETURN;
+      END IF;
+      FOR v_network IN SELECT r.network FROM paste_reports r
+          WHERE r.paste_id = p_paste AND r.open AND r.vote
+          ORDER BY r.network COLLATE "C" LIMIT p_threshold + p_spare LOOP
+        EXIT WHEN cardinality(v_chosen) >= p_threshold;
+        SELECT count(*) INTO v_charges FROM withhold_charges w
+          WHERE w.network = v_network AND w.at > p_at - p_window;
+        IF v_charges < p_per_network THEN
+          v_chosen := v_chosen || v_network;
+        ELSE
+          UPDATE paste_reports r SET vote = false
+            WHERE r.paste_id = p_paste AND r.network = v_network;
+          v_spent := v_spent + 1;
+        END IF;
+      END LOOP;
+      IF v_spent > 0 THEN
+        UPDATE report_queue q SET votes = q.votes - v_spent WHERE q.paste_id = p_paste;
+        o_votes := o_votes - v_spent;
+      END IF;
+      IF cardinality(v_chosen) >= p_threshold THEN
+        INSERT INTO withhold_charges (network, at, paste_id)
+          SELECT unnest(v_chosen), p_at, p_paste ON CONFLICT DO NOTHING;
+        UPDATE pastes p SET moderation = 1,
+            moderation_reason = 'reported from ' || cardinality(v_chosen) || ' networks',
+            moderated_at = p_at
+          WHERE p.id = p_paste;
+        INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at)
+          VALUES (p_paste, 'purge_edge', 0, p_at, p_at);
+        o_withheld := true;
+        o_charged := array_to_string(v_chosen, ',');
+      END IF;
+      RETURN NEXT;
+    END $fn$;
+
+    -- The pastes' open reports closed (at p_at; NULL: each as it was made) and their queue rows
+    -- gone, with the counts: after a review, and when their rows are purged. Their pastes' rows
+    -- are locked already, so the counts row is locked last, as by a report.
+    CREATE OR REPLACE FUNCTION sluice_close_reports(p_ids text[], p_at bigint) RETURNS void
+      LANGUAGE plpgsql AS $fn$
+    DECLARE
+      v_closed bigint;
+      v_dequeued bigint;
+    BEGIN
+      UPDATE paste_reports r SET open = false, closed_at = COALESCE(p_at, r.created_at)
+        WHERE r.paste_id = ANY (p_ids) AND r.open;
+      GET DIAGNOSTICS v_closed = ROW_COUNT;
+      DELETE FROM report_queue q WHERE q.paste_id = ANY (p_ids);
+      GET DIAGNOSTICS v_dequeued = ROW_COUNT;
+      IF v_closed > 0 OR v_dequeued > 0 THEN
+        UPDATE report_counts c SET pending = c.pending - v_dequeued,
+            open_reports = c.open_reports - v_closed
+          WHERE c.slot = 0;
+      END IF;
+    END $fn$;
+
+    -- A change of state (MetaStore::SetModeration): false when there is no paste.
+    CREATE OR REPLACE FUNCTION sluice_set_moderation(
+        p_paste text, p_state smallint, p_reason text, p_at bigint, p_keep boolean)
+      RETURNS boolean LANGUAGE plpgsql AS $fn$
+    BEGIN
+      UPDATE pastes p SET moderation = p_state, moderation_reason = p_reason, moderated_at = p_at,
+          review_keep = CASE WHEN p_state = 0 THEN p_keep ELSE p.review_keep END
+        WHERE p.id = p_paste;
+      IF NOT FOUND THEN RETURN false; END IF;
+      IF p_state = 1 THEN
+        INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at)
+          VALUES (p_paste, 'purge_edge', 0, p_at, p_at);
+        RETURN true;
+      END IF;
+      PERFORM sluice_close_reports(ARRAY[p_paste], p_at);
+      RETURN true;
+    END $fn$;
+
+    -- The removal of expired and deleted rows (MetaStore::Purge): their outbox entries, their
+    -- live bytes (a purged tombstone was counted out when it was marked), their open reports
+    -- (closed as made) and their queue rows.
+    CREATE OR REPLACE FUNCTION sluice_purge_pastes(p_ids text[]) RETURNS void
+      LANGUAGE plpgsql AS $fn$
+    BEGIN
+      DELETE FROM outbox o WHERE o.paste_id = ANY (p_ids);
+      WITH gone AS (DELETE FROM pastes p WHERE p.id = ANY (p_ids)
+                    RETURNING p.id, p.size_bytes, p.deleted)
+      UPDATE storage_usage u SET live_bytes = u.live_bytes - g.bytes
+        FROM (SELECT ascii(right(id, 1)) % 16 AS slot, SUM(size_bytes) AS bytes
+              FROM gone WHERE NOT deleted GROUP BY 1) g
+        WHERE u.slot = g.slot;
+      PERFORM sluice_close_reports(p_ids, NULL);
+    END $fn$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

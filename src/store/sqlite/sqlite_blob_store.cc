@@ -66,9 +66,10 @@ class SqliteBlobStore final : public BlobStore {
         PutOp{id, std::move(body), deadline, SystemClock::Instance().UnixSeconds()});
   }
 
-  awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
-      return WithReader([&](Db& db) { return sqlite::ReadBodyRow(db, id, &BlobStorageError); });
+  awaitable<Result<std::string>> Get(PasteId id, admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(*pools_.read, [this, id, deadline]() -> Result<std::string> {
+      return readers_.Read(deadline,
+                           [&](Db& db) { return sqlite::ReadBodyRow(db, id, &BlobStorageError); });
     });
   }
 
@@ -77,40 +78,18 @@ class SqliteBlobStore final : public BlobStore {
   }
 
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
-                                                admission::Deadline) override {
+                                                admission::Deadline deadline) override {
     return asio_glue::RunBlocking(
         *pools_.cleanup,
-        [this, after = std::move(after), limit]() -> Result<std::vector<BlobInfo>> {
-          return WithReader(
-              [&](Db& db) { return sqlite::ListBodyRows(db, after, limit, &BlobStorageError); });
+        [this, after = std::move(after), limit, deadline]() -> Result<std::vector<BlobInfo>> {
+          return readers_.Read(deadline, [&](Db& db) {
+            return sqlite::ListBodyRows(db, after, limit, &BlobStorageError);
+          });
         });
   }
 
  private:
   static constexpr size_t kMaxBatch = 256;
-
-  template <typename Fn>
-  auto WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
-    std::unique_ptr<Db> db;
-    {
-      std::lock_guard lock(readers_mu_);
-      if (!readers_.empty()) {
-        db = std::move(readers_.back());
-        readers_.pop_back();
-      }
-    }
-    try {
-      if (!db) db = sqlite::OpenDurable(path_);
-      auto result = fn(*db);
-      db->ResetAll();  // ends the read transaction, which would pin the WAL (sqlite_db.h)
-      std::lock_guard lock(readers_mu_);
-      readers_.push_back(std::move(db));
-      return result;
-    } catch (const std::exception& e) {
-      return MakeError(ErrorCode::kUnavailable, std::string("blob store (sqlite): ") + e.what(),
-                       "storage_unavailable");
-    }
-  }
 
   // Runs on the committer thread only. A failed statement fails its op alone; a failed COMMIT
   // fails the whole batch.
@@ -150,8 +129,7 @@ class SqliteBlobStore final : public BlobStore {
   const std::filesystem::path path_;
   const BlockingPools pools_;
   std::unique_ptr<Db> writer_;  // committer thread only (and the constructor)
-  std::mutex readers_mu_;
-  std::vector<std::unique_ptr<Db>> readers_;
+  sqlite::Readers readers_{path_, "blob store (sqlite)"};
   std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
   // Last: its thread uses everything above, and stops first.
   std::unique_ptr<GroupCommitter<BlobWriteOp>> committer_;

@@ -1,5 +1,6 @@
 #include "sqlite_db.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
@@ -49,6 +50,27 @@ Statement& Db::Prepare(const char* sql) {
   return *it->second;
 }
 
+void Db::SetDeadline(TimePoint at) {
+  deadline_ = at;
+  interrupted_ = false;
+  // Every 1,000 virtual-machine steps, a few microseconds of work: a read is ended within a
+  // fraction of a millisecond of its deadline, and a reading of the clock is cheap next to them.
+  if (at != TimePoint::max()) sqlite3_progress_handler(db_, 1000, &Db::OnProgress, this);
+}
+
+void Db::ClearDeadline() {
+  sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  deadline_ = TimePoint::max();
+  interrupted_ = false;
+}
+
+int Db::OnProgress(void* self) {
+  Db* db = static_cast<Db*>(self);
+  if (SystemClock::Instance().Now() < db->deadline_) return 0;
+  db->interrupted_ = true;
+  return 1;  // SQLITE_INTERRUPT for the running statement
+}
+
 std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path) {
   // The gathering VFS relies on the sync of every commit that synchronous = FULL makes
   // (wal_write_gathering.cc): the two go together.
@@ -61,10 +83,29 @@ std::unique_ptr<Db> OpenDurable(const std::filesystem::path& path) {
   return db;
 }
 
+std::unique_ptr<Db> Readers::Take() {
+  std::lock_guard lock(mu_);
+  if (idle_.empty()) return nullptr;
+  std::unique_ptr<Db> db = std::move(idle_.back());
+  idle_.pop_back();
+  return db;
+}
+
+void Readers::Give(std::unique_ptr<Db> db) {
+  std::lock_guard lock(mu_);
+  idle_.push_back(std::move(db));
+}
+
+std::unique_ptr<Db> Readers::OpenReader() { return OpenDurable(path_); }
+
 WalCheckpointer::WalCheckpointer(Db& writer, const std::filesystem::path& path,
                                  std::string_view name, std::string thread_name)
-    : name_(name), thread_name_(std::move(thread_name)), db_(OpenDurable(path)) {
+    : wal_path_(path.string() + "-wal"),
+      name_(name),
+      thread_name_(std::move(thread_name)),
+      db_(OpenDurable(path)) {
   writer.Exec("PRAGMA wal_autocheckpoint = 0");
+  writer.Exec(fmt::format("PRAGMA journal_size_limit = {}", kWalSizeLimit).c_str());
   sqlite3_wal_hook(writer.raw(), &WalCheckpointer::OnWalCommit, this);
   thread_ = std::thread([this] { Run(); });
 }
@@ -102,18 +143,51 @@ void WalCheckpointer::Run() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || wanted_; });
+      const auto woken = [this] { return stopping_ || wanted_; };
+      // An oversized WAL is looked at again every second even with no commit to wake this
+      // thread: after a flood the writer may well be idle.
+      if (oversized_) {
+        cv_.wait_for(lock, std::chrono::seconds(1), woken);
+      } else {
+        cv_.wait(lock, woken);
+      }
       if (stopping_) return;
       wanted_ = false;
     }
     // PASSIVE: copies what it can without blocking the committer; the committer's next
     // transaction restarts the WAL from its start once every frame is copied.
+    int frames = 0, copied = 0;
     const int rc =
-        sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+        sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
       spdlog::warn("{}: checkpoint: {}", name_, db_->LastError());
+    } else if (rc == SQLITE_OK && frames == copied) {
+      oversized_ = !TruncateIfOversized();
+    } else {
+      oversized_ = WalBytes() > kWalSizeLimit;
     }
   }
+}
+
+int64_t WalCheckpointer::WalBytes() const {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(wal_path_, ec);
+  return ec ? 0 : static_cast<int64_t>(size);
+}
+
+bool WalCheckpointer::TruncateIfOversized() {
+  const int64_t size = WalBytes();
+  if (size <= kWalSizeLimit) return true;
+  // Without waiting: a TRUNCATE checkpoint takes the write lock and waits for every reader, and a
+  // busy handler here would hold the committer (and every create behind it) while it waits. Busy
+  // now is tried again after the next pass.
+  sqlite3_busy_timeout(db_->raw(), 0);
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  sqlite3_busy_timeout(db_->raw(), 5000);
+  if (rc != SQLITE_OK) return false;
+  spdlog::info("{}: WAL of {} bytes truncated (over its limit of {})", name_, size, kWalSizeLimit);
+  return true;
 }
 
 }  // namespace sluice::store::sqlite

@@ -15,6 +15,11 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <vector>
+
+#include "sluice/common/clock.h"
+#include "sluice/common/deadline.h"
+#include "sluice/common/result.h"
 
 namespace sluice::store::sqlite {
 
@@ -93,10 +98,70 @@ class Db {
   std::string LastError() const { return sqlite3_errmsg(db_); }
   sqlite3* raw() { return db_; }
 
+  /// Interrupts any statement of this connection still running at `at` (on SystemClock): its
+  /// step returns SQLITE_INTERRUPT and its read transaction ends, so a read abandoned by its caller
+  /// stops costing its thread and stops holding the WAL back. Until ClearDeadline. For readers:
+  /// an interrupted write would roll back the batch it is part of.
+  void SetDeadline(TimePoint at);
+  /// Stops watching the time; interrupted() is false again.
+  void ClearDeadline();
+  /// True if the deadline interrupted a statement since SetDeadline.
+  bool interrupted() const { return interrupted_; }
+
  private:
   explicit Db(sqlite3* db) : db_(db) {}
+  static int OnProgress(void* self);
   sqlite3* db_;
   std::unordered_map<const char*, std::unique_ptr<Statement>> statements_;
+  TimePoint deadline_ = TimePoint::max();
+  bool interrupted_ = false;
+};
+
+/// The reader connections of one database, lent to one read at a time and opened on demand, and
+/// the deadline of each read: a read whose caller gave up while it queued for a thread never
+/// starts, and one still running at its deadline is interrupted (Db::SetDeadline), so no
+/// abandoned read holds a pool thread, or an old snapshot that keeps checkpoints from the WAL,
+/// past the time its caller waits. Thread-safe.
+class Readers {
+ public:
+  /// `what` names the store in error messages ("metadata store").
+  Readers(std::filesystem::path path, std::string what)
+      : path_(std::move(path)), what_(std::move(what)) {}
+
+  /// Runs `fn(Db&)`, which returns a Result, on a reader connection within `deadline` (on
+  /// SystemClock). Past it: DeadlineExceeded. A connection that cannot be opened: Unavailable.
+  template <typename Fn>
+  auto Read(Deadline deadline, Fn fn) -> decltype(fn(std::declval<Db&>())) {
+    if (deadline.Expired(SystemClock::Instance())) return PastDeadline();
+    std::unique_ptr<Db> db = Take();
+    try {
+      if (!db) db = OpenReader();
+      db->SetDeadline(deadline.at());
+      auto result = fn(*db);
+      db->ResetAll();  // ends the read transaction, which would pin the WAL
+      const bool interrupted = db->interrupted();
+      db->ClearDeadline();
+      Give(std::move(db));
+      if (interrupted && !result.ok()) return PastDeadline();
+      return result;
+    } catch (const std::exception& e) {
+      return MakeError(ErrorCode::kUnavailable, what_ + ": " + e.what(), "storage_unavailable");
+    }
+  }
+
+ private:
+  Error PastDeadline() const {
+    return MakeError(ErrorCode::kDeadlineExceeded, what_ + ": read past its deadline",
+                     "deadline_exceeded");
+  }
+  std::unique_ptr<Db> Take();
+  void Give(std::unique_ptr<Db> db);
+  std::unique_ptr<Db> OpenReader();
+
+  const std::filesystem::path path_;
+  const std::string what_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Db>> idle_;
 };
 
 /// Opens a connection to a database whose commits must be durable when they return: WAL mode,
@@ -139,9 +204,24 @@ class WalCheckpointer {
   // about 64 MB and its flushes overwrite blocks it already has.
   static constexpr int kRestartFrames = 16384;
 
+ public:
+  /// The WAL's size after a restart (`PRAGMA journal_size_limit` on the writer): the working size
+  /// kRestartFrames makes, with room for one large batch, so a WAL grown past it while readers
+  /// held old snapshots (a flood of them) is cut back at the first commit after the restart, and
+  /// one of working size is never cut and grown again.
+  static constexpr int64_t kWalSizeLimit = int64_t{kRestartFrames + 2048} * (4096 + 24);
+
+ private:
+  // After a complete pass (every frame copied: no reader in the way) with the WAL file still
+  // larger than kWalSizeLimit, and no commit coming to cut it (the writer is idle after a flood).
+  // True unless the WAL is still over the limit.
+  bool TruncateIfOversized();
+  int64_t WalBytes() const;
+
   static int OnWalCommit(void* self, sqlite3*, const char*, int frames);
   void Run();
 
+  const std::filesystem::path wal_path_;
   const std::string name_;
   const std::string thread_name_;
   int wal_frames_ = 0;      // committer thread only: set by OnWalCommit during COMMIT
@@ -150,6 +230,7 @@ class WalCheckpointer {
   std::condition_variable cv_;
   bool wanted_ = false;
   bool stopping_ = false;
+  bool oversized_ = false;  // the checkpointer thread's
   std::thread thread_;
 };
 

@@ -11,13 +11,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <limits>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <variant>
 
 #include "../storage_ledger.h"
 #include "bodies_table.h"
+#include "sluice/admission/network.h"
 #include "sluice/asio/completion.h"
 #include "sluice/store/backends.h"
 #include "sluice/store/body_codec.h"
@@ -141,7 +144,86 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE inline_bodies ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 10: moderation at a bounded cost per report (docs/moderation.md). Reports are counted once
+    // per network and paste (`paste_reports`, keyed so); each reported paste has one queue row
+    // with its counts, reasons (a bit each, store::kReportReasons) and newest note, kept by the
+    // report's own transaction, and the queue is read newest first from its index; the counts of
+    // the whole queue are one row. A paste records its creator's network (packed, 8 bytes:
+    // admission::PackNetwork; none on older rows) and the review's "keep"; each withholding
+    // charges the networks that caused it (`withhold_charges`, a day's worth kept). The reports
+    // stored so far move over, counted by the network of their key (IPv4 /24, IPv6 /48); reports
+    // of pastes already purged are closed.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN creator_network INTEGER;
+    ALTER TABLE pastes ADD COLUMN review_keep INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE paste_reports (
+      paste_id TEXT NOT NULL,
+      network TEXT NOT NULL,
+      reason TEXT NOT NULL,
+      note TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      open INTEGER NOT NULL,
+      vote INTEGER NOT NULL,
+      closed_at INTEGER,
+      PRIMARY KEY (paste_id, network)
+    ) WITHOUT ROWID;
+    CREATE INDEX paste_reports_closed ON paste_reports (closed_at) WHERE open = 0;
+    CREATE INDEX paste_reports_votes ON paste_reports (paste_id, network) WHERE open = 1 AND vote = 1;
+    CREATE TABLE report_queue (
+      paste_id TEXT PRIMARY KEY,
+      reports INTEGER NOT NULL,
+      notes INTEGER NOT NULL,
+      votes INTEGER NOT NULL,
+      reasons INTEGER NOT NULL,
+      latest_at INTEGER NOT NULL,
+      latest_note TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX report_queue_by_latest ON report_queue (latest_at DESC, paste_id DESC);
+    CREATE TABLE report_counts (
+      slot INTEGER PRIMARY KEY,
+      pending INTEGER NOT NULL,
+      open_reports INTEGER NOT NULL
+    );
+    CREATE TABLE withhold_charges (
+      network TEXT NOT NULL,
+      at INTEGER NOT NULL,
+      paste_id TEXT NOT NULL,
+      PRIMARY KEY (network, at, paste_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX withhold_charges_by_age ON withhold_charges (at);
+    INSERT OR IGNORE INTO paste_reports
+        (paste_id, network, reason, note, created_at, open, vote, closed_at)
+      SELECT r.paste_id, sluice_report_network(r.client_key), r.reason, r.note, r.created_at,
+             r.open = 1 AND p.id IS NOT NULL, r.open = 1 AND p.id IS NOT NULL,
+             CASE WHEN r.open = 0 THEN r.closed_at WHEN p.id IS NULL THEN r.created_at END
+      FROM reports r LEFT JOIN pastes p ON p.id = r.paste_id
+      ORDER BY r.open DESC, r.created_at DESC;
+    INSERT INTO report_queue (paste_id, reports, notes, votes, reasons, latest_at, latest_note)
+      SELECT paste_id, COUNT(*), COUNT(*), SUM(vote),
+             SUM(DISTINCT CASE reason WHEN 'spam' THEN 1 WHEN 'malware' THEN 2
+                 WHEN 'illegal' THEN 4 WHEN 'personal_data' THEN 8 ELSE 16 END),
+             MAX(created_at), ''
+      FROM paste_reports WHERE open = 1 GROUP BY paste_id;
+    UPDATE report_queue SET latest_note = COALESCE((SELECT n.note FROM paste_reports n
+        WHERE n.paste_id = report_queue.paste_id AND n.open = 1
+        ORDER BY n.created_at DESC LIMIT 1), '');
+    INSERT INTO report_counts (slot, pending, open_reports)
+      SELECT 0, (SELECT COUNT(*) FROM report_queue),
+             (SELECT COUNT(*) FROM paste_reports WHERE open = 1);
+    DROP TABLE reports;
+    )sql",
 };
+
+// The reporter network of a client key stored before migration 10, at the default prefixes: the
+// SQL of that migration calls it as sluice_report_network(key).
+void ReportNetworkOfKey(sqlite3_context* context, int, sqlite3_value** argv) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+  const std::string network = admission::ClientNetwork(
+      text ? std::string_view(text, static_cast<size_t>(sqlite3_value_bytes(argv[0])))
+           : std::string_view(),
+      admission::NetworkPrefixes{});
+  sqlite3_result_text(context, network.data(), static_cast<int>(network.size()), SQLITE_TRANSIENT);
+}
 
 Error StorageError(Db& db, std::string_view what) {
   Error e =
@@ -151,7 +233,10 @@ Error StorageError(Db& db, std::string_view what) {
 }
 
 // Columns in order: created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn,
-// moderation (Get and the claim's RETURNING select them so).
+// moderation, creator_network (Get and the claim's RETURNING select them so).
+#define SLUICE_ROW_COLUMNS                                                                   \
+  "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation, " \
+  "creator_network"
 PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0, {}};
   m.burn = s.Int(6) != 0;
@@ -165,7 +250,12 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   }
   const int64_t moderation = s.Int(7);
   if (moderation >= 0 && moderation <= 2) m.moderation = static_cast<Moderation>(moderation);
+  if (auto network = s.OptionalInt(8)) m.creator_network = static_cast<uint64_t>(*network);
   return m;
+}
+
+Moderation ModerationOf(int64_t v) {
+  return v >= 0 && v <= 2 ? static_cast<Moderation>(v) : Moderation::kNone;
 }
 
 struct InsertOp {
@@ -206,17 +296,17 @@ struct ClaimOp {
 };
 struct AddReportOp {
   AbuseReport report;
+  ReportPolicy policy;
   // Filled on the committer thread; read by the caller once its Submit has completed.
   std::shared_ptr<ReportOutcome> outcome;
 };
 struct SetModerationOp {
   PasteId id;
-  Moderation state;
-  std::string reason;
-  int64_t now;
+  ModerationChange change;
 };
 struct PurgeReportsOp {
-  int64_t before;
+  int64_t closed_before;
+  int64_t now;
   size_t limit;
   // Written on the committer thread before the op's completion, read by the caller after it.
   std::shared_ptr<size_t> deleted;
@@ -241,6 +331,9 @@ class SqliteMetaStore final : public MetaStore {
         pools_(pools),
         colocated_body_limit_(colocated_body_limit),
         writer_(sqlite::OpenDurable(path)) {
+    sqlite3_create_function_v2(writer_->raw(), "sluice_report_network", 1,
+                               SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, &ReportNetworkOfKey,
+                               nullptr, nullptr, nullptr);
     Migrate(*writer_);
     ledger_.Committed(ReadLiveBytes(*writer_), {});
     checkpointer_ =
@@ -275,9 +368,9 @@ class SqliteMetaStore final : public MetaStore {
         BodyPutOp{id, std::move(body), deadline, SystemClock::Instance().UnixSeconds()});
   }
 
-  awaitable<Result<std::string>> GetBody(PasteId id) {
-    return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<std::string> {
-      return WithReader([&](Db& db) -> Result<std::string> {
+  awaitable<Result<std::string>> GetBody(PasteId id, admission::Deadline deadline) {
+    return asio_glue::RunBlocking(*pools_.read, [this, id, deadline]() -> Result<std::string> {
+      return readers_.Read(deadline, [&](Db& db) -> Result<std::string> {
         Statement& s = db.Prepare(
             "SELECT b.body, b.codec, p.size_bytes FROM pastes p JOIN inline_bodies b "
             "ON b.n = p.body_n WHERE p.id = ?");
@@ -293,11 +386,12 @@ class SqliteMetaStore final : public MetaStore {
 
   awaitable<Status> DeleteBody(PasteId id) { return committer_->Submit(BodyDeleteOp{id}); }
 
-  awaitable<Result<std::vector<BlobInfo>>> ListBodies(std::string after, size_t limit) {
+  awaitable<Result<std::vector<BlobInfo>>> ListBodies(std::string after, size_t limit,
+                                                      admission::Deadline deadline) {
     return asio_glue::RunBlocking(
         *pools_.cleanup,
-        [this, after = std::move(after), limit]() -> Result<std::vector<BlobInfo>> {
-          return WithReader([&](Db& db) -> Result<std::vector<BlobInfo>> {
+        [this, after = std::move(after), limit, deadline]() -> Result<std::vector<BlobInfo>> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<BlobInfo>> {
             auto apart = sqlite::ListBodyRows(db, after, limit, &StorageError);
             if (!apart.ok()) return apart;
             auto with_rows = sqlite::ListBodiesWith(
@@ -311,12 +405,10 @@ class SqliteMetaStore final : public MetaStore {
         });
   }
 
-  awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.read, [this, id]() -> Result<PasteMeta> {
-      return WithReader([&](Db& db) -> Result<PasteMeta> {
-        Statement& s = db.Prepare(
-            "SELECT created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, "
-            "moderation FROM pastes WHERE id = ?");
+  awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(*pools_.read, [this, id, deadline]() -> Result<PasteMeta> {
+      return readers_.Read(deadline, [&](Db& db) -> Result<PasteMeta> {
+        Statement& s = db.Prepare("SELECT " SLUICE_ROW_COLUMNS " FROM pastes WHERE id = ?");
         s.Bind(1, id.view());
         const int rc = s.Step();
         if (rc == SQLITE_ROW) return RowToMeta(id, s);
@@ -331,10 +423,10 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   awaitable<Result<std::vector<OutboxEntry>>> DueOutbox(int64_t now, size_t limit,
-                                                        admission::Deadline) override {
+                                                        admission::Deadline deadline) override {
     return asio_glue::RunBlocking(
-        *pools_.cleanup, [this, now, limit]() -> Result<std::vector<OutboxEntry>> {
-          return WithReader([&](Db& db) -> Result<std::vector<OutboxEntry>> {
+        *pools_.cleanup, [this, now, limit, deadline]() -> Result<std::vector<OutboxEntry>> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<OutboxEntry>> {
             Statement& s = db.Prepare(
                 "SELECT seq, paste_id, attempts, next_attempt_at, kind FROM outbox "
                 "WHERE next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?");
@@ -363,9 +455,9 @@ class SqliteMetaStore final : public MetaStore {
     return committer_->Submit(RetryOutboxOp{seq, next_attempt_at});
   }
 
-  awaitable<Result<int64_t>> OldestOutboxAge(int64_t now, admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.cleanup, [this, now]() -> Result<int64_t> {
-      return WithReader([&](Db& db) -> Result<int64_t> {
+  awaitable<Result<int64_t>> OldestOutboxAge(int64_t now, admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(*pools_.cleanup, [this, now, deadline]() -> Result<int64_t> {
+      return readers_.Read(deadline, [&](Db& db) -> Result<int64_t> {
         Statement& s = db.Prepare("SELECT MIN(enqueued_at) FROM outbox");
         if (s.Step() != SQLITE_ROW) return StorageError(db, "outbox age");
         if (s.Text(0).empty()) return int64_t{0};
@@ -375,10 +467,10 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit,
-                                                  admission::Deadline) override {
+                                                  admission::Deadline deadline) override {
     return asio_glue::RunBlocking(
-        *pools_.cleanup, [this, now, limit]() -> Result<std::vector<PasteId>> {
-          return WithReader([&](Db& db) -> Result<std::vector<PasteId>> {
+        *pools_.cleanup, [this, now, limit, deadline]() -> Result<std::vector<PasteId>> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<PasteId>> {
             Statement& s = db.Prepare(
                 "SELECT id FROM pastes WHERE expires_at <= ? ORDER BY expires_at LIMIT ?");
             s.Bind(1, now).Bind(2, static_cast<int64_t>(limit));
@@ -398,10 +490,10 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids,
-                                                   admission::Deadline) override {
+                                                   admission::Deadline deadline) override {
     return asio_glue::RunBlocking(
-        *pools_.cleanup, [this, ids = std::move(ids)]() -> Result<std::vector<PasteId>> {
-          return WithReader([&](Db& db) -> Result<std::vector<PasteId>> {
+        *pools_.cleanup, [this, ids = std::move(ids), deadline]() -> Result<std::vector<PasteId>> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<PasteId>> {
             Statement& s = db.Prepare("SELECT 1 FROM pastes WHERE id = ?");
             std::vector<PasteId> out;
             for (const PasteId& id : ids) {
@@ -418,62 +510,86 @@ class SqliteMetaStore final : public MetaStore {
         });
   }
 
-  // Moderation
+  // Moderation: writes through the committer, like every write (the report buckets bound them);
+  // reads on the moderation pool, never the one paste reads wait for.
 
-  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, admission::Deadline) override {
+  awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
+                                             admission::Deadline) override {
     auto outcome = std::make_shared<ReportOutcome>();
-    auto submitting = committer_->Submit(AddReportOp{std::move(report), outcome});
+    auto submitting = committer_->Submit(AddReportOp{std::move(report), policy, outcome});
     const Status s = co_await std::move(submitting);
     if (!s.ok()) co_return s.error();
     co_return *outcome;
   }
 
-  awaitable<Status> SetModeration(PasteId id, Moderation state, std::string reason, int64_t now,
+  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
                                   admission::Deadline) override {
-    return committer_->Submit(SetModerationOp{id, state, std::move(reason), now});
+    return committer_->Submit(SetModerationOp{id, std::move(change)});
   }
 
-  awaitable<Result<size_t>> PurgeReports(int64_t before, size_t limit,
+  awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
                                          admission::Deadline) override {
     auto deleted = std::make_shared<size_t>(0);
     // Built outside the co_await: g++ 12 mishandles non-trivial temporaries inside one.
-    auto submitting = committer_->Submit(PurgeReportsOp{before, limit, deleted});
+    auto submitting = committer_->Submit(PurgeReportsOp{closed_before, now, limit, deleted});
     const Status s = co_await std::move(submitting);
     if (!s.ok()) co_return s.error();
     co_return *deleted;
   }
 
-  awaitable<Result<std::vector<ReportSummary>>> OpenReports(size_t limit,
-                                                            admission::Deadline) override {
+  awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after, size_t limit,
+                                            admission::Deadline deadline) override {
     return asio_glue::RunBlocking(
-        *pools_.read, [this, limit]() -> Result<std::vector<ReportSummary>> {
-          return WithReader([&](Db& db) -> Result<std::vector<ReportSummary>> {
+        moderation_pool(), [this, after, limit, deadline]() -> Result<ReportPage> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<ReportPage> {
+            // One range of the queue's index, a row lookup per paste listed: the cost of a page
+            // is its length, however long the queue. The index is descending in both columns
+            // (ties by id, descending) so that the cursor is one row-value comparison the index
+            // serves, here and in PostgreSQL. No cursor starts above every id (base62 is
+            // below '~').
             Statement& s = db.Prepare(
-                "SELECT r.paste_id, COUNT(*), GROUP_CONCAT(DISTINCT r.reason), "
-                "MAX(r.created_at), p.moderation, "
-                "(SELECT n.note FROM reports n WHERE n.paste_id = r.paste_id AND n.open = 1 "
-                "ORDER BY n.created_at DESC LIMIT 1) "
-                "FROM reports r JOIN pastes p ON p.id = r.paste_id WHERE r.open = 1 "
-                "GROUP BY r.paste_id ORDER BY MAX(r.created_at) DESC, r.paste_id LIMIT ?");
-            s.Bind(1, static_cast<int64_t>(limit));
-            std::vector<ReportSummary> out;
+                "SELECT q.paste_id, q.reports, q.notes, q.votes, q.reasons, q.latest_at, "
+                "q.latest_note, COALESCE(p.moderation, 0), COALESCE(p.review_keep, 0) "
+                "FROM report_queue q LEFT JOIN pastes p ON p.id = q.paste_id "
+                "WHERE (q.latest_at, q.paste_id) < (?, ?) "
+                "ORDER BY q.latest_at DESC, q.paste_id DESC LIMIT ?");
+            s.Bind(1, after ? after->latest_at : std::numeric_limits<int64_t>::max());
+            s.Bind(2, after ? after->id.view() : std::string_view("~"));
+            s.Bind(3, static_cast<int64_t>(limit) + 1);
+            ReportPage page;
             int rc;
             while ((rc = s.Step()) == SQLITE_ROW) {
               auto id = PasteId::Parse(s.Text(0));
-              if (!id) continue;
+              if (!id) continue;  // unreachable: only parsed ids are ever written
+              if (page.pastes.size() == limit) {
+                page.next = ReportCursor{page.pastes.back().latest_at, page.pastes.back().id};
+                break;
+              }
               ReportSummary r{*id};
               r.reports = s.Int(1);
-              r.reasons = SplitReportReasons(s.Text(2));
-              r.latest_at = s.Int(3);
-              const int64_t state = s.Int(4);
-              if (state >= 0 && state <= 2) r.moderation = static_cast<Moderation>(state);
-              r.latest_note = std::string(s.Text(5));
-              out.push_back(std::move(r));
+              r.networks = s.Int(2);
+              r.votes = s.Int(3);
+              r.reasons = ReportReasonNames(s.Int(4));
+              r.latest_at = s.Int(5);
+              r.latest_note = std::string(s.Text(6));
+              r.moderation = ModerationOf(s.Int(7));
+              r.keep = s.Int(8) != 0;
+              page.pastes.push_back(std::move(r));
             }
-            if (rc != SQLITE_DONE) return StorageError(db, "open reports");
-            return out;
+            if (rc != SQLITE_DONE && rc != SQLITE_ROW) return StorageError(db, "open reports");
+            return page;
           });
         });
+  }
+
+  awaitable<Result<ReportCounts>> CountReports(admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(moderation_pool(), [this, deadline]() -> Result<ReportCounts> {
+      return readers_.Read(deadline, [&](Db& db) -> Result<ReportCounts> {
+        ReportCounts counts;
+        if (Status read = ReadCounts(db, counts); !read.ok()) return read.error();
+        return counts;
+      });
+    });
   }
 
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
@@ -481,22 +597,24 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
-                                                           admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.read, [this, now]() -> Result<std::vector<ClientBlock>> {
-      return WithReader([&](Db& db) -> Result<std::vector<ClientBlock>> {
-        Statement& s = db.Prepare(
-            "SELECT prefix, reason, created_at, until FROM blocks WHERE until > ? ORDER BY seq");
-        s.Bind(1, now);
-        std::vector<ClientBlock> out;
-        int rc;
-        while ((rc = s.Step()) == SQLITE_ROW) {
-          out.push_back(
-              ClientBlock{std::string(s.Text(0)), std::string(s.Text(1)), s.Int(2), s.Int(3)});
-        }
-        if (rc != SQLITE_DONE) return StorageError(db, "blocks");
-        return out;
-      });
-    });
+                                                           admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(
+        moderation_pool(), [this, now, deadline]() -> Result<std::vector<ClientBlock>> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<ClientBlock>> {
+            Statement& s = db.Prepare(
+                "SELECT prefix, reason, created_at, until FROM blocks WHERE until > ? "
+                "ORDER BY seq");
+            s.Bind(1, now);
+            std::vector<ClientBlock> out;
+            int rc;
+            while ((rc = s.Step()) == SQLITE_ROW) {
+              out.push_back(
+                  ClientBlock{std::string(s.Text(0)), std::string(s.Text(1)), s.Int(2), s.Int(3)});
+            }
+            if (rc != SQLITE_DONE) return StorageError(db, "blocks");
+            return out;
+          });
+        });
   }
 
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {
@@ -504,22 +622,23 @@ class SqliteMetaStore final : public MetaStore {
   }
 
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
-                                                        admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.read, [this, limit]() -> Result<std::vector<AuditEntry>> {
-      return WithReader([&](Db& db) -> Result<std::vector<AuditEntry>> {
-        Statement& s =
-            db.Prepare("SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT ?");
-        s.Bind(1, static_cast<int64_t>(limit));
-        std::vector<AuditEntry> out;
-        int rc;
-        while ((rc = s.Step()) == SQLITE_ROW) {
-          out.push_back(AuditEntry{s.Int(0), std::string(s.Text(1)), std::string(s.Text(2)),
-                                   std::string(s.Text(3))});
-        }
-        if (rc != SQLITE_DONE) return StorageError(db, "audit");
-        return out;
-      });
-    });
+                                                        admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(
+        moderation_pool(), [this, limit, deadline]() -> Result<std::vector<AuditEntry>> {
+          return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<AuditEntry>> {
+            Statement& s = db.Prepare(
+                "SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT ?");
+            s.Bind(1, static_cast<int64_t>(limit));
+            std::vector<AuditEntry> out;
+            int rc;
+            while ((rc = s.Step()) == SQLITE_ROW) {
+              out.push_back(AuditEntry{s.Int(0), std::string(s.Text(1)), std::string(s.Text(2)),
+                                       std::string(s.Text(3))});
+            }
+            if (rc != SQLITE_DONE) return StorageError(db, "audit");
+            return out;
+          });
+        });
   }
 
   // Burn after reading and storage accounting
@@ -534,9 +653,9 @@ class SqliteMetaStore final : public MetaStore {
     co_return std::move(**claimed);
   }
 
-  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.cleanup, [this]() -> Result<uint64_t> {
-      return WithReader([&](Db& db) -> Result<uint64_t> {
+  awaitable<Result<uint64_t>> LiveBytes(admission::Deadline deadline) override {
+    return asio_glue::RunBlocking(*pools_.cleanup, [this, deadline]() -> Result<uint64_t> {
+      return readers_.Read(deadline, [&](Db& db) -> Result<uint64_t> {
         Statement& s = db.Prepare("SELECT COALESCE(SUM(live_bytes), 0) FROM storage_usage");
         if (s.Step() != SQLITE_ROW) return StorageError(db, "live bytes");
         return static_cast<uint64_t>(std::max<int64_t>(0, s.Int(0)));
@@ -597,27 +716,8 @@ class SqliteMetaStore final : public MetaStore {
     }
   }
 
-  template <typename Fn>
-  auto WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
-    std::unique_ptr<Db> db;
-    {
-      std::lock_guard lock(readers_mu_);
-      if (!readers_.empty()) {
-        db = std::move(readers_.back());
-        readers_.pop_back();
-      }
-    }
-    try {
-      if (!db) db = sqlite::OpenDurable(path_);
-      auto result = fn(*db);
-      db->ResetAll();
-      std::lock_guard lock(readers_mu_);
-      readers_.push_back(std::move(db));
-      return result;
-    } catch (const std::exception& e) {
-      return MakeError(ErrorCode::kUnavailable, std::string("metadata store: ") + e.what(),
-                       "storage_unavailable");
-    }
+  boost::asio::thread_pool& moderation_pool() const {
+    return pools_.moderation != nullptr ? *pools_.moderation : *pools_.cleanup;
   }
 
   // Runs on the committer thread only. Each op runs inside its own savepoint, so one op's failure
@@ -691,7 +791,7 @@ class SqliteMetaStore final : public MetaStore {
       }
       Statement& s = db.Prepare(
           "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-          "body_sha256, burn, body_n) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)");
+          "body_sha256, burn, body_n, creator_network) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)");
       const PasteMeta& m = op.meta;
       s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
       s.Bind(4, static_cast<int64_t>(m.size_bytes))
@@ -700,6 +800,7 @@ class SqliteMetaStore final : public MetaStore {
       if (m.body_sha256) s.Bind(6, std::span<const unsigned char>(*m.body_sha256));
       s.Bind(7, int64_t{m.burn ? 1 : 0});
       if (body_n) s.Bind(8, *body_n);
+      if (m.creator_network) s.Bind(9, static_cast<int64_t>(*m.creator_network));
       if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
       return CountLive(db, static_cast<int64_t>(m.size_bytes));
     } catch (const std::exception& e) {
@@ -768,8 +869,7 @@ class SqliteMetaStore final : public MetaStore {
     try {
       Statement& mark = db.Prepare(
           "UPDATE pastes SET deleted = 1 WHERE id = ? AND burn = 1 AND deleted = 0 AND "
-          "moderation = 0 AND expires_at > ? RETURNING created_at, expires_at, size_bytes, "
-          "token_hash, deleted, body_sha256, burn, moderation");
+          "moderation = 0 AND expires_at > ? RETURNING " SLUICE_ROW_COLUMNS);
       mark.Bind(1, op.id.view()).Bind(2, op.now);
       const int rc = mark.Step();
       if (rc == SQLITE_DONE) return Ok();  // nothing to claim: *op.claimed stays empty
@@ -829,6 +929,9 @@ class SqliteMetaStore final : public MetaStore {
         "END, body_n");
     Statement& owed = db.Prepare("DELETE FROM outbox WHERE paste_id = ?");
     for (const PasteId& id : op.ids) {
+      // Its open reports need no review any more: closed as made, so that report_retention
+      // dates them from then (PurgeReports), and out of the queue.
+      if (Status s = CloseReports(db, id, std::nullopt); !s.ok()) return s;
       row.Reset();
       row.Bind(1, id.view());
       const int rc = row.Step();
@@ -847,57 +950,216 @@ class SqliteMetaStore final : public MetaStore {
     return Ok();
   }
 
+  // A report: a bounded number of index lookups whatever is stored (the paste's row, the counts
+  // row, its network's row and charges, the queue row), plus, when it withholds, the paste's
+  // voters up to threshold + kSpareVoters and their charges.
   Status Apply(Db& db, const AddReportOp& op) {
     const AbuseReport& r = op.report;
-    Statement& insert = db.Prepare(
-        "INSERT OR IGNORE INTO reports (paste_id, client_key, reason, note, created_at, open) "
-        "VALUES (?, ?, ?, ?, ?, 1)");
-    insert.Bind(1, r.id.view()).Bind(2, r.client_key).Bind(3, r.reason).Bind(4, r.note);
-    insert.Bind(5, r.at);
-    if (Status s = Done(db, insert, "report"); !s.ok()) return s;
-    op.outcome->counted = sqlite3_changes(db.raw()) > 0;
-    Statement& count = db.Prepare("SELECT COUNT(*) FROM reports WHERE paste_id = ? AND open = 1");
-    count.Bind(1, r.id.view());
-    if (count.Step() != SQLITE_ROW) return StorageError(db, "count reports");
-    op.outcome->open_reports = count.Int(0);
+    const ReportPolicy& policy = op.policy;
+    ReportOutcome& out = *op.outcome;
+    Statement& paste = db.Prepare("SELECT moderation, review_keep FROM pastes WHERE id = ?");
+    paste.Bind(1, r.id.view());
+    const int found = paste.Step();
+    if (found == SQLITE_DONE) return NoSuchPaste();
+    if (found != SQLITE_ROW) return StorageError(db, "report");
+    const int64_t moderation = paste.Int(0);
+    out.kept = paste.Int(1) != 0;
+    paste.Reset();
+    ReportCounts counts;
+    if (Status s = ReadCounts(db, counts); !s.ok()) return s;
+    Statement& queued = db.Prepare("SELECT reports, votes FROM report_queue WHERE paste_id = ?");
+    queued.Bind(1, r.id.view());
+    const int in_queue = queued.Step();
+    if (in_queue != SQLITE_ROW && in_queue != SQLITE_DONE) return StorageError(db, "report");
+    if (in_queue == SQLITE_ROW) {
+      out.open_reports = queued.Int(0);
+      out.votes = queued.Int(1);
+    }
+    queued.Reset();
+
+    out.stored = counts.open_reports < policy.max_open_reports;
+    if (out.stored) {
+      int64_t charged = 0;
+      if (Status s = CountCharges(db, r.network, r.at, charged); !s.ok()) return s;
+      out.vote = !r.from_creator && charged < policy.withholds_per_network;
+      Statement& insert = db.Prepare(
+          "INSERT OR IGNORE INTO paste_reports (paste_id, network, reason, note, created_at, "
+          "open, vote) VALUES (?, ?, ?, ?, ?, 1, ?)");
+      insert.Bind(1, r.id.view()).Bind(2, r.network).Bind(3, r.reason).Bind(4, r.note);
+      insert.Bind(5, r.at).Bind(6, int64_t{out.vote ? 1 : 0});
+      if (Status s = Done(db, insert, "report"); !s.ok()) return s;
+      if (sqlite3_changes(db.raw()) == 0) {
+        out.vote = false;  // reported by this network already: nothing changes
+        return Ok();
+      }
+      if (Status s = AddToCounts(db, 0, 1); !s.ok()) return s;
+    }
+    out.counted = true;
+    Statement& upsert = db.Prepare(
+        "INSERT INTO report_queue (paste_id, reports, notes, votes, reasons, latest_at, "
+        "latest_note) VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (paste_id) DO UPDATE SET "
+        "reports = reports + 1, notes = notes + excluded.notes, votes = votes + excluded.votes, "
+        "reasons = reasons | excluded.reasons, latest_at = MAX(latest_at, excluded.latest_at), "
+        "latest_note = CASE WHEN excluded.notes = 1 AND excluded.latest_at >= latest_at "
+        "THEN excluded.latest_note ELSE latest_note END RETURNING reports, votes");
+    upsert.Bind(1, r.id.view()).Bind(2, int64_t{out.stored ? 1 : 0});
+    upsert.Bind(3, int64_t{out.vote ? 1 : 0}).Bind(4, ReportReasonBit(r.reason)).Bind(5, r.at);
+    upsert.Bind(6, out.stored ? std::string_view(r.note) : std::string_view(""));
+    if (upsert.Step() != SQLITE_ROW) return StorageError(db, "report queue");
+    out.open_reports = upsert.Int(0);
+    out.votes = upsert.Int(1);
+    upsert.Reset();
+    if (in_queue == SQLITE_DONE) {
+      if (Status s = AddToCounts(db, 1, 0); !s.ok()) return s;
+    }
+    if (policy.hide_threshold <= 0 || moderation != static_cast<int64_t>(Moderation::kNone) ||
+        out.kept || out.votes < policy.hide_threshold) {
+      return Ok();
+    }
+    if (!policy.may_withhold) {
+      out.withhold_deferred = true;
+      return Ok();
+    }
+    return Withhold(db, r, policy, out);
+  }
+
+  // The paste has enough votes: withholds it if `threshold` of its voters still have withholding
+  // budget, charging them; voters found without budget stop voting, so no later report examines
+  // them again.
+  Status Withhold(Db& db, const AbuseReport& r, const ReportPolicy& policy, ReportOutcome& out) {
+    Statement& voters = db.Prepare(
+        "SELECT network FROM paste_reports WHERE paste_id = ? AND open = 1 AND vote = 1 LIMIT ?");
+    voters.Bind(1, r.id.view()).Bind(2, policy.hide_threshold + kSpareVoters);
+    std::vector<std::string> candidates;
+    int rc;
+    while ((rc = voters.Step()) == SQLITE_ROW) candidates.emplace_back(voters.Text(0));
+    if (rc != SQLITE_DONE) return StorageError(db, "voters");
+    voters.Reset();
+    std::vector<std::string> chosen;
+    int64_t spent = 0;
+    for (std::string& network : candidates) {
+      if (static_cast<int64_t>(chosen.size()) >= policy.hide_threshold) break;
+      int64_t charged = 0;
+      if (Status s = CountCharges(db, network, r.at, charged); !s.ok()) return s;
+      if (charged < policy.withholds_per_network) {
+        chosen.push_back(std::move(network));
+        continue;
+      }
+      Statement& unvote =
+          db.Prepare("UPDATE paste_reports SET vote = 0 WHERE paste_id = ? AND network = ?");
+      unvote.Bind(1, r.id.view()).Bind(2, network);
+      if (Status s = Done(db, unvote, "voters"); !s.ok()) return s;
+      ++spent;
+    }
+    if (spent > 0) {
+      Statement& recount =
+          db.Prepare("UPDATE report_queue SET votes = votes - ? WHERE paste_id = ?");
+      recount.Bind(1, spent).Bind(2, r.id.view());
+      if (Status s = Done(db, recount, "voters"); !s.ok()) return s;
+      out.votes -= spent;
+    }
+    if (static_cast<int64_t>(chosen.size()) < policy.hide_threshold) return Ok();
+    Statement& charge = db.Prepare(
+        "INSERT OR IGNORE INTO withhold_charges (network, at, paste_id) VALUES (?, ?, ?)");
+    for (const std::string& network : chosen) {
+      charge.Reset();
+      charge.Bind(1, network).Bind(2, r.at).Bind(3, r.id.view());
+      if (Status s = Done(db, charge, "charge"); !s.ok()) return s;
+    }
+    const SetModerationOp withhold{
+        r.id, ModerationChange{Moderation::kWithheld,
+                               fmt::format("reported from {} networks", chosen.size()), r.at}};
+    if (Status s = Apply(db, withhold); !s.ok()) return s;
+    out.withheld = true;
+    out.charged = std::move(chosen);
     return Ok();
   }
 
+  // Voters looked at beyond the threshold when some of them may have no budget left.
+  static constexpr int64_t kSpareVoters = 64;
+
+  static Status CountCharges(Db& db, std::string_view network, int64_t now, int64_t& charged) {
+    Statement& s = db.Prepare("SELECT COUNT(*) FROM withhold_charges WHERE network = ? AND at > ?");
+    s.Bind(1, network).Bind(2, now - kWithholdWindowSeconds);
+    if (s.Step() != SQLITE_ROW) return StorageError(db, "charges");
+    charged = s.Int(0);
+    s.Reset();
+    return Ok();
+  }
+
+  static Status ReadCounts(Db& db, ReportCounts& counts) {
+    Statement& s = db.Prepare("SELECT pending, open_reports FROM report_counts WHERE slot = 0");
+    const int rc = s.Step();
+    if (rc == SQLITE_ROW) counts = ReportCounts{s.Int(0), s.Int(1)};
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "report counts");
+    s.Reset();
+    return Ok();
+  }
+
+  static Status AddToCounts(Db& db, int64_t pending, int64_t open_reports) {
+    if (pending == 0 && open_reports == 0) return Ok();
+    Statement& s = db.Prepare(
+        "UPDATE report_counts SET pending = pending + ?, open_reports = open_reports + ? "
+        "WHERE slot = 0");
+    s.Bind(1, pending).Bind(2, open_reports);
+    return Done(db, s, "report counts");
+  }
+
+  // Closes the paste's open reports (at `at`; those of a purged paste at their own time) and
+  // takes it out of the queue. Its reports' rows stay until PurgeReports: a network that reported
+  // it cannot report it again.
+  static Status CloseReports(Db& db, const PasteId& id, std::optional<int64_t> at) {
+    Statement& close = db.Prepare(
+        "UPDATE paste_reports SET open = 0, closed_at = COALESCE(?, created_at) "
+        "WHERE paste_id = ? AND open = 1");
+    if (at) close.Bind(1, *at);
+    close.Bind(2, id.view());
+    if (Status s = Done(db, close, "close reports"); !s.ok()) return s;
+    const int64_t closed = sqlite3_changes(db.raw());
+    Statement& dequeue = db.Prepare("DELETE FROM report_queue WHERE paste_id = ?");
+    dequeue.Bind(1, id.view());
+    if (Status s = Done(db, dequeue, "close reports"); !s.ok()) return s;
+    return AddToCounts(db, -sqlite3_changes(db.raw()), -closed);
+  }
+
   Status Apply(Db& db, const SetModerationOp& op) {
+    const ModerationChange& c = op.change;
     Statement& mark = db.Prepare(
-        "UPDATE pastes SET moderation = ?, moderation_reason = ?, moderated_at = ? WHERE id = ?");
-    mark.Bind(1, static_cast<int64_t>(op.state)).Bind(2, op.reason).Bind(3, op.now);
-    mark.Bind(4, op.id.view());
+        "UPDATE pastes SET moderation = ?1, moderation_reason = ?2, moderated_at = ?3, "
+        "review_keep = CASE WHEN ?1 = 0 THEN ?4 ELSE review_keep END WHERE id = ?5");
+    mark.Bind(1, static_cast<int64_t>(c.state)).Bind(2, c.reason).Bind(3, c.at);
+    mark.Bind(4, int64_t{c.keep ? 1 : 0}).Bind(5, op.id.view());
     if (Status s = Done(db, mark, "moderate"); !s.ok()) return s;
-    if (sqlite3_changes(db.raw()) == 0) {
-      return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
-    }
-    if (op.state == Moderation::kWithheld) {
+    if (sqlite3_changes(db.raw()) == 0) return NoSuchPaste();
+    if (c.state == Moderation::kWithheld) {
       Statement& enqueue = db.Prepare(
           "INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
           "VALUES (?, 'purge_edge', 0, ?, ?)");
-      enqueue.Bind(1, op.id.view()).Bind(2, op.now).Bind(3, op.now);
+      enqueue.Bind(1, op.id.view()).Bind(2, c.at).Bind(3, c.at);
       return Done(db, enqueue, "enqueue purge");
     }
-    Statement& close =
-        db.Prepare("UPDATE reports SET open = 0, closed_at = ? WHERE paste_id = ? AND open = 1");
-    close.Bind(1, op.now).Bind(2, op.id.view());
-    return Done(db, close, "close reports");
+    return CloseReports(db, op.id, c.at);
   }
 
   // One batch of at most `limit` rows, so the sweep never holds the writer for long: the
-  // committer's other ops (creates) wait behind it.
+  // committer's other ops (creates) wait behind it. Both deletes walk an index from its old end.
   Status Apply(Db& db, const PurgeReportsOp& op) {
-    Statement& s = db.Prepare(
-        "DELETE FROM reports WHERE (paste_id, client_key) IN ("
-        "SELECT paste_id, client_key FROM reports WHERE open = 0 AND closed_at <= ? "
-        "UNION ALL "
-        "SELECT r.paste_id, r.client_key FROM reports r WHERE r.open = 1 AND r.created_at <= ? "
-        "AND NOT EXISTS (SELECT 1 FROM pastes p WHERE p.id = r.paste_id) "
-        "LIMIT ?)");
-    s.Bind(1, op.before).Bind(2, op.before).Bind(3, static_cast<int64_t>(op.limit));
-    if (Status done = Done(db, s, "purge reports"); !done.ok()) return done;
-    *op.deleted = static_cast<size_t>(sqlite3_changes(db.raw()));
+    Statement& reports = db.Prepare(
+        "DELETE FROM paste_reports WHERE (paste_id, network) IN (SELECT paste_id, network "
+        "FROM paste_reports WHERE open = 0 AND closed_at <= ? LIMIT ?)");
+    reports.Bind(1, op.closed_before).Bind(2, static_cast<int64_t>(op.limit));
+    if (Status done = Done(db, reports, "purge reports"); !done.ok()) return done;
+    size_t deleted = static_cast<size_t>(sqlite3_changes(db.raw()));
+    if (deleted < op.limit) {
+      Statement& charges = db.Prepare(
+          "DELETE FROM withhold_charges WHERE (network, at, paste_id) IN (SELECT network, at, "
+          "paste_id FROM withhold_charges WHERE at <= ? LIMIT ?)");
+      charges.Bind(1, op.now - kWithholdWindowSeconds)
+          .Bind(2, static_cast<int64_t>(op.limit - deleted));
+      if (Status done = Done(db, charges, "purge charges"); !done.ok()) return done;
+      deleted += static_cast<size_t>(sqlite3_changes(db.raw()));
+    }
+    *op.deleted = deleted;
     return Ok();
   }
 
@@ -920,8 +1182,7 @@ class SqliteMetaStore final : public MetaStore {
   const BlockingPools pools_;
   const size_t colocated_body_limit_;
   std::unique_ptr<Db> writer_;
-  std::mutex readers_mu_;
-  std::vector<std::unique_ptr<Db>> readers_;
+  sqlite::Readers readers_{path_, "metadata store"};
   std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
   LocalStorageLedger ledger_;
   int64_t op_live_delta_ = 0;  // the committer thread's only
@@ -941,15 +1202,15 @@ class SqliteMetaBodies final : public BlobStore {
                         admission::Deadline deadline) override {
     return meta_.PutBody(id, std::move(body), deadline);
   }
-  awaitable<Result<std::string>> Get(PasteId id, admission::Deadline) override {
-    return meta_.GetBody(id);
+  awaitable<Result<std::string>> Get(PasteId id, admission::Deadline deadline) override {
+    return meta_.GetBody(id, deadline);
   }
   awaitable<Status> Delete(PasteId id, admission::Deadline) override {
     return meta_.DeleteBody(id);
   }
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
-                                                admission::Deadline) override {
-    return meta_.ListBodies(std::move(after), limit);
+                                                admission::Deadline deadline) override {
+    return meta_.ListBodies(std::move(after), limit, deadline);
   }
 
  private:

@@ -83,14 +83,14 @@ class ModerationTest : public ::testing::Test {
       meta_, *blobs_, cache_, admission_, blocks_, clock_, ModerationOptions{}};
 };
 
-TEST_F(ModerationTest, TheThirdDistinctReporterWithholdsEvenACachedPaste) {
+TEST_F(ModerationTest, TheThirdDistinctNetworkWithholdsEvenACachedPaste) {
   const store::PasteId id = Create("text");
   ASSERT_TRUE(Read(id).ok());  // now in the process cache
-  EXPECT_TRUE(Report(id, "10.0.0.1")->counted);
-  EXPECT_FALSE(Report(id, "10.0.0.1")->counted);
-  EXPECT_FALSE(Report(id, "10.0.0.2")->withheld);
+  EXPECT_TRUE(Report(id, "10.0.1.1")->counted);
+  EXPECT_FALSE(Report(id, "10.0.1.1")->counted);
+  EXPECT_FALSE(Report(id, "10.0.2.1")->withheld);
   ASSERT_TRUE(Read(id).ok());
-  auto third = Report(id, "10.0.0.3");
+  auto third = Report(id, "10.0.3.1");
   ASSERT_TRUE(third.ok());
   EXPECT_TRUE(third->withheld);
   auto read = Read(id);
@@ -109,6 +109,97 @@ TEST_F(ModerationTest, TheThirdDistinctReporterWithholdsEvenACachedPaste) {
   ASSERT_EQ(audit->size(), 2u);
   EXPECT_EQ((*audit)[0].action, "dismiss");
   EXPECT_EQ((*audit)[1].action, "withhold");
+}
+
+// Reporters are counted by network (IPv4 /24, IPv6 /48), so the keys of one subscriber are one
+// reporter however many there are, and reports from the creator's own network never count.
+TEST_F(ModerationTest, ManyKeysOfOneNetworkOrTheCreatorsNeverWithhold) {
+  const store::PasteId v4 = Create("one /24");
+  for (const char* key : {"10.9.9.1", "10.9.9.2", "10.9.9.3", "10.9.9.4"}) {
+    auto r = Report(v4, key);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_FALSE(r->withheld) << key;
+  }
+  const store::PasteId v6 = Create("one /48");
+  for (const char* key : {"2001:db8:7:1::/64", "2001:db8:7:2::/64", "2001:db8:7:ffff::/64"}) {
+    auto r = Report(v6, key);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_FALSE(r->withheld) << key;
+  }
+  EXPECT_TRUE(Read(v4).ok());
+  EXPECT_TRUE(Read(v6).ok());
+  // Created from 192.0.2.1: its /24 reports, and two others are not three.
+  const store::PasteId own = Create("the creator's", "192.0.2.1");
+  EXPECT_FALSE(Report(own, "192.0.2.200")->withheld);
+  EXPECT_FALSE(Report(own, "10.1.1.1")->withheld);
+  EXPECT_FALSE(Report(own, "10.1.2.1")->withheld);
+  EXPECT_TRUE(Read(own).ok());
+  EXPECT_TRUE(Report(own, "10.1.3.1")->withheld);
+}
+
+TEST_F(ModerationTest, AfterADismissalTheSameNetworksCannotWithholdAgainAndKeepHoldsForGood) {
+  const store::PasteId id = Create("reviewed");
+  for (const char* key : {"10.2.1.1", "10.2.2.1", "10.2.3.1"}) ASSERT_TRUE(Report(id, key).ok());
+  ASSERT_FALSE(Read(id).ok());
+  ASSERT_TRUE(RunSync(moderation_.Dismiss(id.view(), "fine")).ok());
+  for (const char* key : {"10.2.1.9", "10.2.2.9", "10.2.3.9"}) {
+    auto r = Report(id, key);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->counted) << key << ": its network reported the paste before the review";
+  }
+  EXPECT_TRUE(Read(id).ok());
+  // Reviewed "keep": new networks queue it for review, and it stays served.
+  ASSERT_TRUE(RunSync(moderation_.Dismiss(id.view(), "fine for good", true)).ok());
+  for (const char* key : {"10.3.1.1", "10.3.2.1", "10.3.3.1", "10.3.4.1"}) {
+    auto r = Report(id, key);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->counted);
+    EXPECT_FALSE(r->withheld);
+  }
+  EXPECT_TRUE(Read(id).ok());
+  EXPECT_EQ(moderation_.PendingReports(), 1);
+  auto page = RunSync(moderation_.OpenReports(std::nullopt, 10));
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->pastes.size(), 1u);
+  EXPECT_TRUE(page->pastes[0].keep);
+  EXPECT_EQ(page->pastes[0].votes, 4);
+}
+
+// Past this process's withhold rate a paste with enough votes stays served, and a counter says
+// so; the global report bucket refuses before any store call.
+TEST_F(ModerationTest, TheWithholdRateDefersAndTheGlobalBucketRefusesBeforeTheStore) {
+  ModerationOptions options;
+  options.withhold_rate = {1.0 / 3600, 1};
+  options.global_report_rate = {0.001, 7};
+  MetricsRegistry metrics;
+  ModerationService moderation(meta_, *blobs_, cache_, admission_, blocks_, clock_, options,
+                               nullptr, nullptr, &metrics);
+  const store::PasteId first = Create("first");
+  const store::PasteId second = Create("second");
+  for (const char* key : {"10.4.1.1", "10.4.2.1", "10.4.3.1"}) {
+    ASSERT_TRUE(RunSync(moderation.Report(key, first.view(), "spam", "")).ok());
+  }
+  EXPECT_FALSE(Read(first).ok());
+  for (const char* key : {"10.5.1.1", "10.5.2.1", "10.5.3.1"}) {
+    auto r = RunSync(moderation.Report(key, second.view(), "spam", ""));
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->withheld);
+  }
+  EXPECT_TRUE(Read(second).ok()) << "the withhold rate is spent: queued, still served";
+  const std::string text = metrics.Render();
+  EXPECT_NE(text.find("sluice_report_withholds_total{result=\"withheld\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sluice_report_withholds_total{result=\"deferred\"} 1"), std::string::npos)
+      << text;
+  // Six reports spent the global burst of seven; the eighth is refused, the store never asked.
+  ASSERT_TRUE(RunSync(moderation.Report("10.6.1.1", second.view(), "spam", "")).ok());
+  const int calls = meta_.calls.load();
+  auto refused = RunSync(moderation.Report("10.6.2.1", second.view(), "spam", ""));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(refused.error().reason, "report_global_rate");
+  EXPECT_TRUE(refused.error().retry_after_seconds);
+  EXPECT_EQ(meta_.calls.load(), calls);
 }
 
 TEST_F(ModerationTest, ReportsOfOneClientAreRateLimitedBeforeAnyStoreCall) {

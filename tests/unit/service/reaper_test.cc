@@ -168,14 +168,20 @@ TEST_F(ReaperTest, HandledReportsGoAfterTheRetentionOpenOnesStay) {
   Row("rep000000001");
   Row("rep000000002");
   const admission::Deadline never = admission::Deadline::Never();
-  for (const char* key : {"192.0.2.1", "192.0.2.2", "192.0.2.3"}) {
-    ASSERT_TRUE(RunSync(meta_->AddReport({Id("rep000000001"), key, "spam", "", kNow}, never)).ok());
+  const store::ReportPolicy review_only{.hide_threshold = 0};
+  for (const char* network : {"192.0.1.0/24", "192.0.2.0/24", "192.0.3.0/24"}) {
+    ASSERT_TRUE(RunSync(meta_->AddReport({Id("rep000000001"), network, "spam", "", kNow},
+                                         review_only, never))
+                    .ok());
   }
-  ASSERT_TRUE(
-      RunSync(meta_->AddReport({Id("rep000000002"), "192.0.2.1", "spam", "", kNow}, never)).ok());
-  ASSERT_TRUE(RunSync(meta_->SetModeration(Id("rep000000001"), store::Moderation::kNone, "fine",
-                                           kNow + 10, never))
+  ASSERT_TRUE(RunSync(meta_->AddReport({Id("rep000000002"), "192.0.1.0/24", "spam", "", kNow},
+                                       review_only, never))
                   .ok());
+  ASSERT_TRUE(
+      RunSync(meta_->SetModeration(
+                  Id("rep000000001"),
+                  store::ModerationChange{store::Moderation::kNone, "fine", kNow + 10}, never))
+          .ok());
   JanitorOptions options = Options(2);
   options.report_retention = std::chrono::hours(24);
   Janitor janitor(*meta_, blobs_, cache_, clock_, metrics_, options);
@@ -188,10 +194,10 @@ TEST_F(ReaperTest, HandledReportsGoAfterTheRetentionOpenOnesStay) {
   EXPECT_EQ(CounterValue("sluice_reports_purged_total"), 3u);
   clock_.Advance(std::chrono::hours(24 * 365));
   EXPECT_EQ(RunSync(janitor.SweepReportsOnce()), 0u);
-  auto open = RunSync(meta_->OpenReports(10, never));
+  auto open = RunSync(meta_->OpenReports(std::nullopt, 10, never));
   ASSERT_TRUE(open.ok());
-  ASSERT_EQ(open->size(), 1u);
-  EXPECT_EQ((*open)[0].id, Id("rep000000002"));
+  ASSERT_EQ(open->pastes.size(), 1u);
+  EXPECT_EQ(open->pastes[0].id, Id("rep000000002"));
 }
 
 }  // namespace
