@@ -74,18 +74,28 @@ class DataDirUpgradeTest(PatientTestCase):
         s.execute("UPDATE inline_bodies SET body = ?, codec = 0 "
                   "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (OLD, old["id"]))
         s.execute("ALTER TABLE inline_bodies DROP COLUMN codec")
-        # Schema 10's moderation tables and columns, undone too: migrations run from the
-        # highest recorded version onward, so a schema-8 file must hold nothing of 9 or 10.
+        # Schema 10's moderation undone too (migrations run from the highest recorded version
+        # on): reports one row per client key again, two of them from one IPv4 /24.
         for table in ("paste_reports", "report_queue", "report_counts", "withhold_charges"):
             s.execute(f"DROP TABLE {table}")
         for column in ("creator_network", "review_keep"):
             s.execute(f"ALTER TABLE pastes DROP COLUMN {column}")
+        s.execute("CREATE TABLE reports (paste_id TEXT NOT NULL, client_key TEXT NOT NULL, "
+                  "reason TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, "
+                  "open INTEGER NOT NULL DEFAULT 1, closed_at INTEGER, "
+                  "PRIMARY KEY (paste_id, client_key)) WITHOUT ROWID")
+        for key, note in (("203.0.113.7", "first"), ("203.0.113.9", "same /24"),
+                          ("198.51.100.1", "newest")):
+            s.execute("INSERT INTO reports VALUES (?, ?, 'spam', ?, ?, 1, NULL)",
+                      (old["id"], key, note, 100 + len(note)))
         s.execute("DELETE FROM schema_version WHERE version > 8")
 
         s.start()
         res = s.get(f"/raw/{old['id']}")
         self.assertStatus(res, 200)
         self.assertEqual(res.body, OLD)
+        queued = s.admin_request("GET", "/admin/reports?limit=10").json()["pastes"]
+        self.assertEqual([(p["id"], p["networks"]) for p in queued], [(old["id"], 2)])
         new = s.create_ok(NEW)
         self.assertEqual(s.get(f"/raw/{new['id']}").body, NEW)
         forms = dict((r[0], (r[1], r[2])) for r in s.query(
