@@ -155,8 +155,8 @@ fuzz-run:
 	done
 
 # The Debian package of a release build (-O2, hardened, stripped, with a -dbgsym package) into
-# build/deb/, checked by lintian: `apt install ./build/deb/sluice_*.deb` (README, "Install as a
-# service"). debian/ says what goes in it.
+# build/deb/, checked by lintian: `apt install ./build/deb/sluice_*.deb` (docs/operations.md,
+# "Installing it as a service"). debian/ says what goes in it.
 deb:
 	@scripts/install-deps.sh deb
 	JOBS=$(JOBS) scripts/build-deb.sh
