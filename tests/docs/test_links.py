@@ -55,6 +55,13 @@ def anchors(path):
 
 
 class LinkTest(unittest.TestCase):
+    def test_the_readme_stays_a_five_minute_read(self):
+        # Issue 33: the README introduces; the rest lives in docs/. About 300 lines at most.
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            lines = f.read().count("\n")
+        self.assertLessEqual(lines, 320, "README.md has grown past a short introduction: move "
+                             "the detail into the page of docs/ it belongs to")
+
     def test_the_files_under_check_exist(self):
         files = markdown_files()
         self.assertIn("README.md", files)
