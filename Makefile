@@ -108,12 +108,12 @@ stack-down:
 
 # Long versions of the scenario tests (the short ones run in make test), figures written to
 # bench/results/scenarios.md, then slowhttptest's three attacks at 1,000 connections and 200/s each
-# (probe figures appended to bench/results/raw/slowhttp-long.jsonl), then the crash test for 50
+# (probe figures appended to bench/work/slowhttp-long.jsonl), then the crash test for 50
 # kill -9 cycles.
 chaos: build
 	python3 tools/run_chaos.py --bin $(DEV)/sluice
 	@scripts/install-deps.sh test
-	SLUICE_SLOWHTTP_SCALE=long SLUICE_SLOWHTTP_RESULTS=bench/results/raw/slowhttp-long.jsonl \
+	SLUICE_SLOWHTTP_SCALE=long SLUICE_SLOWHTTP_RESULTS=bench/work/slowhttp-long.jsonl \
 	  SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_slowhttp.py'
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
@@ -155,8 +155,8 @@ fuzz-run:
 	done
 
 # The Debian package of a release build (-O2, hardened, stripped, with a -dbgsym package) into
-# build/deb/, checked by lintian: `apt install ./build/deb/sluice_*.deb` (README, "Install as a
-# service"). debian/ says what goes in it.
+# build/deb/, checked by lintian: `apt install ./build/deb/sluice_*.deb` (docs/operations.md,
+# "Installing it as a service"). debian/ says what goes in it.
 deb:
 	@scripts/install-deps.sh deb
 	JOBS=$(JOBS) scripts/build-deb.sh

@@ -93,7 +93,7 @@ require_created() {
 # The kernel log's length now, for host_events_since. A host that pauses and forks a VM mid-run
 # (the guest logs "crng reseeded due to virtual machine fork") leaves the rest of the run on
 # another machine state: a 10 s wrk run took 43 s and the rates fell by a third afterwards
-# (bench/results/creates-wal-gathering-after-vm-fork.md).
+# (docs/benchmarks.md, "History").
 kernel_log_mark() { dmesg 2>/dev/null | wc -l; }
 
 # host_events_since MARK: a report cell naming the VM forks the kernel logged since MARK. The log

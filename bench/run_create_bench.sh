@@ -15,8 +15,8 @@
 #      varies by half between hours (bench/README.md); creates per 1,000 of those reads, round by
 #      round, compare runs taken hours apart. REFERENCE=0 skips it.
 #
-# Writes OUT (default bench/results/creates.md, overwritten) and the raw outputs to raw-<name of
-# OUT without .md>/ beside it (bench/results/raw-creates/ by default).
+# Writes OUT (default bench/results/creates.md, overwritten: it holds every round) and the raw
+# outputs to bench/work/raw-<name of OUT without .md>/ (git keeps the report, not the raw files).
 # Environment:
 #   BINS="before=PATH after=PATH"  the binaries to compare (default: after=$(sluice_binary))
 #   DURATION=10  seconds per wrk run    ROUNDS=3      rounds per binary (>= 1)
@@ -52,7 +52,7 @@ BODY=${BODY:-code}
 case $BODY in code|noise|synthetic) ;; *) echo "BODY must be code, noise or synthetic" >&2; exit 2;; esac
 OUT=${OUT:-bench/results/creates.md}
 REFERENCE=${REFERENCE:-1}
-raw_out=$(dirname "$OUT")/raw-$(basename "$OUT" .md)
+raw_out=bench/work/raw-$(basename "$OUT" .md)
 mkdir -p "$(dirname "$OUT")"
 case $BODY_BYTES in ''|*[!0-9]*) echo "BODY_BYTES must be a number of bytes" >&2; exit 2;; esac
 if [ "$ROUNDS" -lt 1 ]; then echo "ROUNDS must be at least 1" >&2; exit 2; fi

@@ -8,10 +8,11 @@
 #   2. durable creates of unique 10 KB UTF-8 pastes (POST /api/v1/pastes) at 64 and 16 connections;
 #   3. an fsync probe of the data dir's disk, for context beside the create figure.
 #
-# Writes bench/results/embedded.md (overwritten) and the raw wrk outputs to bench/results/raw/.
+# Writes bench/results/embedded.md (overwritten) and the raw wrk outputs to bench/work/raw/
+# (git keeps the report, which holds every round, not the raw files).
 # Environment:
 #   CREATES=1       0: the reads only (no fsync probe, no creates), for a quick read comparison
-#   OUT=bench/results/embedded.md  the report      RAW_DIR=bench/results/raw  the raw outputs
+#   OUT=bench/results/embedded.md  the report      RAW_DIR=bench/work/raw  the raw outputs
 #   DURATION=15     seconds per wrk run           ROUNDS=3       read rounds per server (>= 2)
 #   SLUICE_BIN=...  use this binary, skip build   JOBS=2         build parallelism
 #   WRK_THREADS=2   wrk threads                   READ_CONNS=64  connections of the read runs
@@ -29,7 +30,7 @@ READ_CONNS=${READ_CONNS:-64}
 PROBE_SECONDS=${PROBE_SECONDS:-3}
 CREATES=${CREATES:-1}
 OUT=${OUT:-bench/results/embedded.md}
-RAW_DIR=${RAW_DIR:-bench/results/raw}
+RAW_DIR=${RAW_DIR:-bench/work/raw}
 BODY_BYTES=10240
 if [ "$ROUNDS" -lt 2 ]; then echo "ROUNDS must be at least 2" >&2; exit 2; fi
 source bench/lib.sh
@@ -41,7 +42,7 @@ bin=$(sluice_binary)
 # ---- work dir and cleanup -------------------------------------------------------------------------
 mkdir -p bench/work "$RAW_DIR"
 work=$(mktemp -d "$repo/bench/work/run.XXXXXX")
-# Raw outputs go to the work dir first and replace bench/results/raw/ only when the run completes.
+# Raw outputs go to the work dir first and replace $RAW_DIR only when the run completes.
 raw=$work/raw
 mkdir -p "$raw"
 sluice_pid=""
@@ -318,7 +319,7 @@ out=$OUT
     echo "| sluice's protocol, batches of 64: temp files, syncfs, rename, syncfs | $(probe sluice_batch_64) |"
     echo
     echo "syncfs flushes the whole filesystem, so these figures (and sluice's) move with whatever else"
-    echo "writes to it at the time. Raw wrk outputs and /metrics snapshots: bench/results/raw/."
+    echo "writes to it at the time. Raw wrk outputs and /metrics snapshots: $RAW_DIR/ (not kept by git)."
     echo
   else
     echo "Creates, the fsync probe: not run (CREATES=0)."

@@ -21,7 +21,7 @@
 # body, so every shed request opens a new connection: connection setup is part of each figure
 # (the probe's "conn" latency includes connect(); wrk starts its clock after connect).
 #
-# Writes bench/results/shed.md (overwritten) and raw outputs to bench/results/raw-shed/.
+# Writes bench/results/shed.md (overwritten) and raw outputs to bench/work/raw-shed/.
 # Environment:
 #   DURATION=15      seconds per wrk run          SLUICE_BIN=...  use this binary, skip the build
 #   PROBE_RATE=200   probe requests/s (alone)     PROBE_COUNT=2000
@@ -295,12 +295,12 @@ out=bench/results/shed.md
   echo "kernel's connection setup and teardown charged to the server. The rejection counters and the"
   echo "create route's server-side latency histogram are in the raw metrics snapshots."
   echo
-  echo "Raw outputs: bench/results/raw-shed/."
+  echo "Raw outputs: bench/work/raw-shed/."
 } >"$out.tmp"
-mkdir -p bench/results/raw-shed
-rm -f bench/results/raw-shed/*.txt
-cp "$raw"/*.txt bench/results/raw-shed/
-sed -i "s#$work#bench/work/shed.XXXXXX#g" bench/results/raw-shed/*.txt
+mkdir -p bench/work/raw-shed
+rm -f bench/work/raw-shed/*.txt
+cp "$raw"/*.txt bench/work/raw-shed/
+sed -i "s#$work#bench/work/shed.XXXXXX#g" bench/work/raw-shed/*.txt
 mv "$out.tmp" "$out"
 echo
 cat "$out"

@@ -7,7 +7,7 @@
 #   2. creates of unique 10 KB pastes through nginx (PostgreSQL rows, s3rver bodies, Redis limits);
 # beside the embedded figures of bench/results/embedded.md.
 #
-# Writes bench/results/stack.md and the raw wrk outputs to bench/results/raw/stack-*.txt.
+# Writes bench/results/stack.md and the raw wrk outputs to bench/work/raw/stack-*.txt.
 # Environment: DURATION=10  CONNS=64  PROCESSES=2  WRK_THREADS=2  SLUICE_BIN=... (else a release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ source bench/lib.sh
 require_tools wrk nginx varnishd redis-server curl python3
 
 bin=$(sluice_binary)
-mkdir -p bench/work bench/results/raw
+mkdir -p bench/work bench/work/raw
 work=$(mktemp -d "$repo/bench/work/stack.XXXXXX")
 chmod 755 "$work"
 base=$(python3 - <<'PY'
@@ -82,8 +82,8 @@ run() {  # run NAME URL [wrk args]
   local name=$1 url=$2
   shift 2
   wrk -t"$WRK_THREADS" -c"$CONNS" -d2s "$url" >/dev/null 2>&1 || true
-  echo "\$ wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s --latency $* $url" >"bench/results/raw/stack-$name.txt"
-  wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$@" "$url" >>"bench/results/raw/stack-$name.txt" 2>&1
+  echo "\$ wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s --latency $* $url" >"bench/work/raw/stack-$name.txt"
+  wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$@" "$url" >>"bench/work/raw/stack-$name.txt" 2>&1
   echo "  $name done"
 }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -118,16 +118,16 @@ embedded_create=$(grep -m1 '^| sluice | POST /api/v1/pastes | 64 ' bench/results
   echo
   echo "| path | URL | req/s | p50 ms | p99 ms | errors |"
   echo "|---|---|---:|---:|---:|---:|"
-  row "Varnish edge (hits)" "/raw/{id}" bench/results/raw/stack-read-edge.txt
-  row "nginx -> $PROCESSES processes (their caches)" "/raw/{id}" bench/results/raw/stack-read-balancer.txt
-  row "one process directly (its cache)" "/raw/{id}" bench/results/raw/stack-read-one-process.txt
+  row "Varnish edge (hits)" "/raw/{id}" bench/work/raw/stack-read-edge.txt
+  row "nginx -> $PROCESSES processes (their caches)" "/raw/{id}" bench/work/raw/stack-read-balancer.txt
+  row "one process directly (its cache)" "/raw/{id}" bench/work/raw/stack-read-one-process.txt
   [ -n "$embedded_read" ] && echo "$embedded_read" | sed 's/^| sluice (cache) |/| embedded, from bench\/results\/embedded.md |/'
   echo
   echo "## Creates of unique 10 KB pastes through nginx ($CONNS connections, ${DURATION}s)"
   echo
   echo "| path | URL | req/s | p50 ms | p99 ms | errors |"
   echo "|---|---|---:|---:|---:|---:|"
-  row "nginx -> $PROCESSES processes (PostgreSQL + s3rver + Redis)" "POST /api/v1/pastes" bench/results/raw/stack-create-balancer.txt
+  row "nginx -> $PROCESSES processes (PostgreSQL + s3rver + Redis)" "POST /api/v1/pastes" bench/work/raw/stack-create-balancer.txt
   [ -n "$embedded_create" ] && echo "$embedded_create"
   echo
   echo "Creates cannot go through the edge faster than through nginx: Varnish passes POSTs."

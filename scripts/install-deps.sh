@@ -17,12 +17,13 @@ deb_tools=(dpkg-dev debhelper lintian)
 # prometheus brings promtool, which lints the live /metrics (tests/integration/test_metrics_format.py)
 # and checks and unit-tests the alert rules (scripts/check-alert-rules.sh).
 # slowhttptest runs the slow-headers, slow-body and slow-read attacks (tests/integration/test_slowhttp.py);
-# pastebinit and wget are clients people already have (tests/integration/test_clients.py).
+# pastebinit and wget are clients people already have (tests/integration/test_clients.py); jq reads
+# the JSON answers in docs/usage.md's examples, which tests/docs/test_usage_examples.py runs.
 # The packaging test (tests/deploy/test_debian_package.py) builds the .deb with deb_tools; strace
 # lists the system calls the server makes, to hold them to the unit's SystemCallFilter.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
-  pastebinit wget "${deb_tools[@]}" strace)
+  pastebinit wget jq "${deb_tools[@]}" strace)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;

@@ -7,7 +7,7 @@ spec's prediction beside each measured number, to bench/results/scenarios.md.
 
 The tests print and record their own figures (tests/lib/loadgen.py: report()); this script runs them
 with SLUICE_SCENARIO_SCALE and SLUICE_SCENARIO_RESULTS set, then turns the JSON lines into Markdown
-with the machine's description. The full unittest output goes to bench/results/raw/scenarios-<scale>.log.
+with the machine's description. The full unittest output goes to bench/work/raw/scenarios-<scale>.log.
 Exit status: that of the test run (the report is written either way).
 """
 
@@ -124,7 +124,7 @@ def main():
     binary = os.path.abspath(args.bin)
     if not os.path.isfile(binary):
         sys.exit(f"no sluice binary at {binary} (make build)")
-    raw_dir = os.path.join(os.path.dirname(os.path.abspath(args.output)), "raw")
+    raw_dir = os.path.join(ROOT, "bench", "work", "raw")  # logs only: git keeps the report
     os.makedirs(raw_dir, exist_ok=True)
     log_path = os.path.join(raw_dir, f"scenarios-{args.scale}.log")
     fd, results_path = tempfile.mkstemp(prefix="sluice-scenarios-", suffix=".jsonl")
@@ -170,7 +170,7 @@ def main():
               f"| scale | {args.scale} (SLUICE_SCENARIO_SCALE) |",
               f"| command | `{' '.join(['python3', 'tools/run_chaos.py', '--scale', args.scale] + (['--only', *args.only] if args.only else []))}` |",
               f"| run time | {elapsed:.0f} s |",
-              f"| result | {'all passed' if code == 0 else f'FAILED (exit status {code}), see raw/' + os.path.basename(log_path)} |",
+              f"| result | {'all passed' if code == 0 else f'FAILED (exit status {code}), see bench/work/raw/' + os.path.basename(log_path)} |",
               ""]
 
     outcomes = test_outcomes(log_text)

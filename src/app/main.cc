@@ -118,6 +118,9 @@ int main(int argc, char** argv) {
   std::string config_check;
   config->add_flag("--example", config_example,
                    "Print a TOML file with every setting of serve commented out at its default");
+  bool config_markdown = false;
+  config->add_flag("--markdown", config_markdown,
+                   "Print docs/configuration.md, the reference of every setting of serve");
   config->add_option("--check", config_check, "Check FILE as serve would read it, then exit")
       ->envname("SLUICE_CONFIG");
 
@@ -149,8 +152,13 @@ int main(int argc, char** argv) {
         std::fputs(sluice::app::ExampleConfig(SLUICE_VERSION).c_str(), stdout);
         return 0;
       }
+      if (config_markdown) {
+        std::fputs(sluice::app::ConfigurationMarkdown().c_str(), stdout);
+        return 0;
+      }
       if (!config_check.empty()) return sluice::app::CheckConfigFile(config_check);
-      std::fputs("sluice config: give --example, or --check FILE (or SLUICE_CONFIG)\n", stderr);
+      std::fputs("sluice config: give --example, --markdown, or --check FILE (or SLUICE_CONFIG)\n",
+                 stderr);
       return 2;
     }
     if (plan->parsed()) {

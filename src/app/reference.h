@@ -1,7 +1,8 @@
 // The reference an installed sluice ships, generated from the declarations `--help` prints, so the
-// two cannot drift: the man page sluice.1 (`sluice man`) and the commented configuration file
-// /etc/sluice/sluice.toml (`sluice config --example`). CMakeLists.txt runs both at build time;
-// debian/ and `make install` install what they print.
+// two cannot drift: the man page sluice.1 (`sluice man`), the commented configuration file
+// /etc/sluice/sluice.toml (`sluice config --example`) and docs/configuration.md (`sluice config
+// --markdown`). CMakeLists.txt runs the first two at build time; debian/ and `make install` install
+// what they print; tests/docs/test_configuration_doc.py fails when docs/configuration.md is stale.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,5 +19,10 @@ std::string ManPage(const CLI::App& app, std::string_view version);
 /// A TOML file with every setting of `sluice serve` commented out at its default, each under its
 /// help, its allowed values, its flag and its variable. Removing a `#` before a key sets it.
 std::string ExampleConfig(std::string_view version);
+
+/// docs/configuration.md: how settings are given and checked, then every setting of `sluice serve`
+/// with its help, default, allowed values, flag, variable and whether a reload applies it. No
+/// version or date in it, so the committed file changes only when a declaration does.
+std::string ConfigurationMarkdown();
 
 }  // namespace sluice::app

@@ -1,5 +1,6 @@
 // The man page and the example configuration (src/app/reference.cc) come from the settings'
 // declarations: every setting is in both, and the example, uncommented, is exactly the defaults.
+// docs/configuration.md comes from them too.
 #include "../../../src/app/reference.h"
 
 #include <gtest/gtest.h>
@@ -111,6 +112,28 @@ TEST(ManPage, ListsEveryCommandAndSetting) {
   while (std::getline(lines, line)) {
     if (line.starts_with("'")) ADD_FAILURE() << line;
   }
+}
+
+// docs/configuration.md (`sluice config --markdown`): one heading per setting, in declaration
+// order, each with its flag, variable and reload note, and help text that Markdown cannot misread.
+TEST(ConfigurationMarkdown, EachSettingHasItsHeadingFlagVariableAndReloadNote) {
+  const std::string doc = ConfigurationMarkdown();
+  size_t at = 0;
+  for (const SettingSpec& spec : ServeSettings()) {
+    const size_t heading = doc.find("\n### " + std::string(spec.key) + "\n", at);
+    ASSERT_NE(heading, std::string::npos) << spec.key << " missing or out of order";
+    const size_t next = doc.find("\n### ", heading + 1);
+    const std::string section = doc.substr(heading, next - heading);
+    EXPECT_NE(section.find("Flag `" + FlagName(spec) + "`, variable `" + EnvName(spec) + "`"),
+              std::string::npos)
+        << section;
+    EXPECT_NE(section.find(IsLiveSetting(spec.key) ? "*SIGHUP applies it* to new requests."
+                                                   : "Takes a restart to change."),
+              std::string::npos)
+        << section;
+    at = heading + 1;
+  }
+  EXPECT_EQ(doc.rfind("# Configuration reference\n", 0), 0u);
 }
 
 }  // namespace
