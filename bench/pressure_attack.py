@@ -9,7 +9,11 @@ For each binary, on the embedded store with the default limits (production_limit
 relaxed test limits off):
 
   slow   create_slots 50: 5 addresses x 10 connections each declare 100 KB and trickle it at
-         1.5 KB/s (above min_body_rate, 75 KB/s in all), reconnecting as soon as one is answered;
+         1.5 KB/s (above min_body_rate, 75 KB/s in all), reconnecting as soon as one is answered
+         (the issue's attack; cut at the grace, they reconnect faster than their create rate
+         allows, so their own per-client bucket, 1/s, keeps them off most slots);
+  slow50 the same from 50 addresses (50 /24s) x 1 connection, each within its create rate even
+         when cut at the grace, so that the slots stay full and the cut at the cap is exercised;
   idle   max_connections 1,000: 4 addresses x 256 keep-alive connections each ask for /healthz
          every 25 s and sit idle between, reconnecting as soon as one is closed;
 
@@ -36,6 +40,7 @@ from sluice_harness import SluiceServer  # noqa: E402
 
 INNOCENT = "127.9.0.1"
 ATTACKERS = [f"127.{n}.0.1" for n in range(1, 6)]  # one /24 each
+MANY_ATTACKERS = [f"127.{n}.0.1" for n in range(10, 60)]  # fifty /24s
 
 
 class Sampler:
@@ -88,7 +93,7 @@ class Sampler:
 def run_attack(binary, kind, seconds, warmup):
     os.environ["SLUICE_BIN"] = binary
     args = ["--threads", "2"]
-    if kind == "slow":
+    if kind in ("slow", "slow50"):
         args += ["--create-slots", "50"]
     else:
         args += ["--max-connections", "1000"]
@@ -98,6 +103,8 @@ def run_attack(binary, kind, seconds, warmup):
         sampler = Sampler(server).start()
         if kind == "slow":
             attack = SlowBodies(server.port, ATTACKERS, 10, rate=1500, declared=100_000)
+        elif kind == "slow50":
+            attack = SlowBodies(server.port, MANY_ATTACKERS, 1, rate=1500, declared=100_000)
         else:
             attack = IdleKeepAlive(server.port, ATTACKERS[:4], 256, interval=25.0)
         attack.start()
@@ -134,8 +141,9 @@ def plot(results, path):
         print("matplotlib missing (apt-get install python3-matplotlib): no plot", file=sys.stderr)
         return False
     current = [r for r in results if r["label"] == "current"]
-    fig, axes = plt.subplots(2, 1, figsize=(10, 8))
-    for ax, kind in zip(axes, ("idle", "slow")):
+    kinds = [k for k in ("idle", "slow", "slow50") if any(r["attack"] == k for r in current)]
+    fig, axes = plt.subplots(len(kinds), 1, figsize=(10, 4 * len(kinds)), squeeze=False)
+    for ax, kind in zip(axes[:, 0], kinds):
         run = next((r for r in current if r["attack"] == kind), None)
         if not run:
             continue
@@ -161,7 +169,8 @@ def plot(results, path):
                      label="required body rate (KiB/s)")
             ax2.set_ylabel("required body rate (KiB/s)")
             ax2.set_ylim(0, 70)
-            ax.set_title("slow-body attack: 5 addresses x 10 bodies at 1.5 KB/s, "
+            who = "5 addresses x 10" if kind == "slow" else "50 addresses x 1"
+            ax.set_title(f"slow-body attack: {who} bodies at 1.5 KB/s, "
                          f"innocent success {run['innocent_success_rate']:.1%}")
         ax.axvline(run["warmup_s"], color="gray", linestyle=":", label="innocent client starts")
         ax.set_xlabel("seconds since the server started")
@@ -213,6 +222,8 @@ def write_markdown(results, path, command, plotted):
              "and reads it back once a second, each request on a new connection.", "",
              "- **slow**: `create_slots 50`; 5 addresses x 10 connections, each declaring 100 KB "
              "and trickling it at 1.5 KB/s (above `min_body_rate` 1 KB/s), reconnecting at once.",
+             "- **slow50**: the same bodies from 50 addresses (fifty /24s) x 1 connection, each "
+             "within its create rate even when cut at the grace, so the slots stay full.",
              "- **idle**: `max_connections 1000`; 4 addresses x 256 keep-alive connections, one "
              "`/healthz` every 25 s each, reconnecting at once when closed.", "",
              "| binary | attack | innocent requests | succeeded | innocent failures | attackers "
@@ -228,7 +239,7 @@ def write_markdown(results, path, command, plotted):
         lines.append(f"| {r['label']} | {r['attack']} | {r['innocent_ok'] + r['innocent_failed']} "
                      f"| {r['innocent_success_rate']:.1%} | {failures or 'none'} | {answers} | "
                      f"{reclaimed if reclaimed is not None else 'n/a'} | "
-                     f"{s['body_rate_cuts'] if r['attack'] == 'slow' else 'n/a'} |")
+                     f"{s['body_rate_cuts'] if r['attack'] != 'idle' else 'n/a'} |")
     lines += ["", "How the pressure gauges followed, after the warm-up (min to max of the samples, "
               "every 0.5 s from the admin listener's /metrics):", "",
               "| binary | attack | open connections | create slots in use | idle timeout (s) | "
@@ -247,20 +258,28 @@ def write_markdown(results, path, command, plotted):
         lines += ["![the gauges over the current binary's runs](pressure.png)", "",
                   "`pressure.png`: for the current binary, open connections and the effective "
                   "idle timeout during the idle attack (top), create slots in use and the "
-                  "required body rate during the slow-body attack (bottom).", ""]
+                  "required body rate during the slow-body attacks (below).", ""]
     lines += ["Raw samples: `pressure.json`.", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
 
+def raise_fd_limit():
+    # A thousand attacking sockets in this process, beside the server's own.
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main():
+    raise_fd_limit()
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.path.join(HERE, "..", "build", "dev", "sluice"))
     parser.add_argument("--baseline", help="a binary from before (e.g. commit de5e2f2)")
     parser.add_argument("--seconds", type=float, default=60, help="innocent client's run")
     parser.add_argument("--warmup", type=float, default=15, help="attack alone first")
-    parser.add_argument("--attacks", default="idle,slow")
+    parser.add_argument("--attacks", default="idle,slow,slow50")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
     runs = [("current", os.path.abspath(args.binary))]
