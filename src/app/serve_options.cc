@@ -131,10 +131,7 @@ http::ServerOptions ReadServer(const Settings& s) {
   o.max_connections_per_network = s.Integer("max_connections_per_network");
   o.networks = {static_cast<int>(s.Integer("network_prefix_v4")),
                 static_cast<int>(s.Integer("network_prefix_v6"))};
-  o.pressure = {s.Number("pressure_start"), s.Number("pressure_full")};
-  if (o.pressure.full < o.pressure.start) {
-    throw std::invalid_argument("pressure_full must be at least pressure_start");
-  }
+  o.pressure = {s.Number("pressure_start"), s.Number("pressure_full")};  // ordered: kServeRules
   o.idle_timeout_floor = s.Duration("idle_timeout_floor");
   o.min_body_rate_at_pressure = s.Integer("min_body_rate_at_pressure");
   o.public_url = s.String("public_url");

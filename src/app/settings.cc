@@ -534,6 +534,11 @@ constexpr SettingRule kServeRules[] = {
       return fmt::format("{} is above {}", Quoted(s, "retry_after_min"),
                          Quoted(s, "retry_after_max"));
     }},
+    // Pressure is linear from pressure_start to pressure_full (docs/overload.md, "Pressure").
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (s.Number("pressure_start") <= s.Number("pressure_full")) return std::nullopt;
+      return fmt::format("{} is above {}", Quoted(s, "pressure_start"), Quoted(s, "pressure_full"));
+    }},
     // The delay shrinks the highlighter on purpose; only a test server may do that.
     {[](const Settings& s) -> std::optional<std::string> {
       if (s.Duration("render_delay") == ::sluice::Duration::zero() ||
