@@ -232,9 +232,10 @@ awaitable<bool> SessionBodyReader::CutSlowestBody() {
     co_return false;  // min_body_rate 0: no rate is required of anyone
   }
   // Bodies that all began less than kJudgeBodyAfter ago cannot be judged yet (cut clients that
-  // reconnect at once arrive together): this create waits for one to become judgeable, or for a
-  // slot to free, at most kCutWait, with its slot promised (the caller's CreateSlotPromise), so
-  // no one else takes the one it waits for. A bounded wait at the door, not a queue.
+  // reconnect at once arrive together): while some body under the rate is in flight, this create
+  // waits for one to become judgeable, or for a slot to free, at most kCutWait, with its slot
+  // promised (the caller's CreateSlotPromise), so no one else takes the one it waits for. A bounded
+  // wait at the door, not a queue.
   if (!x_.edge.bodies.MayCut(client_.Key(), std::chrono::steady_clock::now())) co_return false;
   asio::steady_timer pause(x_.stream.get_executor());
   const auto give_up = std::chrono::steady_clock::now() + kCutWait;
@@ -260,7 +261,9 @@ awaitable<bool> SessionBodyReader::CutSlowestBody() {
       co_return true;
     }
     if (service.CreateSlotSaturation() < 1.0) co_return true;  // a slot freed meanwhile
-    if (now >= give_up) co_return false;
+    // No trickle at all (the slots are held by creates whose bodies arrived, waiting on a slow
+    // store, say): the 503 is answered now, as a full cap always was.
+    if (now >= give_up || !x_.edge.bodies.AnyUnder(now, required)) co_return false;
     co_await sleep(std::chrono::milliseconds(5));
   }
 }

@@ -225,6 +225,19 @@ class BodiesInFlight {
     return handle;
   }
 
+  /// Whether any body in flight, whatever its age, has arrived so far at under `required_rate`
+  /// bytes per second (one younger than TakeSlowest's `min_age` may qualify soon; with none, a
+  /// create at the cap has nothing to wait for: the slots are held by work, not by trickles).
+  bool AnyUnder(TimePoint now, double required_rate) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, body] : bodies_) {
+      const Duration age = now - body.started;
+      if (age <= Duration::zero()) return true;
+      if (static_cast<double>(body.bytes) / ToSeconds(age) < required_rate) return true;
+    }
+    return false;
+  }
+
   /// Whether a create of client `asker` may cut another's body now: not while it has a body of
   /// its own in flight (TakeSlowest), nor within `memory` of one of its bodies being cut for
   /// slowness (here, or by the rate: NoteSlow). A client whose trickle was just cut, and who

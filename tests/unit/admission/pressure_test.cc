@@ -203,6 +203,17 @@ TEST(BodiesInFlight, AClientWhoseBodyWasCutForSlownessCutsNobodyForAWhile) {
   EXPECT_EQ(bodies.TakeSlowest(clock.Now(), 1024, seconds(1), "10.0.0.1"), "b's trickle");
 }
 
+TEST(BodiesInFlight, SaysWhetherAnyBodyIsUnderTheRateWhateverItsAge) {
+  ManualClock clock;
+  BodiesInFlight<int> bodies;
+  EXPECT_FALSE(bodies.AnyUnder(clock.Now(), 1024));
+  auto young = bodies.Begin(clock.Now(), "k", 1);
+  EXPECT_TRUE(bodies.AnyUnder(clock.Now(), 1024));  // just begun: nothing yet
+  clock.Advance(milliseconds(100));
+  young.Progress(10'000);  // 100 KB/s
+  EXPECT_FALSE(bodies.AnyUnder(clock.Now(), 1024));
+}
+
 TEST(BodiesInFlight, RemembersAtMostItsBoundOfSlowClients) {
   ManualClock clock;
   BodiesInFlight<int> bodies(seconds(10), 3);
