@@ -39,7 +39,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 69> kLive = {
+constexpr std::array<std::string_view, 77> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -52,6 +52,9 @@ constexpr std::array<std::string_view, 69> kLive = {
     "create_slots",
     "create_slot_bytes",
     "create_slots_per_client",
+    "create_slots_per_network",
+    "network_prefix_v4",
+    "network_prefix_v6",
     "aimd_target",
     "read_slots",
     "ip_read_rate",
@@ -71,12 +74,17 @@ constexpr std::array<std::string_view, 69> kLive = {
     "access_log_sample",
     "max_connections",
     "max_connections_per_client",
+    "max_connections_per_network",
     "idle_timeout",
+    "idle_timeout_floor",
+    "pressure_start",
+    "pressure_full",
     "first_byte_timeout",
     "header_timeout",
     "body_timeout",
     "min_body_rate",
     "min_body_rate_grace",
+    "min_body_rate_at_pressure",
     "drain_timeout",
     // the log
     "log_level",

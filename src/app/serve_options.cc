@@ -86,6 +86,9 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.create_slots = s.Integer("create_slots");
   a.create_slot_bytes = s.Integer("create_slot_bytes");
   a.create_slots_per_client = s.Integer("create_slots_per_client");
+  a.create_slots_per_network = s.Integer("create_slots_per_network");
+  a.networks = {static_cast<int>(s.Integer("network_prefix_v4")),
+                static_cast<int>(s.Integer("network_prefix_v6"))};
   a.adaptive_create_cap = s.String("create_cap") == "aimd";
   a.adaptive_target = s.Duration("aimd_target");
   a.read_slots = s.Integer("read_slots");
@@ -125,6 +128,12 @@ http::ServerOptions ReadServer(const Settings& s) {
   o.listen = s.String("listen");
   o.max_connections = ConnectionCap(s.Integer("max_connections"));
   o.max_connections_per_client = s.Integer("max_connections_per_client");
+  o.max_connections_per_network = s.Integer("max_connections_per_network");
+  o.networks = {static_cast<int>(s.Integer("network_prefix_v4")),
+                static_cast<int>(s.Integer("network_prefix_v6"))};
+  o.pressure = {s.Number("pressure_start"), s.Number("pressure_full")};  // ordered: kServeRules
+  o.idle_timeout_floor = s.Duration("idle_timeout_floor");
+  o.min_body_rate_at_pressure = s.Integer("min_body_rate_at_pressure");
   o.public_url = s.String("public_url");
   o.idle_timeout = s.Duration("idle_timeout");
   o.first_byte_timeout = s.Duration("first_byte_timeout");

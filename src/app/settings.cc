@@ -213,6 +213,26 @@ constexpr SettingSpec kServeSettings[] = {
                    "start, once min_body_rate_grace has passed (slower: 408; 0: off)"),
     DurationSetting("min_body_rate_grace", "5s", "0s", "1h",
                     "How long a create body may arrive at any rate before min_body_rate applies"),
+    // Pressure (docs/overload.md, "Pressure"): as Envoy's overload manager scales its timeouts
+    // down while a resource fills, the idle timeout shrinks as max_connections fills and the
+    // required body rate rises as the create slots fill, both along one curve.
+    NumberSetting("pressure_start", "0.5", "0", "1",
+                  "Fill of max_connections (for the idle timeout) and of the create slots (for "
+                  "the body rate) at which pressure begins: below it, idle_timeout and "
+                  "min_body_rate hold as set"),
+    NumberSetting("pressure_full", "0.9", "0", "1",
+                  "Fill at which pressure is full, linear from pressure_start: the idle timeout "
+                  "is idle_timeout_floor and the required body rate min_body_rate_at_pressure "
+                  "(at least pressure_start)"),
+    DurationSetting("idle_timeout_floor", "1s", "1ms", "1h",
+                    "Idle timeout of a keep-alive connection at full pressure on max_connections "
+                    "(at the cap, a new connection also closes the one idle longest instead of "
+                    "being refused)"),
+    IntegerSetting("min_body_rate_at_pressure", "65536", "0", "1073741824",
+                   "Rate a create body must keep at full pressure on the create slots, in bytes "
+                   "per second averaged from its start (with every slot taken, a new create "
+                   "also cuts the slowest body under it with a 408; min_body_rate 0 turns both "
+                   "off)"),
     DurationSetting("drain_timeout", "10s", "0s", "1h",
                     "On SIGTERM, how long in-flight requests may take to finish"),
     IntegerSetting("max_connections", "10000", "1", "10000000",
@@ -221,6 +241,16 @@ constexpr SettingSpec kServeSettings[] = {
     IntegerSetting("max_connections_per_client", "256", "1", "10000000",
                    "Open connections per client address (by socket peer, IPv6 by /64; trusted "
                    "proxies are exempt); one more gets a 503"),
+    IntegerSetting("max_connections_per_network", "1024", "1", "10000000",
+                   "Open connections per client network (by socket peer: IPv4 by "
+                   "network_prefix_v4, IPv6 by network_prefix_v6; trusted proxies are exempt), "
+                   "so one /48 cannot take what one /64 cannot; one more gets a 503"),
+    IntegerSetting("network_prefix_v4", "24", "8", "32",
+                   "What makes a network for max_connections_per_network and "
+                   "create_slots_per_network: IPv4 addresses by this prefix length"),
+    IntegerSetting("network_prefix_v6", "48", "16", "56",
+                   "What makes a network for max_connections_per_network and "
+                   "create_slots_per_network: IPv6 addresses by this prefix length"),
     DurationSetting("create_budget", "2s", "1ms", "10m", "Whole time budget of one create"),
     DurationSetting("put_timeout", "1s", "1ms", "10m", "Timeout of the body write inside a create"),
     DurationSetting("insert_timeout", "50ms", "1ms", "10m",
@@ -260,6 +290,9 @@ constexpr SettingSpec kServeSettings[] = {
                    "Creates in flight per process (over it: 503)"),
     IntegerSetting("create_slots_per_client", "10", "1", "1000000",
                    "Of the create slots, how many one client key may hold (over it: 503)"),
+    IntegerSetting("create_slots_per_network", "20", "1", "1000000",
+                   "Of the create slots, how many the client keys of one network may hold "
+                   "together (network_prefix_v4, network_prefix_v6; over it: 503)"),
     IntegerSetting("create_slot_bytes", "33554432", "1", "1099511627776",
                    "Create body bytes buffered per process (over it: 503)"),
     ChoiceSetting("create_cap", "static", "static|aimd",
@@ -500,6 +533,11 @@ constexpr SettingRule kServeRules[] = {
       if (s.Integer("retry_after_min") <= s.Integer("retry_after_max")) return std::nullopt;
       return fmt::format("{} is above {}", Quoted(s, "retry_after_min"),
                          Quoted(s, "retry_after_max"));
+    }},
+    // Pressure is linear from pressure_start to pressure_full (docs/overload.md, "Pressure").
+    {[](const Settings& s) -> std::optional<std::string> {
+      if (s.Number("pressure_start") <= s.Number("pressure_full")) return std::nullopt;
+      return fmt::format("{} is above {}", Quoted(s, "pressure_start"), Quoted(s, "pressure_full"));
     }},
     // The delay shrinks the highlighter on purpose; only a test server may do that.
     {[](const Settings& s) -> std::optional<std::string> {

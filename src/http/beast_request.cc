@@ -109,6 +109,19 @@ std::vector<std::string_view> BeastFields::All(std::string_view name) const {
   return out;
 }
 
+namespace {
+
+// How often a body's read looks again at the rate required of it, which rises as the create
+// slots fill.
+constexpr Duration kPressureRecheck = std::chrono::milliseconds(500);
+// A body is judged for a cut only once it has had this long: before, its first bytes may still
+// be on the wire, and it would look like one that sends nothing.
+constexpr Duration kJudgeBodyAfter = std::chrono::milliseconds(500);
+// How long a create at the cap waits for a body it may cut, and for that body's slot.
+constexpr Duration kCutWait = std::chrono::milliseconds(500);
+
+}  // namespace
+
 awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   if (beast::iequals(x_.parser.get()[bhttp::field::expect], "100-continue")) {
     bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
@@ -124,22 +137,38 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   x_.stream.expires_at(started + o.body_timeout);
   // The stream closes the socket when its expiry fires, which would leave no way to answer, so
   // the rate is watched by a timer of our own that only cancels the read: it is set to the
-  // moment the bytes so far stop sufficing (the average since `started` drops under
-  // min_body_rate, never before the grace), and moved on by every read. A client under the rate
-  // gets a 408 and its create slot back at once instead of holding it for body_timeout.
+  // moment the bytes so far stop sufficing (the average since `started` drops under the rate
+  // required now, never before the grace), and moved on by every read. A client under the rate
+  // gets a 408 and its create slot back at once instead of holding it for body_timeout. The
+  // required rate rises as the create slots fill (RequiredBodyRate), so the timer also wakes
+  // every kPressureRecheck to look again.
   asio::steady_timer behind(x_.stream.get_executor());
+  // While the body is read, a create at the cap may cut it (CutSlowestBody).
+  admission::BodiesInFlight<std::shared_ptr<Reclaimable>>::Entry in_flight =
+      x_.edge.bodies.Begin(started, client_.Key(), reclaimable_);
+  reclaimable_->cancel = [socket = &x_.stream.socket()] {
+    boost::system::error_code ignored;
+    socket->cancel(ignored);
+  };
+  const struct Forget {
+    Reclaimable& r;
+    ~Forget() { r.cancel = nullptr; }
+  } forget{*reclaimable_};
   uint64_t got = 0;
+  double required = 0;
   boost::system::error_code ec;
   while (!x_.parser.is_done()) {
     std::optional<std::chrono::steady_clock::time_point> falls_behind;
-    if (o.min_body_rate > 0) {
+    required = RequiredBodyRate(o, x_.edge.context.service.CreateSlotSaturation());
+    if (required > 0) {
+      const auto now = std::chrono::steady_clock::now();
       falls_behind =
-          started +
-          std::max<Duration>(o.min_body_rate_grace,
-                             std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
-                                 static_cast<double>(got) / static_cast<double>(o.min_body_rate))));
-      if (std::chrono::steady_clock::now() >= *falls_behind) break;
-      behind.expires_at(*falls_behind);
+          started + std::max<Duration>(
+                        o.min_body_rate_grace,
+                        std::chrono::duration_cast<Duration>(
+                            std::chrono::duration<double>(static_cast<double>(got) / required)));
+      if (now >= *falls_behind) break;
+      behind.expires_at(std::min(*falls_behind, now + kPressureRecheck));
       // A wait already completed when the read ended may still run; once the reader is gone
       // (and with it, perhaps, the stream) it must not touch the socket.
       behind.async_wait([socket = &x_.stream.socket(),
@@ -155,11 +184,24 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
     behind.cancel();
     got += n;
     x_.consumed += n;
+    in_flight.Progress(got);
+    if (reclaimable_->reclaimed) break;  // cut for a create at the cap
     if (ec == asio::error::operation_aborted && falls_behind) {
       ec.clear();  // our timer: the loop decides whether the client is behind
       continue;
     }
     if (ec) break;
+  }
+  if (reclaimable_->reclaimed && !x_.parser.is_done()) {
+    const double seconds = std::max(
+        1e-3, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    co_return MakeError(
+        ErrorCode::kDeadlineExceeded,
+        fmt::format("every create slot is taken and this body was the slowest in flight ({:.0f} "
+                    "bytes per second, under the {:.0f} required now): it was cut to admit "
+                    "another create; nothing was saved",
+                    static_cast<double>(got) / seconds, required),
+        "body_too_slow");
   }
   if (ec == beast::error::timeout) {
     x_.edge.metrics.body_timeouts.Inc();
@@ -172,13 +214,58 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   }
   if (!x_.parser.is_done()) {
     x_.edge.metrics.body_rate_cuts.Inc();
+    x_.edge.bodies.NoteSlow(client_.Key(), std::chrono::steady_clock::now());
     co_return MakeError(
         ErrorCode::kDeadlineExceeded,
-        fmt::format("the body arrived slower than {} bytes per second; nothing was saved",
-                    o.min_body_rate),
+        fmt::format("the body arrived slower than {:.0f} bytes per second (the rate required now; "
+                    "{} when the server is not busy); nothing was saved",
+                    required, o.min_body_rate),
         "body_too_slow");
   }
   co_return std::move(x_.parser.get().body());
+}
+
+awaitable<bool> SessionBodyReader::CutSlowestBody() {
+  const std::shared_ptr<const ServerOptions> live = x_.edge.Live();
+  service::PasteService& service = x_.edge.context.service;
+  if (RequiredBodyRate(*live, service.CreateSlotSaturation()) <= 0) {
+    co_return false;  // min_body_rate 0: no rate is required of anyone
+  }
+  // Bodies that all began less than kJudgeBodyAfter ago cannot be judged yet (cut clients that
+  // reconnect at once arrive together): while some body under the rate is in flight, this create
+  // waits for one to become judgeable, or for a slot to free, at most kCutWait, with its slot
+  // promised (the caller's CreateSlotPromise), so no one else takes the one it waits for. A bounded
+  // wait at the door, not a queue.
+  if (!x_.edge.bodies.MayCut(client_.Key(), std::chrono::steady_clock::now())) co_return false;
+  asio::steady_timer pause(x_.stream.get_executor());
+  const auto give_up = std::chrono::steady_clock::now() + kCutWait;
+  const auto sleep = [&pause](Duration d) -> awaitable<void> {
+    pause.expires_after(d);
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  };
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const double required = RequiredBodyRate(*live, service.CreateSlotSaturation());
+    std::optional<std::shared_ptr<Reclaimable>> slowest =
+        x_.edge.bodies.TakeSlowest(now, required, kJudgeBodyAfter, client_.Key());
+    if (slowest) {
+      Reclaim(*slowest, x_.edge.metrics.bodies_reclaimed);
+      // Its 408 is answered on its own loop; its slot comes back when its create ends, within
+      // a turn of that loop (or, if its body had just arrived in full, when its store calls
+      // end).
+      while (!(*slowest)->released.load(std::memory_order_acquire) &&
+             std::chrono::steady_clock::now() < give_up) {
+        co_await sleep(std::chrono::milliseconds(1));
+      }
+      co_return true;
+    }
+    if (service.CreateSlotSaturation() < 1.0) co_return true;  // a slot freed meanwhile
+    // No trickle at all (the slots are held by creates whose bodies arrived, waiting on a slow
+    // store, say): the 503 is answered now, as a full cap always was.
+    if (now >= give_up || !x_.edge.bodies.AnyUnder(now, required)) co_return false;
+    co_await sleep(std::chrono::milliseconds(5));
+  }
 }
 
 awaitable<std::optional<Reply>> ReadSmallBody(Exchange& x) {

@@ -74,16 +74,26 @@ struct Exchange {
 /// Reads a create's body once its route has admitted it (src/http/request.h, BodyReader).
 class SessionBodyReader final : public BodyReader {
  public:
-  explicit SessionBodyReader(Exchange& x) : x_(x) {}
+  /// `client` is the request's (the key its body is counted for); it outlives the reader.
+  SessionBodyReader(Exchange& x, const RequestClient& client) : x_(x), client_(client) {}
   SessionBodyReader(const SessionBodyReader&) = delete;
   SessionBodyReader& operator=(const SessionBodyReader&) = delete;
 
+  /// Says the create that read this body has ended (Reclaimable::released): its handler's frame,
+  /// and with it the create slot, is gone before the session's Dispatch destroys the reader.
+  ~SessionBodyReader() { reclaimable_->released.store(true, std::memory_order_release); }
+
   boost::asio::awaitable<Result<std::string>> Read(uint64_t limit) override;
+  boost::asio::awaitable<bool> CutSlowestBody() override;
 
  private:
   Exchange& x_;
+  const RequestClient& client_;
   // Expires with the reader; see Read.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  // What a create at the cap may ask of this body's read (Edge::bodies).
+  std::shared_ptr<Reclaimable> reclaimable_ =
+      std::make_shared<Reclaimable>(x_.stream.get_executor());
 };
 
 /// Reads and drops the small body a non-create route may carry (a form's fields, or a GET that

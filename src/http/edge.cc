@@ -1,5 +1,7 @@
 #include "edge.h"
 
+#include <boost/asio/post.hpp>
+
 namespace sluice::http {
 
 namespace {
@@ -11,6 +13,27 @@ constexpr const char* kTimeoutsHelp =
 constexpr std::string_view kUnparsed = "unparsed";
 
 }  // namespace
+
+void Reclaim(const std::shared_ptr<Reclaimable>& target, Counter& on_reclaim) {
+  boost::asio::post(target->executor, [target, &on_reclaim] {
+    if (!target->cancel) return;  // the wait ended meanwhile: nothing to give up
+    target->reclaimed = true;
+    target->cancel();
+    on_reclaim.Inc();
+  });
+}
+
+Duration EffectiveIdleTimeout(const ServerOptions& o, int64_t connections) {
+  return admission::ScaledTimeout(o.idle_timeout, o.idle_timeout_floor,
+                                  o.pressure.Level(connections, o.max_connections));
+}
+
+double RequiredBodyRate(const ServerOptions& o, double create_slot_fill) {
+  if (o.min_body_rate <= 0) return 0;
+  return admission::ScaledRate(static_cast<double>(o.min_body_rate),
+                               static_cast<double>(o.min_body_rate_at_pressure),
+                               o.pressure.Level(create_slot_fill));
+}
 
 std::optional<Held> Held::TryTake(std::atomic<int64_t>& count, Gauge& gauge, int64_t limit) {
   if (count.fetch_add(1) >= limit) {
@@ -26,9 +49,9 @@ Held::Held(std::atomic<int64_t>& count, Gauge& gauge) : count_(&count), gauge_(&
   gauge_->Add(1);
 }
 
-Held::~Held() {
+void Held::Release() {
   if (count_ == nullptr) return;
-  count_->fetch_sub(1, std::memory_order_relaxed);
+  std::exchange(count_, nullptr)->fetch_sub(1, std::memory_order_relaxed);
   gauge_->Add(-1);
 }
 
@@ -46,6 +69,24 @@ EdgeMetrics::EdgeMetrics(MetricsRegistry& registry, const RouteTable& routes)
           "sluice_admission_rejections_total",
           "Requests refused by admission control, by the limit that refused them",
           {{"reason", "connections_per_client"}})),
+      network_connections_refused(registry.GetCounter(
+          "sluice_admission_rejections_total",
+          "Requests refused by admission control, by the limit that refused them",
+          {{"reason", "connections_per_network"}})),
+      idle_reclaimed(registry.GetCounter(
+          "sluice_connections_reclaimed_total",
+          "Connections closed under pressure to admit another: an idle keep-alive connection at "
+          "max_connections, or the slowest create body with every create slot taken",
+          {{"reason", "idle_at_cap"}})),
+      bodies_reclaimed(registry.GetCounter(
+          "sluice_connections_reclaimed_total",
+          "Connections closed under pressure to admit another: an idle keep-alive connection at "
+          "max_connections, or the slowest create body with every create slot taken",
+          {{"reason", "slow_body_at_cap"}})),
+      reserve_promotions(registry.GetCounter(
+          "sluice_http_reserve_promotions_total",
+          "Connections over a full max_connections held in the health reserve that found a place "
+          "(freed, or an idle connection's) when their request arrived, and were served")),
       first_byte_timeouts(registry.GetCounter("sluice_http_timeouts_total", kTimeoutsHelp,
                                               {{"phase", "first_byte"}})),
       header_timeouts(

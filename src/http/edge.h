@@ -5,13 +5,17 @@
 
 #include <array>
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "handlers.h"
 #include "routes.h"
 #include "sluice/admission/connection_balancer.h"
 #include "sluice/admission/keyed_slots.h"
+#include "sluice/admission/pressure.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/swappable.h"
 #include "sluice/http/server.h"
@@ -30,11 +34,20 @@ class Held {
   }
   Held(const Held&) = delete;
   Held& operator=(const Held&) = delete;
-  Held& operator=(Held&&) = delete;
-  ~Held();
+  /// Gives back this unit, if any, and takes `other`'s.
+  Held& operator=(Held&& other) noexcept {
+    if (this != &other) {
+      Release();
+      count_ = std::exchange(other.count_, nullptr);
+      gauge_ = other.gauge_;
+    }
+    return *this;
+  }
+  ~Held() { Release(); }
 
  private:
   Held(std::atomic<int64_t>* count, Gauge* gauge) : count_(count), gauge_(gauge) {}
+  void Release();
   std::atomic<int64_t>* count_;
   Gauge* gauge_;
 };
@@ -55,6 +68,14 @@ class EdgeMetrics {
   Gauge& reserved_connections;
   Counter& connections_refused;
   Counter& client_connections_refused;
+  Counter& network_connections_refused;
+  /// Idle keep-alive connections closed to admit a new one at max_connections.
+  Counter& idle_reclaimed;
+  /// Create bodies cut (408) to admit a create with every create slot taken.
+  Counter& bodies_reclaimed;
+  /// Connections taken into the health reserve over a full cap, then given a place when their
+  /// request arrived.
+  Counter& reserve_promotions;
   Counter& first_byte_timeouts;
   Counter& header_timeouts;
   Counter& body_timeouts;
@@ -81,6 +102,36 @@ class EdgeMetrics {
 inline constexpr int64_t kHealthReserve = 16;
 inline constexpr int64_t kHealthReservePerClient = 2;
 
+/// What another thread may ask of a session, under pressure: to give up the wait it is in (for
+/// its next request, or for the rest of a slow create body), on its own event loop. Shared by the
+/// session and the edge's registries (Edge::idle, Edge::bodies), so a post that arrives after the
+/// session moved on, or ended, finds `cancel` empty and does nothing.
+struct Reclaimable {
+  explicit Reclaimable(boost::asio::any_io_executor executor_in)
+      : executor(std::move(executor_in)) {}
+  /// The session's event loop: `cancel` and `reclaimed` are touched only there.
+  const boost::asio::any_io_executor executor;
+  /// Cancels the pending read of the wait that may be reclaimed now; empty otherwise.
+  std::function<void()> cancel;
+  /// Set when a reclaim cancelled that wait, so the session knows why its read ended.
+  bool reclaimed = false;
+  /// Set, on any thread's view, once what the wait held is given back (a body's create slot: the
+  /// request that read it has ended), so the create that cut it may take the slot.
+  std::atomic<bool> released{false};
+};
+
+/// Asks `target`'s session to give up its wait (Reclaimable), on its own event loop; `on_reclaim`
+/// runs there if it did (to count it). Thread-safe.
+void Reclaim(const std::shared_ptr<Reclaimable>& target, Counter& on_reclaim);
+
+/// The idle timeout now: idle_timeout while the connection cap is at most `pressure.start` full,
+/// shrinking to idle_timeout_floor at `pressure.full` (docs/overload.md, "Pressure").
+Duration EffectiveIdleTimeout(const ServerOptions& o, int64_t connections);
+/// The body rate a create must keep now: min_body_rate while the create slots are at most
+/// `pressure.start` full, rising to min_body_rate_at_pressure at `pressure.full`; 0 when
+/// min_body_rate is 0 (off).
+double RequiredBodyRate(const ServerOptions& o, double create_slot_fill);
+
 /// What every connection of one server shares; sessions hold it by shared_ptr, so it outlives
 /// them all.
 struct Edge {
@@ -93,6 +144,7 @@ struct Edge {
                    : DefaultRoutes(options.metrics_on_public)),
         metrics(registry, routes),
         connections_per_client(options.max_connections_per_client),
+        connections_per_network(options.max_connections_per_network),
         reserved_per_client(kHealthReservePerClient),
         loops(loop_count),
         loop_gauges(registry) {
@@ -105,6 +157,15 @@ struct Edge {
                       {{"loop", std::to_string(loop)}},
                       [this, loop] { return static_cast<double>(loops.Load(loop)); });
     }
+    loop_gauges.Add("sluice_http_idle_timeout_seconds",
+                    "The idle keep-alive timeout now, shrunk as max_connections fills", {}, [this] {
+                      return ToSeconds(EffectiveIdleTimeout(*Live(), connections.load()));
+                    });
+    loop_gauges.Add(
+        "sluice_http_required_body_rate_bytes",
+        "The average rate a create body must keep now (bytes per second), raised as "
+        "the create slots fill",
+        {}, [this] { return RequiredBodyRate(*Live(), context.service.CreateSlotSaturation()); });
   }
 
   /// As built: what cannot change while the server runs (listen, surface, public_url, the admin
@@ -122,6 +183,13 @@ struct Edge {
   /// Open connections by client key (the socket peer, IPv6 by /64); a key with none is forgotten,
   /// so the map holds at most max_connections keys.
   admission::KeyedSlots connections_per_client;
+  /// The same by the client's network (options.networks: IPv4 /24, IPv6 /48).
+  admission::KeyedSlots connections_per_network;
+  /// Keep-alive connections waiting for their next request, longest-idle first: at the cap, a new
+  /// connection closes the first of them instead of being refused.
+  admission::IdleConnections<std::shared_ptr<Reclaimable>> idle;
+  /// Create bodies being read: with every create slot taken, a new create cuts the slowest.
+  admission::BodiesInFlight<std::shared_ptr<Reclaimable>> bodies;
   /// Connections in the health reserve, and each address's part of them.
   std::atomic<int64_t> reserved{0};
   admission::KeyedSlots reserved_per_client;

@@ -180,6 +180,17 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
   auto admitting = ctx.service.AdmitCreate(req.client.Key(), headers, allowance);
   auto ticket = co_await std::move(admitting);
+  if (!ticket.ok() && ticket.error().reason == "create_slots") {
+    // Every slot taken: the slowest body in flight, under the rate required now, gives its slot
+    // up to this create (docs/overload.md, "Pressure"), kept for it rather than for whoever asks
+    // first. A refusal spent no tokens, so asking again costs nothing twice.
+    service::CreateSlotPromise promise = ctx.service.PromiseCreateSlot();
+    auto cutting = req.body->CutSlowestBody();
+    if (co_await std::move(cutting)) {
+      auto again = ctx.service.AdmitCreate(req.client.Key(), headers, allowance, &promise);
+      ticket = co_await std::move(again);
+    }
+  }
   if (!ticket.ok()) co_return Reply::Refuse(ticket.error()).Closing();
   auto reading = req.body->Read(*headers.declared_length);
   Result<std::string> body = co_await std::move(reading);

@@ -347,22 +347,19 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       const std::shared_ptr<const ServerOptions> live = edge.Live();
       const bool exempt = kUnix || (peer_ip && live->trusted_proxies.Contains(*peer_ip));
       const std::string key = admission::ClientKey(peer_text, {}, admission::TrustedProxies());
-      std::optional<admission::KeyedSlots::Slot> share;
-      if (!exempt) share = edge.connections_per_client.TryAcquire(key);
-      std::optional<Held> held =
-          exempt || share
-              ? Held::TryTake(edge.connections, edge.metrics.connections, live->max_connections)
-              : std::nullopt;
-      if (held) {
-        asio::co_spawn(executor,
-                       ServeConnection(self->edge, std::move(socket), peer_text,
-                                       ConnectionHolds{std::move(*held), std::move(share),
-                                                       std::nullopt, std::move(seat)}),
-                       asio_glue::LogIfThrown("http session"));
+      ConnectionCap refused_by = ConnectionCap::kProcess;
+      if (std::optional<ConnectionPlace> place =
+              TakeConnectionPlace(edge, *live, key, exempt, refused_by)) {
+        asio::co_spawn(
+            executor,
+            ServeConnection(
+                self->edge, std::move(socket), peer_text,
+                ConnectionHolds{std::move(place->connection), std::move(place->client_share),
+                                std::move(place->network_share), std::nullopt, std::move(seat)}),
+            asio_glue::LogIfThrown("http session"));
         continue;
       }
-      Error refusal = ConnectionRefusal(edge, !exempt && !share);
-      share.reset();
+      Error refusal = ConnectionRefusal(edge, refused_by);
       auto reserve_share = edge.reserved_per_client.TryAcquire(key);
       std::optional<Held> reserved =
           reserve_share
@@ -372,8 +369,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         asio::co_spawn(
             executor,
             ServeConnection(self->edge, std::move(socket), peer_text,
-                            ConnectionHolds{std::move(*reserved), std::move(reserve_share),
-                                            std::move(refusal), std::move(seat)}),
+                            ConnectionHolds{std::move(reserved), std::move(reserve_share),
+                                            std::nullopt, std::move(refusal), std::move(seat)}),
             asio_glue::LogIfThrown("http health reserve"));
         continue;
       }
@@ -427,10 +424,16 @@ void HttpServer::Reconfigure(const ServerOptions& next) {
   o.drain_timeout = next.drain_timeout;
   o.max_connections = next.max_connections;
   o.max_connections_per_client = next.max_connections_per_client;
+  o.max_connections_per_network = next.max_connections_per_network;
+  o.networks = next.networks;
+  o.pressure = next.pressure;
+  o.idle_timeout_floor = next.idle_timeout_floor;
+  o.min_body_rate_at_pressure = next.min_body_rate_at_pressure;
   o.trusted_proxies = next.trusted_proxies;
   o.access_log = next.access_log;
   o.access_log_sample = next.access_log_sample;
   edge.connections_per_client.SetMaxPerKey(o.max_connections_per_client);
+  edge.connections_per_network.SetMaxPerKey(o.max_connections_per_network);
   edge.live.Store(std::move(o));
 }
 

@@ -32,6 +32,9 @@ namespace {
 // request line and fields, src/http/framing.h) is checked by ScanHead before Beast sees it, so the
 // limits are exact whatever Beast's own header_limit counts.
 constexpr HeadLimits kHeadLimits{};
+// How long a connection waiting in the health reserve over a full max_connections may wait, once
+// its request has arrived, for a place to free or a connection to go idle (ServeConnection).
+constexpr Duration kPromotionWait = std::chrono::milliseconds(250);
 // The read buffer holds at most one whole head; it is also the most of a rejected body that can
 // arrive with its headers.
 constexpr size_t kReadBufferLimit = kHeadLimits.head;
@@ -68,7 +71,7 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
     r.close = unread_body;
     co_return r;
   }
-  SessionBodyReader body(x);
+  SessionBodyReader body(x, client);
   Request request{method,
                   target,
                   full_path.substr(0, qmark),
@@ -202,18 +205,67 @@ void SetBeforeWriteHookForTest(void (*hook)(const Reply&)) {
   g_before_write_hook.store(hook, std::memory_order_relaxed);
 }
 
-Error ConnectionRefusal(Edge& edge, bool per_client) {
-  (per_client ? edge.metrics.client_connections_refused : edge.metrics.connections_refused).Inc();
-  Error full =
-      per_client
-          ? MakeError(ErrorCode::kUnavailable,
-                      "this address has its limit of open connections; close some or "
-                      "retry later",
-                      "connections_per_client")
-          : MakeError(ErrorCode::kUnavailable,
-                      "the server is at its limit of open connections; retry later", "connections");
+Error ConnectionRefusal(Edge& edge, ConnectionCap cap) {
+  Error full;
+  switch (cap) {
+    case ConnectionCap::kClient:
+      edge.metrics.client_connections_refused.Inc();
+      full = MakeError(ErrorCode::kUnavailable,
+                       "this address has its limit of open connections; close some or retry later",
+                       "connections_per_client");
+      break;
+    case ConnectionCap::kNetwork:
+      edge.metrics.network_connections_refused.Inc();
+      full = MakeError(ErrorCode::kUnavailable,
+                       "this address's network has its limit of open connections; close some or "
+                       "retry later",
+                       "connections_per_network");
+      break;
+    case ConnectionCap::kProcess:
+      edge.metrics.connections_refused.Inc();
+      full =
+          MakeError(ErrorCode::kUnavailable,
+                    "the server is at its limit of open connections; retry later", "connections");
+      break;
+  }
   full.retry_after_seconds = 5;
   return full;
+}
+
+std::optional<ConnectionPlace> TakeConnectionPlace(Edge& edge, const ServerOptions& o,
+                                                   const std::string& key, bool exempt,
+                                                   ConnectionCap& refused_by) {
+  ConnectionPlace place;
+  if (!exempt) {
+    // The client's share, then its network's: one /48 holds 65,536 client keys, each with a
+    // share of its own (docs/overload.md, "Pressure").
+    place.client_share = edge.connections_per_client.TryAcquire(key);
+    if (!place.client_share) {
+      refused_by = ConnectionCap::kClient;
+      return std::nullopt;
+    }
+    place.network_share =
+        edge.connections_per_network.TryAcquire(admission::ClientNetwork(key, o.networks));
+    if (!place.network_share) {
+      refused_by = ConnectionCap::kNetwork;
+      return std::nullopt;
+    }
+  }
+  place.connection = Held::TryTake(edge.connections, edge.metrics.connections, o.max_connections);
+  if (place.connection) return place;
+  // At the cap: the connection idle longest between two requests gives up its place, as nginx
+  // reuses its keep-alive connections first; a 503 when none is idle, or when this client has one
+  // of its own idle (include/sluice/admission/pressure.h). It closes on its own loop within a
+  // turn, so the count is over the cap by the reclaims under way (at most kReclaimSlack, within
+  // the file descriptors kept free above the cap).
+  refused_by = ConnectionCap::kProcess;
+  if (auto idle = edge.idle.TakeLongestIdle(key)) {
+    Reclaim(*idle, edge.metrics.idle_reclaimed);
+    place.connection = Held::TryTake(edge.connections, edge.metrics.connections,
+                                     o.max_connections + kReclaimSlack);
+    if (place.connection) return place;
+  }
+  return std::nullopt;
 }
 
 awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, Socket socket, Error refusal) {
@@ -228,7 +280,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
   // Held by the frame, so the counts come down however the session ends. A local, not the
   // parameter: g++ 12 destroyed the parameter copies in declaration order (ASan showed it), so a
   // parameter outlived `edge`, whose counters it decrements, when the frame was destroyed at exit.
-  const ConnectionHolds held = std::move(holds);
+  ConnectionHolds held = std::move(holds);
   Stream stream(std::move(socket));
   beast::flat_buffer buffer(kReadBufferLimit);
   // Reads then fill the whole buffer at once, instead of growing from Beast's 512-byte minimum.
@@ -237,6 +289,15 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
   std::string head;
   head.reserve(1024);
   uint64_t consumed = 0;
+  // What another connection may ask of this one under pressure (Reclaimable): to give up its
+  // wait between two requests. Emptied before the stream goes, so a late ask does nothing.
+  const auto reclaimable = std::make_shared<Reclaimable>(stream.get_executor());
+  // The socket peer's client key, as the listener's shares count it (src/http/server.cc).
+  const std::string peer_key = admission::ClientKey(peer, {}, admission::TrustedProxies());
+  const struct Forget {
+    Reclaimable& r;
+    ~Forget() { r.cancel = nullptr; }
+  } forget{*reclaimable};
   for (bool first = true;; first = false) {
     // This request's settings: a reload in the middle of it changes the next one.
     const std::shared_ptr<const ServerOptions> live = edge->Live();
@@ -251,14 +312,39 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
       // keep-alive connection, which has shown it speaks HTTP, may wait idle_timeout for its next
       // request; once a request starts its headers must all arrive within header_timeout,
       // however slowly the bytes trickle in.
-      stream.expires_after(first ? live->first_byte_timeout : live->idle_timeout);
+      // The idle timeout shrinks as the connection cap fills, and at the cap the connection
+      // idle longest is closed for a new one (docs/overload.md, "Pressure"). Only between two
+      // requests: a new connection has first_byte_timeout, and none is reclaimed mid-request.
+      std::optional<admission::IdleConnections<std::shared_ptr<Reclaimable>>::Entry> idle;
+      if (first) {
+        stream.expires_after(live->first_byte_timeout);
+      } else {
+        stream.expires_after(EffectiveIdleTimeout(*live, edge->connections.load()));
+        reclaimable->cancel = [&stream] {
+          boost::system::error_code ignored;
+          stream.socket().cancel(ignored);
+        };
+        idle.emplace(edge->idle.Enter(std::chrono::steady_clock::now(), peer_key, reclaimable));
+      }
       boost::system::error_code ec;
       const size_t got = co_await stream.async_read_some(
           buffer.prepare(kReadBufferLimit), asio::redirect_error(asio::use_awaitable, ec));
+      idle.reset();
+      reclaimable->cancel = nullptr;
       buffer.commit(got);
       // Closed without a word: nothing was asked, and a 408 on a connection a browser opened
       // ahead of time would be read as the answer to its next request.
       if (ec == beast::error::timeout && first) edge->metrics.first_byte_timeouts.Inc();
+      if (reclaimable->reclaimed && got == 0) {
+        // Given up for a new connection: nothing is in flight, so no lingering read either.
+        edge->metrics.bytes_received.Inc(consumed);
+        boost::system::error_code ignored;
+        stream.socket().shutdown(asio::socket_base::shutdown_both, ignored);
+        co_return;
+      }
+      // A request that arrived as the reclaim did is served (the count stays over the cap until
+      // this connection ends, within kReclaimSlack).
+      reclaimable->reclaimed = false;
       if (ec) break;
     }
     stream.expires_after(live->header_timeout);
@@ -314,6 +400,37 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
                                            fmt::format("malformed request: {}", problem->message),
                                            ReasonFor(problem->status), problem->status));
       break;
+    }
+    if (held.refusal && held.refusal->reason == "connections") {
+      // Waiting in the health reserve because the cap was full and nothing idle at accept: by
+      // the time its request has arrived a place may have freed, or a connection gone idle that
+      // can give up its own, so a moment of churn at the cap (connections closing at the idle
+      // timeout's floor while their clients reconnect) does not turn into a 503.
+      const auto peer_ip = admission::IpAddress::Parse(peer);
+      const bool exempt = peer == "unix" || (peer_ip && live->trusted_proxies.Contains(*peer_ip));
+      ConnectionCap refused_by = ConnectionCap::kProcess;
+      std::optional<ConnectionPlace> place =
+          TakeConnectionPlace(*edge, *live, peer_key, exempt, refused_by);
+      // Still none: the clients closed at the idle timeout's floor may all be reconnecting at
+      // once. A short, bounded wait for one of them to go idle (at most kHealthReserve
+      // connections wait so, each at most kPromotionWait).
+      const auto give_up = std::chrono::steady_clock::now() + kPromotionWait;
+      asio::steady_timer pause(stream.get_executor());
+      while (!place && refused_by == ConnectionCap::kProcess &&
+             std::chrono::steady_clock::now() < give_up) {
+        pause.expires_after(std::chrono::milliseconds(5));
+        boost::system::error_code ignored;
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        place = TakeConnectionPlace(*edge, *live, peer_key, exempt, refused_by);
+      }
+      if (place) {
+        held.connection.reset();  // the reserve's unit, and its share, go back
+        held.connection.emplace(std::move(*place->connection));
+        held.client_share = std::move(place->client_share);
+        held.network_share = std::move(place->network_share);
+        held.refusal.reset();
+        edge->metrics.reserve_promotions.Inc();
+      }
     }
     const auto started = std::chrono::steady_clock::now();
     const Held in_flight(edge->in_flight, edge->metrics.in_flight);

@@ -17,15 +17,35 @@ namespace sluice::http {
 /// What a connection holds while it is open, given back however the session ends.
 struct ConnectionHolds {
   /// Its unit of the connection count, or of the health reserve when `refusal` is set.
-  Held connection;
+  std::optional<Held> connection;
   /// Its unit of its client's share (none for a trusted proxy).
   std::optional<admission::KeyedSlots::Slot> client_share;
+  /// Its unit of its network's share (none for a trusted proxy).
+  std::optional<admission::KeyedSlots::Slot> network_share;
   /// Set for a connection over a cap taken into the health reserve: it may ask for /healthz
   /// once; any other request gets this refusal (a 503), and the connection closes either way.
   std::optional<Error> refusal;
   /// Its place on the event loop it was given (Edge::loops).
   std::optional<admission::ConnectionBalancer::Seat> loop_seat;
 };
+
+/// Which connection cap refused a connection.
+enum class ConnectionCap { kProcess, kClient, kNetwork };
+
+/// A connection's place: its unit of max_connections and of its client's and network's shares.
+struct ConnectionPlace {
+  std::optional<Held> connection;
+  std::optional<admission::KeyedSlots::Slot> client_share;
+  std::optional<admission::KeyedSlots::Slot> network_share;
+};
+
+/// Takes a place for a connection of client `key` (the socket peer's; `exempt`, a trusted proxy or
+/// a Unix socket's peer, takes no share): the client's share, its network's, then a unit of
+/// max_connections, or, at the cap, the place of the connection idle longest, which is closed for
+/// it (docs/overload.md, "Pressure"). Nothing when refused, with `refused_by` naming the cap.
+std::optional<ConnectionPlace> TakeConnectionPlace(Edge& edge, const ServerOptions& o,
+                                                   const std::string& key, bool exempt,
+                                                   ConnectionCap& refused_by);
 
 /// Serves one connection until it closes. `peer` is the client's address as text (what the
 /// listener read at accept), or "unix" for a Unix socket's peer.
@@ -43,8 +63,11 @@ boost::asio::awaitable<void> RefuseConnection(std::shared_ptr<Edge> edge, Socket
 /// it. Applies to every server in the process.
 void SetBeforeWriteHookForTest(void (*hook)(const Reply&));
 
-/// The 503 a connection over a cap is given: `per_client` names the client's share, otherwise
-/// the process's cap. Counts the refusal.
-Error ConnectionRefusal(Edge& edge, bool per_client);
+/// The 503 a connection over a cap is given, naming the cap. Counts the refusal.
+Error ConnectionRefusal(Edge& edge, ConnectionCap cap);
+
+/// How far over max_connections reclaims under way may take the count: a connection admitted in
+/// the place of an idle one is counted before the idle one, on its own loop, has closed.
+inline constexpr int64_t kReclaimSlack = 64;
 
 }  // namespace sluice::http

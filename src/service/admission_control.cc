@@ -81,6 +81,7 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
       fill_slots_(admission::ConcurrencyLimiterOptions{options.fill_cap, 0}, clock),
       fill_per_client_(options.fill_cap_per_client),
       create_per_client_(options.create_slots_per_client),
+      create_per_network_(options.create_slots_per_network),
       retry_after_(
           admission::RetryAfterOptions{options.retry_after_min, options.retry_after_max, 0}),
       gauges_(metrics) {
@@ -160,6 +161,7 @@ void AdmissionControl::Reconfigure(AdmissionOptions next) {
   fill_slots_.SetLimits({next.fill_cap, 0});
   fill_per_client_.SetMaxPerKey(next.fill_cap_per_client);
   create_per_client_.SetMaxPerKey(next.create_slots_per_client);
+  create_per_network_.SetMaxPerKey(next.create_slots_per_network);
   retry_after_.SetBand(next.retry_after_min, next.retry_after_max);
   options_.Store(std::move(next));
 }
@@ -234,14 +236,14 @@ boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::B
 }
 
 boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
-    std::string client_key, uint64_t declared_bytes) {
-  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes);
+    std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise) {
+  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes, promise);
   std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes);
   auto asking = AskShared(takes, kSharedReasons);
   SharedVerdict verdict = co_await std::move(asking);
   if (verdict.kind == SharedVerdict::kSilent) {
     NoteCreateSilent();
-    Result<CreateAdmission> local = AdmitCreateOnLocalShare(client_key, declared_bytes);
+    Result<CreateAdmission> local = AdmitCreateOnLocalShare(client_key, declared_bytes, promise);
     if (local.ok()) ip_create_.NoteUse(client_key);
     co_return local;
   }
@@ -252,7 +254,7 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   // Redis latency into a burst on top of the tier's budget (docs/overload.md, "Shared state").
   NoteCreateAnswered();
   if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
-  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
+  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   if (!slot.ok()) {
     auto refunding = RefundShared(std::move(takes));  // shed, not limited: the tokens go back
     co_await std::move(refunding);
@@ -317,7 +319,8 @@ void AdmissionControl::NoteSharedSilence(const Error& why) {
 }
 
 Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client_key,
-                                                         uint64_t declared_bytes) {
+                                                         uint64_t declared_bytes,
+                                                         CreateSlotPromise* promise) {
   // The client's share first: a slow uploader holds its slots for as long as its body trickles in
   // (up to body_timeout, or until it falls under min_body_rate), and without a share a handful of
   // addresses each within its create rate could hold every slot (docs/overload.md, "Create").
@@ -327,7 +330,27 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
                   "this address already has its share of creates in flight; nothing was saved, "
                   "retry later");
   }
+  // Then its network's: client keys are IPv6 /64s, and one /48 holds 65,536 of them
+  // (docs/overload.md, "Pressure").
+  auto network_share = create_per_network_.TryAcquire(
+      admission::ClientNetwork(client_key, options_.Load()->networks));
+  if (!network_share) {
+    return Refuse(ErrorCode::kUnavailable, "create_slots_per_network",
+                  "this address's network already has its share of creates in flight; nothing "
+                  "was saved, retry later");
+  }
+  // Slots promised to creates that cut a slow body to free them are not for anyone else.
+  const bool promised = promise != nullptr && promise->held();
+  if (const int64_t kept = promised_slots_.load(std::memory_order_relaxed); kept > 0 && !promised) {
+    const admission::SlotGauges g = create_slots_->Gauges();
+    if (g.in_use + kept >= g.limit) {
+      return Refuse(
+          ErrorCode::kUnavailable, "create_slots",
+          "the server is at its limit of creates in flight; nothing was saved, retry later");
+    }
+  }
   admission::AcquireResult slot = create_slots_->TryAcquire(static_cast<int64_t>(declared_bytes));
+  if (promised) promise->Release();  // spent, or, if the slot is taken after all, void
   if (!slot.ok()) {
     const bool count = slot.refusal == admission::SlotRefusal::kCount;
     return Refuse(
@@ -335,11 +358,12 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
         "the server is at its limit of creates in flight; nothing was saved, retry later");
   }
   NotePeak(create_peak_, *create_slots_);
-  return CreateAdmission{std::move(*slot.permit), std::move(*share)};
+  return CreateAdmission{std::move(*slot.permit), std::move(*share), std::move(*network_share)};
 }
 
 Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_view client_key,
-                                                                  uint64_t declared_bytes) {
+                                                                  uint64_t declared_bytes,
+                                                                  CreateSlotPromise* promise) {
   const double bytes = static_cast<double>(declared_bytes);
   const auto global = admission::TokenBucket::TryTakeBoth(global_count_, 1, global_bytes_, bytes);
   if (!global.decision.allowed) {
@@ -348,7 +372,7 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_vi
                        (count ? global_count_ : global_bytes_).policy(), global.decision,
                        (count ? global_count_ : global_bytes_).Available());
   }
-  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
+  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   if (!slot.ok()) {
     global_count_.Refund(1);
     global_bytes_.Refund(bytes);
@@ -357,7 +381,8 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_vi
 }
 
 Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view client_key,
-                                                           uint64_t declared_bytes) {
+                                                           uint64_t declared_bytes,
+                                                           CreateSlotPromise* promise) {
   const double bytes = static_cast<double>(declared_bytes);
   const admission::KeyedDecision mine = ip_create_.TryTake(client_key, 1, bytes);
   if (!mine.allowed()) {
@@ -376,7 +401,7 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
                        count ? options->global_create_count : options->global_create_bytes,
                        global.decision, (count ? global_count_ : global_bytes_).Available());
   }
-  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes);
+  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   if (!slot.ok()) {
     // Shed, not limited: the tokens go back, the client did nothing wrong.
     ip_create_.Refund(client_key, 1, bytes);

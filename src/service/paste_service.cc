@@ -151,9 +151,9 @@ Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t a
 }
 
 awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key,
-                                                          CreateHeaders headers,
-                                                          uint64_t allowance) {
-  auto admitting = AdmitCreateInOrder(client_key, headers, allowance);
+                                                          CreateHeaders headers, uint64_t allowance,
+                                                          CreateSlotPromise* promise) {
+  auto admitting = AdmitCreateInOrder(promise, client_key, headers, allowance);
   Result<CreateTicket> ticket = co_await std::move(admitting);
   if (abuse_ && !ticket.ok()) {
     // Only the refusals that are about this client: a 503 from a full cap or a failing store is
@@ -168,7 +168,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
   co_return ticket;
 }
 
-awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(const std::string& client_key,
+awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromise* promise,
+                                                                 const std::string& client_key,
                                                                  const CreateHeaders& headers,
                                                                  uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
@@ -185,10 +186,11 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(const std::stri
   // the client's tokens.
   auto checking = CheckQuota(*headers.declared_length);
   if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
-  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length);
+  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
-  CreateTicket ticket{std::move(slot->slot), std::move(slot->client_share), {}, {}};
+  CreateTicket ticket{
+      std::move(slot->slot), std::move(slot->client_share), std::move(slot->network_share), {}, {}};
   // The reservation last, once the caps have admitted the create: only creates that hold a slot
   // reach the store for it, so a flood the limits refuse costs the primary nothing, and one
   // process holds at most create_slots reservations (docs/overload.md, "Create", step 4a).

@@ -854,9 +854,12 @@ def _fmt(v):
 # The base class of the scenario suites.
 
 def client_ip(i, net=1):
-    """A distinct IPv4 client address for index i, in 10.<net>.0.0/16 (65,000 of them)."""
+    """A distinct IPv4 client address for index i, in 10.<net>.0.0/16 (65,000 of them), the first
+    250 each in a /24 of its own: the server shares create slots and connections by /24 too
+    (create_slots_per_network), and 250 simulated clients of one /24 would meet that share
+    rather than the limit a scenario measures."""
     i = i % 65000
-    return f"10.{net}.{i // 250}.{i % 250 + 1}"
+    return f"10.{net}.{i % 250}.{i // 250 + 1}"
 
 
 def xff(address):

@@ -153,6 +153,8 @@ RELAXED_LIMITS = {
     "--delete-rate": "100000", "--delete-burst": "100000",
     # Every test client is 127.0.0.1, so the per-client shares would be the process's caps.
     "--create-slots-per-client": "1000000", "--max-connections-per-client": "10000000",
+    # And every test client is in 127.0.0.0/24 (or one forwarded /48), so are the networks'.
+    "--create-slots-per-network": "1000000", "--max-connections-per-network": "10000000",
 }
 
 

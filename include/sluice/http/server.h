@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "sluice/admission/client_key.h"
+#include "sluice/admission/network.h"
+#include "sluice/admission/pressure.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/render/view_renderer.h"
@@ -46,15 +48,33 @@ struct ServerOptions {
   int64_t min_body_rate = 1024;
   /// Default: 5 s.
   Duration min_body_rate_grace = std::chrono::seconds(5);
+  /// Pressure (docs/overload.md, "Pressure"): from how full max_connections is, the idle timeout
+  /// shrinks linearly from idle_timeout to idle_timeout_floor between pressure.start and
+  /// pressure.full; from how full the create slots are, the required body rate rises from
+  /// min_body_rate to min_body_rate_at_pressure. Default: 0.5 to 0.9.
+  admission::PressureCurve pressure{};
+  /// Default: 1 s.
+  Duration idle_timeout_floor = std::chrono::seconds(1);
+  /// Default: 64 KiB/s.
+  int64_t min_body_rate_at_pressure = 65'536;
   /// How long SIGTERM waits for in-flight requests before exiting anyway. Default: 10 s.
   Duration drain_timeout = std::chrono::seconds(10);
-  /// Open connections per process; one more gets a 503 and is closed, so file descriptors are
-  /// never exhausted by idle or slow clients. Default: 10,000.
+  /// Open connections per process. One more closes the connection idle longest between two
+  /// requests (a keep-alive connection waiting for its next request) to take its place, or, when
+  /// none is idle, gets a 503 and is closed, so file descriptors are never exhausted by idle or
+  /// slow clients. Default: 10,000.
   int64_t max_connections = 10'000;
   /// Of which one client may hold, keyed by the socket peer at accept (IPv6 by its /64), before
   /// any header is read: the X-Forwarded-For hop is not known yet, so a trusted proxy's
   /// connections are exempt and count against max_connections only. Default: 256.
   int64_t max_connections_per_client = 256;
+  /// Of which the clients of one network (`networks`, by socket peer) may hold together, so one
+  /// IPv6 /48 (65,536 client keys) cannot take what one /64 cannot; trusted proxies are exempt
+  /// as from the client share. Default: 1,024 (four clients' shares).
+  int64_t max_connections_per_network = 1'024;
+  /// What makes a network of a client address for max_connections_per_network. Default: IPv4
+  /// /24, IPv6 /48.
+  admission::NetworkPrefixes networks{};
   /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
   /// key is the socket peer and whatever a client writes in the header is ignored.
   admission::TrustedProxies trusted_proxies;

@@ -23,6 +23,7 @@
 #include "sluice/admission/jitter.h"
 #include "sluice/admission/keyed_limiter.h"
 #include "sluice/admission/keyed_slots.h"
+#include "sluice/admission/network.h"
 #include "sluice/admission/token_bucket.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
@@ -53,6 +54,13 @@ struct AdmissionOptions {
   int64_t create_slots = 50;
   /// Of which one client key may hold, so a few slow uploaders cannot hold them all. Default: 10.
   int64_t create_slots_per_client = 10;
+  /// Of which the client keys of one network (`networks`: an IPv4 /24, an IPv6 /48) may hold
+  /// together, so that one /48 of 65,536 client keys cannot take the slots one /64 cannot.
+  /// Default: 20 (two client keys' shares; at most 40% of the default slots).
+  int64_t create_slots_per_network = 20;
+  /// What makes a network of a client key for `create_slots_per_network`
+  /// (include/sluice/admission/network.h). Default: IPv4 /24, IPv6 /48.
+  admission::NetworkPrefixes networks{};
   /// Bytes of create bodies buffered per process. Default: 32 MiB.
   int64_t create_slot_bytes = int64_t{32} << 20;
   /// AIMD on PUT latency instead of the fixed create_slots (which becomes its ceiling).
@@ -112,6 +120,34 @@ struct ClientBudgets {
 struct CreateAdmission {
   admission::Permit slot;
   admission::KeyedSlots::Slot client_share;
+  /// Its unit of the client's network's share (create_slots_per_network).
+  admission::KeyedSlots::Slot network_share;
+};
+
+/// One create slot kept for the create that cut a slow body to free it (docs/overload.md,
+/// "Pressure"): while it is held, every other create sees the cap one slot lower, so the slot the
+/// cut frees is not taken by whoever asks first (the cut client reconnecting, say). The create it
+/// is for passes it to AdmitCreate, which spends it; given back on destruction if unspent.
+/// Move-only. Precondition: the AdmissionControl outlives it.
+class CreateSlotPromise {
+ public:
+  CreateSlotPromise(CreateSlotPromise&& other) noexcept
+      : promised_(std::exchange(other.promised_, nullptr)) {}
+  CreateSlotPromise& operator=(CreateSlotPromise&&) = delete;
+  CreateSlotPromise(const CreateSlotPromise&) = delete;
+  ~CreateSlotPromise() { Release(); }
+  /// True until spent or given back.
+  bool held() const { return promised_ != nullptr; }
+  void Release() {
+    if (promised_ != nullptr) std::exchange(promised_, nullptr)->fetch_sub(1);
+  }
+
+ private:
+  friend class AdmissionControl;
+  explicit CreateSlotPromise(std::atomic<int64_t>* promised) : promised_(promised) {
+    promised_->fetch_add(1);
+  }
+  std::atomic<int64_t>* promised_;
 };
 
 /// Thread-safe.
@@ -124,10 +160,15 @@ class AdmissionControl {
   /// Step 2 and 3 of a create, from the client key and the declared length alone. A refused
   /// create spends nothing: tokens taken before a later refusal are given back. Without a
   /// SharedState it completes without suspending; with one it waits at most `shared_timeout`.
-  /// Then the create cap and the client's share of it (Unavailable, reason create_slots,
-  /// create_bytes or create_slots_per_client).
+  /// Then the create cap and the client's and its network's shares of it (Unavailable, reason
+  /// create_slots, create_bytes, create_slots_per_client or create_slots_per_network).
+  /// With a `promise` (PromiseCreateSlot) the create slot is the promised one, and spends it.
   boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(std::string client_key,
-                                                              uint64_t declared_bytes);
+                                                              uint64_t declared_bytes,
+                                                              CreateSlotPromise* promise = nullptr);
+
+  /// A create slot kept from now on for one create (CreateSlotPromise).
+  CreateSlotPromise PromiseCreateSlot() { return CreateSlotPromise(&promised_slots_); }
 
   /// True while the last shared-store call failed and the create limits run on local shares.
   bool FailingOpen() const { return failing_open_.load(std::memory_order_relaxed); }
@@ -192,13 +233,16 @@ class AdmissionControl {
   Error RateLimited(const char* reason, const admission::TokenBucketPolicy& policy,
                     const admission::TakeDecision& decision, double available);
   void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
-  Result<CreateAdmission> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes);
+  Result<CreateAdmission> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes,
+                                           CreateSlotPromise* promise);
   /// The global buckets only, then the slots: the fail-open path when the shared store is silent.
   Result<CreateAdmission> AdmitCreateOnLocalShare(std::string_view client_key,
-                                                  uint64_t declared_bytes);
+                                                  uint64_t declared_bytes,
+                                                  CreateSlotPromise* promise);
   /// Takes the client's share and a create slot after the rate limits passed; Unavailable (and
   /// the tokens owed back) if either is full.
-  Result<CreateAdmission> TakeCreateSlot(std::string_view client_key, uint64_t declared_bytes);
+  Result<CreateAdmission> TakeCreateSlot(std::string_view client_key, uint64_t declared_bytes,
+                                         CreateSlotPromise* promise);
   Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
                                                    uint64_t declared_bytes) const;
@@ -241,8 +285,11 @@ class AdmissionControl {
   admission::ConcurrencyLimiter fill_slots_;
   admission::KeyedSlots fill_per_client_;
   admission::KeyedSlots create_per_client_;
+  admission::KeyedSlots create_per_network_;
   admission::JitteredRetryAfter retry_after_;
   std::atomic<int64_t> create_peak_{0};
+  // Create slots promised (CreateSlotPromise) and not yet spent or given back.
+  std::atomic<int64_t> promised_slots_{0};
   std::atomic<int64_t> read_peak_{0};
   std::atomic<int64_t> fill_peak_{0};
   std::atomic<bool> failing_open_{false};

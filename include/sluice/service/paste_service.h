@@ -100,6 +100,8 @@ struct CreateTicket {
   admission::Permit slot;
   /// The client's share of the create slots (create_slots_per_client), held as long as the slot.
   admission::KeyedSlots::Slot client_share;
+  /// Its network's share of them (create_slots_per_network), held as long as the slot.
+  admission::KeyedSlots::Slot network_share;
   /// Who it is for, so the stored create is counted for them (AbuseWatch).
   std::string client_key;
   /// With a storage quota: the declared bytes held against it, for the paste id the create will
@@ -146,9 +148,14 @@ class PasteService {
   /// its rate-limit tokens (the quota filled between the first look and the reservation).
   /// Suspends to ask a shared limiter store, for at most its budget, and, with a quota, the
   /// metadata store, for at most the insert's timeout.
+  /// With a `promise` (PromiseCreateSlot), the create slot is the one promised.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
                                                            CreateHeaders headers,
-                                                           uint64_t allowance = 0);
+                                                           uint64_t allowance = 0,
+                                                           CreateSlotPromise* promise = nullptr);
+  /// A create slot kept from now on for one create: the one that cut a slow body to free it
+  /// (AdmissionControl::PromiseCreateSlot).
+  CreateSlotPromise PromiseCreateSlot() { return admission_.PromiseCreateSlot(); }
 
   /// Validates the body and TTL (InvalidArgument), stores the body, then the row. Nothing durable
   /// happens for a rejected create; a failed or timed-out PUT is Unavailable and leaves no row.
@@ -180,6 +187,9 @@ class PasteService {
   /// cached.
   boost::asio::awaitable<Result<CachedPaste>> Claim(const ClientKeySource& client,
                                                     std::string_view id_text);
+
+  /// Create slots in flight over the create cap now, 0 to 1 (AdmissionControl).
+  double CreateSlotSaturation() const { return admission_.CreateSlotSaturation(); }
 
   /// The caller's budgets in this process, spending nothing.
   ClientBudgets Budgets(std::string_view client_key) const {
@@ -218,7 +228,8 @@ class PasteService {
  private:
   bool IsLive(const store::PasteMeta& meta) const;
   /// AdmitCreate's checks in their order, without the counting of refusals.
-  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(const std::string& client_key,
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(CreateSlotPromise* promise,
+                                                                  const std::string& client_key,
                                                                   const CreateHeaders& headers,
                                                                   uint64_t allowance);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a

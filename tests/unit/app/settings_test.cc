@@ -187,6 +187,10 @@ TEST(SettingsTest, RulesBetweenSettingsNameBothKeys) {
               FromFlags({"--s3-endpoint", "http://127.0.0.1:9000"});
             }),
             "s3_endpoint = 'http://127.0.0.1:9000' is set but blob = 'files' is not s3://BUCKET");
+  EXPECT_EQ(Refusal([] {
+              FromFlags({"--pressure-start", "0.95"});
+            }),
+            "pressure_start = '0.95' is above pressure_full = '0.9'");
 }
 
 TEST(SettingsTest, BoundsAreAccepted) {

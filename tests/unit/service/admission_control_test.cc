@@ -121,6 +121,33 @@ TEST_F(AdmissionControlTest, CreateSlotsHoldEachClientToItsShare) {
   EXPECT_TRUE(RunSync(a.AdmitCreate("10.0.0.1", 10)).ok());
 }
 
+TEST_F(AdmissionControlTest, CreateSlotsHoldEachNetworkToItsShare) {
+  AdmissionOptions o = Small();
+  o.ip_create_count = {100, 100};
+  o.create_slots = 10;
+  o.create_slots_per_client = 1;
+  o.create_slots_per_network = 3;
+  AdmissionControl a(o, clock_, metrics_);
+  std::vector<CreateAdmission> held;
+  // Three /64s of one /48: one slot each, three for the /48 in all.
+  for (const char* key : {"2001:db8:1:1::/64", "2001:db8:1:2::/64", "2001:db8:1:3::/64"}) {
+    auto p = RunSync(a.AdmitCreate(key, 10));
+    ASSERT_TRUE(p.ok()) << key;
+    held.push_back(std::move(*p));
+  }
+  auto refused = RunSync(a.AdmitCreate("2001:db8:1:4::/64", 10));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason, "create_slots_per_network");
+  EXPECT_EQ(Rejections("create_slots_per_network"), 1u);
+  // The refused create gave back its client's share and its tokens.
+  EXPECT_NEAR(a.Budgets("2001:db8:1:4::/64").buckets[0].available, 100, 1e-9);
+  // Another /48, and an IPv4 /24, have their own.
+  EXPECT_TRUE(RunSync(a.AdmitCreate("2001:db8:2:1::/64", 10)).ok());
+  EXPECT_TRUE(RunSync(a.AdmitCreate("203.0.113.7", 10)).ok());
+  held.pop_back();
+  EXPECT_TRUE(RunSync(a.AdmitCreate("2001:db8:1:4::/64", 10)).ok());
+}
+
 TEST_F(AdmissionControlTest, FullCreateCapGivesBackTheClientsShare) {
   AdmissionOptions o = Small();
   o.create_slots_per_client = 1;
