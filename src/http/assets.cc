@@ -623,7 +623,8 @@ constexpr std::string_view kStatusJs =
 })();
 )js";
 
-constexpr std::string_view kCryptJs = R"js(// sluice: end-to-end encrypted pastes in the browser (docs/encryption.md, envelope version 1).
+constexpr std::string_view kCryptJs =
+    R"js(// sluice: end-to-end encrypted pastes in the browser (docs/encryption.md, envelope version 1).
 // The key is made here and travels only in the link's fragment (after '#'), which a browser never
 // sends to a server; the server stores and serves the envelope and cannot open it. Text reaches
 // the page through textContent only.
@@ -1023,8 +1024,12 @@ std::string Integrity(std::string_view body) {
 
 Asset MakeAsset(std::string_view path, std::string_view type, std::string_view body) {
   const std::string hash = fmt::format("{:016x}", Fnv1a(body));
-  return Asset{path, type, body, "\"" + hash + "\"",
-               std::string(path) + "?v=" + hash.substr(0, 10), Integrity(body)};
+  return Asset{path,
+               type,
+               body,
+               "\"" + hash + "\"",
+               std::string(path) + "?v=" + hash.substr(0, 10),
+               Integrity(body)};
 }
 
 const std::array<Asset, 4>& Assets() {
