@@ -85,6 +85,9 @@ th.n { text-align: right; }
 .chart polyline { fill: none; stroke-width: 1.75; stroke-linejoin: round; }
 .swatch { display: inline-block; width: .7rem; height: .7rem; border-radius: 2px; margin-right: .4rem; }
 .js-only[hidden] { display: none !important; }
+/* The encrypted paste's page shows its parts as its script gets there: a flex toolbar that is
+   hidden must stay hidden (author CSS outranks the hidden attribute otherwise). */
+#encrypted [hidden] { display: none !important; }
 @media (max-width: 40rem) {
   body { padding: .5rem .6rem 1.5rem; }
   pre.code { padding-left: 3.25rem; font-size: 13px; }

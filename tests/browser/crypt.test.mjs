@@ -144,6 +144,7 @@ test('a password is asked for; a wrong one says so and can be retried', async ()
   const view = await newPage();
   assert.equal(await openLink(view, link, 'wrong'), 'wrong-password');
   assert.match(await view.textContent('#crypt-status'), /Wrong password/);
+  assert.equal(await view.isHidden('#decrypted-tools'), true, 'no Copy or Download before the text');
   await view.fill('#paste-password', 'pässwörd 🔑');
   await view.click('#unlock-button');
   await view.waitForSelector('#encrypted[data-state=decrypted]');
@@ -199,6 +200,7 @@ test('a damaged link, a missing key or a damaged envelope says so plainly', asyn
     assert.equal(await openLink(view, bad), 'failed');
     assert.match(await view.textContent('#crypt-status'), why);
     assert.equal(await view.isHidden('#code'), true, 'no text shown');
+    assert.equal(await view.isHidden('#decrypted-tools'), true, 'no Copy or Download');
     assert.deepEqual(view.errors, []);
     await view.close();
   }
