@@ -39,7 +39,8 @@ after(async () => {
 });
 
 function sluice(args, input, env = {}) {
-  return execFileSync(BIN, args, { input, env: { PATH: process.env.PATH, ...env }, timeout: 60000 });
+  return execFileSync(BIN, args, { input, env: { PATH: process.env.PATH, ...env }, timeout: 60000,
+    maxBuffer: 8 << 20 });
 }
 
 async function newPage() {
@@ -224,6 +225,7 @@ test('figures: 1 MB encrypted and decrypted in the browser, and the script size'
   assert.equal(await openLink(view, link), 'decrypted');
   const decryptMs = Number(await view.getAttribute('#encrypted', 'data-decrypt-ms'));
   assert.deepEqual(await decryptedBytes(view), Buffer.from(text));
+  assert.deepEqual(sluice(['get', link]), Buffer.from(text), 'the CLI opens the browser\'s megabyte');
   // Random text does not compress: the same again without deflate's help.
   const random = randomBytes(500000).toString('hex');
   const creator = await newPage();
