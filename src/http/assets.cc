@@ -862,6 +862,16 @@ constexpr std::string_view kCryptJs =
     const input = document.createElement('input');
     input.id = id; input.readOnly = true; input.value = value; input.setAttribute('aria-label', label);
     row.appendChild(input);
+    const copy = document.createElement('button');
+    copy.type = 'button'; copy.textContent = 'Copy';
+    copy.setAttribute('aria-label', 'Copy: ' + label);
+    copy.addEventListener('click', function () {
+      input.select();
+      const done = function () { copy.textContent = 'Copied'; setTimeout(function () { copy.textContent = 'Copy'; }, 1500); };
+      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(value).then(done, function () {});
+      else { try { document.execCommand('copy'); done(); } catch (x) { /* the link stays selected */ } }
+    });
+    row.appendChild(copy);
     return row;
   }
   function created(j, key, burn, withPassword) {
