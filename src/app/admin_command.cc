@@ -18,6 +18,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "crypt_command.h"
+
 namespace sluice::app {
 
 namespace {
@@ -95,6 +97,9 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
   });
   CLI::App* show = admin->add_subcommand("show", "A paste's metadata and text");
   show->add_option("ID", id, "Paste id")->required();
+  show->add_option("--key", o.key,
+                   "An encrypted paste's key (the link's part after '#', from a report): decrypt "
+                   "here, never on the server");
   show->callback([&o] {
     o.method = "GET";
     o.path = "/admin/pastes/" + id;
@@ -230,6 +235,17 @@ int RunAdmin(AdminCommandOptions& o) {
       bhttp::response<bhttp::string_body> res = exchange(o.path);
       if (refused(res)) return 1;
       nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
+      if (!o.key.empty()) {
+        // The metadata to stderr, the opened text to stdout, as `sluice get` prints it.
+        if (doc.is_discarded() || !doc.contains("content") || !doc["content"].is_string()) {
+          std::fprintf(stderr, "sluice admin: the paste has no stored text to decrypt\n");
+          return 1;
+        }
+        const std::string envelope = doc["content"].get<std::string>();
+        doc["content"] = "(decrypted below)";
+        std::fprintf(stderr, "%s\n", doc.dump(2).c_str());
+        return PrintOpened(envelope, o.key, "sluice admin");
+      }
       std::puts(doc.is_discarded() ? res.body().c_str() : doc.dump(2).c_str());
       return 0;
     }

@@ -24,6 +24,9 @@ struct AdminCommandOptions {
   /// `reports`: pastes to list at most, following the queue's pages (docs/moderation.md);
   /// 0 for every other subcommand. Default: 1000.
   size_t max_pastes = 0;
+  /// `show --key KEY`: the link's key of an encrypted paste, to open its envelope here (never
+  /// sent to the server). Default: none.
+  std::string key;
 };
 
 /// Adds `sluice admin` and its subcommands (reports, show, takedown, dismiss, block, audit) to

@@ -15,6 +15,7 @@
 
 #include "admin_command.h"
 #include "backends.h"
+#include "crypt_command.h"
 #include "log_format.h"
 #include "paste_command.h"
 #include "reference.h"
@@ -100,6 +101,8 @@ int main(int argc, char** argv) {
       app.add_subcommand("paste", "Create a paste from FILE or stdin and print its URL");
   sluice::app::PasteCommandOptions paste_options;
   sluice::app::AddPasteFlags(*paste, paste_options);
+  sluice::app::GetCommandOptions get_options;
+  CLI::App* get = sluice::app::AddGetCommand(app, get_options);
 
   sluice::app::AdminCommandOptions admin_options;
   CLI::App* admin = sluice::app::AddAdminCommand(app, admin_options);
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
   try {
     if (serve->parsed()) return sluice::app::Serve(*settings, loader);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
+    if (get->parsed()) return sluice::app::RunGet(get_options);
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (man->parsed()) {

@@ -47,6 +47,7 @@
 #include <string_view>
 #include <thread>
 
+#include "crypt_command.h"
 #include "sluice/admission/jitter.h"
 #include "sluice/common/duration.h"
 #include "sluice/common/result.h"
@@ -427,7 +428,8 @@ std::optional<int> RetryAfterSeconds(const Attempt& a, const ErrorDoc& doc) {
   return doc.retry_after;
 }
 
-int PrintCreated(const Attempt& a, bool json) {
+// `fragment`: "#KEY" of an encrypted paste, added to the link (the server never had it).
+int PrintCreated(const Attempt& a, bool json, const std::string& fragment) {
   const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
   const bool has_url = doc.is_object() && doc.contains("url") && doc["url"].is_string();
   if (json || !has_url) {
@@ -435,7 +437,7 @@ int PrintCreated(const Attempt& a, bool json) {
     if (a.body.empty() || a.body.back() != '\n') std::fputc('\n', stdout);
     if (!has_url) Say("created (201), but the answer has no 'url' field");
   } else {
-    std::fputs((doc["url"].get<std::string>() + "\n").c_str(), stdout);
+    std::fputs((doc["url"].get<std::string>() + fragment + "\n").c_str(), stdout);
   }
   std::fflush(stdout);
   if (doc.is_object() && doc.contains("delete_token") && doc["delete_token"].is_string()) {
@@ -463,6 +465,12 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
       ->capture_default_str();
   command.add_flag("--json", options.json,
                    "Print the server's whole JSON answer instead of the URL");
+  command.add_flag("--encrypt", options.encrypt,
+                   "Encrypt here before sending; the link printed carries the key after '#'");
+  command
+      .add_flag("--password", options.password,
+                "With --encrypt: a password too (asked on the terminal, or SLUICE_PASSWORD)")
+      ->needs("--encrypt");
   command.footer(
       "Prints the URL on stdout and the delete token on stderr. Exit status: 0 created, 1 "
       "refused or failed, 2 usage.\n"
@@ -491,6 +499,17 @@ int RunPaste(const PasteCommandOptions& options) {
   }
   std::string target = server->base_path + "/api/v1/pastes";
   if (!options.ttl.empty()) target += "?ttl=" + PercentEncode(options.ttl);
+  std::string fragment;
+  if (options.encrypt) {
+    auto sealed = SealForPaste(*body, options.password);
+    if (!sealed.ok()) {
+      Say("{}", sealed.error().message);
+      return sealed.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailed;
+    }
+    *body = std::move(sealed->envelope);
+    fragment = "#" + sealed->key;
+    target += options.ttl.empty() ? "?encrypted=1" : "&encrypted=1";
+  }
 
   std::random_device device;
   admission::Jitter jitter((static_cast<uint64_t>(device()) << 32) ^ device());
@@ -528,7 +547,7 @@ int RunPaste(const PasteCommandOptions& options) {
             a.what);
         return kExitFailed;
       }
-      return PrintCreated(a, options.json);
+      return PrintCreated(a, options.json, fragment);
     }
 
     const ErrorDoc doc = ParseErrorDoc(a);

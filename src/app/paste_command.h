@@ -24,10 +24,14 @@ struct PasteCommandOptions {
   std::string max_wait = "60s";
   /// Print the server's whole JSON answer instead of the URL. Default: false.
   bool json = false;
+  /// Encrypt before sending (docs/encryption.md); the URL printed carries the key. Default: false.
+  bool encrypt = false;
+  /// With encrypt, ask for a password too (or take SLUICE_PASSWORD). Default: false.
+  bool password = false;
 };
 
 /// Adds the flags of `sluice paste` to `command`: FILE (positional, optional), --server (or the
-/// SLUICE_SERVER variable), --ttl, --max-wait and --json.
+/// SLUICE_SERVER variable), --ttl, --max-wait, --json, --encrypt and --password.
 void AddPasteFlags(CLI::App& command, PasteCommandOptions& options);
 
 /// Runs `sluice paste`; returns the process exit code: 0 created, 1 refused or failed, 2 usage

@@ -276,7 +276,8 @@ awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
   }
   nlohmann::json next = page->next ? nlohmann::json(page->next->Encode()) : nullptr;
   co_return Uncached(Reply::Json(
-      200, JsonText({{"pastes", out}, {"next", next}, {"pending", ctx.moderation->PendingReports()}})));
+      200,
+      JsonText({{"pastes", out}, {"next", next}, {"pending", ctx.moderation->PendingReports()}})));
 }
 
 awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx) {
@@ -291,6 +292,7 @@ awaitable<Reply> HandleAdminPaste(const Request& req, Context& ctx) {
                       {"size", m.size_bytes},
                       {"deleted", m.deleted},
                       {"moderation", store::ModerationName(m.moderation)},
+                      {"encrypted", m.encrypted},
                       {"content", review->text ? nlohmann::json(*review->text) : nullptr}};
   co_return Uncached(Reply::Json(200, JsonText(j)));
 }

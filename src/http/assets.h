@@ -15,6 +15,9 @@ struct Asset {
   std::string etag;
   /// The path with "?v=<hash>", linked from pages so a new build is never served stale.
   std::string versioned_path;
+  /// Its Subresource Integrity ("sha256-..."), for a <script integrity> that must run exactly
+  /// this file.
+  std::string integrity;
 };
 
 /// The asset at `path` (query ignored), or null.

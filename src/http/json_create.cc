@@ -33,8 +33,8 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
  public:
   bool null() override { return NotAString("null"); }
   bool boolean(bool value) override {
-    if (depth_ != 1 || key_ != "burn") return NotAString("a boolean");
-    out_.burn = value;
+    if (depth_ != 1 || (key_ != "burn" && key_ != "encrypted")) return NotAString("a boolean");
+    (key_ == "burn" ? out_.burn : out_.encrypted) = value;
     key_.clear();
     return true;
   }
@@ -46,7 +46,9 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
 
   bool string(string_t& value) override {
     if (depth_ != 1) return NotAString("");
-    if (key_ == "burn") return Refuse("'burn' must be a boolean (true or false), not a string");
+    if (IsFlag()) {
+      return Refuse(fmt::format("'{}' must be a boolean (true or false), not a string", key_));
+    }
     // The service refuses NUL bytes too; naming the escape here tells the client which field.
     if (value.find('\0') != std::string::npos) {
       return Refuse(fmt::format("'{}' contains a NUL (\\u0000) escape", key_));
@@ -71,11 +73,17 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool end_array() override { return true; }
 
   bool key(string_t& name) override {
-    if (name != "content" && name != "ttl" && name != "language" && name != "burn") {
-      return Refuse(fmt::format("unknown field '{}' (known: content, ttl, language, burn)",
-                                service::QuotedClientText(name)));
+    if (name != "content" && name != "ttl" && name != "language" && name != "burn" &&
+        name != "encrypted") {
+      return Refuse(
+          fmt::format("unknown field '{}' (known: content, ttl, language, burn, encrypted)",
+                      service::QuotedClientText(name)));
     }
-    const unsigned bit = name == "content" ? 1u : name == "ttl" ? 2u : name == "language" ? 4u : 8u;
+    const unsigned bit = name == "content"    ? 1u
+                         : name == "ttl"      ? 2u
+                         : name == "language" ? 4u
+                         : name == "burn"     ? 8u
+                                              : 16u;
     if (seen_ & bit) return Refuse(fmt::format("duplicate field '{}'", name));
     seen_ |= bit;
     key_ = name;
@@ -100,9 +108,10 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
  private:
   bool NotAString(std::string_view what) {
     if (depth_ == 0) return Refuse("the body must be a JSON object");
-    if (key_ == "burn") return Refuse(fmt::format("'burn' must be true or false, not {}", what));
+    if (IsFlag()) return Refuse(fmt::format("'{}' must be true or false, not {}", key_, what));
     return Refuse(fmt::format("'{}' must be a string, not {}", key_, what));
   }
+  bool IsFlag() const { return depth_ == 1 && (key_ == "burn" || key_ == "encrypted"); }
   bool Refuse(std::string why) {
     if (problem_.empty()) problem_ = std::move(why);
     return false;

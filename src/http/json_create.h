@@ -1,5 +1,5 @@
 // The JSON create of POST /api/v1/pastes ({"content": "...", "ttl": "1d", "language": "python",
-// "burn": true}),
+// "burn": true, "encrypted": true}),
 // decoded strictly: the envelope is a flat object of strings, and anything else is refused with a
 // reason before the service sees the text.
 #pragma once
@@ -18,6 +18,8 @@ struct JsonCreate {
   std::optional<std::string> language;
   /// "burn": true (a JSON boolean; the only field that is not a string).
   bool burn = false;
+  /// "encrypted": true: `content` is an encrypted envelope (docs/encryption.md).
+  bool encrypted = false;
 };
 
 /// True for application/json and text/json (pastebinit's JSON mode sends the latter), with or

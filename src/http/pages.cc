@@ -14,7 +14,16 @@ namespace sluice::http {
 
 namespace {
 
-std::string Layout(std::string_view title, std::string_view body, bool status_script = false) {
+// The crypt script carries its Subresource Integrity: a page that decrypts must run exactly the
+// script this binary shipped, whatever a cache or a proxy on the way holds.
+std::string CryptScript() {
+  const Asset* crypt = FindAsset("/static/crypt.js");
+  return fmt::format("<script src=\"{}\" integrity=\"{}\" defer></script>", crypt->versioned_path,
+                     crypt->integrity);
+}
+
+std::string Layout(std::string_view title, std::string_view body, bool status_script = false,
+                   bool crypt_script = false) {
   return fmt::format(
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -29,7 +38,8 @@ std::string Layout(std::string_view title, std::string_view body, bool status_sc
       EscapeHtml(title), AssetUrl("/static/style.css"), AssetUrl("/static/app.js"),
       status_script
           ? fmt::format("<script src=\"{}\" defer></script>", AssetUrl("/static/status.js"))
-          : "",
+      : crypt_script ? CryptScript()
+                     : "",
       body);
 }
 
@@ -181,7 +191,7 @@ std::string DurationInWords(int64_t seconds) {
   return unit(seconds / 86400, "day");
 }
 
-std::string IndexPage(std::string_view default_ttl) {
+std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes) {
   std::string ttls;
   for (const auto& [name, seconds] : service::TtlAllowList()) {
     ttls += fmt::format("<option value=\"{0}\"{1}>{2}</option>", name,
@@ -194,20 +204,26 @@ std::string IndexPage(std::string_view default_ttl) {
     languages += fmt::format("<option value=\"{}\">{}</option>", EscapeHtml(language.name),
                              EscapeHtml(language.label));
   }
-  return Layout("sluice: new paste", fmt::format(R"(<h1>New paste</h1>
-<form id="create" method="post" action="/" enctype="multipart/form-data">
+  return Layout("sluice: new paste",
+                fmt::format(R"(<h1>New paste</h1>
+<form id="create" method="post" action="/" enctype="multipart/form-data" data-max-bytes="{2}">
 <label for="content" class="hint">Paste text here; it is shown exactly as written, never run.</label>
 <textarea id="content" name="content" required autofocus spellcheck="false" placeholder="Paste text here"></textarea>
 <div class="controls">
-<label>Language <select name="lang">{}</select></label>
-<label>Expires after <select name="ttl">{}</select></label>
+<label>Language <select name="lang">{0}</select></label>
+<label>Expires after <select name="ttl">{1}</select></label>
 <label><input type="checkbox" name="burn" value="1" id="burn"> Burn after reading</label>
+<label class="js-only" hidden><input type="checkbox" id="encrypt"> Encrypt in this browser</label>
+<label class="js-only" hidden>Password (optional) <input type="password" id="create-password" autocomplete="new-password" disabled></label>
 <button type="submit" class="primary">Create paste</button>
 <span class="hint js-only" hidden>or press Ctrl+Enter</span>
 </div>
+<p class="hint js-only" hidden id="encrypt-hint">Encrypted here before it is sent: the key is in the link after <code>#</code>, which browsers never send to a server, so this server stores only ciphertext. Anyone with the whole link (and the password, if you set one) can read it; without the key nobody can, the operator included.</p>
+<p class="notice warn" id="create-problem" role="alert" hidden></p>
 </form>
 <p class="meta">From a terminal: <code>curl --data-binary @file.txt HOST/</code> or <code>curl -F file=@file.txt HOST/</code></p>)",
-                                                 languages, ttls));
+                            languages, ttls, max_paste_bytes),
+                false, true);
 }
 
 std::string PastePage(const PasteView& view) {
@@ -241,6 +257,30 @@ std::string PastePage(const PasteView& view) {
               ? fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)",
                             EscapeHtml(view.id))
               : std::string()));
+}
+
+std::string EncryptedPastePage(const EncryptedView& view) {
+  const std::string id = EscapeHtml(view.id);
+  return Layout(
+      fmt::format("paste {}", view.id),
+      fmt::format(
+          R"(<div class="toolbar"><h1>Paste <code>{0}</code></h1><span class="meta">Encrypted &middot; {1} stored &middot; expires {2}</span>
+<a class="button" id="raw" href="/raw/{0}">Envelope</a><a class="button" href="/">New paste</a>{3}</div>
+<noscript><p class="notice warn" id="needs-js">This paste is encrypted: this page decrypts it in your browser with the key in its link, and that needs JavaScript. From a terminal: <code>sluice get 'LINK'</code> with the whole link, including the part after <code>#</code>.</p></noscript>
+<section id="encrypted" data-id="{0}" data-burn="{4}" data-max-bytes="{5}" data-raw="/raw/{0}" data-claim="/api/v1/pastes/{0}/claim?format=raw">
+<p class="notice js-only" hidden id="crypt-status" role="status">Decrypting in this browser&hellip;</p>
+<div class="notice warn" id="burn-confirm" hidden><p>This paste will be deleted when you open it. It is shown once, to whoever opens it first.</p><button type="button" class="primary" id="confirm-burn">Open it and delete it</button></div>
+<form id="unlock" hidden><label for="paste-password">This paste is protected by a password</label>
+<div class="linkrow"><input type="password" id="paste-password" autocomplete="current-password" required><button type="submit" class="primary" id="unlock-button">Decrypt</button></div></form>
+<div class="toolbar" id="decrypted-tools" hidden><span class="meta" id="decrypted-meta"></span><button type="button" id="copy">Copy</button><a class="button" id="download" href="/raw/{0}" download="{0}.txt">Download</a></div>
+<pre class="code" id="code" hidden></pre>
+</section>)",
+          id, SizeInWords(view.size_bytes), FormatUnixTime(view.expires_at),
+          view.burn
+              ? std::string()
+              : fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)", id),
+          view.burn ? 1 : 0, view.max_paste_bytes),
+      false, true);
 }
 
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
@@ -295,6 +335,7 @@ std::string BurnCreatedPage(std::string_view url, std::string_view delete_url) {
 std::string ReportFormPage(std::string_view id, std::string_view token) {
   return Layout("report paste", fmt::format(R"(<h1>Report paste <code>{0}</code></h1>
 <p>Tell the operator why this paste should not be here. Your network is recorded with the report.</p>
+<p class="hint" id="report-key-note">An encrypted paste is ciphertext to the operator. To let them read it, put its whole link, with the part after <code>#</code>, in the note: the key is then shared with the operator.</p>
 <form method="post" action="/report/{0}">
 <input type="hidden" name="token" value="{1}">
 <p><label for="reason">Reason</label>

@@ -21,7 +21,8 @@ inline constexpr const char* kPageCsp =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-std::string IndexPage(std::string_view default_ttl);
+/// The create page. `max_paste_bytes` bounds what its script encrypts (docs/encryption.md).
+std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes = 1'000'000);
 
 /// What the paste page shows beyond the paste: present only on the answer to the create.
 struct CreatedNotice {
@@ -44,6 +45,22 @@ struct PasteView {
   std::optional<CreatedNotice> created;
 };
 std::string PastePage(const PasteView& view);
+
+/// What the page of an end-to-end encrypted paste knows: nothing of its text.
+struct EncryptedView {
+  std::string id;
+  int64_t expires_at = 0;
+  uint64_t size_bytes = 0;  // of the envelope
+  bool burn = false;
+  /// Largest text the script inflates (the paste limit): a small envelope cannot exhaust the
+  /// reader's memory.
+  uint64_t max_paste_bytes = 1'000'000;
+};
+/// The shell the page's script (/static/crypt.js, with Subresource Integrity) fills: it fetches
+/// the envelope (or, for a burn paste, claims it after a confirmation), decrypts it with the key
+/// in the link's fragment, asking for the password when the envelope has one, and shows the text
+/// through textContent only. Without JavaScript it says that this paste needs it.
+std::string EncryptedPastePage(const EncryptedView& view);
 
 /// An error a person reads: what happened, whether it is a limit, an overload or a missing paste,
 /// and when to try again.

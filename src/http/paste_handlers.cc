@@ -88,6 +88,9 @@ struct CreateInput {
   std::string filename;
   /// Burn after reading: ?burn=1, the form's checkbox, or JSON "burn": true.
   bool burn = false;
+  /// An encrypted envelope (docs/encryption.md): ?encrypted=1, the form's "encrypted" field (set
+  /// by the page's script), or JSON "encrypted": true.
+  bool encrypted = false;
 };
 
 // "1", "true", "on" (an HTML checkbox's value when it has none) and "yes" ask for it.
@@ -124,6 +127,7 @@ std::optional<Reply> ReadForm(std::string body, std::string_view boundary, Creat
     if (part.name == "ttl" && in.ttl.empty()) in.ttl = std::string(part.content);
     if (part.name == "lang") in.language = std::string(part.content);
     if (part.name == "burn") in.burn = IsYes(part.content);
+    if (part.name == "encrypted") in.encrypted = IsYes(part.content);
   }
   if (!content) {
     return Reply::Refuse(ErrorCode::kInvalidArgument, "the form has no 'file' or 'content' field",
@@ -141,6 +145,7 @@ std::optional<Reply> ReadJson(CreateInput& in) {
   if (decoded->ttl) in.ttl = std::move(*decoded->ttl);
   if (decoded->language) in.language = std::move(*decoded->language);
   if (decoded->burn) in.burn = true;
+  if (decoded->encrypted) in.encrypted = true;
   return std::nullopt;
 }
 
@@ -203,6 +208,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                  std::string(req.headers.Get("Sluice-Filename"))};
   if (in.ttl.empty()) in.ttl = std::string(req.headers.Get("Sluice-TTL"));
   in.burn = IsYes(req.Query("burn").value_or(""));
+  in.encrypted = IsYes(req.Query("encrypted").value_or(""));
   if (boundary) {
     if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
   } else if (!service::IsValidUtf8(in.filename)) {
@@ -217,6 +223,11 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   // A file name's language is carried by the link's extension, unless a language was chosen. A
   // plain-text name (notes.txt) keeps the bare link: the view would be plain either way.
   std::string extension;
+  if (in.encrypted) {
+    // Nothing of the text is in the link: a language or an extension would say what it is.
+    in.language = "auto";
+    in.filename.clear();
+  }
   if (in.language == "auto") {
     const std::string_view ext = FileExtension(in.filename);
     const std::string language = LanguageForExtension(ext);
@@ -227,10 +238,13 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
       in.language = language;
     }
   }
-  const bool browser = from == CreateFrom::kForm && req.WantsHtml();
+  // An encrypted create from a form is answered as to a script: the page that sent it holds the
+  // key, and the server has nothing of the paste it could show.
+  const bool browser = from == CreateFrom::kForm && req.WantsHtml() && !in.encrypted;
   // The page after a browser create shows the paste, so it keeps the text the service consumes.
   auto text = browser ? std::make_shared<const std::string>(in.text) : nullptr;
-  auto creating = ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl, in.burn);
+  auto creating =
+      ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl, in.burn, in.encrypted);
   auto created = co_await std::move(creating);
   if (!created.ok()) co_return Reply::Refuse(created.error());
   const std::string id = created->id.str();
@@ -252,6 +266,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
       j["burn"] = true;
       j["claim_url"] = fmt::format("{}/api/v1/pastes/{}/claim", ctx.base_url, id);
     }
+    if (in.encrypted) j["encrypted"] = true;
     reply = Reply::Json(201, JsonText(j));
   } else if (browser && in.burn) {
     // No rendering: the render cache must never hold a burn paste's text (src/render/).
@@ -364,11 +379,64 @@ nlohmann::json MetaJson(const Context& ctx, const service::CachedPaste& paste, b
                       {"url", PasteUrl(ctx, id)},
                       {"raw_url", fmt::format("{}/raw/{}", ctx.base_url, id)},
                       {"api_url", fmt::format("{}/api/v1/pastes/{}", ctx.base_url, id)}};
-  // No language is stored (it travels in links); what the view would detect is the best answer.
-  const std::string language = render::DetectLanguage(*paste.body);
-  if (!language.empty()) j["language"] = language;
+  if (paste.meta.encrypted) {
+    // The server cannot know what the text is; the envelope is `content`.
+    j["encrypted"] = true;
+  } else {
+    // No language is stored (it travels in links); what the view would detect is the best answer.
+    const std::string language = render::DetectLanguage(*paste.body);
+    if (!language.empty()) j["language"] = language;
+  }
   if (content) j["content"] = *paste.body;
   return j;
+}
+
+// An encrypted paste, read by a person (the page whose script decrypts it with the link's key)
+// or by anything else (the envelope itself, as JSON, for `sluice get`). The server never renders
+// or inspects it: the cheapest rung there is, by nature.
+Reply ReadEncrypted(const Request& req, Context& ctx, const service::CachedPaste& paste,
+                    ReadAs as) {
+  const std::string_view id = paste.meta.id.view();
+  const int64_t max_age = std::max<int64_t>(0, paste.meta.expires_at - ctx.clock.UnixSeconds());
+  const bool negotiated = as == ReadAs::kView;
+  if (negotiated && req.WantsHtml()) {
+    EncryptedView view{std::string(id), paste.meta.expires_at, paste.meta.size_bytes,
+                       paste.meta.burn, ctx.service.options()->max_paste_bytes};
+    Reply reply = Reply::Html(200, EncryptedPastePage(view));
+    reply.Set("Vary", "Accept").Set("X-Robots-Tag", "noindex");
+    // A burn paste's page must not be kept: the claim it offers works once.
+    reply.Set("Cache-Control", paste.meta.burn ? std::string("no-store")
+                                               : fmt::format("public, max-age={}", max_age));
+    return reply;
+  }
+  if (paste.meta.burn) {
+    Reply refused = Reply::Refuse(
+        ErrorCode::kInvalidArgument,
+        fmt::format("this paste burns after reading: POST {}/api/v1/pastes/{}/claim to read it, "
+                    "once",
+                    ctx.base_url, id),
+        "burn_after_reading", 409);
+    if (negotiated) refused.Set("Vary", "Accept");
+    return refused;
+  }
+  const std::string etag = fmt::format("\"{}\"", id);
+  const std::string_view if_none_match = req.headers.Get("If-None-Match");
+  Reply reply = !if_none_match.empty() &&
+                        (if_none_match == "*" || if_none_match.find(etag) != std::string_view::npos)
+                    ? Reply::Empty(304)
+                    : Reply::Json(200, "");
+  if (reply.status == 200) {
+    reply.shared_body = paste.body;
+    reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
+    reply.Set("X-Content-Type-Options", "nosniff");
+    if (req.Query("download")) {
+      reply.Set("Content-Disposition", fmt::format("attachment; filename=\"{}.json\"", id));
+    }
+  }
+  if (negotiated) reply.Set("Vary", "Accept");
+  reply.Set("X-Robots-Tag", "noindex").Set("ETag", etag);
+  reply.Set("Cache-Control", fmt::format("public, max-age={}", max_age));
+  return reply;
 }
 
 awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
@@ -382,6 +450,9 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   auto reading = ctx.service.Read(req.client, requested);
   auto paste = co_await std::move(reading);
   if (!paste.ok()) co_return Reply::Refuse(paste.error());
+  if (paste->meta.encrypted && (as == ReadAs::kView || as == ReadAs::kRaw)) {
+    co_return ReadEncrypted(req, ctx, *paste, as);
+  }
   if (paste->meta.burn) {
     // A GET never burns: a chat's link preview or a prefetch must not eat the one reading. A
     // browser at the paste's link confirms with a POST; everything else is told where to POST.
@@ -475,7 +546,14 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
   }
   const std::string_view id = paste->meta.id.view();
   Reply reply;
-  if (as == ClaimAs::kPage) {
+  if (paste->meta.encrypted && as != ClaimAs::kJson) {
+    // The envelope, never a page: only the reader's script can open it (its page claims through
+    // the JSON API, src/http/assets.cc, crypt.js).
+    reply = Reply::Json(200, "");
+    reply.shared_body = paste->body;
+    reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
+    reply.Set("X-Content-Type-Options", "nosniff");
+  } else if (as == ClaimAs::kPage) {
     render::RenderedView view;
     view.html = std::make_shared<const std::string>(render::PlainLines(*paste->body));
     PasteView page =

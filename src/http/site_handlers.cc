@@ -26,7 +26,8 @@ std::string_view DefaultTtlName(const Context& ctx) {
 }  // namespace
 
 awaitable<Reply> HandleIndex(const Request&, Context& ctx) {
-  co_return Reply::Html(200, IndexPage(DefaultTtlName(ctx)));
+  co_return Reply::Html(200,
+                        IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
 }
 
 awaitable<Reply> HandleHealthz(const Request&, Context&) { co_return Reply::Text(200, "ok\n"); }

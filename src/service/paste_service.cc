@@ -11,6 +11,7 @@
 #include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
 #include "sluice/service/body_check.h"
+#include "sluice/service/envelope.h"
 #include "sluice/service/ids.h"
 #include "sluice/service/text.h"
 
@@ -252,13 +253,21 @@ void PasteService::Reconfigure(const ServiceOptions& next) {
 }
 
 awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
-                                                     std::string_view ttl_text, bool burn) {
+                                                     std::string_view ttl_text, bool burn,
+                                                     bool encrypted) {
   // One snapshot for the whole create: a reload in the middle of it changes the next one.
   const std::shared_ptr<const ServiceOptions> options = options_.Load();
   if (body.size() > options->max_paste_bytes) {
     co_return MakeError(ErrorCode::kTooLarge,
                         fmt::format("a paste may be at most {} bytes", options->max_paste_bytes),
                         "too_large");
+  }
+  if (encrypted) {
+    // The shape only: the server has no key, and an envelope it cannot parse is one no reader
+    // could open either (docs/encryption.md, "What the server checks").
+    if (auto shape = CheckEnvelope(body, options->max_paste_bytes); !shape.ok()) {
+      co_return shape.error();
+    }
   }
   switch (CheckPasteText(body)) {
     case TextProblem::kNone:
@@ -290,6 +299,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
                         false, std::nullopt};
   if (options->verify_bodies) meta.body_sha256 = DigestBody(body);
   meta.burn = burn;
+  meta.encrypted = encrypted;
   // Reports from the creator's own network never withhold the paste (docs/moderation.md).
   meta.creator_network = admission::PackNetwork(ticket.client_key, options->creator_networks);
 

@@ -54,6 +54,8 @@ export async function startSluice(extraArgs = [], { relaxed = true } = {}) {
   child.removeAllListeners('exit');
   return {
     url,
+    // Everything the server wrote so far (its log, the access log when --access-log is on).
+    log: () => log,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));

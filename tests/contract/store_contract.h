@@ -745,6 +745,21 @@ inline PasteMeta BurnRow(std::string_view id, int64_t expires_at) {
   return m;
 }
 
+TYPED_TEST_P(StoreContract, TheEncryptedFlagReadsBackThroughGetAndClaim) {
+  PasteMeta sealed = Row("seal00000001", 5000);
+  sealed.encrypted = true;
+  PasteMeta burned = BurnRow("seal00000002", 5000);
+  burned.encrypted = true;
+  ASSERT_TRUE(RunSync(this->meta().Insert(sealed, this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().Insert(burned, this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().Insert(Row("open00000001", 5000), this->deadline())).ok());
+  EXPECT_TRUE(RunSync(this->meta().Get(Id("seal00000001"), this->deadline()))->encrypted);
+  EXPECT_FALSE(RunSync(this->meta().Get(Id("open00000001"), this->deadline()))->encrypted);
+  auto won = RunSync(this->meta().Claim(Id("seal00000002"), 200, this->deadline()));
+  ASSERT_TRUE(won.ok()) << won.error().message;
+  EXPECT_TRUE(won->encrypted);
+}
+
 TYPED_TEST_P(StoreContract, ClaimTakesABurnRowOnceAndOwesItsBody) {
   ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("burn00000001", 5000), this->deadline())).ok());
   ASSERT_TRUE(RunSync(this->meta().Insert(Row("keep00000001", 5000), this->deadline())).ok());
@@ -1096,9 +1111,10 @@ REGISTER_TYPED_TEST_SUITE_P(
     PastMaxOpenReportsReportsAreCountedNotStored, TheCreatorsNetworkRoundTrips,
     PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes,
     BlocksInForceAndTheAuditTrailNewestFirst, ClaimTakesABurnRowOnceAndOwesItsBody,
-    ConcurrentClaimsHaveExactlyOneWinner, LiveBytesFollowInsertsDeletesClaimsAndPurges,
-    ClaimNeverBurnsAModeratedRow, ReservationsHoldRoomUntilGivenBack,
-    AnInsertTakesItsReservationAsLiveBytes, ReservationsPastTheirExpiryNoLongerCount,
-    ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota);
+    TheEncryptedFlagReadsBackThroughGetAndClaim, ConcurrentClaimsHaveExactlyOneWinner,
+    LiveBytesFollowInsertsDeletesClaimsAndPurges, ClaimNeverBurnsAModeratedRow,
+    ReservationsHoldRoomUntilGivenBack, AnInsertTakesItsReservationAsLiveBytes,
+    ReservationsPastTheirExpiryNoLongerCount, ReservationsWeighLiveBytesAsTheyChange,
+    ConcurrentReservationsNeverPassTheQuota);
 
 }  // namespace sluice::store::contract

@@ -163,8 +163,11 @@ class PasteService {
   /// row: found, the create succeeded; otherwise Unavailable with reason "outcome_unknown" (the
   /// paste may or may not exist), and the body stays for the orphan reaper.
   /// `burn`: burn after reading; the text is then served once, by Claim, and never cached.
+  /// `encrypted`: the body is an end-to-end encrypted envelope (docs/encryption.md), checked for
+  /// its shape only (CheckEnvelope: InvalidArgument "bad_envelope"), never opened.
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
-                                                      std::string_view ttl, bool burn = false);
+                                                      std::string_view ttl, bool burn = false,
+                                                      bool encrypted = false);
 
   /// Returns a live paste: Withheld (reason under_review or taken_down) for a paste moderation
   /// withholds, whatever else its row says (a burn paste too); NotFound for malformed ids (without

@@ -61,6 +61,9 @@ struct PasteMeta {
   /// The network the paste was created from, packed (admission::PackNetwork), so that reports
   /// from it never withhold it (docs/moderation.md). Empty on rows from before it was recorded.
   std::optional<uint64_t> creator_network{};
+  /// End-to-end encrypted (docs/encryption.md): the body is an envelope the server cannot open.
+  /// Served as it is (application/json), never highlighted or previewed.
+  bool encrypted = false;
 };
 
 /// What the background worker owes the outside world after a commit (at least once).

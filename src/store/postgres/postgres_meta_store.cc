@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -288,7 +288,7 @@ Param IdArray(const std::vector<PasteId>& ids) {
 // The columns every row read selects, in the order RowFrom parses.
 #define SLUICE_ROW_COLUMNS                                                                   \
   "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation, " \
-  "creator_network"
+  "creator_network, encrypted"
 
 PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   PasteMeta m{id,
@@ -305,6 +305,7 @@ PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   m.burn = Text(r, 0, 6) == "t";
   m.moderation = ModerationOf(Int(r, 0, 7));
   if (!PQgetisnull(r, 0, 8)) m.creator_network = static_cast<uint64_t>(Int(r, 0, 8));
+  m.encrypted = Text(r, 0, 9) == "t";
   return m;
 }
 
@@ -371,8 +372,8 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
     // Only a create that reserved pays for that delete.
 #define SLUICE_INSERT_ROW                                                                       \
   "added AS (INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, " \
-  "body_sha256, burn, creator_network) VALUES ($1, $2, $3, $4, $5, false, "                      \
-  "NULLIF($6::bytea, ''::bytea), $7::boolean, NULLIF($8, '')::bigint) "                         \
+  "body_sha256, burn, creator_network, encrypted) VALUES ($1, $2, $3, $4, $5, false, "          \
+  "NULLIF($6::bytea, ''::bytea), $7::boolean, NULLIF($8, '')::bigint, $9::boolean) "            \
   "RETURNING id, size_bytes) "                                                                  \
   "UPDATE storage_usage u SET live_bytes = u.live_bytes + a.size_bytes FROM added a "           \
   "WHERE u.slot = " SLUICE_USAGE_SLOT("a.id")
@@ -385,7 +386,7 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
                    {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
                     P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
                     Param{std::move(digest), true}, P(meta.burn ? "true" : "false"),
-                    Param{std::move(network), false}},
+                    Param{std::move(network), false}, P(meta.encrypted ? "true" : "false")},
                    nullptr, LostAnswer::kOutcomeUnknown);
   }
 

@@ -384,6 +384,11 @@ constexpr const char* kMigrations[] = {
       PERFORM sluice_close_reports(p_ids, NULL);
     END $fn$;
     )sql",
+    // 9: end-to-end encrypted pastes (docs/encryption.md), as the SQLite store's migration 11. A
+    // constant default rewrites nothing.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS encrypted boolean NOT NULL DEFAULT false;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

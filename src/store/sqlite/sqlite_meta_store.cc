@@ -212,6 +212,11 @@ constexpr const char* kMigrations[] = {
              (SELECT COUNT(*) FROM paste_reports WHERE open = 1);
     DROP TABLE reports;
     )sql",
+    // 11: end-to-end encrypted pastes (docs/encryption.md): the body is an envelope, served as it
+    // is and never rendered.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the
@@ -233,10 +238,10 @@ Error StorageError(Db& db, std::string_view what) {
 }
 
 // Columns in order: created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn,
-// moderation, creator_network (Get and the claim's RETURNING select them so).
+// moderation, creator_network, encrypted (Get and the claim's RETURNING select them so).
 #define SLUICE_ROW_COLUMNS                                                                   \
   "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation, " \
-  "creator_network"
+  "creator_network, encrypted"
 PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0, {}};
   m.burn = s.Int(6) != 0;
@@ -251,6 +256,7 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   const int64_t moderation = s.Int(7);
   if (moderation >= 0 && moderation <= 2) m.moderation = static_cast<Moderation>(moderation);
   if (auto network = s.OptionalInt(8)) m.creator_network = static_cast<uint64_t>(*network);
+  m.encrypted = s.Int(9) != 0;
   return m;
 }
 
@@ -791,7 +797,9 @@ class SqliteMetaStore final : public MetaStore {
       }
       Statement& s = db.Prepare(
           "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-          "body_sha256, burn, body_n, creator_network) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)");
+          "body_sha256, burn, body_n, creator_network, encrypted) VALUES (?, ?, ?, ?, ?, 0, ?, ?, "
+          "?, ?, "
+          "?)");
       const PasteMeta& m = op.meta;
       s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
       s.Bind(4, static_cast<int64_t>(m.size_bytes))
@@ -801,6 +809,7 @@ class SqliteMetaStore final : public MetaStore {
       s.Bind(7, int64_t{m.burn ? 1 : 0});
       if (body_n) s.Bind(8, *body_n);
       if (m.creator_network) s.Bind(9, static_cast<int64_t>(*m.creator_network));
+      s.Bind(10, int64_t{m.encrypted ? 1 : 0});
       if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
       return CountLive(db, static_cast<int64_t>(m.size_bytes));
     } catch (const std::exception& e) {

@@ -39,7 +39,22 @@ TEST(JsonCreateTest, OnlyContentIsRequired) {
   EXPECT_NE(Refusal("{}").find("'content'"), std::string::npos);
 }
 
-// "burn" is the one boolean field (README, "Burn after reading").
+TEST(JsonCreateTest, EncryptedIsABooleanLikeBurn) {
+  auto on = DecodeJsonCreate(R"({"content": "x", "encrypted": true, "burn": true})");
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_TRUE(on->encrypted);
+  EXPECT_TRUE(on->burn);
+  EXPECT_FALSE(DecodeJsonCreate(R"({"content": "x"})")->encrypted);
+  for (const char* body :
+       {R"({"content": "x", "encrypted": "true"})", R"({"content": "x", "encrypted": 1})",
+        R"({"content": "x", "encrypted": true, "encrypted": true})"}) {
+    auto refused = DecodeJsonCreate(body);
+    ASSERT_FALSE(refused.ok()) << body;
+    EXPECT_EQ(refused.error().reason, "bad_json") << body;
+  }
+}
+
+// "burn" and "encrypted" are the boolean fields (README, "Burn after reading").
 TEST(JsonCreateTest, BurnIsABooleanAndOnlyABoolean) {
   auto on = DecodeJsonCreate(R"({"content": "x", "burn": true})");
   ASSERT_TRUE(on.ok()) << on.error().message;

@@ -1,0 +1,50 @@
+// The CLI's end of encrypted pastes (docs/encryption.md): `sluice paste --encrypt [--password]`
+// seals the text before it leaves (paste_command.cc calls SealForPaste), `sluice get URL#KEY`
+// fetches an envelope and opens it here, and `sluice admin show ID --key KEY` opens what the
+// admin listener returned. The server is never sent a key, a password or any plaintext.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "envelope_crypto.h"
+#include "sluice/common/result.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace sluice::app {
+
+/// Largest text the CLI inflates from an envelope: it cannot know the server's max_paste_bytes,
+/// and this bounds what a hostile envelope can make it hold.
+inline constexpr uint64_t kCliMaxPlaintextBytes = uint64_t{64} << 20;
+
+/// A password: SLUICE_PASSWORD when set (scripts, tests), else asked on the terminal (/dev/tty,
+/// without echo; twice when `confirm`). InvalidArgument when there is neither.
+Result<std::string> ReadPassword(std::string_view prompt, bool confirm);
+
+/// The envelope `sluice paste --encrypt` sends, and the key its link carries; with
+/// `with_password`, the password from ReadPassword.
+Result<SealedPaste> SealForPaste(std::string_view text, bool with_password);
+
+/// Opens `envelope` with `key` (asking for the password when the envelope has one) and writes
+/// the text to stdout byte for byte. Returns the exit code: 0, or 1 after saying on stderr, as
+/// `who`, why it cannot be opened.
+int PrintOpened(std::string_view envelope, std::string_view key, std::string_view who);
+
+struct GetCommandOptions {
+  /// The paste's link, http://HOST[:PORT]/ID with "#KEY" for an encrypted paste. Required.
+  std::string url;
+};
+
+/// Adds `sluice get URL[#KEY]`; returns the subcommand, whose parsed() says it ran.
+CLI::App* AddGetCommand(CLI::App& app, GetCommandOptions& options);
+
+/// Fetches the paste (claiming it once if it burns after reading) and prints its text, opening
+/// an envelope with the link's key. Exit code: 0 printed, 1 refused or cannot open, 2 usage.
+int RunGet(const GetCommandOptions& options);
+
+}  // namespace sluice::app
