@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Claim latency of burn-after-reading pastes under contention (README, "Burn after reading").
+"""Claim latency of burn-after-reading pastes under contention (docs/usage.md, "Burn after reading").
 
     SLUICE_BIN=build/dev/sluice bench/burn_claim_latency.py [ROUNDS] [CLAIMERS] [--embedded]
 

@@ -1,4 +1,4 @@
-// `sluice admin ...`: the operator's client of the admin listener (README.md, "Moderation"). It
+// `sluice admin ...`: the operator's client of the admin listener (docs/moderation.md). It
 // reads the bearer token from a file, sends the request (the review queue page after page), prints
 // the JSON answer, and says what went wrong otherwise.
 #pragma once

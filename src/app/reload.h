@@ -1,5 +1,5 @@
-// What a configuration reload (SIGHUP, README.md "Reload") may change in a running server, and
-// what it needs a restart for. The split is by key, from the settings' declarations
+// What a configuration reload (SIGHUP, docs/operations.md, "Reload") may change in a running
+// server, and what it needs a restart for. The split is by key, from the settings' declarations
 // (src/app/settings.cc): a key is live when every part that reads it takes its value per request
 // from a snapshot a reload replaces (docs/architecture.md, "Reload").
 #pragma once

@@ -94,7 +94,7 @@ void WarnIfDiskBelowQuota(const Settings& s, const std::filesystem::path& dir, u
 }
 
 // processes > 1 means a fleet sharing limits through Redis; on an embedded store each process still
-// keeps its own pastes, and a paste made on one is 404 on the others (README, "Scale out").
+// keeps its own pastes, and a paste made on one is 404 on the others (docs/scale-out.md).
 void WarnIfFleetOnEmbeddedStores(const Settings& s) {
   const int64_t processes = s.Integer("processes");
   if (processes <= 1) return;

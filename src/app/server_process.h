@@ -74,7 +74,7 @@ class ServerProcess {
   /// what Resolve throws.
   using Reread = std::function<Settings()>;
   /// Builds every part; throws std::invalid_argument or std::runtime_error naming what is wrong.
-  /// `reread`, when given, is what SIGHUP calls (README.md, "Reload").
+  /// `reread`, when given, is what SIGHUP calls (docs/operations.md, "Reload").
   explicit ServerProcess(const Settings& settings, Reread reread = {});
   /// Listens and serves until SIGTERM or SIGINT, then drains; the exit code. SIGHUP reloads.
   int Run();
@@ -133,7 +133,7 @@ class ServerProcess {
   worker::Janitor janitor_;
   render::ViewRenderer renderer_;
   std::unique_ptr<http::HttpServer> server_;
-  // The operator's listener (README.md, "Moderation"); null when admin_listen is empty.
+  // The operator's listener (docs/moderation.md); null when admin_listen is empty.
   std::unique_ptr<http::HttpServer> admin_server_;
 
   // Runs first on the way out, once the loops have stopped.

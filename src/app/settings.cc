@@ -344,7 +344,7 @@ constexpr SettingSpec kServeSettings[] = {
     TextSetting("faults", "",
                 "Initial fault rules, e.g. 'blob.put:latency=2s; meta.get:refuse' (needs "
                 "fault_injection)"),
-    // The admin listener and moderation (README.md, "Moderation").
+    // The admin listener and moderation (docs/moderation.md).
     TextSetting("admin_listen", "127.0.0.1:8081",
                 "Admin listener (moderation API, /metrics, /debug/faults): HOST:PORT on loopback "
                 "or a private network, or a Unix socket unix:/PATH or /PATH (made with mode 0660; "

@@ -1,5 +1,6 @@
-// The request id and the access log (README, "Logs"): an id taken from a trusted proxy's
-// X-Request-Id or minted, echoed on the answer and written on the request's access log line.
+// The request id and the access log (docs/operations.md, "Logs"): an id taken from a trusted
+// proxy's X-Request-Id or minted, echoed on the answer and written on the request's access log
+// line.
 #pragma once
 
 #include <string>

@@ -36,7 +36,7 @@ using local = asio::local::stream_protocol;
 
 namespace {
 
-// Who may connect to the admin socket: the server's user and group (README.md, "Moderation"). The
+// Who may connect to the admin socket: the server's user and group (docs/moderation.md). The
 // bearer token is still asked of every request; the mode only keeps other users from reaching it.
 constexpr mode_t kUnixSocketMode = 0660;
 
@@ -413,7 +413,7 @@ HttpServer::~HttpServer() {
 
 void HttpServer::Reconfigure(const ServerOptions& next) {
   Edge& edge = *impl_->edge;
-  // Only what a reload may change; the rest stays as built (README.md, "Reload").
+  // Only what a reload may change; the rest stays as built (docs/operations.md, "Reload").
   ServerOptions o = edge.options;
   o.idle_timeout = next.idle_timeout;
   o.first_byte_timeout = next.first_byte_timeout;

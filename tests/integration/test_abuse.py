@@ -1,4 +1,4 @@
-"""Abuse or growth at a glance (README.md, "Status"; docs/overload.md, "Abuse or growth"): the
+"""Abuse or growth at a glance (docs/moderation.md, "Abuse or growth, at a glance"; docs/overload.md, "Abuse or growth"): the
 "abuse" object of /api/v1/status (aggregates only: no key, pseudonym or prefix, issue 32 item 7),
 the admin listener's /status, /admin/abuse and `sluice admin top` (keys and prefixes in full), the
 budget histogram and saturation on /metrics (no key in any label), the per-client delete limit, and

@@ -1,4 +1,4 @@
-"""The admin listener and moderation (README.md, "Moderation"; docs/moderation.md): the token,
+"""The admin listener and moderation (docs/moderation.md): the token,
 abuse reports that withhold a paste (451), the operator's dismissal, takedown and blocks.
 
 One server serves every test of a class; each test reports from its own X-Forwarded-For addresses

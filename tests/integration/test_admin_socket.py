@@ -1,4 +1,4 @@
-"""The admin listener on a Unix socket (README.md, "Moderation"): admin_listen = "unix:/PATH".
+"""The admin listener on a Unix socket (docs/moderation.md): admin_listen = "unix:/PATH".
 
 The admin API answers over the socket with the token and 401 without; the file has mode 0660; a
 second server on the same path refuses to start while the first runs; `sluice admin` talks to it;

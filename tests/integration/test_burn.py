@@ -1,4 +1,4 @@
-"""Burn after reading (README, "Burn after reading"): one reader gets the text, even when many ask
+"""Burn after reading (docs/usage.md, "Burn after reading"): one reader gets the text, even when many ask
 at once through two processes sharing one PostgreSQL; a GET never burns; nothing is cacheable.
 
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_burn
@@ -151,7 +151,7 @@ class BurnEmbeddedTest(PatientTestCase):
 
 
 class BurnModeratedTest(PatientTestCase):
-    """Moderation comes first (README, "Burn after reading"): a withheld or taken-down burn paste
+    """Moderation comes first (docs/usage.md, "Burn after reading"): a withheld or taken-down burn paste
     answers 451 to reads and claims, and no claim burns it while it is withheld."""
 
     def test_a_withheld_burn_paste_answers_451_and_is_not_burned(self):
@@ -194,7 +194,7 @@ if __name__ == "__main__":
 
 
 class StorageQuotaTest(PatientTestCase):
-    """max_storage_bytes (README, "Storage quota"): 507 from the headers, reads and deletes go on,
+    """max_storage_bytes (docs/operations.md, "The storage quota"): 507 from the headers, reads and deletes go on,
     a delete frees room without a restart."""
 
     def test_a_full_quota_refuses_creates_until_a_delete_frees_room(self):

@@ -19,7 +19,7 @@ except ImportError:  # python3-yaml is a dependency of the test set; say so rath
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # Routes of the public table kept out of the description: the static assets. The admin listener's
-# table (AdminRoutes in the same file) is the operator's, described in README.md, "Moderation".
+# table (AdminRoutes in the same file) is the operator's, described in docs/moderation.md.
 UNDOCUMENTED = {"/static/{path...}"}
 
 

@@ -1,4 +1,4 @@
-"""Reload on SIGHUP (issue 15, item 2; README.md, "Reload"): the config file is read again and the
+"""Reload on SIGHUP (issue 15, item 2; docs/operations.md, "Reload"): the config file is read again and the
 live settings apply to new requests without dropping a connection; settings that cannot change
 while running are named in one warning and kept; an invalid file changes nothing; each reload is
 counted in sluice_config_reloads_total{result}."""

@@ -29,7 +29,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 sys.path.insert(0, os.path.join(ROOT, "tools", "faultproxy"))
 import faultproxy  # noqa: E402
 
-# The spec's tier (docs: README "Plan the caps"): 4 processes of 50 create slots, 350 creates/s.
+# The spec's tier (docs/scale-out.md, "Plan the caps"): 4 processes of 50 create slots, 350 creates/s.
 SPEC_PROCESSES = 4
 SPEC_SLOTS = 50
 SPEC_RATE = 350.0

@@ -77,9 +77,9 @@ class CircuitBreaker {
   /// Asks before a call. Refused while open, and while half-open with the probe out.
   Admission TryPass();
 
-  /// New thresholds from now on (README.md, "Reload"). The state stays: an open breaker stays
-  /// open, until it has been open for the new `open_for`; a closed one keeps its run of refusals
-  /// and opens at the next refusal once that run reaches the new count. Precondition:
+  /// New thresholds from now on (docs/operations.md, "Reload"). The state stays: an open breaker
+  /// stays open, until it has been open for the new `open_for`; a closed one keeps its run of
+  /// refusals and opens at the next refusal once that run reaches the new count. Precondition:
   /// refusals_to_open > 0.
   void SetThresholds(int refusals_to_open, Duration open_for);
 

@@ -140,7 +140,7 @@ class DegradationLadder {
 
   LadderSnapshot Snapshot() const;
 
-  /// New limits for views from now on (README.md, "Reload"): slots, large_paste_bytes,
+  /// New limits for views from now on (docs/operations.md, "Reload"): slots, large_paste_bytes,
   /// target_utilization, release_margin and release_points_per_second. The ladder keeps what it
   /// has learnt and holds: the measured service time, the arrivals of the window, the shed (which
   /// then moves towards the new numbers at the usual pace: up at once, down gradually) and the

@@ -41,10 +41,10 @@ class RetryBudget {
   /// Retries still allowed now (for the retry-budget balance gauge). May be fractional.
   double Balance() const;
 
-  /// A new ratio from now on (README.md, "Reload"). The budget keeps what it has counted: the
-  /// requests and retries of the window stay, and the balance is those counts weighed at the new
-  /// ratio, so a lowered ratio may leave nothing to withdraw until retries age out of the window.
-  /// Precondition: ratio >= 0.
+  /// A new ratio from now on (docs/operations.md, "Reload"). The budget keeps what it has counted:
+  /// the requests and retries of the window stay, and the balance is those counts weighed at the
+  /// new ratio, so a lowered ratio may leave nothing to withdraw until retries age out of the
+  /// window. Precondition: ratio >= 0.
   void SetRatio(double ratio);
 
   /// The options now (a copy: a reload may change the ratio).

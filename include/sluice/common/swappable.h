@@ -1,4 +1,4 @@
-// Swappable<T>: an immutable value that a configuration reload replaces whole (README.md,
+// Swappable<T>: an immutable value that a configuration reload replaces whole (docs/operations.md,
 // "Reload"). A reader takes the current one once per request and keeps it for the request, so a
 // request never sees half of an old setting and half of a new one, and a reload never waits for
 // requests. A mutex held for a pointer copy rather than std::atomic<std::shared_ptr>: libstdc++

@@ -91,7 +91,7 @@ class ViewRenderer {
   admission::LadderSnapshot Snapshot() const { return ladder_.Snapshot(); }
   /// The options now (a reload replaces them); a view holds the ones it started with.
   std::shared_ptr<const ViewRendererOptions> options() const { return options_.Load(); }
-  /// New ladder settings for views from now on (README.md, "Reload"): render_timeout,
+  /// New ladder settings for views from now on (docs/operations.md, "Reload"): render_timeout,
   /// render_delay, large_paste_bytes, target_utilization, release_points_per_second and slots,
   /// which is capped at the workers started (the pool's threads and the worker processes are
   /// sized once: more needs a restart). Renders in flight keep their timeout and their slot; the

@@ -222,9 +222,9 @@ class AdmissionControl {
   /// The options now (a reload replaces them); hold the pointer for the length of one decision.
   std::shared_ptr<const AdmissionOptions> options() const { return options_.Load(); }
 
-  /// New limits for requests from now on (README.md, "Reload"); nothing in flight is dropped. Each
-  /// bucket keeps its tokens (capped at its new burst); a cap lowered below what is in flight lets
-  /// those finish and admits nothing new until under it. `adaptive_create_cap` and
+  /// New limits for requests from now on (docs/operations.md, "Reload"); nothing in flight is
+  /// dropped. Each bucket keeps its tokens (capped at its new burst); a cap lowered below what is
+  /// in flight lets those finish and admits nothing new until under it. `adaptive_create_cap` and
   /// `max_client_keys` stay as built: they choose what the limiters are, not their numbers.
   void Reconfigure(AdmissionOptions next);
 

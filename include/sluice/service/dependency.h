@@ -61,7 +61,8 @@ class Dependency {
       std::function<boost::asio::awaitable<Result<T>>(admission::Deadline)> attempt);
 
   admission::BreakerState breaker_state() const { return breaker_.state(); }
-  /// New breaker thresholds from now on; the breaker keeps its state (README.md, "Reload").
+  /// New breaker thresholds from now on; the breaker keeps its state (docs/operations.md,
+  /// "Reload").
   void SetBreakerThresholds(int refusals_to_open, Duration open_for) {
     breaker_.SetThresholds(refusals_to_open, open_for);
   }

@@ -34,9 +34,9 @@ struct CallTimeouts {
   Duration meta_moderation = std::chrono::seconds(1);
 };
 
-/// The per-call timeouts a reload replaces (README.md, "Reload"). A call reads the one it needs
-/// when it starts, from atomics: no lock on the read path, and no call needs two of them to agree.
-/// A call already started keeps its timeout. Thread-safe.
+/// The per-call timeouts a reload replaces (docs/operations.md, "Reload"). A call reads the one it
+/// needs when it starts, from atomics: no lock on the read path, and no call needs two of them to
+/// agree. A call already started keeps its timeout. Thread-safe.
 class LiveCallTimeouts {
  public:
   explicit LiveCallTimeouts(const CallTimeouts& initial);

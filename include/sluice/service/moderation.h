@@ -1,6 +1,6 @@
 // ModerationService: abuse reports, the withholding of a reported paste, and the operator's review
-// (takedown, dismissal, blocks), each operator action written to the audit trail (README.md,
-// "Moderation"). It knows the stores through their interfaces; nothing of HTTP.
+// (takedown, dismissal, blocks), each operator action written to the audit trail
+// (docs/moderation.md). It knows the stores through their interfaces; nothing of HTTP.
 #pragma once
 
 #include <atomic>
@@ -152,9 +152,9 @@ class ModerationService {
   /// Reloads the blocks every blocks_refresh until Stop().
   void Start(boost::asio::any_io_executor executor);
   void Stop() { stopping_ = true; }
-  /// New options for reports from now on (README.md, "Reload"): a paste already withheld stays
-  /// so, one whose votes already reach a lowered threshold is withheld at its next report, and the
-  /// two buckets keep their tokens up to their new bursts. budget, blocks_refresh and
+  /// New options for reports from now on (docs/operations.md, "Reload"): a paste already withheld
+  /// stays so, one whose votes already reach a lowered threshold is withheld at its next report,
+  /// and the two buckets keep their tokens up to their new bursts. budget, blocks_refresh and
   /// shared_meta_ttl stay as built.
   void Reconfigure(const ModerationOptions& next);
 

@@ -37,8 +37,8 @@ class PasteCache {
   /// be lost, so an entry is trusted only this long. Tombstones do not age out.
   PasteCache(size_t capacity_bytes, const Clock& clock, Duration max_age);
 
-  /// A new `max_age` from now on (README.md, "Reload"), for the entries already held too: each is
-  /// dated from when it was stored. Only a cache built with a clock ages its entries.
+  /// A new `max_age` from now on (docs/operations.md, "Reload"), for the entries already held too:
+  /// each is dated from when it was stored. Only a cache built with a clock ages its entries.
   void SetMaxAge(Duration max_age) { max_age_.store(max_age.count(), std::memory_order_relaxed); }
 
   std::optional<CachedPaste> Get(const store::PasteId& id);

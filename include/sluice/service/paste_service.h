@@ -125,12 +125,11 @@ class PasteService {
 
   /// The options now (a reload replaces them); hold the pointer for the length of one request.
   std::shared_ptr<const ServiceOptions> options() const { return options_.Load(); }
-  /// New limits and budgets for requests from now on (README.md, "Reload"): max_paste_bytes, the
-  /// TTLs, create_budget, read_budget, delete_budget, max_storage_bytes, reservation_lifetime,
-  /// put_timeout,
-  /// insert_timeout, cache_timeout and verify_bodies. The per-call timeouts are also the guarded
-  /// stores' own (service::LiveCallTimeouts), which the caller changes with these.
-  /// shared_meta_ttl and storage_refresh stay as built.
+  /// New limits and budgets for requests from now on (docs/operations.md, "Reload"):
+  /// max_paste_bytes, the TTLs, create_budget, read_budget, delete_budget, max_storage_bytes,
+  /// reservation_lifetime, put_timeout, insert_timeout, cache_timeout and verify_bodies. The
+  /// per-call timeouts are also the guarded stores' own (service::LiveCallTimeouts), which the
+  /// caller changes with these. shared_meta_ttl and storage_refresh stay as built.
   void Reconfigure(const ServiceOptions& next);
 
   /// Step 1 of a create, from the headers alone: LengthRequired without a bounded length, TooLarge

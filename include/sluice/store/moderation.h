@@ -1,4 +1,4 @@
-// The rows of moderation (README.md, "Moderation"): abuse reports, blocked clients and the audit
+// The rows of moderation (docs/moderation.md): abuse reports, blocked clients and the audit
 // trail of operator actions. The MetaStore keeps them beside the pastes they are about.
 #pragma once
 

@@ -36,7 +36,7 @@ using TokenHash = std::array<unsigned char, 32>;
 /// returned from the one that was acknowledged.
 using BodyDigest = std::array<unsigned char, 32>;
 
-/// What moderation did to a paste (README.md, "Moderation"): nothing, withheld pending review
+/// What moderation did to a paste (docs/moderation.md): nothing, withheld pending review
 /// (enough distinct clients reported it), or taken down by an operator. Either of the last two is
 /// answered 451, never the text.
 enum class Moderation { kNone = 0, kWithheld = 1, kTakenDown = 2 };

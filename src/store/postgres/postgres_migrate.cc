@@ -43,7 +43,7 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS body_sha256 bytea;
     )sql",
-    // 3: moderation (README.md, "Moderation"): a paste's state with its reason and time, abuse
+    // 3: moderation (docs/moderation.md): a paste's state with its reason and time, abuse
     // reports (one per client key and paste), blocked clients and the audit trail.
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS moderation smallint NOT NULL DEFAULT 0;

@@ -63,7 +63,7 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN body_sha256 BLOB;
     )sql",
-    // 3: moderation (README.md, "Moderation"): a paste's state with its reason and time, abuse
+    // 3: moderation (docs/moderation.md): a paste's state with its reason and time, abuse
     // reports (one per client key and paste), blocked clients and the audit trail.
     R"sql(
     ALTER TABLE pastes ADD COLUMN moderation INTEGER NOT NULL DEFAULT 0;

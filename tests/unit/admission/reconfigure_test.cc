@@ -1,7 +1,7 @@
-// The setters a configuration reload uses (README.md, "Reload"): a bucket keeps its tokens when its
-// rate changes, a lowered cap lets what is in flight finish and admits nothing new until under it,
-// and a Swappable's readers keep the value they took. The stress tests at the end run readers
-// against a reloading thread, for ThreadSanitizer (the `tsan` preset).
+// The setters a configuration reload uses (docs/operations.md, "Reload"): a bucket keeps its tokens
+// when its rate changes, a lowered cap lets what is in flight finish and admits nothing new until
+// under it, and a Swappable's readers keep the value they took. The stress tests at the end run
+// readers against a reloading thread, for ThreadSanitizer (the `tsan` preset).
 #include <gtest/gtest.h>
 
 #include <atomic>

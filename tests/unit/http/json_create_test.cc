@@ -54,7 +54,7 @@ TEST(JsonCreateTest, EncryptedIsABooleanLikeBurn) {
   }
 }
 
-// "burn" and "encrypted" are the boolean fields (README, "Burn after reading").
+// "burn" and "encrypted" are the boolean fields (docs/usage.md, "Burn after reading").
 TEST(JsonCreateTest, BurnIsABooleanAndOnlyABoolean) {
   auto on = DecodeJsonCreate(R"({"content": "x", "burn": true})");
   ASSERT_TRUE(on.ok()) << on.error().message;

@@ -61,8 +61,8 @@ TEST(ViewRendererTest, AViewFindingEverySlotBusyIsShownPlainAtOnce) {
   EXPECT_EQ(full, 2);
 }
 
-// A reload (README.md, "Reload"): the slots up to the workers started, the timeout for the next
-// view.
+// A reload (docs/operations.md, "Reload"): the slots up to the workers started, the timeout for the
+// next view.
 TEST(ViewRendererTest, AReloadCapsTheSlotsAtTheWorkersStartedAndTimesTheNextView) {
   asio::io_context io;
   MetricsRegistry metrics;

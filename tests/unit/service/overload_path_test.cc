@@ -215,8 +215,8 @@ TEST_F(OverloadPathTest, APutThatNeverAnswersTimesOutAtItsDeadlineAndKeepsItsByt
   EXPECT_EQ(CreateSlots().bytes_in_use, 0) << "the PUT ended: nothing is buffered for it now";
 }
 
-// A reload (README.md, "Reload") stores new per-call timeouts: the next call takes the new one, a
-// call in flight keeps the one it started with.
+// A reload (docs/operations.md, "Reload") stores new per-call timeouts: the next call takes the new
+// one, a call in flight keeps the one it started with.
 TEST_F(OverloadPathTest, ReloadedCallTimeoutsApplyToTheNextPutNotToOneInFlight) {
   LiveCallTimeouts timeouts{CallTimeouts{}};  // the PUT's own 1 s
   auto blobs = MakeGuardedBlobStore(blob_inner_, blob_dependency_, timeouts);
