@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <exception>
 #include <map>
 #include <memory>
@@ -134,6 +135,17 @@ void ForEachLine(std::string_view text, Fn fn) {
   if (text.empty()) fn(std::string_view());
 }
 
+// A line's element carries its anchor (`#L12`) so a link to one line works by :target alone,
+// with no script; the number itself is drawn by CSS (a counter in ::before), so selecting and
+// copying the text never copies the numbers.
+void AppendLineOpen(std::string& out, size_t number) {
+  out += "<span class=\"l\" id=\"L";
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, number);
+  out.append(digits, end);
+  out += "\">";
+}
+
 bool StartsWith(std::string_view text, std::string_view prefix) { return text.starts_with(prefix); }
 
 bool Contains(std::string_view text, std::string_view needle) {
@@ -230,8 +242,9 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
     highlighter.setOptimize(false);
     srchilite::FormatterParams params;
     highlighter.setFormatterParams(&params);
+    size_t number = 0;
     ForEachLine(text, [&](std::string_view line) {
-      out += "<span class=\"l\">";
+      AppendLineOpen(out, ++number);
       params.start = 0;
       highlighter.highlightParagraph(std::string(line));
       out += "</span>\n";
@@ -248,8 +261,9 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
 std::string PlainLines(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 4 + 64);
+  size_t number = 0;
   ForEachLine(text, [&](std::string_view line) {
-    out += "<span class=\"l\">";
+    AppendLineOpen(out, ++number);
     AppendHtmlEscaped(out, line);
     out += "</span>\n";
   });
