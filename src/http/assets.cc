@@ -13,12 +13,14 @@ constexpr std::string_view kStyle = R"css(
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --panel: #f6f8fa; --muted: #59636e;
   --line: #d1d9e0; --accent: #0969da; --warn-bg: #fff8c5; --warn-line: #d4a72c; --ok-bg: #dafbe1;
   --ok-line: #4ac26b; --num: #8c959f; --mark: #fff8c5;
+  --del: #82071e; --del-bg: #ffebe9; --add: #116329; --add-bg: #dafbe1;
   --kw: #cf222e; --ty: #8250df; --str: #0a3069; --com: #59636e; --numc: #0550ae; --pre: #953800;
   --fn: #6639ba; --sym: #1f2328; --var: #953800; }
 @media (prefers-color-scheme: dark) {
   :root { --fg: #e6edf3; --bg: #0d1117; --panel: #161b22; --muted: #9198a1; --line: #3d444d;
     --accent: #4493f8; --warn-bg: #2e2a1a; --warn-line: #9e6a03; --ok-bg: #12261e; --ok-line: #2ea043;
     --num: #6e7681; --mark: #3b2f0f;
+    --del: #ffdcd7; --del-bg: #67060c; --add: #aff5b4; --add-bg: #033a16;
     --kw: #ff7b72; --ty: #d2a8ff; --str: #a5d6ff; --com: #8b949e; --numc: #79c0ff; --pre: #ffa657;
     --fn: #d2a8ff; --sym: #e6edf3; --var: #ffa657; }
 }
@@ -69,6 +71,20 @@ pre.code:not(.js-lines) .l:target::before, pre.code .l.sel::before { color: var(
 .hl-function, .hl-predef_func { color: var(--fn); } .hl-symbol, .hl-cbracket { color: var(--sym); }
 .hl-variable, .hl-predef_var, .hl-attribute, .hl-property { color: var(--var); }
 .hl-specialchar { color: var(--numc); } .hl-url { color: var(--accent); text-decoration: underline; }
+.hl-oldfile { color: var(--del); background: var(--del-bg); }
+.hl-newfile { color: var(--add); background: var(--add-bg); }
+.hl-difflines { color: var(--accent); font-weight: 600; }
+article.markdown { overflow-wrap: anywhere; }
+article.markdown pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px;
+  padding: .75rem; overflow-x: auto; }
+article.markdown code { background: var(--panel); border-radius: 4px; padding: 0 .2rem; }
+article.markdown pre code { background: none; padding: 0; }
+article.markdown table { width: auto; margin: .75rem 0; }
+article.markdown th, article.markdown td { border: 1px solid var(--line); }
+article.markdown blockquote { margin: .5rem 0; padding: 0 1rem; color: var(--muted);
+  border-left: 3px solid var(--line); }
+article.markdown li.task-list-item, article.markdown ul:has(> li > input) { list-style: none; }
+article.markdown ul ul ul ul ul ul ul ul { padding-left: .5rem; }
 .rung { font-size: .8rem; border: 1px solid var(--line); border-radius: 1rem; padding: 0 .5rem; }
 table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); }
@@ -86,6 +102,8 @@ th.n { text-align: right; }
 .chart polyline { fill: none; stroke-width: 1.75; stroke-linejoin: round; }
 .swatch { display: inline-block; width: .7rem; height: .7rem; border-radius: 2px; margin-right: .4rem; }
 .js-only[hidden] { display: none !important; }
+input.views { width: 5.5rem; font: inherit; color: inherit; background: var(--bg);
+  border: 1px solid var(--line); border-radius: 6px; padding: .3rem .5rem; }
 @media (max-width: 40rem) {
   body { padding: .5rem .6rem 1.5rem; }
   pre.code { padding-left: 3.25rem; font-size: 13px; }

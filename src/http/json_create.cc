@@ -38,8 +38,20 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
     key_.clear();
     return true;
   }
-  bool number_integer(number_integer_t) override { return NotAString("a number"); }
-  bool number_unsigned(number_unsigned_t) override { return NotAString("a number"); }
+  bool number_integer(number_integer_t value) override {
+    if (depth_ == 1 && key_ == "max_views") {
+      if (value < 1) return Refuse("'max_views' must be a whole number of at least 1");
+      return number_unsigned(static_cast<number_unsigned_t>(value));
+    }
+    return NotAString("a number");
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    if (depth_ != 1 || key_ != "max_views") return NotAString("a number");
+    if (value < 1) return Refuse("'max_views' must be a whole number of at least 1");
+    out_.max_views = value;
+    key_.clear();
+    return true;
+  }
   // A number too large for a double arrives here as infinity: refused like any other number.
   bool number_float(number_float_t, const string_t&) override { return NotAString("a number"); }
   bool binary(binary_t&) override { return NotAString("binary"); }
@@ -47,6 +59,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool string(string_t& value) override {
     if (depth_ != 1) return NotAString("");
     if (key_ == "burn") return Refuse("'burn' must be a boolean (true or false), not a string");
+    if (key_ == "max_views") return Refuse("'max_views' must be a number, not a string");
     // The service refuses NUL bytes too; naming the escape here tells the client which field.
     if (value.find('\0') != std::string::npos) {
       return Refuse(fmt::format("'{}' contains a NUL (\\u0000) escape", key_));
@@ -54,6 +67,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "content") out_.content = std::move(value);
     if (key_ == "ttl") out_.ttl = std::move(value);
     if (key_ == "language") out_.language = std::move(value);
+    if (key_ == "parent") out_.parent = std::move(value);
     key_.clear();
     return true;
   }
@@ -71,11 +85,18 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool end_array() override { return true; }
 
   bool key(string_t& name) override {
-    if (name != "content" && name != "ttl" && name != "language" && name != "burn") {
-      return Refuse(fmt::format("unknown field '{}' (known: content, ttl, language, burn)",
-                                service::QuotedClientText(name)));
+    if (name != "content" && name != "ttl" && name != "language" && name != "burn" &&
+        name != "max_views" && name != "parent") {
+      return Refuse(
+          fmt::format("unknown field '{}' (known: content, ttl, language, burn, max_views, parent)",
+                      service::QuotedClientText(name)));
     }
-    const unsigned bit = name == "content" ? 1u : name == "ttl" ? 2u : name == "language" ? 4u : 8u;
+    const unsigned bit = name == "content"     ? 1u
+                         : name == "ttl"       ? 2u
+                         : name == "language"  ? 4u
+                         : name == "burn"      ? 8u
+                         : name == "max_views" ? 16u
+                                               : 32u;
     if (seen_ & bit) return Refuse(fmt::format("duplicate field '{}'", name));
     seen_ |= bit;
     key_ = name;
@@ -101,6 +122,9 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool NotAString(std::string_view what) {
     if (depth_ == 0) return Refuse("the body must be a JSON object");
     if (key_ == "burn") return Refuse(fmt::format("'burn' must be true or false, not {}", what));
+    if (key_ == "max_views") {
+      return Refuse(fmt::format("'max_views' must be a whole number, not {}", what));
+    }
     return Refuse(fmt::format("'{}' must be a string, not {}", key_, what));
   }
   bool Refuse(std::string why) {

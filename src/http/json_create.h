@@ -18,6 +18,10 @@ struct JsonCreate {
   std::optional<std::string> language;
   /// "burn": true (a JSON boolean; the only field that is not a string).
   bool burn = false;
+  /// "max_views": N (a JSON integer, 1 to service::kMaxViews; checked by the service).
+  std::optional<uint64_t> max_views;
+  /// "parent": the id of the paste this one is forked from (checked by the service).
+  std::optional<std::string> parent;
 };
 
 /// True for application/json and text/json (pastebinit's JSON mode sends the latter), with or

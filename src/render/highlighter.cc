@@ -29,7 +29,9 @@ struct LanguageDef {
   const char* file;
 };
 
-constexpr std::array<LanguageDef, 30> kLanguages = {{
+// A definition without a file is shown as plain lines: Markdown, whose view of its own is the
+// rendered one (render/markdown.h); source-highlight has no definition for it.
+constexpr std::array<LanguageDef, 31> kLanguages = {{
     {"bash", "Shell", "sh.lang"},
     {"c", "C", "c.lang"},
     {"cpp", "C++", "cpp.lang"},
@@ -49,6 +51,7 @@ constexpr std::array<LanguageDef, 30> kLanguages = {{
     {"log", "Log", "log.lang"},
     {"lua", "Lua", "lua.lang"},
     {"makefile", "Makefile", "makefile.lang"},
+    {"markdown", "Markdown", ""},
     {"perl", "Perl", "perl.lang"},
     {"php", "PHP", "php.lang"},
     {"properties", "Properties", "properties.lang"},
@@ -101,11 +104,12 @@ class SpanFormatter final : public srchilite::Formatter {
 
 // The elements source-highlight's language files use; anything else falls to the default
 // formatter and is shown unstyled (but escaped all the same).
-constexpr std::array<const char*, 22> kElements = {
-    "keyword", "type",      "string",     "comment",    "number",      "preproc",
-    "symbol",  "function",  "cbracket",   "variable",   "specialchar", "classname",
-    "todo",    "label",     "url",        "regexp",     "usertype",    "property",
-    "value",   "attribute", "predef_var", "predef_func"};
+// (oldfile, newfile and difflines are diff.lang's: the removed, added and hunk-header lines.)
+constexpr std::array<const char*, 25> kElements = {
+    "keyword",     "type",     "string",   "comment",     "number",    "preproc",   "symbol",
+    "function",    "cbracket", "variable", "specialchar", "classname", "todo",      "label",
+    "url",         "regexp",   "usertype", "property",    "value",     "attribute", "predef_var",
+    "predef_func", "oldfile",  "newfile",  "difflines"};
 
 // Parsed once per process and kept: loading a definition runs the library's flex scanners, whose
 // state is global, so only one thread of a process may ever call this (see
@@ -228,6 +232,7 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
   if (def == nullptr) {
     return MakeError(ErrorCode::kInvalidArgument, "unknown language", "unknown_language");
   }
+  if (*def->file == '\0') return PlainLines(text);
   std::string out;
   out.reserve(text.size() * 2 + 64);
   try {

@@ -384,6 +384,15 @@ constexpr const char* kMigrations[] = {
       PERFORM sluice_close_reports(p_ids, NULL);
     END $fn$;
     )sql",
+    // 9: expiry after N views (MetaStore::Claim), as the SQLite store's migration 11 says. A
+    // constant default rewrites nothing.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS views_left integer NOT NULL DEFAULT 1;
+    )sql",
+    // 10: the paste a fork was made from (PasteMeta::parent), as the SQLite store's migration 12.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS parent text;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.
