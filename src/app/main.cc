@@ -100,6 +100,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("paste", "Create a paste from FILE or stdin and print its URL");
   sluice::app::PasteCommandOptions paste_options;
   sluice::app::AddPasteFlags(*paste, paste_options);
+  sluice::app::ShareCommandOptions get_options, delete_options;
+  CLI::App* get = app.add_subcommand("get", "Print a paste's text, given its link");
+  sluice::app::AddGetFlags(*get, get_options);
+  CLI::App* del =
+      app.add_subcommand("delete", "Delete a paste made here, with the token sluice paste kept");
+  sluice::app::AddDeleteFlags(*del, delete_options);
+  CLI::App* list = app.add_subcommand(
+      "list", "List the pastes made here with sluice paste, and when each expires");
 
   sluice::app::AdminCommandOptions admin_options;
   CLI::App* admin = sluice::app::AddAdminCommand(app, admin_options);
@@ -138,6 +146,9 @@ int main(int argc, char** argv) {
   try {
     if (serve->parsed()) return sluice::app::Serve(*settings, loader);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
+    if (get->parsed()) return sluice::app::RunGet(get_options);
+    if (del->parsed()) return sluice::app::RunDelete(delete_options);
+    if (list->parsed()) return sluice::app::RunList();
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (man->parsed()) {

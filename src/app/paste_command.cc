@@ -40,16 +40,20 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "sluice/admission/jitter.h"
 #include "sluice/common/duration.h"
 #include "sluice/common/result.h"
+#include "token_store.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "dev"
@@ -226,8 +230,11 @@ struct Attempt {
 /// One request on its own connection, run to completion on the calling thread. Single use.
 class PasteExchange {
  public:
-  PasteExchange(const ServerUrl& server, const std::string& target, const std::string& body)
+  PasteExchange(const ServerUrl& server, const std::string& target, const std::string& body,
+                std::string_view filename = {})
       : server_(server) {
+    // The server takes the language of the link from the file name's extension (/ID.py).
+    if (!filename.empty()) req_.set("Sluice-Filename", std::string(filename));
     req_.method(bhttp::verb::post);
     req_.target(target);
     req_.version(11);
@@ -427,6 +434,26 @@ std::optional<int> RetryAfterSeconds(const Attempt& a, const ErrorDoc& doc) {
   return doc.retry_after;
 }
 
+// The delete token goes to the state file, so `sluice delete URL` and `sluice list` find it; a
+// paste is still created if the file cannot be written (the token is printed either way).
+void KeepToken(const Attempt& a) {
+  const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return;
+  KeptPaste kept;
+  const auto text = [&doc](const char* key) {
+    return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : "";
+  };
+  kept.id = text("id");
+  kept.url = text("url");
+  kept.token = text("delete_token");
+  kept.expires_at = text("expires_at");
+  kept.created_at = static_cast<int64_t>(std::time(nullptr));
+  if (kept.id.empty() || kept.token.empty()) return;
+  if (Status s = TokenStore::Default().Add(kept); !s.ok()) {
+    Say("the delete token was not kept: {}", s.error().message);
+  }
+}
+
 int PrintCreated(const Attempt& a, bool json) {
   const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
   const bool has_url = doc.is_object() && doc.contains("url") && doc["url"].is_string();
@@ -463,8 +490,18 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
       ->capture_default_str();
   command.add_flag("--json", options.json,
                    "Print the server's whole JSON answer instead of the URL");
+  command.add_option("--lang", options.lang,
+                     "Language of the view (python, cpp, markdown...; default: from the file "
+                     "name's extension, else detected by the server)");
+  command.add_flag("--burn", options.burn, "Burn after reading: one reader gets the text");
+  command
+      .add_option("--max-views", options.max_views,
+                  "Expire after N views (each a POST to the claim; 1 is --burn)")
+      ->check(CLI::Range(1, 10000));
   command.footer(
-      "Prints the URL on stdout and the delete token on stderr. Exit status: 0 created, 1 "
+      "Prints the URL on stdout and the delete token on stderr, and keeps the token in "
+      "$XDG_STATE_HOME/sluice/pastes (mode 0600) for `sluice delete` and `sluice list`. Exit "
+      "status: 0 created, 1 "
       "refused or failed, 2 usage.\n"
       "A 429 or 503 means the server refused before creating anything: sluice paste waits its "
       "Retry-After plus up to 20% jitter and sends again while the total wait stays within "
@@ -490,14 +527,33 @@ int RunPaste(const PasteCommandOptions& options) {
     return kExitUsage;
   }
   std::string target = server->base_path + "/api/v1/pastes";
-  if (!options.ttl.empty()) target += "?ttl=" + PercentEncode(options.ttl);
+  std::string query;
+  auto add = [&query](std::string_view name, std::string_view value) {
+    query += query.empty() ? "?" : "&";
+    query += name;
+    query += "=";
+    query += PercentEncode(value);
+  };
+  if (!options.ttl.empty()) add("ttl", options.ttl);
+  if (!options.lang.empty()) add("lang", options.lang);
+  if (options.max_views > 0) {
+    add("max_views", std::to_string(options.max_views));
+  } else if (options.burn) {
+    add("burn", "1");
+  }
+  target += query;
+  // Only the last part of the path: the server never needs the directories.
+  std::string filename;
+  if (!options.file.empty() && options.file != "-") {
+    filename = options.file.substr(options.file.find_last_of('/') + 1);
+  }
 
   std::random_device device;
   admission::Jitter jitter((static_cast<uint64_t>(device()) << 32) ^ device());
   SteadyClock::duration waited{};
   bool connect_retried = false;
   for (;;) {
-    PasteExchange exchange(*server, target, *body);
+    PasteExchange exchange(*server, target, *body, filename);
     const Attempt a = exchange.Run();
 
     if (a.fate == Attempt::Fate::kNotSent) {
@@ -528,6 +584,7 @@ int RunPaste(const PasteCommandOptions& options) {
             a.what);
         return kExitFailed;
       }
+      KeepToken(a);
       return PrintCreated(a, options.json);
     }
 
@@ -575,6 +632,234 @@ int RunPaste(const PasteCommandOptions& options) {
     }
     return kExitFailed;
   }
+}
+
+}  // namespace sluice::app
+
+namespace sluice::app {
+
+namespace {
+
+// A paste's link as people copy it: http://HOST[/prefix]/ID, /ID.py, /raw/ID, /ID?lang=x,
+// /api/v1/pastes/ID. The server is what precedes the last path segment (less /raw or the API's
+// path), the id its first 12 characters.
+struct PasteLink {
+  std::string server;
+  std::string id;
+};
+
+std::optional<PasteLink> ParsePasteLink(std::string url) {
+  url = url.substr(0, url.find_first_of("?#"));
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  const size_t slash = url.find_last_of('/');
+  if (slash == std::string::npos || slash < 8) return std::nullopt;
+  std::string id = url.substr(slash + 1, 12);
+  if (id.size() != 12 || !std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0;
+      })) {
+    return std::nullopt;
+  }
+  std::string server = url.substr(0, slash);
+  for (std::string_view suffix : {"/raw", "/api/v1/pastes", "/documents"}) {
+    if (server.ends_with(suffix)) server.resize(server.size() - suffix.size());
+  }
+  return PasteLink{server, id};
+}
+
+struct Answer {
+  bool sent = false;  // false: the connection failed, nothing left
+  unsigned status = 0;
+  std::string body;
+  std::optional<int> retry_after;
+  std::string what;
+};
+
+// One request on its own connection, bounded by the same timeouts as a create's.
+Answer Exchange(const ServerUrl& server, bhttp::verb method, const std::string& target,
+                const std::vector<std::pair<std::string, std::string>>& headers) {
+  Answer out;
+  try {
+    asio::io_context io;
+    tcp::resolver resolver(io);
+    beast::tcp_stream stream(io);
+    stream.expires_after(kConnectTimeout);
+    stream.connect(resolver.resolve(server.host, server.port));
+    out.sent = true;
+    bhttp::request<bhttp::empty_body> req{method, target, 11};
+    req.set(bhttp::field::host, server.host_header);
+    req.set(bhttp::field::user_agent, "sluice/" SLUICE_VERSION);
+    for (const auto& [name, value] : headers) req.set(name, value);
+    req.keep_alive(false);
+    stream.expires_after(kRequestTimeout);
+    bhttp::write(stream, req);
+    beast::flat_buffer buffer;
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(std::numeric_limits<uint64_t>::max());
+    bhttp::read(stream, buffer, parser);
+    const auto& res = parser.get();
+    out.status = res.result_int();
+    out.body = res.body();
+    const auto retry = res.find(bhttp::field::retry_after);
+    if (retry != res.end()) {
+      const std::string value(retry->value());
+      if (!value.empty() && value.size() < 9 &&
+          std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        out.retry_after = std::stoi(value);
+      }
+    }
+  } catch (const std::exception& e) {
+    out.what = e.what();
+  }
+  return out;
+}
+
+// Get and delete may be sent again: both are idempotent. A 429 or 503 with a Retry-After is
+// waited out (with jitter, within --max-wait), as a create's is.
+Answer Polite(const ServerUrl& server, bhttp::verb method, const std::string& target,
+              const std::vector<std::pair<std::string, std::string>>& headers,
+              SteadyClock::duration max_wait) {
+  std::random_device device;
+  admission::Jitter jitter((static_cast<uint64_t>(device()) << 32) ^ device());
+  SteadyClock::duration waited{};
+  for (;;) {
+    Answer a = Exchange(server, method, target, headers);
+    if (!(a.status == 429 || a.status == 503) || !a.retry_after) return a;
+    const Duration asked = std::chrono::seconds(std::max(1, *a.retry_after));
+    const Duration left = std::chrono::duration_cast<Duration>(max_wait - waited);
+    if (asked > left) return a;
+    const Duration pause = std::min(
+        left, asked + jitter.Between(Duration::zero(), std::chrono::duration_cast<Duration>(
+                                                           asked * kRetryAfterJitter)));
+    Say("server busy ({}), retrying in {:.1f} s", a.status, Seconds(pause));
+    std::this_thread::sleep_for(pause);
+    waited += pause;
+  }
+}
+
+std::string ReasonOf(const Answer& a) {
+  const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_string()) {
+    return doc["error"].get<std::string>();
+  }
+  return a.what.empty() ? "no reason given" : a.what;
+}
+
+struct Target {
+  PasteLink link;
+  ServerUrl server;
+  SteadyClock::duration max_wait{};
+};
+
+std::optional<Target> ResolveTarget(const ShareCommandOptions& options) {
+  auto link = ParsePasteLink(options.url);
+  if (!link) {
+    Say("'{}' is not a paste's link (want http://HOST/ID)", options.url);
+    return std::nullopt;
+  }
+  auto server = ParseServerUrl(link->server);
+  if (!server.ok()) {
+    Say("{}", server.error().message);
+    return std::nullopt;
+  }
+  const auto max_wait = ParseMaxWait(options.max_wait);
+  if (!max_wait) {
+    Say("--max-wait '{}': want a duration like 60s or 500ms, or 0", options.max_wait);
+    return std::nullopt;
+  }
+  return Target{*link, *server, *max_wait};
+}
+
+}  // namespace
+
+void AddGetFlags(CLI::App& command, ShareCommandOptions& options) {
+  command.add_option("URL", options.url, "The paste's link (any of its forms)")->required();
+  command.add_option("--max-wait", options.max_wait, "Longest total wait for a busy server")
+      ->capture_default_str();
+  command.footer("Prints the text, byte for byte, on stdout. Exit status: 0 printed, 1 failed.");
+}
+
+void AddDeleteFlags(CLI::App& command, ShareCommandOptions& options) {
+  command.add_option("URL", options.url, "The link of a paste this user made with sluice paste")
+      ->required();
+  command.add_option("--max-wait", options.max_wait, "Longest total wait for a busy server")
+      ->capture_default_str();
+  command.footer(
+      "Deletes with the token `sluice paste` kept in $XDG_STATE_HOME/sluice/pastes and forgets "
+      "it.");
+}
+
+int RunGet(const ShareCommandOptions& options) {
+  const auto target = ResolveTarget(options);
+  if (!target) return kExitUsage;
+  const Answer a =
+      Polite(target->server, bhttp::verb::get, target->server.base_path + "/raw/" + target->link.id,
+             {}, target->max_wait);
+  if (a.status == 200) {
+    std::fwrite(a.body.data(), 1, a.body.size(), stdout);
+    std::fflush(stdout);
+    return 0;
+  }
+  if (!a.sent || a.status == 0) {
+    Say("cannot reach {} ({})", target->link.server, a.what);
+  } else if (a.status == 409) {
+    Say("this paste is shown a limited number of times; open it in a browser to spend a view");
+  } else {
+    Say("{} answered {}: {}", target->link.server, a.status, ReasonOf(a));
+  }
+  return kExitFailed;
+}
+
+int RunDelete(const ShareCommandOptions& options) {
+  const auto target = ResolveTarget(options);
+  if (!target) return kExitUsage;
+  const TokenStore store = TokenStore::Default();
+  const auto kept = store.Find(target->link.id);
+  if (!kept) {
+    Say("no delete token for {} in {}: only pastes made here with sluice paste can be deleted",
+        target->link.id, store.path());
+    return kExitFailed;
+  }
+  const Answer a =
+      Polite(target->server, bhttp::verb::delete_,
+             target->server.base_path + "/api/v1/pastes/" + target->link.id,
+             {{"Authorization", "Bearer " + kept->token}, {"Accept", "application/json"}},
+             target->max_wait);
+  if (a.status == 204 || a.status == 404) {
+    // 404: gone already (expired, burned, deleted elsewhere): the token is no use any more.
+    if (Status s = store.Remove(target->link.id); !s.ok()) Say("{}", s.error().message);
+    if (a.status == 204) {
+      Say("deleted {}", target->link.id);
+      return 0;
+    }
+    Say("{} was already gone", target->link.id);
+    return kExitFailed;
+  }
+  if (!a.sent || a.status == 0) {
+    Say("cannot reach {} ({}); nothing was deleted", target->link.server, a.what);
+  } else {
+    Say("{} answered {}: {}", target->link.server, a.status, ReasonOf(a));
+  }
+  return kExitFailed;
+}
+
+int RunList() {
+  const TokenStore store = TokenStore::Default();
+  const std::vector<KeptPaste> pastes = store.All();
+  char now[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  for (const KeptPaste& p : pastes) {
+    // RFC 3339 in UTC compares as text.
+    const bool expired = !p.expires_at.empty() && p.expires_at <= std::string(now);
+    std::fputs(
+        fmt::format("{}  {} {}\n", p.url.empty() ? p.id : p.url, expired ? "expired" : "expires",
+                    p.expires_at.empty() ? "?" : p.expires_at)
+            .c_str(),
+        stdout);
+  }
+  return 0;
 }
 
 }  // namespace sluice::app

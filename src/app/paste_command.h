@@ -24,7 +24,27 @@ struct PasteCommandOptions {
   std::string max_wait = "60s";
   /// Print the server's whole JSON answer instead of the URL. Default: false.
   bool json = false;
+  /// The view's language (?lang=); empty: the file name's extension, else the server's guess.
+  /// Default: "".
+  std::string lang;
+  /// Burn after reading (?burn=1). Default: false.
+  bool burn = false;
+  /// Expire after this many views (?max_views=N); 0: no limit. Default: 0.
+  int max_views = 0;
 };
+
+/// `sluice get URL`, `sluice delete URL` and `sluice list`.
+struct ShareCommandOptions {
+  /// A paste's link (http://HOST/ID, /ID.py, /raw/ID, ?lang=...). Required for get and delete.
+  std::string url;
+  /// Longest total time spent waiting out 429 and 503 answers. Default: 60s.
+  std::string max_wait = "60s";
+};
+void AddGetFlags(CLI::App& command, ShareCommandOptions& options);
+void AddDeleteFlags(CLI::App& command, ShareCommandOptions& options);
+int RunGet(const ShareCommandOptions& options);
+int RunDelete(const ShareCommandOptions& options);
+int RunList();
 
 /// Adds the flags of `sluice paste` to `command`: FILE (positional, optional), --server (or the
 /// SLUICE_SERVER variable), --ttl, --max-wait and --json.

@@ -44,6 +44,10 @@ RATE_FLAGS = ("--ip-create-rate", "--ip-create-burst")
 HAS_RATE_FLAGS = all(flag in serve_help() for flag in RATE_FLAGS)
 
 
+# Where `sluice paste` keeps its delete tokens during these tests: never the user's own.
+STATE_HOME = tempfile.mkdtemp(prefix="sluice-paste-state-")
+
+
 def paste(server_url, args=(), stdin=None, timeout=PASTE_TIMEOUT):
     """Runs `sluice paste --server URL ARGS`; returns (CompletedProcess, seconds it took)."""
     started = time.monotonic()
@@ -51,7 +55,7 @@ def paste(server_url, args=(), stdin=None, timeout=PASTE_TIMEOUT):
         stdin = stdin.encode("utf-8")
     proc = subprocess.run([sluice_bin(), "paste", "--server", server_url, *args],
                           input=stdin if stdin is not None else b"", capture_output=True,
-                          env=clean_env(), timeout=timeout)
+                          env=clean_env({"XDG_STATE_HOME": STATE_HOME}), timeout=timeout)
     proc.stdout = proc.stdout.decode("utf-8", "replace")
     proc.stderr = proc.stderr.decode("utf-8", "replace")
     return proc, time.monotonic() - started
