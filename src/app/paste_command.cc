@@ -31,10 +31,13 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -42,6 +45,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -97,6 +101,7 @@ struct ServerUrl {
   std::string port;         // digits
   std::string host_header;  // as written in the URL
   std::string base_path;    // "" or "/prefix", no trailing slash
+  bool tls = false;         // https://: the system's certificate store and a hostname check
 };
 
 Result<ServerUrl> ParseServerUrl(std::string_view url) {
@@ -104,11 +109,12 @@ Result<ServerUrl> ParseServerUrl(std::string_view url) {
     return MakeError(ErrorCode::kInvalidArgument, fmt::format("--server '{}': {}", url, why));
   };
   constexpr std::string_view kHttp = "http://";
-  if (url.starts_with("https://")) {
-    return bad("https is not supported yet; use an http:// URL (TLS is a later issue)");
+  constexpr std::string_view kHttps = "https://";
+  const bool tls = url.starts_with(kHttps);
+  if (!tls && !url.starts_with(kHttp)) {
+    return bad("want a URL like https://paste.example or http://127.0.0.1:8080");
   }
-  if (!url.starts_with(kHttp)) return bad("want a URL like http://127.0.0.1:8080");
-  std::string_view rest = url.substr(kHttp.size());
+  std::string_view rest = url.substr(tls ? kHttps.size() : kHttp.size());
   const size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
@@ -118,6 +124,7 @@ Result<ServerUrl> ParseServerUrl(std::string_view url) {
   if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
 
   ServerUrl out;
+  out.tls = tls;
   out.host_header = std::string(authority);
   out.base_path = std::string(path);
   std::string_view port;
@@ -136,7 +143,7 @@ Result<ServerUrl> ParseServerUrl(std::string_view url) {
     if (colon != std::string_view::npos) port = authority.substr(colon + 1);
   }
   if (out.host.empty()) return bad("no host");
-  if (port.empty()) port = "80";
+  if (port.empty()) port = tls ? "443" : "80";
   int number = 0;
   for (char c : port) {
     if (c < '0' || c > '9' || number > 65535) return bad("the port is not a number in 1-65535");
@@ -228,11 +235,54 @@ struct Attempt {
 };
 
 /// One request on its own connection, run to completion on the calling thread. Single use.
+// The client side of TLS: the system's certificate store (OpenSSL's default paths, which
+// SSL_CERT_FILE and SSL_CERT_DIR override), the peer's certificate checked against it, and its
+// name against the URL's host (RFC 2818: the DNS names, or the IP address, of its
+// subjectAltName).
+asio::ssl::context& ClientTls() {
+  static asio::ssl::context ctx = [] {
+    asio::ssl::context c(asio::ssl::context::tls_client);
+    c.set_default_verify_paths();
+    c.set_verify_mode(asio::ssl::verify_peer);
+    return c;
+  }();
+  return ctx;
+}
+
+bool IsAddress(const std::string& host) {
+  beast::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+template <class Stream>
+void PrepareTls(Stream& stream, const ServerUrl& server) {
+  // SNI names the host (never an address, which RFC 6066 forbids there).
+  if (!IsAddress(server.host)) {
+    SSL_set_tlsext_host_name(stream.native_handle(), server.host.c_str());
+  }
+  stream.set_verify_mode(asio::ssl::verify_peer);
+  stream.set_verify_callback(asio::ssl::host_name_verification(server.host));
+}
+
+std::string DescribeTlsFailure(const beast::error_code& ec) {
+  return "TLS handshake failed (" + ec.message() +
+         "): the server's certificate is not trusted by this system or does not name the host";
+}
+
+template <bool kTls>
 class PasteExchange {
+  using Stream = std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+
  public:
   PasteExchange(const ServerUrl& server, const std::string& target, const std::string& body,
                 std::string_view filename = {})
       : server_(server) {
+    if constexpr (kTls) {
+      stream_ = std::make_unique<Stream>(io_, ClientTls());
+    } else {
+      stream_ = std::make_unique<Stream>(io_);
+    }
     // The server takes the language of the link from the file name's extension (/ID.py).
     if (!filename.empty()) req_.set("Sluice-Filename", std::string(filename));
     req_.method(bhttp::verb::post);
@@ -271,11 +321,13 @@ class PasteExchange {
           ec == asio::error::operation_aborted ? std::string("timed out") : ec.message());
       return Finish();
     }
-    stream_.expires_at(std::min(deadline_, SteadyClock::now() + kConnectTimeout));
-    stream_.async_connect(results, [this](beast::error_code connect_ec, const tcp::endpoint&) {
+    Lowest().expires_at(std::min(deadline_, SteadyClock::now() + kConnectTimeout));
+    Lowest().async_connect(results, [this](beast::error_code connect_ec, const tcp::endpoint&) {
       OnConnected(connect_ec);
     });
   }
+
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(*stream_); }
 
   void OnConnected(beast::error_code ec) {
     if (ec) {
@@ -285,12 +337,30 @@ class PasteExchange {
                           : ec.message();
       return Finish();
     }
+    if constexpr (kTls) {
+      // Nothing of the request leaves before the server has proven its name: a refused
+      // handshake is "not sent", and final (another try meets the same certificate).
+      PrepareTls(*stream_, server_);
+      stream_->async_handshake(asio::ssl::stream_base::client, [this](beast::error_code tls_ec) {
+        if (tls_ec) {
+          attempt_.what = tls_ec == beast::error::timeout ? fmt::format("TLS handshake timed out")
+                                                          : DescribeTlsFailure(tls_ec);
+          return Finish();
+        }
+        SendRequest();
+      });
+    } else {
+      SendRequest();
+    }
+  }
+
+  void SendRequest() {
     // From here on the server may have seen the request: no failure is "not sent" any more.
     attempt_.fate = Attempt::Fate::kUnknown;
-    stream_.expires_at(deadline_);
+    Lowest().expires_at(deadline_);
     serializer_.emplace(req_);
     ReadHead();
-    bhttp::async_write_header(stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
+    bhttp::async_write_header(*stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
       OnHeaderSent(write_ec);
     });
   }
@@ -312,7 +382,7 @@ class PasteExchange {
   void StartBody() {
     if (done_ || answered_ || body_started_ || !header_sent_) return;
     body_started_ = true;
-    bhttp::async_write(stream_, *serializer_, [this](beast::error_code ec, size_t) {
+    bhttp::async_write(*stream_, *serializer_, [this](beast::error_code ec, size_t) {
       if (ec && !done_) write_error_ = ec;
     });
   }
@@ -320,7 +390,7 @@ class PasteExchange {
   void ReadHead() {
     parser_.emplace();
     parser_->body_limit(kAnswerLimit);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
+    bhttp::async_read_header(*stream_, buffer_, *parser_,
                              [this](beast::error_code ec, size_t) { OnHead(ec); });
   }
 
@@ -344,7 +414,7 @@ class PasteExchange {
     attempt_.status = status;
     attempt_.status_text = std::string(parser_->get().reason());
     attempt_.retry_after = std::string(parser_->get()[bhttp::field::retry_after]);
-    bhttp::async_read(stream_, buffer_, *parser_,
+    bhttp::async_read(*stream_, buffer_, *parser_,
                       [this](beast::error_code body_ec, size_t) { OnAnswer(body_ec); });
   }
 
@@ -376,14 +446,14 @@ class PasteExchange {
     timer_.cancel();
     resolver_.cancel();
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();  // ends a write still in flight
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();  // ends a write still in flight
   }
 
   const ServerUrl& server_;
   asio::io_context io_;
   tcp::resolver resolver_{io_};
-  beast::tcp_stream stream_{io_};
+  std::unique_ptr<Stream> stream_;
   asio::steady_timer timer_{io_};  // the name lookup's budget, then the wait for 100 Continue
   bhttp::request<bhttp::string_body> req_;
   std::optional<bhttp::request_serializer<bhttp::string_body>> serializer_;
@@ -477,8 +547,8 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
   command.add_option("FILE", options.file, "File to paste; stdin when absent or '-'");
   command
       .add_option("--server", options.server,
-                  "Base URL of the sluice server; plain http:// only for now (https is a later "
-                  "issue)")
+                  "Base URL of the sluice server: https:// (checked against the system's "
+                  "certificates) or http://")
       ->envname("SLUICE_SERVER")
       ->capture_default_str();
   command.add_option("--ttl", options.ttl,
@@ -553,8 +623,8 @@ int RunPaste(const PasteCommandOptions& options) {
   SteadyClock::duration waited{};
   bool connect_retried = false;
   for (;;) {
-    PasteExchange exchange(*server, target, *body, filename);
-    const Attempt a = exchange.Run();
+    const Attempt a = server->tls ? PasteExchange<true>(*server, target, *body, filename).Run()
+                                  : PasteExchange<false>(*server, target, *body, filename).Run();
 
     if (a.fate == Attempt::Fate::kNotSent) {
       if (a.connect_failed && !connect_retried) {
@@ -675,22 +745,41 @@ struct Answer {
 };
 
 // One request on its own connection, bounded by the same timeouts as a create's.
-Answer Exchange(const ServerUrl& server, bhttp::verb method, const std::string& target,
-                const std::vector<std::pair<std::string, std::string>>& headers) {
+template <bool kTls>
+Answer ExchangeOver(const ServerUrl& server, bhttp::verb method, const std::string& target,
+                    const std::vector<std::pair<std::string, std::string>>& headers) {
   Answer out;
   try {
     asio::io_context io;
     tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(kConnectTimeout);
-    stream.connect(resolver.resolve(server.host, server.port));
+    using Stream =
+        std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+    std::unique_ptr<Stream> owned;
+    if constexpr (kTls) {
+      owned = std::make_unique<Stream>(io, ClientTls());
+    } else {
+      owned = std::make_unique<Stream>(io);
+    }
+    Stream& stream = *owned;
+    beast::tcp_stream& lowest = beast::get_lowest_layer(stream);
+    lowest.expires_after(kConnectTimeout);
+    lowest.connect(resolver.resolve(server.host, server.port));
+    if constexpr (kTls) {
+      PrepareTls(stream, server);
+      beast::error_code tls_ec;
+      stream.handshake(asio::ssl::stream_base::client, tls_ec);
+      if (tls_ec) {
+        out.what = DescribeTlsFailure(tls_ec);
+        return out;
+      }
+    }
     out.sent = true;
     bhttp::request<bhttp::empty_body> req{method, target, 11};
     req.set(bhttp::field::host, server.host_header);
     req.set(bhttp::field::user_agent, "sluice/" SLUICE_VERSION);
     for (const auto& [name, value] : headers) req.set(name, value);
     req.keep_alive(false);
-    stream.expires_after(kRequestTimeout);
+    lowest.expires_after(kRequestTimeout);
     bhttp::write(stream, req);
     beast::flat_buffer buffer;
     bhttp::response_parser<bhttp::string_body> parser;
@@ -711,6 +800,12 @@ Answer Exchange(const ServerUrl& server, bhttp::verb method, const std::string& 
     out.what = e.what();
   }
   return out;
+}
+
+Answer Exchange(const ServerUrl& server, bhttp::verb method, const std::string& target,
+                const std::vector<std::pair<std::string, std::string>>& headers) {
+  return server.tls ? ExchangeOver<true>(server, method, target, headers)
+                    : ExchangeOver<false>(server, method, target, headers);
 }
 
 // Get and delete may be sent again: both are idempotent. A 429 or 503 with a Retry-After is

@@ -16,7 +16,7 @@ namespace sluice::app {
 struct PasteCommandOptions {
   /// The file to paste; stdin when empty or "-". Default: stdin.
   std::string file;
-  /// Base URL of the server, http:// only (https is a later issue). Default: http://127.0.0.1:8080.
+  /// Base URL of the server, https:// or http://. Default: http://127.0.0.1:8080.
   std::string server = "http://127.0.0.1:8080";
   /// Expiry asked of the server (10m, 1h, 1d, 1w, 30d); empty leaves it to the server. Default: "".
   std::string ttl;
