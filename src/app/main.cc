@@ -121,6 +121,12 @@ int main(int argc, char** argv) {
 
   CLI::App* man = app.add_subcommand(
       "man", "Print the manual page sluice(1), generated from the declarations --help lists");
+  CLI::App* completions = app.add_subcommand(
+      "completions", "Print the bash or zsh completion script, generated like the manual page");
+  std::string completions_shell;
+  completions->add_option("SHELL", completions_shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
   CLI::App* config = app.add_subcommand("config", "Print an example configuration or check one");
   bool config_example = false;
   std::string config_check;
@@ -151,6 +157,10 @@ int main(int argc, char** argv) {
     if (list->parsed()) return sluice::app::RunList();
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
+    if (completions->parsed()) {
+      std::fputs(sluice::app::Completions(app, completions_shell).c_str(), stdout);
+      return 0;
+    }
     if (man->parsed()) {
       std::fputs(sluice::app::ManPage(app, SLUICE_VERSION).c_str(), stdout);
       return 0;

@@ -94,6 +94,20 @@ class CliShareTest(PatientTestCase):
         self.assertGreater(took, 0.9)
         self.assertEqual([r[0] for r in fake.requests], ["GET /raw/AAAAAAAAAAAA HTTP/1.1"] * 2)
 
+    def test_completions_come_from_the_declarations_and_parse(self):
+        bash = self.run_cli(["completions", "bash"])
+        self.assertEqual(bash.returncode, 0, bash.stderr)
+        for word in ("paste", "get", "delete", "list", "--max-views", "--burn", "--lang"):
+            self.assertIn(word, bash.stdout)
+        checked = subprocess.run(["bash", "-n"], input=bash.stdout.encode(), capture_output=True)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
+        zsh = self.run_cli(["completions", "zsh"])
+        self.assertTrue(zsh.stdout.startswith("#compdef sluice\n"), zsh.stdout[:80])
+        self.assertNotEqual(self.run_cli(["completions", "fish"]).returncode, 0)
+        man = self.run_cli(["man"]).stdout
+        for command in ("get", "delete", "list", "completions"):
+            self.assertIn(f"sluice {command}", man.replace("\\-", "-"))
+
 
 if __name__ == "__main__":
     unittest.main()
