@@ -54,6 +54,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_config.h"
 #include "sluice/admission/jitter.h"
 #include "sluice/common/duration.h"
 #include "sluice/common/result.h"
@@ -548,9 +549,9 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
   command
       .add_option("--server", options.server,
                   "Base URL of the sluice server: https:// (checked against the system's "
-                  "certificates) or http://")
-      ->envname("SLUICE_SERVER")
-      ->capture_default_str();
+                  "certificates) or http://; default: `server` in ~/.config/sluice/cli.toml, "
+                  "else http://127.0.0.1:8080")
+      ->envname("SLUICE_SERVER");
   command.add_option("--ttl", options.ttl,
                      "Expiry: 10m, 1h, 1d, 1w or 30d (default: the server's default)");
   command
@@ -580,7 +581,16 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
       "Timeouts: connect 5 s, whole request 30 s.");
 }
 
-int RunPaste(const PasteCommandOptions& options) {
+int RunPaste(const PasteCommandOptions& given) {
+  PasteCommandOptions options = given;
+  if (options.server.empty()) {
+    auto configured = ConfiguredServer();
+    if (!configured.ok()) {
+      Say("{}", configured.error().message);
+      return kExitUsage;
+    }
+    options.server = configured->value_or("http://127.0.0.1:8080");
+  }
   auto server = ParseServerUrl(options.server);
   if (!server.ok()) {
     Say("{}", server.error().message);

@@ -16,8 +16,9 @@ namespace sluice::app {
 struct PasteCommandOptions {
   /// The file to paste; stdin when empty or "-". Default: stdin.
   std::string file;
-  /// Base URL of the server, https:// or http://. Default: http://127.0.0.1:8080.
-  std::string server = "http://127.0.0.1:8080";
+  /// Base URL of the server, https:// or http://; empty: the `server` of CliConfigPath()'s file,
+  /// else http://127.0.0.1:8080. Default: "".
+  std::string server;
   /// Expiry asked of the server (10m, 1h, 1d, 1w, 30d); empty leaves it to the server. Default: "".
   std::string ttl;
   /// Longest total time spent waiting out 429 and 503 answers; "0" never waits. Default: 60s.

@@ -24,7 +24,7 @@ class CliShareTest(PatientTestCase):
         self.addCleanup(shutil.rmtree, self.state, ignore_errors=True)
 
     def run_cli(self, args, server=None, stdin=b"", timeout=60):
-        env = {"XDG_STATE_HOME": self.state}
+        env = {"XDG_STATE_HOME": self.state, "XDG_CONFIG_HOME": self.state}
         if server:
             env["SLUICE_SERVER"] = server
         proc = subprocess.run([sluice_bin(), *args], input=stdin, capture_output=True,
@@ -93,6 +93,25 @@ class CliShareTest(PatientTestCase):
         self.assertIn("server busy (429), retrying in", got.stderr)
         self.assertGreater(took, 0.9)
         self.assertEqual([r[0] for r in fake.requests], ["GET /raw/AAAAAAAAAAAA HTTP/1.1"] * 2)
+
+    def test_the_config_file_names_the_server_when_no_flag_or_variable_does(self):
+        s = self.server()
+        os.makedirs(os.path.join(self.state, "sluice"), exist_ok=True)
+        config = os.path.join(self.state, "sluice", "cli.toml")
+        with open(config, "w") as f:
+            f.write(f'server = "{s.url}"\n')
+        made = self.run_cli(["paste"], stdin=b"configured\n")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        self.assertTrue(made.stdout.startswith(s.url), made.stdout)
+        # The variable wins over the file (and names a server that is not there).
+        other = self.run_cli(["paste"], server="http://127.0.0.1:9", stdin=b"x\n")
+        self.assertEqual(other.returncode, 1)
+        self.assertIn("127.0.0.1:9", other.stderr)
+        with open(config, "w") as f:
+            f.write("server = 42\n")
+        bad = self.run_cli(["paste"], stdin=b"x\n")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("cli.toml", bad.stderr)
 
     def test_completions_come_from_the_declarations_and_parse(self):
         bash = self.run_cli(["completions", "bash"])
