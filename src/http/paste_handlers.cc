@@ -666,6 +666,11 @@ Reply DerivedReply(const DerivedView& page, const render::RenderedView& view, st
   reply.Set("X-Sluice-Rung", view.Tag());
   if (view.rung == admission::Rung::kPlain) {
     reply.Set("Cache-Control", "no-cache");
+  } else if (page.kind == DerivedView::Kind::kDiff) {
+    // A diff holds its parent's text, and a delete of the parent purges the parent's links, not
+    // its forks': every reuse is revalidated here, where a parent gone answers 404 first.
+    reply.Set("ETag", std::string(etag));
+    reply.Set("Cache-Control", "no-cache");
   } else {
     reply.Set("ETag", std::string(etag));
     reply.Set("Cache-Control", fmt::format("public, max-age={}", max_age));
@@ -726,9 +731,7 @@ awaitable<Reply> HandleDiff(const Request& req, Context& ctx) {
   const int64_t expires_at = std::min(child->meta.expires_at, parent->meta.expires_at);
   const int64_t max_age = std::max<int64_t>(0, expires_at - ctx.clock.UnixSeconds());
   if (!if_none_match.empty() && if_none_match.find(etag) != std::string_view::npos) {
-    co_return std::move(Reply::Empty(304)
-                            .Set("ETag", etag)
-                            .Set("Cache-Control", fmt::format("public, max-age={}", max_age)));
+    co_return std::move(Reply::Empty(304).Set("ETag", etag).Set("Cache-Control", "no-cache"));
   }
   // The diff is computed in a worker, as a highlight is: its cost grows with the product of
   // the lines that differ, which for two large pastes is far past the render timeout.

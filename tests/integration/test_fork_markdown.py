@@ -99,6 +99,8 @@ class ForkAndMarkdownTest(PatientTestCase):
         diff = s.get(f"/{child_id}/diff", headers=BROWSER)
         self.assertStatus(diff, 200)
         self.assertEqual(diff.header("X-Sluice-Rung"), "highlighted")
+        # It holds the parent's text: revalidated on every reuse, so a parent's delete wins.
+        self.assertEqual(diff.header("Cache-Control"), "no-cache")
         self.assertIn('class="hl-oldfile"', diff.text)
         self.assertIn('class="hl-newfile"', diff.text)
         self.assertIn('id="L1"', diff.text)  # a diff's lines can be linked like any view's
@@ -119,6 +121,10 @@ class ForkAndMarkdownTest(PatientTestCase):
         same = s.get(f"/{res.json()['id']}/diff", headers=BROWSER)
         self.assertIn('id="same"', same.text)
         self.assertJsonError(s.get(f"/{parent['id']}/diff"), 404, "no_parent")
+        self.assertStatus(s.delete(parent["id"], parent["delete_token"]), 204)
+        self.assertJsonError(s.get(f"/{child_id}/diff", headers={
+            "If-None-Match": diff.header("ETag")}), 404, "parent_gone")
+        self.assertStatus(s.get(f"/raw/{child_id}"), 200)  # the fork itself stays
 
     def test_a_burn_paste_is_never_forked_or_named_as_a_parent(self):
         s = self.s
