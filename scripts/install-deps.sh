@@ -9,6 +9,7 @@ profile="${1:-build}"
 packages=(g++ cmake make pkg-config ccache mold
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev liblz4-dev
+  libcmark-gfm-dev libcmark-gfm-extensions-dev libdtl-dev
   libjemalloc-dev zlib1g-dev)
 # make deb (scripts/build-deb.sh): debhelper builds the package, lintian judges it.
 deb_tools=(dpkg-dev debhelper lintian)

@@ -12,10 +12,6 @@
 #include "envelope_crypto.h"
 #include "sluice/common/result.h"
 
-namespace CLI {
-class App;
-}  // namespace CLI
-
 namespace sluice::app {
 
 /// Largest text the CLI inflates from an envelope: it cannot know the server's max_paste_bytes,
@@ -34,17 +30,5 @@ Result<SealedPaste> SealForPaste(std::string_view text, bool with_password);
 /// the text to stdout byte for byte. Returns the exit code: 0, or 1 after saying on stderr, as
 /// `who`, why it cannot be opened.
 int PrintOpened(std::string_view envelope, std::string_view key, std::string_view who);
-
-struct GetCommandOptions {
-  /// The paste's link, http://HOST[:PORT]/ID with "#KEY" for an encrypted paste. Required.
-  std::string url;
-};
-
-/// Adds `sluice get URL[#KEY]`; returns the subcommand, whose parsed() says it ran.
-CLI::App* AddGetCommand(CLI::App& app, GetCommandOptions& options);
-
-/// Fetches the paste (claiming it once if it burns after reading) and prints its text, opening
-/// an envelope with the link's key. Exit code: 0 printed, 1 refused or cannot open, 2 usage.
-int RunGet(const GetCommandOptions& options);
 
 }  // namespace sluice::app

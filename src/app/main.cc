@@ -101,8 +101,15 @@ int main(int argc, char** argv) {
       app.add_subcommand("paste", "Create a paste from FILE or stdin and print its URL");
   sluice::app::PasteCommandOptions paste_options;
   sluice::app::AddPasteFlags(*paste, paste_options);
-  sluice::app::GetCommandOptions get_options;
-  CLI::App* get = sluice::app::AddGetCommand(app, get_options);
+  sluice::app::ShareCommandOptions get_options, delete_options;
+  CLI::App* get = app.add_subcommand(
+      "get", "Print a paste's text, given its link (an encrypted one's carries its key after '#')");
+  sluice::app::AddGetFlags(*get, get_options);
+  CLI::App* del =
+      app.add_subcommand("delete", "Delete a paste made here, with the token sluice paste kept");
+  sluice::app::AddDeleteFlags(*del, delete_options);
+  CLI::App* list = app.add_subcommand(
+      "list", "List the pastes made here with sluice paste, and when each expires");
 
   sluice::app::AdminCommandOptions admin_options;
   CLI::App* admin = sluice::app::AddAdminCommand(app, admin_options);
@@ -116,6 +123,12 @@ int main(int argc, char** argv) {
 
   CLI::App* man = app.add_subcommand(
       "man", "Print the manual page sluice(1), generated from the declarations --help lists");
+  CLI::App* completions = app.add_subcommand(
+      "completions", "Print the bash or zsh completion script, generated like the manual page");
+  std::string completions_shell;
+  completions->add_option("SHELL", completions_shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
   CLI::App* config = app.add_subcommand("config", "Print an example configuration or check one");
   bool config_example = false;
   std::string config_check;
@@ -145,8 +158,14 @@ int main(int argc, char** argv) {
     if (serve->parsed()) return sluice::app::Serve(*settings, loader);
     if (paste->parsed()) return sluice::app::RunPaste(paste_options);
     if (get->parsed()) return sluice::app::RunGet(get_options);
+    if (del->parsed()) return sluice::app::RunDelete(delete_options);
+    if (list->parsed()) return sluice::app::RunList();
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
+    if (completions->parsed()) {
+      std::fputs(sluice::app::Completions(app, completions_shell).c_str(), stdout);
+      return 0;
+    }
     if (man->parsed()) {
       std::fputs(sluice::app::ManPage(app, SLUICE_VERSION).c_str(), stdout);
       return 0;

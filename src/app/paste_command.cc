@@ -31,26 +31,35 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
+#include "cli_config.h"
 #include "crypt_command.h"
 #include "sluice/admission/jitter.h"
 #include "sluice/common/duration.h"
 #include "sluice/common/result.h"
+#include "token_store.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "dev"
@@ -94,6 +103,7 @@ struct ServerUrl {
   std::string port;         // digits
   std::string host_header;  // as written in the URL
   std::string base_path;    // "" or "/prefix", no trailing slash
+  bool tls = false;         // https://: the system's certificate store and a hostname check
 };
 
 Result<ServerUrl> ParseServerUrl(std::string_view url) {
@@ -101,11 +111,12 @@ Result<ServerUrl> ParseServerUrl(std::string_view url) {
     return MakeError(ErrorCode::kInvalidArgument, fmt::format("--server '{}': {}", url, why));
   };
   constexpr std::string_view kHttp = "http://";
-  if (url.starts_with("https://")) {
-    return bad("https is not supported yet; use an http:// URL (TLS is a later issue)");
+  constexpr std::string_view kHttps = "https://";
+  const bool tls = url.starts_with(kHttps);
+  if (!tls && !url.starts_with(kHttp)) {
+    return bad("want a URL like https://paste.example or http://127.0.0.1:8080");
   }
-  if (!url.starts_with(kHttp)) return bad("want a URL like http://127.0.0.1:8080");
-  std::string_view rest = url.substr(kHttp.size());
+  std::string_view rest = url.substr(tls ? kHttps.size() : kHttp.size());
   const size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
@@ -115,6 +126,7 @@ Result<ServerUrl> ParseServerUrl(std::string_view url) {
   if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
 
   ServerUrl out;
+  out.tls = tls;
   out.host_header = std::string(authority);
   out.base_path = std::string(path);
   std::string_view port;
@@ -133,7 +145,7 @@ Result<ServerUrl> ParseServerUrl(std::string_view url) {
     if (colon != std::string_view::npos) port = authority.substr(colon + 1);
   }
   if (out.host.empty()) return bad("no host");
-  if (port.empty()) port = "80";
+  if (port.empty()) port = tls ? "443" : "80";
   int number = 0;
   for (char c : port) {
     if (c < '0' || c > '9' || number > 65535) return bad("the port is not a number in 1-65535");
@@ -225,10 +237,56 @@ struct Attempt {
 };
 
 /// One request on its own connection, run to completion on the calling thread. Single use.
+// The client side of TLS: the system's certificate store (OpenSSL's default paths, which
+// SSL_CERT_FILE and SSL_CERT_DIR override), the peer's certificate checked against it, and its
+// name against the URL's host (RFC 2818: the DNS names, or the IP address, of its
+// subjectAltName).
+asio::ssl::context& ClientTls() {
+  static asio::ssl::context ctx = [] {
+    asio::ssl::context c(asio::ssl::context::tls_client);
+    c.set_default_verify_paths();
+    c.set_verify_mode(asio::ssl::verify_peer);
+    return c;
+  }();
+  return ctx;
+}
+
+bool IsAddress(const std::string& host) {
+  beast::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+template <class Stream>
+void PrepareTls(Stream& stream, const ServerUrl& server) {
+  // SNI names the host (never an address, which RFC 6066 forbids there).
+  if (!IsAddress(server.host)) {
+    SSL_set_tlsext_host_name(stream.native_handle(), server.host.c_str());
+  }
+  stream.set_verify_mode(asio::ssl::verify_peer);
+  stream.set_verify_callback(asio::ssl::host_name_verification(server.host));
+}
+
+std::string DescribeTlsFailure(const beast::error_code& ec) {
+  return "TLS handshake failed (" + ec.message() +
+         "): the server's certificate is not trusted by this system or does not name the host";
+}
+
+template <bool kTls>
 class PasteExchange {
+  using Stream = std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+
  public:
-  PasteExchange(const ServerUrl& server, const std::string& target, const std::string& body)
+  PasteExchange(const ServerUrl& server, const std::string& target, const std::string& body,
+                std::string_view filename = {})
       : server_(server) {
+    if constexpr (kTls) {
+      stream_ = std::make_unique<Stream>(io_, ClientTls());
+    } else {
+      stream_ = std::make_unique<Stream>(io_);
+    }
+    // The server takes the language of the link from the file name's extension (/ID.py).
+    if (!filename.empty()) req_.set("Sluice-Filename", std::string(filename));
     req_.method(bhttp::verb::post);
     req_.target(target);
     req_.version(11);
@@ -265,11 +323,13 @@ class PasteExchange {
           ec == asio::error::operation_aborted ? std::string("timed out") : ec.message());
       return Finish();
     }
-    stream_.expires_at(std::min(deadline_, SteadyClock::now() + kConnectTimeout));
-    stream_.async_connect(results, [this](beast::error_code connect_ec, const tcp::endpoint&) {
+    Lowest().expires_at(std::min(deadline_, SteadyClock::now() + kConnectTimeout));
+    Lowest().async_connect(results, [this](beast::error_code connect_ec, const tcp::endpoint&) {
       OnConnected(connect_ec);
     });
   }
+
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(*stream_); }
 
   void OnConnected(beast::error_code ec) {
     if (ec) {
@@ -279,12 +339,30 @@ class PasteExchange {
                           : ec.message();
       return Finish();
     }
+    if constexpr (kTls) {
+      // Nothing of the request leaves before the server has proven its name: a refused
+      // handshake is "not sent", and final (another try meets the same certificate).
+      PrepareTls(*stream_, server_);
+      stream_->async_handshake(asio::ssl::stream_base::client, [this](beast::error_code tls_ec) {
+        if (tls_ec) {
+          attempt_.what = tls_ec == beast::error::timeout ? fmt::format("TLS handshake timed out")
+                                                          : DescribeTlsFailure(tls_ec);
+          return Finish();
+        }
+        SendRequest();
+      });
+    } else {
+      SendRequest();
+    }
+  }
+
+  void SendRequest() {
     // From here on the server may have seen the request: no failure is "not sent" any more.
     attempt_.fate = Attempt::Fate::kUnknown;
-    stream_.expires_at(deadline_);
+    Lowest().expires_at(deadline_);
     serializer_.emplace(req_);
     ReadHead();
-    bhttp::async_write_header(stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
+    bhttp::async_write_header(*stream_, *serializer_, [this](beast::error_code write_ec, size_t) {
       OnHeaderSent(write_ec);
     });
   }
@@ -306,7 +384,7 @@ class PasteExchange {
   void StartBody() {
     if (done_ || answered_ || body_started_ || !header_sent_) return;
     body_started_ = true;
-    bhttp::async_write(stream_, *serializer_, [this](beast::error_code ec, size_t) {
+    bhttp::async_write(*stream_, *serializer_, [this](beast::error_code ec, size_t) {
       if (ec && !done_) write_error_ = ec;
     });
   }
@@ -314,7 +392,7 @@ class PasteExchange {
   void ReadHead() {
     parser_.emplace();
     parser_->body_limit(kAnswerLimit);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
+    bhttp::async_read_header(*stream_, buffer_, *parser_,
                              [this](beast::error_code ec, size_t) { OnHead(ec); });
   }
 
@@ -338,7 +416,7 @@ class PasteExchange {
     attempt_.status = status;
     attempt_.status_text = std::string(parser_->get().reason());
     attempt_.retry_after = std::string(parser_->get()[bhttp::field::retry_after]);
-    bhttp::async_read(stream_, buffer_, *parser_,
+    bhttp::async_read(*stream_, buffer_, *parser_,
                       [this](beast::error_code body_ec, size_t) { OnAnswer(body_ec); });
   }
 
@@ -370,14 +448,14 @@ class PasteExchange {
     timer_.cancel();
     resolver_.cancel();
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();  // ends a write still in flight
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();  // ends a write still in flight
   }
 
   const ServerUrl& server_;
   asio::io_context io_;
   tcp::resolver resolver_{io_};
-  beast::tcp_stream stream_{io_};
+  std::unique_ptr<Stream> stream_;
   asio::steady_timer timer_{io_};  // the name lookup's budget, then the wait for 100 Continue
   bhttp::request<bhttp::string_body> req_;
   std::optional<bhttp::request_serializer<bhttp::string_body>> serializer_;
@@ -428,6 +506,26 @@ std::optional<int> RetryAfterSeconds(const Attempt& a, const ErrorDoc& doc) {
   return doc.retry_after;
 }
 
+// The delete token goes to the state file, so `sluice delete URL` and `sluice list` find it; a
+// paste is still created if the file cannot be written (the token is printed either way).
+void KeepToken(const Attempt& a) {
+  const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return;
+  KeptPaste kept;
+  const auto text = [&doc](const char* key) {
+    return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : "";
+  };
+  kept.id = text("id");
+  kept.url = text("url");
+  kept.token = text("delete_token");
+  kept.expires_at = text("expires_at");
+  kept.created_at = static_cast<int64_t>(std::time(nullptr));
+  if (kept.id.empty() || kept.token.empty()) return;
+  if (Status s = TokenStore::Default().Add(kept); !s.ok()) {
+    Say("the delete token was not kept: {}", s.error().message);
+  }
+}
+
 // `fragment`: "#KEY" of an encrypted paste, added to the link (the server never had it).
 int PrintCreated(const Attempt& a, bool json, const std::string& fragment) {
   const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
@@ -452,10 +550,10 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
   command.add_option("FILE", options.file, "File to paste; stdin when absent or '-'");
   command
       .add_option("--server", options.server,
-                  "Base URL of the sluice server; plain http:// only for now (https is a later "
-                  "issue)")
-      ->envname("SLUICE_SERVER")
-      ->capture_default_str();
+                  "Base URL of the sluice server: https:// (checked against the system's "
+                  "certificates) or http://; default: `server` in ~/.config/sluice/cli.toml, "
+                  "else http://127.0.0.1:8080")
+      ->envname("SLUICE_SERVER");
   command.add_option("--ttl", options.ttl,
                      "Expiry: 10m, 1h, 1d, 1w or 30d (default: the server's default)");
   command
@@ -465,6 +563,14 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
       ->capture_default_str();
   command.add_flag("--json", options.json,
                    "Print the server's whole JSON answer instead of the URL");
+  command.add_option("--lang", options.lang,
+                     "Language of the view (python, cpp, markdown...; default: from the file "
+                     "name's extension, else detected by the server)");
+  command.add_flag("--burn", options.burn, "Burn after reading: one reader gets the text");
+  command
+      .add_option("--max-views", options.max_views,
+                  "Expire after N views (each a POST to the claim; 1 is --burn)")
+      ->check(CLI::Range(1, 10000));
   command.add_flag("--encrypt", options.encrypt,
                    "Encrypt here before sending; the link printed carries the key after '#'");
   command
@@ -472,7 +578,9 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
                 "With --encrypt: a password too (asked on the terminal, or SLUICE_PASSWORD)")
       ->needs("--encrypt");
   command.footer(
-      "Prints the URL on stdout and the delete token on stderr. Exit status: 0 created, 1 "
+      "Prints the URL on stdout and the delete token on stderr, and keeps the token in "
+      "$XDG_STATE_HOME/sluice/pastes (mode 0600) for `sluice delete` and `sluice list`. Exit "
+      "status: 0 created, 1 "
       "refused or failed, 2 usage.\n"
       "A 429 or 503 means the server refused before creating anything: sluice paste waits its "
       "Retry-After plus up to 20% jitter and sends again while the total wait stays within "
@@ -481,7 +589,16 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
       "Timeouts: connect 5 s, whole request 30 s.");
 }
 
-int RunPaste(const PasteCommandOptions& options) {
+int RunPaste(const PasteCommandOptions& given) {
+  PasteCommandOptions options = given;
+  if (options.server.empty()) {
+    auto configured = ConfiguredServer();
+    if (!configured.ok()) {
+      Say("{}", configured.error().message);
+      return kExitUsage;
+    }
+    options.server = configured->value_or("http://127.0.0.1:8080");
+  }
   auto server = ParseServerUrl(options.server);
   if (!server.ok()) {
     Say("{}", server.error().message);
@@ -498,7 +615,21 @@ int RunPaste(const PasteCommandOptions& options) {
     return kExitUsage;
   }
   std::string target = server->base_path + "/api/v1/pastes";
-  if (!options.ttl.empty()) target += "?ttl=" + PercentEncode(options.ttl);
+  std::string query;
+  auto add = [&query](std::string_view name, std::string_view value) {
+    query += query.empty() ? "?" : "&";
+    query += name;
+    query += "=";
+    query += PercentEncode(value);
+  };
+  if (!options.ttl.empty()) add("ttl", options.ttl);
+  // An encrypted paste's language and file name would tell the server what the text is.
+  if (!options.lang.empty() && !options.encrypt) add("lang", options.lang);
+  if (options.max_views > 0) {
+    add("max_views", std::to_string(options.max_views));
+  } else if (options.burn) {
+    add("burn", "1");
+  }
   std::string fragment;
   if (options.encrypt) {
     auto sealed = SealForPaste(*body, options.password);
@@ -508,7 +639,13 @@ int RunPaste(const PasteCommandOptions& options) {
     }
     *body = std::move(sealed->envelope);
     fragment = "#" + sealed->key;
-    target += options.ttl.empty() ? "?encrypted=1" : "&encrypted=1";
+    add("encrypted", "1");
+  }
+  target += query;
+  // Only the last part of the path: the server never needs the directories.
+  std::string filename;
+  if (!options.file.empty() && options.file != "-" && !options.encrypt) {
+    filename = options.file.substr(options.file.find_last_of('/') + 1);
   }
 
   std::random_device device;
@@ -516,8 +653,8 @@ int RunPaste(const PasteCommandOptions& options) {
   SteadyClock::duration waited{};
   bool connect_retried = false;
   for (;;) {
-    PasteExchange exchange(*server, target, *body);
-    const Attempt a = exchange.Run();
+    const Attempt a = server->tls ? PasteExchange<true>(*server, target, *body, filename).Run()
+                                  : PasteExchange<false>(*server, target, *body, filename).Run();
 
     if (a.fate == Attempt::Fate::kNotSent) {
       if (a.connect_failed && !connect_retried) {
@@ -547,6 +684,7 @@ int RunPaste(const PasteCommandOptions& options) {
             a.what);
         return kExitFailed;
       }
+      KeepToken(a);
       return PrintCreated(a, options.json, fragment);
     }
 
@@ -594,6 +732,285 @@ int RunPaste(const PasteCommandOptions& options) {
     }
     return kExitFailed;
   }
+}
+
+}  // namespace sluice::app
+
+namespace sluice::app {
+
+namespace {
+
+// A paste's link as people copy it: http://HOST[/prefix]/ID, /ID.py, /raw/ID, /ID?lang=x,
+// /api/v1/pastes/ID. The server is what precedes the last path segment (less /raw or the API's
+// path), the id its first 12 characters.
+struct PasteLink {
+  std::string server;
+  std::string id;
+};
+
+std::optional<PasteLink> ParsePasteLink(std::string url) {
+  url = url.substr(0, url.find_first_of("?#"));
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  const size_t slash = url.find_last_of('/');
+  if (slash == std::string::npos || slash < 8) return std::nullopt;
+  std::string id = url.substr(slash + 1, 12);
+  if (id.size() != 12 || !std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0;
+      })) {
+    return std::nullopt;
+  }
+  std::string server = url.substr(0, slash);
+  for (std::string_view suffix : {"/raw", "/api/v1/pastes", "/documents"}) {
+    if (server.ends_with(suffix)) server.resize(server.size() - suffix.size());
+  }
+  return PasteLink{server, id};
+}
+
+struct Answer {
+  bool sent = false;  // false: the connection failed, nothing left
+  unsigned status = 0;
+  std::string body;
+  std::string content_type;
+  std::optional<int> retry_after;
+  std::string what;
+};
+
+// One request on its own connection, bounded by the same timeouts as a create's.
+template <bool kTls>
+Answer ExchangeOver(const ServerUrl& server, bhttp::verb method, const std::string& target,
+                    const std::vector<std::pair<std::string, std::string>>& headers) {
+  Answer out;
+  try {
+    asio::io_context io;
+    tcp::resolver resolver(io);
+    using Stream =
+        std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+    std::unique_ptr<Stream> owned;
+    if constexpr (kTls) {
+      owned = std::make_unique<Stream>(io, ClientTls());
+    } else {
+      owned = std::make_unique<Stream>(io);
+    }
+    Stream& stream = *owned;
+    beast::tcp_stream& lowest = beast::get_lowest_layer(stream);
+    lowest.expires_after(kConnectTimeout);
+    lowest.connect(resolver.resolve(server.host, server.port));
+    if constexpr (kTls) {
+      PrepareTls(stream, server);
+      beast::error_code tls_ec;
+      stream.handshake(asio::ssl::stream_base::client, tls_ec);
+      if (tls_ec) {
+        out.what = DescribeTlsFailure(tls_ec);
+        return out;
+      }
+    }
+    out.sent = true;
+    bhttp::request<bhttp::empty_body> req{method, target, 11};
+    req.set(bhttp::field::host, server.host_header);
+    req.set(bhttp::field::user_agent, "sluice/" SLUICE_VERSION);
+    for (const auto& [name, value] : headers) req.set(name, value);
+    req.keep_alive(false);
+    req.prepare_payload();  // a claim is a POST: Content-Length: 0
+    lowest.expires_after(kRequestTimeout);
+    bhttp::write(stream, req);
+    beast::flat_buffer buffer;
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(std::numeric_limits<uint64_t>::max());
+    bhttp::read(stream, buffer, parser);
+    const auto& res = parser.get();
+    out.status = res.result_int();
+    out.body = res.body();
+    out.content_type = std::string(res[bhttp::field::content_type]);
+    const auto retry = res.find(bhttp::field::retry_after);
+    if (retry != res.end()) {
+      const std::string value(retry->value());
+      if (!value.empty() && value.size() < 9 &&
+          std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        out.retry_after = std::stoi(value);
+      }
+    }
+  } catch (const std::exception& e) {
+    out.what = e.what();
+  }
+  return out;
+}
+
+Answer Exchange(const ServerUrl& server, bhttp::verb method, const std::string& target,
+                const std::vector<std::pair<std::string, std::string>>& headers) {
+  return server.tls ? ExchangeOver<true>(server, method, target, headers)
+                    : ExchangeOver<false>(server, method, target, headers);
+}
+
+// Get and delete may be sent again: both are idempotent. A 429 or 503 with a Retry-After is
+// waited out (with jitter, within --max-wait), as a create's is.
+Answer Polite(const ServerUrl& server, bhttp::verb method, const std::string& target,
+              const std::vector<std::pair<std::string, std::string>>& headers,
+              SteadyClock::duration max_wait) {
+  std::random_device device;
+  admission::Jitter jitter((static_cast<uint64_t>(device()) << 32) ^ device());
+  SteadyClock::duration waited{};
+  for (;;) {
+    Answer a = Exchange(server, method, target, headers);
+    if (!(a.status == 429 || a.status == 503) || !a.retry_after) return a;
+    const Duration asked = std::chrono::seconds(std::max(1, *a.retry_after));
+    const Duration left = std::chrono::duration_cast<Duration>(max_wait - waited);
+    if (asked > left) return a;
+    const Duration pause = std::min(
+        left, asked + jitter.Between(Duration::zero(), std::chrono::duration_cast<Duration>(
+                                                           asked * kRetryAfterJitter)));
+    Say("server busy ({}), retrying in {:.1f} s", a.status, Seconds(pause));
+    std::this_thread::sleep_for(pause);
+    waited += pause;
+  }
+}
+
+std::string ReasonOf(const Answer& a) {
+  const auto doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_string()) {
+    return doc["error"].get<std::string>();
+  }
+  return a.what.empty() ? "no reason given" : a.what;
+}
+
+struct Target {
+  PasteLink link;
+  ServerUrl server;
+  SteadyClock::duration max_wait{};
+};
+
+std::optional<Target> ResolveTarget(const ShareCommandOptions& options) {
+  auto link = ParsePasteLink(options.url);
+  if (!link) {
+    Say("'{}' is not a paste's link (want http://HOST/ID)", options.url);
+    return std::nullopt;
+  }
+  auto server = ParseServerUrl(link->server);
+  if (!server.ok()) {
+    Say("{}", server.error().message);
+    return std::nullopt;
+  }
+  const auto max_wait = ParseMaxWait(options.max_wait);
+  if (!max_wait) {
+    Say("--max-wait '{}': want a duration like 60s or 500ms, or 0", options.max_wait);
+    return std::nullopt;
+  }
+  return Target{*link, *server, *max_wait};
+}
+
+}  // namespace
+
+void AddGetFlags(CLI::App& command, ShareCommandOptions& options) {
+  command.add_option("URL", options.url, "The paste's link (any of its forms)")->required();
+  command.add_option("--max-wait", options.max_wait, "Longest total wait for a busy server")
+      ->capture_default_str();
+  command.add_flag("--claim", options.claim,
+                   "Spend one view of a burn or limited-views paste (without it, such a paste "
+                   "is refused, so a script cannot burn it by accident)");
+  command.footer(
+      "Prints the text, byte for byte, on stdout. An encrypted paste's link carries its key "
+      "after '#' (never sent): the envelope is decrypted here, its password (if any) from "
+      "SLUICE_PASSWORD or asked on the terminal. Exit status: 0 printed, 1 failed.");
+}
+
+void AddDeleteFlags(CLI::App& command, ShareCommandOptions& options) {
+  command.add_option("URL", options.url, "The link of a paste this user made with sluice paste")
+      ->required();
+  command.add_option("--max-wait", options.max_wait, "Longest total wait for a busy server")
+      ->capture_default_str();
+  command.footer(
+      "Deletes with the token `sluice paste` kept in $XDG_STATE_HOME/sluice/pastes and forgets "
+      "it.");
+}
+
+int RunGet(const ShareCommandOptions& options) {
+  const auto target = ResolveTarget(options);
+  if (!target) return kExitUsage;
+  // The key of an encrypted paste: the link's fragment, which no request carries.
+  const size_t hash = options.url.find('#');
+  const std::string key = hash == std::string::npos ? "" : options.url.substr(hash + 1);
+  Answer a = Polite(target->server, bhttp::verb::get,
+                    target->server.base_path + "/raw/" + target->link.id, {}, target->max_wait);
+  if (a.status == 409 && options.claim) {
+    a = Polite(target->server, bhttp::verb::post,
+               target->server.base_path + "/api/v1/pastes/" + target->link.id + "/claim?format=raw",
+               {}, target->max_wait);
+  }
+  if (a.status == 200) {
+    // An encrypted paste is answered as its envelope, a JSON object (docs/encryption.md).
+    if (a.content_type.starts_with("application/json") && a.body.starts_with('{')) {
+      if (key.empty()) {
+        Say("this paste is encrypted and the link has no key (the part after '#'); ask for the "
+            "whole link");
+        return kExitFailed;
+      }
+      return PrintOpened(a.body, key, "sluice get") == 0 ? 0 : kExitFailed;
+    }
+    if (!key.empty()) Say("this paste is not encrypted; the key is unused");
+    std::fwrite(a.body.data(), 1, a.body.size(), stdout);
+    std::fflush(stdout);
+    return 0;
+  }
+  if (!a.sent || a.status == 0) {
+    Say("cannot reach {} ({})", target->link.server, a.what);
+  } else if (a.status == 409) {
+    Say("this paste is shown a limited number of times; `sluice get --claim` spends one view");
+  } else {
+    Say("{} answered {}: {}", target->link.server, a.status, ReasonOf(a));
+  }
+  return kExitFailed;
+}
+
+int RunDelete(const ShareCommandOptions& options) {
+  const auto target = ResolveTarget(options);
+  if (!target) return kExitUsage;
+  const TokenStore store = TokenStore::Default();
+  const auto kept = store.Find(target->link.id);
+  if (!kept) {
+    Say("no delete token for {} in {}: only pastes made here with sluice paste can be deleted",
+        target->link.id, store.path());
+    return kExitFailed;
+  }
+  const Answer a =
+      Polite(target->server, bhttp::verb::delete_,
+             target->server.base_path + "/api/v1/pastes/" + target->link.id,
+             {{"Authorization", "Bearer " + kept->token}, {"Accept", "application/json"}},
+             target->max_wait);
+  if (a.status == 204 || a.status == 404) {
+    // 404: gone already (expired, burned, deleted elsewhere): the token is no use any more.
+    if (Status s = store.Remove(target->link.id); !s.ok()) Say("{}", s.error().message);
+    if (a.status == 204) {
+      Say("deleted {}", target->link.id);
+      return 0;
+    }
+    Say("{} was already gone", target->link.id);
+    return kExitFailed;
+  }
+  if (!a.sent || a.status == 0) {
+    Say("cannot reach {} ({}); nothing was deleted", target->link.server, a.what);
+  } else {
+    Say("{} answered {}: {}", target->link.server, a.status, ReasonOf(a));
+  }
+  return kExitFailed;
+}
+
+int RunList() {
+  const TokenStore store = TokenStore::Default();
+  const std::vector<KeptPaste> pastes = store.All();
+  char now[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  for (const KeptPaste& p : pastes) {
+    // RFC 3339 in UTC compares as text.
+    const bool expired = !p.expires_at.empty() && p.expires_at <= std::string(now);
+    std::fputs(
+        fmt::format("{}  {} {}\n", p.url.empty() ? p.id : p.url, expired ? "expired" : "expires",
+                    p.expires_at.empty() ? "?" : p.expires_at)
+            .c_str(),
+        stdout);
+  }
+  return 0;
 }
 
 }  // namespace sluice::app

@@ -16,8 +16,9 @@ namespace sluice::app {
 struct PasteCommandOptions {
   /// The file to paste; stdin when empty or "-". Default: stdin.
   std::string file;
-  /// Base URL of the server, http:// only (https is a later issue). Default: http://127.0.0.1:8080.
-  std::string server = "http://127.0.0.1:8080";
+  /// Base URL of the server, https:// or http://; empty: the `server` of CliConfigPath()'s file,
+  /// else http://127.0.0.1:8080. Default: "".
+  std::string server;
   /// Expiry asked of the server (10m, 1h, 1d, 1w, 30d); empty leaves it to the server. Default: "".
   std::string ttl;
   /// Longest total time spent waiting out 429 and 503 answers; "0" never waits. Default: 60s.
@@ -28,7 +29,29 @@ struct PasteCommandOptions {
   bool encrypt = false;
   /// With encrypt, ask for a password too (or take SLUICE_PASSWORD). Default: false.
   bool password = false;
+  /// The view's language (?lang=); empty: the file name's extension, else the server's guess.
+  /// Default: "".
+  std::string lang;
+  /// Burn after reading (?burn=1). Default: false.
+  bool burn = false;
+  /// Expire after this many views (?max_views=N); 0: no limit. Default: 0.
+  int max_views = 0;
 };
+
+/// `sluice get URL`, `sluice delete URL` and `sluice list`.
+struct ShareCommandOptions {
+  /// A paste's link (http://HOST/ID, /ID.py, /raw/ID, ?lang=...). Required for get and delete.
+  std::string url;
+  /// Longest total time spent waiting out 429 and 503 answers. Default: 60s.
+  std::string max_wait = "60s";
+  /// get: spend one view of a burn or limited-views paste (POST .../claim). Default: false.
+  bool claim = false;
+};
+void AddGetFlags(CLI::App& command, ShareCommandOptions& options);
+void AddDeleteFlags(CLI::App& command, ShareCommandOptions& options);
+int RunGet(const ShareCommandOptions& options);
+int RunDelete(const ShareCommandOptions& options);
+int RunList();
 
 /// Adds the flags of `sluice paste` to `command`: FILE (positional, optional), --server (or the
 /// SLUICE_SERVER variable), --ttl, --max-wait, --json, --encrypt and --password.

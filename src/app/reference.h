@@ -16,6 +16,11 @@ namespace sluice::app {
 /// default and allowed values. No date: the same binary prints the same page.
 std::string ManPage(const CLI::App& app, std::string_view version);
 
+/// Shell completion for `shell` ("bash" or "zsh"; anything else: empty) of every command of `app`
+/// and its flags, from the same declarations as ManPage; a zsh gets the bash function through
+/// bashcompinit, so the two shells complete alike.
+std::string Completions(const CLI::App& app, std::string_view shell);
+
 /// A TOML file with every setting of `sluice serve` commented out at its default, each under its
 /// help, its allowed values, its flag and its variable. Removing a `#` before a key sets it.
 std::string ExampleConfig(std::string_view version);

@@ -14,13 +14,15 @@ namespace {
 constexpr std::string_view kStyle = R"css(
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --panel: #f6f8fa; --muted: #59636e;
   --line: #d1d9e0; --accent: #0969da; --warn-bg: #fff8c5; --warn-line: #d4a72c; --ok-bg: #dafbe1;
-  --ok-line: #4ac26b; --num: #8c959f;
+  --ok-line: #4ac26b; --num: #8c959f; --mark: #fff8c5;
+  --del: #82071e; --del-bg: #ffebe9; --add: #116329; --add-bg: #dafbe1;
   --kw: #cf222e; --ty: #8250df; --str: #0a3069; --com: #59636e; --numc: #0550ae; --pre: #953800;
   --fn: #6639ba; --sym: #1f2328; --var: #953800; }
 @media (prefers-color-scheme: dark) {
   :root { --fg: #e6edf3; --bg: #0d1117; --panel: #161b22; --muted: #9198a1; --line: #3d444d;
     --accent: #4493f8; --warn-bg: #2e2a1a; --warn-line: #9e6a03; --ok-bg: #12261e; --ok-line: #2ea043;
-    --num: #6e7681;
+    --num: #6e7681; --mark: #3b2f0f;
+    --del: #ffdcd7; --del-bg: #67060c; --add: #aff5b4; --add-bg: #033a16;
     --kw: #ff7b72; --ty: #d2a8ff; --str: #a5d6ff; --com: #8b949e; --numc: #79c0ff; --pre: #ffa657;
     --fn: #d2a8ff; --sym: #e6edf3; --var: #ffa657; }
 }
@@ -60,7 +62,10 @@ pre.code { background: var(--panel); border: 1px solid var(--line); border-radiu
 pre.code .l { counter-increment: line; }
 pre.code .l::before { content: counter(line); display: inline-block; width: 3rem;
   margin-left: -3.75rem; margin-right: .75rem; text-align: right; color: var(--num);
-  user-select: none; -webkit-user-select: none; }
+  user-select: none; -webkit-user-select: none; cursor: pointer; }
+pre.code:not(.js-lines) .l:target, pre.code .l.sel { background: var(--mark); }
+pre.code:not(.js-lines) .l:target::before, pre.code .l.sel::before { color: var(--fg);
+  font-weight: 600; }
 .hl-keyword { color: var(--kw); } .hl-type, .hl-classname, .hl-usertype { color: var(--ty); }
 .hl-string, .hl-regexp, .hl-value { color: var(--str); }
 .hl-comment, .hl-todo { color: var(--com); font-style: italic; }
@@ -68,6 +73,20 @@ pre.code .l::before { content: counter(line); display: inline-block; width: 3rem
 .hl-function, .hl-predef_func { color: var(--fn); } .hl-symbol, .hl-cbracket { color: var(--sym); }
 .hl-variable, .hl-predef_var, .hl-attribute, .hl-property { color: var(--var); }
 .hl-specialchar { color: var(--numc); } .hl-url { color: var(--accent); text-decoration: underline; }
+.hl-oldfile { color: var(--del); background: var(--del-bg); }
+.hl-newfile { color: var(--add); background: var(--add-bg); }
+.hl-difflines { color: var(--accent); font-weight: 600; }
+article.markdown { overflow-wrap: anywhere; }
+article.markdown pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px;
+  padding: .75rem; overflow-x: auto; }
+article.markdown code { background: var(--panel); border-radius: 4px; padding: 0 .2rem; }
+article.markdown pre code { background: none; padding: 0; }
+article.markdown table { width: auto; margin: .75rem 0; }
+article.markdown th, article.markdown td { border: 1px solid var(--line); }
+article.markdown blockquote { margin: .5rem 0; padding: 0 1rem; color: var(--muted);
+  border-left: 3px solid var(--line); }
+article.markdown li.task-list-item, article.markdown ul:has(> li > input) { list-style: none; }
+article.markdown ul ul ul ul ul ul ul ul { padding-left: .5rem; }
 .rung { font-size: .8rem; border: 1px solid var(--line); border-radius: 1rem; padding: 0 .5rem; }
 table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); }
@@ -88,6 +107,8 @@ th.n { text-align: right; }
 /* The encrypted paste's page shows its parts as its script gets there: a flex toolbar that is
    hidden must stay hidden (author CSS outranks the hidden attribute otherwise). */
 #encrypted [hidden] { display: none !important; }
+input.views { width: 5.5rem; font: inherit; color: inherit; background: var(--bg);
+  border: 1px solid var(--line); border-radius: 6px; padding: .3rem .5rem; }
 @media (max-width: 40rem) {
   body { padding: .5rem .6rem 1.5rem; }
   pre.code { padding-left: 3.25rem; font-size: 13px; }
@@ -133,6 +154,50 @@ constexpr std::string_view kAppJs =
       copy(text, button);
     });
   });
+  // Line links: #L10 is marked by CSS alone (:target); a range #L10-L20 and the clicks that make
+  // links (a line number sets #LN, shift-click extends it to a range) need this script. The
+  // number is the line's ::before, so a click on it lands on the line's element in the gutter.
+  const code = document.getElementById('code');
+  if (code && code.querySelector('.l')) {
+    // From here the script marks lines (.sel): :target would keep marking the line loaded.
+    code.classList.add('js-lines');
+    let anchor = 0;
+    const range = function () {
+      const m = /^#L(\d+)(?:-L(\d+))?$/.exec(location.hash);
+      if (!m) return null;
+      const a = parseInt(m[1], 10), b = m[2] ? parseInt(m[2], 10) : a;
+      return [Math.min(a, b), Math.max(a, b)];
+    };
+    const mark = function (scroll) {
+      code.querySelectorAll('.l.sel').forEach(function (el) { el.classList.remove('sel'); });
+      const r = range();
+      if (!r) return;
+      if (scroll) anchor = r[0];
+      for (let n = r[0]; n <= r[1]; n++) {
+        const el = document.getElementById('L' + n);
+        if (!el) break;
+        el.classList.add('sel');
+      }
+      const first = document.getElementById('L' + r[0]);
+      if (scroll && first) first.scrollIntoView({ block: 'center' });
+    };
+    code.addEventListener('click', function (e) {
+      const line = e.target;
+      if (!line.classList || !line.classList.contains('l')) return;
+      const gutter = code.getBoundingClientRect().left + parseFloat(getComputedStyle(code).paddingLeft);
+      if (e.clientX >= gutter) return;
+      const n = parseInt(line.id.slice(1), 10);
+      const hash = e.shiftKey && anchor && anchor !== n
+        ? '#L' + Math.min(anchor, n) + '-L' + Math.max(anchor, n) : '#L' + n;
+      if (!e.shiftKey) anchor = n;
+      // replaceState keeps the page still (a new hash would jump); :target then lags, .sel leads.
+      history.replaceState(null, '', hash);
+      mark(false);
+      e.preventDefault();
+    });
+    window.addEventListener('hashchange', function () { mark(true); });
+    mark(true);
+  }
   const form = document.getElementById('create');
   if (form) {
     const area = form.querySelector('textarea');

@@ -11,14 +11,14 @@ namespace {
 // Extensions people and haste clients put on links, beside the names of the languages themselves
 // (so /ID.python works too). Only names the highlighter knows pass (LanguageForExtension).
 constexpr std::pair<std::string_view, std::string_view> kExtensions[] = {
-    {"sh", "bash"},       {"bash", "bash"},      {"zsh", "bash"},   {"h", "c"},
-    {"cc", "cpp"},        {"cxx", "cpp"},        {"hpp", "cpp"},    {"hh", "cpp"},
-    {"cs", "csharp"},     {"patch", "diff"},     {"erl", "erlang"}, {"hs", "haskell"},
-    {"htm", "html"},      {"toml", "ini"},       {"conf", "ini"},   {"cfg", "ini"},
-    {"js", "javascript"}, {"mjs", "javascript"}, {"tex", "latex"},  {"el", "lisp"},
-    {"lsp", "lisp"},      {"mk", "makefile"},    {"pl", "perl"},    {"pm", "perl"},
-    {"py", "python"},     {"rb", "ruby"},        {"rs", "rust"},    {"sc", "scala"},
-    {"svg", "xml"},       {"txt", "text"},
+    {"sh", "bash"},       {"bash", "bash"},      {"zsh", "bash"},    {"h", "c"},
+    {"cc", "cpp"},        {"cxx", "cpp"},        {"hpp", "cpp"},     {"hh", "cpp"},
+    {"cs", "csharp"},     {"patch", "diff"},     {"erl", "erlang"},  {"hs", "haskell"},
+    {"htm", "html"},      {"toml", "ini"},       {"conf", "ini"},    {"cfg", "ini"},
+    {"js", "javascript"}, {"mjs", "javascript"}, {"tex", "latex"},   {"el", "lisp"},
+    {"lsp", "lisp"},      {"mk", "makefile"},    {"pl", "perl"},     {"pm", "perl"},
+    {"py", "python"},     {"rb", "ruby"},        {"rs", "rust"},     {"sc", "scala"},
+    {"svg", "xml"},       {"txt", "text"},       {"md", "markdown"}, {"mkd", "markdown"},
 };
 
 }  // namespace

@@ -43,6 +43,9 @@ struct Context {
 
 using boost::asio::awaitable;
 
+/// The name of the default TTL on the allow-list, for the create page's choice.
+std::string_view DefaultTtlName(const Context& ctx);
+
 awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx);
 awaitable<Reply> HandleCreateHaste(const Request& req, Context& ctx);
@@ -50,6 +53,12 @@ awaitable<Reply> HandleDocument(const Request& req, Context& ctx);
 awaitable<Reply> HandleReadApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleRaw(const Request& req, Context& ctx);
 awaitable<Reply> HandleView(const Request& req, Context& ctx);
+/// GET /new?from=ID: the create page holding paste ID's text, to make a fork of it.
+awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx);
+/// GET /{id}/diff: a fork's unified diff against its parent, highlighted, from the workers.
+awaitable<Reply> HandleDiff(const Request& req, Context& ctx);
+/// GET /{id}/rendered: a paste's Markdown rendered (safe mode), from the workers.
+awaitable<Reply> HandleRendered(const Request& req, Context& ctx);
 awaitable<Reply> HandleDelete(const Request& req, Context& ctx);
 awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx);
 /// POST /api/v1/pastes/{id}/claim: the one reading of a burn-after-reading paste, as JSON

@@ -38,8 +38,20 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
     key_.clear();
     return true;
   }
-  bool number_integer(number_integer_t) override { return NotAString("a number"); }
-  bool number_unsigned(number_unsigned_t) override { return NotAString("a number"); }
+  bool number_integer(number_integer_t value) override {
+    if (depth_ == 1 && key_ == "max_views") {
+      if (value < 1) return Refuse("'max_views' must be a whole number of at least 1");
+      return number_unsigned(static_cast<number_unsigned_t>(value));
+    }
+    return NotAString("a number");
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    if (depth_ != 1 || key_ != "max_views") return NotAString("a number");
+    if (value < 1) return Refuse("'max_views' must be a whole number of at least 1");
+    out_.max_views = value;
+    key_.clear();
+    return true;
+  }
   // A number too large for a double arrives here as infinity: refused like any other number.
   bool number_float(number_float_t, const string_t&) override { return NotAString("a number"); }
   bool binary(binary_t&) override { return NotAString("binary"); }
@@ -49,6 +61,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
     if (IsFlag()) {
       return Refuse(fmt::format("'{}' must be a boolean (true or false), not a string", key_));
     }
+    if (key_ == "max_views") return Refuse("'max_views' must be a number, not a string");
     // The service refuses NUL bytes too; naming the escape here tells the client which field.
     if (value.find('\0') != std::string::npos) {
       return Refuse(fmt::format("'{}' contains a NUL (\\u0000) escape", key_));
@@ -56,6 +69,7 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "content") out_.content = std::move(value);
     if (key_ == "ttl") out_.ttl = std::move(value);
     if (key_ == "language") out_.language = std::move(value);
+    if (key_ == "parent") out_.parent = std::move(value);
     key_.clear();
     return true;
   }
@@ -74,16 +88,18 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
 
   bool key(string_t& name) override {
     if (name != "content" && name != "ttl" && name != "language" && name != "burn" &&
-        name != "encrypted") {
-      return Refuse(
-          fmt::format("unknown field '{}' (known: content, ttl, language, burn, encrypted)",
-                      service::QuotedClientText(name)));
+        name != "encrypted" && name != "max_views" && name != "parent") {
+      return Refuse(fmt::format(
+          "unknown field '{}' (known: content, ttl, language, burn, encrypted, max_views, parent)",
+          service::QuotedClientText(name)));
     }
-    const unsigned bit = name == "content"    ? 1u
-                         : name == "ttl"      ? 2u
-                         : name == "language" ? 4u
-                         : name == "burn"     ? 8u
-                                              : 16u;
+    const unsigned bit = name == "content"     ? 1u
+                         : name == "ttl"       ? 2u
+                         : name == "language"  ? 4u
+                         : name == "burn"      ? 8u
+                         : name == "encrypted" ? 16u
+                         : name == "max_views" ? 32u
+                                               : 64u;
     if (seen_ & bit) return Refuse(fmt::format("duplicate field '{}'", name));
     seen_ |= bit;
     key_ = name;
@@ -109,6 +125,9 @@ class EnvelopeReader final : public nlohmann::json_sax<nlohmann::json> {
   bool NotAString(std::string_view what) {
     if (depth_ == 0) return Refuse("the body must be a JSON object");
     if (IsFlag()) return Refuse(fmt::format("'{}' must be true or false, not {}", key_, what));
+    if (key_ == "max_views") {
+      return Refuse(fmt::format("'max_views' must be a whole number, not {}", what));
+    }
     return Refuse(fmt::format("'{}' must be a string, not {}", key_, what));
   }
   bool IsFlag() const { return depth_ == 1 && (key_ == "burn" || key_ == "encrypted"); }

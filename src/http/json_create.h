@@ -20,6 +20,10 @@ struct JsonCreate {
   bool burn = false;
   /// "encrypted": true: `content` is an encrypted envelope (docs/encryption.md).
   bool encrypted = false;
+  /// "max_views": N (a JSON integer, 1 to service::kMaxViews; checked by the service).
+  std::optional<uint64_t> max_views;
+  /// "parent": the id of the paste this one is forked from (checked by the service).
+  std::optional<std::string> parent;
 };
 
 /// True for application/json and text/json (pastebinit's JSON mode sends the latter), with or

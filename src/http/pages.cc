@@ -191,28 +191,43 @@ std::string DurationInWords(int64_t seconds) {
   return unit(seconds / 86400, "day");
 }
 
-std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes) {
+std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
+                      const CreatePrefill* prefill) {
   std::string ttls;
   for (const auto& [name, seconds] : service::TtlAllowList()) {
     ttls += fmt::format("<option value=\"{0}\"{1}>{2}</option>", name,
                         name == default_ttl ? " selected" : "", DurationInWords(seconds.count()));
   }
-  std::string languages =
-      "<option value=\"auto\" selected>Detect automatically</option>"
-      "<option value=\"text\">Plain text</option>";
+  const std::string_view chosen = prefill ? prefill->language : std::string_view();
+  std::string languages = fmt::format(
+      "<option value=\"auto\"{}>Detect automatically</option>"
+      "<option value=\"text\"{}>Plain text</option>",
+      chosen.empty() ? " selected" : "", chosen == "text" ? " selected" : "");
   for (const render::Language& language : render::Languages()) {
-    languages += fmt::format("<option value=\"{}\">{}</option>", EscapeHtml(language.name),
-                             EscapeHtml(language.label));
+    languages +=
+        fmt::format("<option value=\"{}\"{}>{}</option>", EscapeHtml(language.name),
+                    chosen == language.name ? " selected" : "", EscapeHtml(language.label));
   }
-  return Layout("sluice: new paste",
-                fmt::format(R"(<h1>New paste</h1>
-<form id="create" method="post" action="/" enctype="multipart/form-data" data-max-bytes="{2}">
-<label for="content" class="hint">Paste text here; it is shown exactly as written, never run.</label>
-<textarea id="content" name="content" required autofocus spellcheck="false" placeholder="Paste text here"></textarea>
+  std::string fork;
+  if (prefill) {
+    fork = fmt::format(
+        "<p class=\"notice\" id=\"forking\">A new paste from <a "
+        "href=\"/{0}\"><code>{0}</code></a>: "
+        "edit the text and create it. The original stays as it is; the new one links to it and "
+        "to the differences.</p>\n<input type=\"hidden\" name=\"parent\" value=\"{0}\">\n",
+        EscapeHtml(prefill->parent));
+  }
+  return Layout(
+      "sluice: new paste",
+      fmt::format(R"(<h1>New paste</h1>
+<form id="create" method="post" action="/" enctype="multipart/form-data" data-max-bytes="{4}">
+{2}<label for="content" class="hint">Paste text here; it is shown exactly as written, never run.</label>
+<textarea id="content" name="content" required autofocus spellcheck="false" placeholder="Paste text here">{3}</textarea>
 <div class="controls">
 <label>Language <select name="lang">{0}</select></label>
 <label>Expires after <select name="ttl">{1}</select></label>
 <label><input type="checkbox" name="burn" value="1" id="burn"> Burn after reading</label>
+<label>or after <input type="number" name="max_views" id="max-views" min="1" max="10000" inputmode="numeric" class="views"> views</label>
 <label class="js-only" hidden><input type="checkbox" id="encrypt"> Encrypt in this browser</label>
 <label class="js-only" hidden>Password (optional) <input type="password" id="create-password" autocomplete="new-password" disabled></label>
 <button type="submit" class="primary">Create paste</button>
@@ -222,8 +237,8 @@ std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes) {
 <p class="notice warn" id="create-problem" role="alert" hidden></p>
 </form>
 <p class="meta">From a terminal: <code>curl --data-binary @file.txt HOST/</code> or <code>curl -F file=@file.txt HOST/</code></p>)",
-                            languages, ttls, max_paste_bytes),
-                false, true);
+                  languages, ttls, fork, prefill ? EscapeHtml(prefill->text) : "", max_paste_bytes),
+      false, true);
 }
 
 std::string PastePage(const PasteView& view) {
@@ -238,25 +253,94 @@ std::string PastePage(const PasteView& view) {
 )",
         EscapeHtml(view.url), EscapeHtml(view.created->delete_url));
   }
+  std::string views;
+  if (view.views_left) {
+    views =
+        *view.views_left == 0
+            ? std::string(
+                  "<p class=\"notice warn\" id=\"views-left\">This was its last view: the "
+                  "paste is deleted now, and its link answers \"no such paste\".</p>\n")
+            : fmt::format(
+                  "<p class=\"notice warn\" id=\"views-left\">{} more {} this paste; then "
+                  "it is deleted.</p>\n",
+                  *view.views_left, *view.views_left == 1 ? "reader may open" : "readers may open");
+  }
   std::string shed;
   if (view.shed) {
     shed =
         "<p class=\"notice warn\" id=\"shed\">Shown without highlighting: the server is busy "
         "right now. The text is complete; reload later for colours.</p>\n";
   }
+  std::string links;
+  if (view.parent) {
+    links += fmt::format(
+        R"(<p class="meta" id="forked-from">Forked from <a href="/{0}"><code>{0}</code></a> &middot; <a id="diff" href="/{1}/diff">what changed</a></p>)"
+        "\n",
+        EscapeHtml(*view.parent), EscapeHtml(view.id));
+  }
+  std::string extra_buttons;
+  if (view.markdown) {
+    extra_buttons += fmt::format(
+        R"(<a class="button" id="rendered" href="/{}/rendered">Rendered</a>)", EscapeHtml(view.id));
+  }
+  if (view.forkable && !view.views_left) {
+    extra_buttons +=
+        fmt::format(R"(<a class="button" id="fork" href="/new?from={}">New paste from this</a>)",
+                    EscapeHtml(view.id));
+  }
   return Layout(
       fmt::format("paste {}", view.id),
       fmt::format(
           R"({0}<div class="toolbar"><h1>Paste <code>{1}</code></h1><span class="meta">{2} &middot; {3} &middot; expires {4} <span class="rung" title="X-Sluice-Rung">{5}</span></span>
-<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a><a class="button" href="/">New paste</a>{9}</div>
+<a class="button" id="raw" href="{6}">Raw</a><button type="button" class="js-only" hidden id="copy" data-copy-from="code">Copy</button><a class="button" id="download" href="{6}?download=1" download>Download</a>{10}<a class="button" href="/">New paste</a>{9}</div>
 {7}<pre class="code" id="code">{8}</pre>)",
           notice, EscapeHtml(view.id), EscapeHtml(view.language_label),
           SizeInWords(view.size_bytes), FormatUnixTime(view.expires_at), EscapeHtml(view.rung_tag),
-          EscapeHtml(view.raw_url), shed, view.lines,
+          EscapeHtml(view.raw_url), links + views + shed, view.lines,
           view.reportable
               ? fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)",
                             EscapeHtml(view.id))
-              : std::string()));
+              : std::string(),
+          extra_buttons));
+}
+
+std::string DerivedPage(const DerivedView& view) {
+  const bool diff = view.kind == DerivedView::Kind::kDiff;
+  const std::string id = EscapeHtml(view.id);
+  std::string heading =
+      diff
+          ? fmt::format(
+                R"(<h1>Changes in <code>{0}</code></h1><span class="meta">against its parent <a href="/{1}"><code>{1}</code></a> <span class="rung" title="X-Sluice-Rung">{2}</span></span>)",
+                id, EscapeHtml(view.parent), EscapeHtml(view.rung_tag))
+          : fmt::format(
+                R"(<h1>Paste <code>{0}</code>, rendered</h1><span class="meta">Markdown <span class="rung" title="X-Sluice-Rung">{1}</span></span>)",
+                id, EscapeHtml(view.rung_tag));
+  std::string buttons =
+      diff
+          ? fmt::format(
+                R"(<a class="button" href="/{0}">This paste</a><a class="button" href="/{1}">Parent</a>)",
+                id, EscapeHtml(view.parent))
+          : fmt::format(
+                R"(<a class="button" id="source" href="/{0}?lang=markdown">Source</a><a class="button" href="/raw/{0}">Raw</a><a class="button" href="/new?from={0}">New paste from this</a>)",
+                id);
+  std::string body;
+  if (view.plain) {
+    body = fmt::format(
+        "<p class=\"notice warn\" id=\"shed\">{}</p>\n<pre class=\"code\" id=\"code\">{}</pre>",
+        diff ? "The differences could not be worked out right now (the server is busy, or they "
+               "took too long): this is the paste's own text. Try again later."
+             : "Not rendered right now (the server is busy, or it took too long): this is the "
+               "Markdown source. Try again later.",
+        view.html);
+  } else if (diff && view.html.empty()) {
+    body = R"(<p class="notice" id="same">No changes: the text is the same as its parent's.</p>)";
+  } else if (diff) {
+    body = fmt::format(R"(<pre class="code diff" id="code">{}</pre>)", view.html);
+  } else {
+    body = fmt::format(R"(<article class="markdown" id="rendered">{}</article>)", view.html);
+  }
+  return Layout(diff ? fmt::format("changes in {}", view.id) : fmt::format("paste {}", view.id),
+                fmt::format("<div class=\"toolbar\">{}\n{}</div>\n{}", heading, buttons, body));
 }
 
 std::string EncryptedPastePage(const EncryptedView& view) {
@@ -308,7 +392,16 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
                             EscapeHtml(reason), EscapeHtml(message)));
 }
 
-std::string BurnConfirmPage(std::string_view id) {
+std::string BurnConfirmPage(std::string_view id, uint32_t views_left) {
+  if (views_left > 1) {
+    return Layout("limited views",
+                  fmt::format(R"(<h1>Paste <code>{0}</code> can be opened {1} more times</h1>
+<section class="notice warn" id="burn-warning"><p>Opening it uses one of its views (<strong id="views-left">{1}</strong> left); after the last one it is deleted and its link answers "no such paste".</p></section>
+<form method="post" action="/claim/{0}">
+<button type="submit" class="primary" id="confirm-burn">Open it (uses one view)</button> <a href="/">Not now</a>
+</form>)",
+                              EscapeHtml(id), views_left));
+  }
   return Layout("burn after reading",
                 fmt::format(R"(<h1>Paste <code>{0}</code> burns after reading</h1>
 <section class="notice warn" id="burn-warning"><p>This paste will be deleted when you open it. It is shown once, to whoever opens it first; after that its link answers "no such paste".</p></section>
@@ -318,18 +411,25 @@ std::string BurnConfirmPage(std::string_view id) {
                             EscapeHtml(id)));
 }
 
-std::string BurnCreatedPage(std::string_view url, std::string_view delete_url) {
-  return Layout(
-      "paste created",
-      fmt::format(
-          R"(<section class="notice" id="created"><h1>Paste created: burns after reading</h1>
-<p>Share this link. The first person to open it (and confirm) sees the text once; then it is deleted. Opening it yourself burns it.</p>
+std::string BurnCreatedPage(std::string_view url, std::string_view delete_url, uint32_t views) {
+  const std::string what =
+      views > 1 ? fmt::format(
+                      "<h1>Paste created: shown {0} times</h1>\n<p>Share this link. Each of the "
+                      "first {0} people to open it (and confirm) sees the text; then it is "
+                      "deleted. Opening it yourself uses a view.</p>",
+                      views)
+                : std::string(
+                      "<h1>Paste created: burns after reading</h1>\n<p>Share this link. The "
+                      "first person to open it (and confirm) sees the text once; then it is "
+                      "deleted. Opening it yourself burns it.</p>");
+  return Layout("paste created", fmt::format(
+                                     R"(<section class="notice" id="created">{2}
 <div class="linkrow"><input id="share-link" readonly value="{0}" aria-label="Link to this paste"><button type="button" class="js-only" hidden data-copy-from="share-link">Copy link</button></div>
 <p>Delete link, <strong>shown only this once</strong>:</p>
 <div class="linkrow"><input id="delete-link" readonly value="{1}" aria-label="Delete link"><a class="button" id="delete" href="{1}">Delete</a></div>
 </section>
 <p><a href="/">New paste</a></p>)",
-          EscapeHtml(url), EscapeHtml(delete_url)));
+                                     EscapeHtml(url), EscapeHtml(delete_url), what));
 }
 
 std::string ReportFormPage(std::string_view id, std::string_view token) {

@@ -21,8 +21,15 @@ inline constexpr const char* kPageCsp =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
+/// What the create page starts with when it makes a fork (GET /new?from=ID).
+struct CreatePrefill {
+  std::string_view text;
+  std::string_view parent;    // the id recorded as the new paste's parent
+  std::string_view language;  // preselected, or "" for automatic
+};
 /// The create page. `max_paste_bytes` bounds what its script encrypts (docs/encryption.md).
-std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes = 1'000'000);
+std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes = 1'000'000,
+                      const CreatePrefill* prefill = nullptr);
 
 /// What the paste page shows beyond the paste: present only on the answer to the create.
 struct CreatedNotice {
@@ -38,8 +45,16 @@ struct PasteView {
   std::string language_label;  // "Python", "Plain text"
   std::string rung_tag;        // the X-Sluice-Rung value, shown small
   bool shed = false;           // on the plain rung: say why, so nobody thinks highlighting broke
-  /// False on a burned paste's one reading: the row is a tombstone, and a report of it is 404.
+  /// False on a burned paste's last reading: the row is a tombstone, and a report of it is 404.
   bool reportable = true;
+  /// On a counted paste's reading (burn, max_views): the views it has left after this one.
+  std::optional<uint32_t> views_left;
+  /// The paste it was forked from: the view links it and the diff.
+  std::optional<std::string> parent;
+  /// Offers "New paste from this" (GET /new?from=ID): false for a counted paste's reading.
+  bool forkable = true;
+  /// A Markdown paste's source: offers its rendered view (/ID/rendered).
+  bool markdown = false;
   /// The fragment from render::Highlight or render::PlainLines.
   std::string_view lines;
   std::optional<CreatedNotice> created;
@@ -61,6 +76,20 @@ struct EncryptedView {
 /// in the link's fragment, asking for the password when the envelope has one, and shows the text
 /// through textContent only. Without JavaScript it says that this paste needs it.
 std::string EncryptedPastePage(const EncryptedView& view);
+/// A view derived from a paste and rendered in the workers like its highlighting: a fork's diff
+/// against its parent, or a Markdown paste's rendered view.
+struct DerivedView {
+  enum class Kind { kDiff, kMarkdown } kind = Kind::kDiff;
+  std::string id;
+  std::string parent;    // kDiff: the parent's id
+  std::string rung_tag;  // the X-Sluice-Rung value, shown small
+  /// On the plain rung: the fragment is the paste's own lines (PlainLines), not the derived view.
+  bool plain = false;
+  /// The fragment: a diff's highlighted lines ("" when the two are equal), the Markdown's HTML, or
+  /// on the plain rung the paste's plain lines.
+  std::string_view html;
+};
+std::string DerivedPage(const DerivedView& view);
 
 /// An error a person reads: what happened, whether it is a limit, an overload or a missing paste,
 /// and when to try again.
@@ -69,10 +98,12 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
 
 /// What a browser sees at a burn-after-reading paste's link: a warning and a button whose POST
 /// (to /claim/ID) burns it and shows the text. A GET never burns (chat link previews).
-std::string BurnConfirmPage(std::string_view id);
+/// `views_left`: how many readers may still open it (1 for burn after reading).
+std::string BurnConfirmPage(std::string_view id, uint32_t views_left = 1);
 /// The answer to a browser's burn-after-reading create: the links, never the text (showing it
 /// would need the render cache, and the creator has it anyway).
-std::string BurnCreatedPage(std::string_view url, std::string_view delete_url);
+/// `views`: the paste's max_views (1 for burn after reading).
+std::string BurnCreatedPage(std::string_view url, std::string_view delete_url, uint32_t views = 1);
 
 std::string DeleteConfirmPage(std::string_view id, std::string_view token);
 /// The report form of a paste (GET /report/{id}), carrying the form's `token` (the value of its

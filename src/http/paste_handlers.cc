@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "field_text.h"
 #include "file_language.h"
 #include "handlers.h"
 #include "json_create.h"
@@ -12,6 +14,7 @@
 #include "pages.h"
 #include "presenter.h"
 #include "sluice/common/identity_memo.h"
+#include "sluice/render/diff.h"
 #include "sluice/render/highlighter.h"
 #include "sluice/service/text.h"
 
@@ -65,8 +68,11 @@ std::string LanguageLabel(std::string_view language) {
 
 // The paste page of a rendered view, for a read and for a browser's create alike.
 PasteView MakePasteView(const Context& ctx, std::string_view id, std::string_view language,
-                        int64_t expires_at, uint64_t size, const render::RenderedView& view) {
+                        int64_t expires_at, uint64_t size, const render::RenderedView& view,
+                        const std::optional<store::PasteId>& parent = std::nullopt) {
   PasteView page;
+  if (parent) page.parent = parent->str();
+  page.markdown = view.language == "markdown";
   page.id = std::string(id);
   page.url = PasteUrl(ctx, id, language);
   page.raw_url = fmt::format("/raw/{}", id);
@@ -91,7 +97,29 @@ struct CreateInput {
   /// An encrypted envelope (docs/encryption.md): ?encrypted=1, the form's "encrypted" field (set
   /// by the page's script), or JSON "encrypted": true.
   bool encrypted = false;
+  /// Expire after N views: ?max_views=N, the form's field, or JSON "max_views": N. Unset, burn
+  /// means 1.
+  std::optional<uint64_t> max_views{};
+  /// The paste this one is forked from: ?parent=ID, the form's hidden field, or JSON "parent".
+  std::string parent{};
+  /// The first max_views text that is no number, for the refusal.
+  std::optional<std::string> bad_max_views{};
+
+  /// The views the service is asked for: 0 for an ordinary paste.
+  uint64_t Views() const { return max_views.value_or(burn ? 1 : 0); }
 };
+
+// A max_views value: digits only, at least 1 ("" asks for none: an empty form field).
+void ReadMaxViews(std::string_view text, CreateInput& in) {
+  if (text.empty()) return;
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n == 0) {
+    if (!in.bad_max_views) in.bad_max_views = std::string(text);
+    return;
+  }
+  in.max_views = n;
+}
 
 // "1", "true", "on" (an HTML checkbox's value when it has none) and "yes" ask for it.
 bool IsYes(std::string_view v) { return v == "1" || v == "true" || v == "on" || v == "yes"; }
@@ -128,6 +156,8 @@ std::optional<Reply> ReadForm(std::string body, std::string_view boundary, Creat
     if (part.name == "lang") in.language = std::string(part.content);
     if (part.name == "burn") in.burn = IsYes(part.content);
     if (part.name == "encrypted") in.encrypted = IsYes(part.content);
+    if (part.name == "max_views") ReadMaxViews(part.content, in);
+    if (part.name == "parent") in.parent = std::string(TrimBlanks(part.content));
   }
   if (!content) {
     return Reply::Refuse(ErrorCode::kInvalidArgument, "the form has no 'file' or 'content' field",
@@ -146,6 +176,8 @@ std::optional<Reply> ReadJson(CreateInput& in) {
   if (decoded->language) in.language = std::move(*decoded->language);
   if (decoded->burn) in.burn = true;
   if (decoded->encrypted) in.encrypted = true;
+  if (decoded->max_views) in.max_views = decoded->max_views;
+  if (decoded->parent) in.parent = std::move(*decoded->parent);
   return std::nullopt;
 }
 
@@ -209,6 +241,8 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   if (in.ttl.empty()) in.ttl = std::string(req.headers.Get("Sluice-TTL"));
   in.burn = IsYes(req.Query("burn").value_or(""));
   in.encrypted = IsYes(req.Query("encrypted").value_or(""));
+  ReadMaxViews(req.Query("max_views").value_or(""), in);
+  in.parent = req.Query("parent").value_or("");
   if (boundary) {
     if (auto refused = ReadForm(std::move(in.text), *boundary, in)) co_return std::move(*refused);
   } else if (!service::IsValidUtf8(in.filename)) {
@@ -220,6 +254,20 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   if (json) {
     if (auto refused = ReadJson(in)) co_return std::move(*refused);
   }
+  if (in.bad_max_views) {
+    co_return Reply::Refuse(
+        ErrorCode::kInvalidArgument,
+        fmt::format("max_views must be a whole number from 1 to {}, not '{}'", service::kMaxViews,
+                    service::QuotedClientText(*in.bad_max_views)),
+        "invalid_max_views");
+  }
+  if (in.Views() > service::kMaxViews) {
+    co_return Reply::Refuse(
+        ErrorCode::kInvalidArgument,
+        fmt::format("max_views may be at most {}, not {}", service::kMaxViews, in.Views()),
+        "invalid_max_views");
+  }
+  const auto views = static_cast<uint32_t>(in.Views());
   // A file name's language is carried by the link's extension, unless a language was chosen. A
   // plain-text name (notes.txt) keeps the bare link: the view would be plain either way.
   std::string extension;
@@ -243,8 +291,8 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const bool browser = from == CreateFrom::kForm && req.WantsHtml() && !in.encrypted;
   // The page after a browser create shows the paste, so it keeps the text the service consumes.
   auto text = browser ? std::make_shared<const std::string>(in.text) : nullptr;
-  auto creating =
-      ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl, in.burn, in.encrypted);
+  auto creating = ctx.service.Create(std::move(*ticket), std::move(in.text), in.ttl, views,
+                                     in.parent, in.encrypted);
   auto created = co_await std::move(creating);
   if (!created.ok()) co_return Reply::Refuse(created.error());
   const std::string id = created->id.str();
@@ -262,20 +310,26 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                         {"delete_url", fmt::format("{}/api/v1/pastes/{}", ctx.base_url, id)},
                         {"expires_at", FormatUnixTime(created->expires_at)},
                         {"delete_token", created->delete_token}};
-    if (in.burn) {
+    if (!in.parent.empty()) j["parent"] = in.parent;
+    if (views > 0) {
       j["burn"] = true;
+      j["max_views"] = views;
+      j["views_left"] = views;
       j["claim_url"] = fmt::format("{}/api/v1/pastes/{}/claim", ctx.base_url, id);
     }
     if (in.encrypted) j["encrypted"] = true;
     reply = Reply::Json(201, JsonText(j));
-  } else if (browser && in.burn) {
-    // No rendering: the render cache must never hold a burn paste's text (src/render/).
-    reply = Reply::Html(201, BurnCreatedPage(url, fmt::format("{}/delete/{}?token={}", ctx.base_url,
-                                                              id, created->delete_token)));
+  } else if (browser && views > 0) {
+    // No rendering: the render cache must never hold a counted paste's text (src/render/).
+    reply = Reply::Html(
+        201, BurnCreatedPage(
+                 url, fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token),
+                 views));
   } else if (browser) {
     auto rendering = ctx.renderer.Render(id, text, in.language, req.client.Key());
     const render::RenderedView view = co_await std::move(rendering);
-    PasteView page = MakePasteView(ctx, id, in.language, created->expires_at, text->size(), view);
+    PasteView page = MakePasteView(ctx, id, in.language, created->expires_at, text->size(), view,
+                                   store::PasteId::Parse(in.parent));
     page.created = CreatedNotice{
         fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token)};
     reply = Reply::Html(201, PastePage(page));
@@ -387,6 +441,7 @@ nlohmann::json MetaJson(const Context& ctx, const service::CachedPaste& paste, b
     const std::string language = render::DetectLanguage(*paste.body);
     if (!language.empty()) j["language"] = language;
   }
+  if (paste.meta.parent) j["parent"] = paste.meta.parent->str();
   if (content) j["content"] = *paste.body;
   return j;
 }
@@ -457,15 +512,20 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
     // A GET never burns: a chat's link preview or a prefetch must not eat the one reading. A
     // browser at the paste's link confirms with a POST; everything else is told where to POST.
     if (as == ReadAs::kView && req.WantsHtml()) {
-      co_return std::move(Reply::Html(200, BurnConfirmPage(paste->meta.id.view()))
-                              .Set("Cache-Control", "no-store")
-                              .Set("Vary", "Accept"));
+      co_return std::move(
+          Reply::Html(200, BurnConfirmPage(paste->meta.id.view(), paste->meta.views_left))
+              .Set("Cache-Control", "no-store")
+              .Set("Vary", "Accept"));
     }
     Reply refused = Reply::Refuse(
         ErrorCode::kInvalidArgument,
-        fmt::format("this paste burns after reading: POST {}/api/v1/pastes/{}/claim to read it, "
-                    "once",
-                    ctx.base_url, paste->meta.id.view()),
+        paste->meta.views_left > 1
+            ? fmt::format("this paste is shown {} more times, each to one reader: POST "
+                          "{}/api/v1/pastes/{}/claim to read it",
+                          paste->meta.views_left, ctx.base_url, paste->meta.id.view())
+            : fmt::format("this paste burns after reading: POST {}/api/v1/pastes/{}/claim to "
+                          "read it, once",
+                          ctx.base_url, paste->meta.id.view()),
         "burn_after_reading", 409);
     if (as == ReadAs::kView) refused.Set("Vary", "Accept");
     co_return refused;
@@ -510,8 +570,8 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   auto rendering = ctx.renderer.Render(id_text, paste->body, language, req.client.Key());
   const render::RenderedView view = co_await std::move(rendering);
   const auto page = [&] {
-    return PastePage(
-        MakePasteView(ctx, id, language, paste->meta.expires_at, paste->body->size(), view));
+    return PastePage(MakePasteView(ctx, id, language, paste->meta.expires_at, paste->body->size(),
+                                   view, paste->meta.parent));
   };
   if (view.rung == admission::Rung::kCached) {
     PreparedPage prepared = CachedViewPage(id, language, paste->meta.expires_at, view, etag, page);
@@ -545,6 +605,8 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
     co_return Reply::Refuse(paste.error());
   }
   const std::string_view id = paste->meta.id.view();
+  // The views still to give after this one (0: this was the last, the paste is gone).
+  const uint32_t left = paste->meta.views_left > 0 ? paste->meta.views_left - 1 : 0;
   Reply reply;
   if (paste->meta.encrypted && as != ClaimAs::kJson) {
     // The envelope, never a page: only the reader's script can open it (its page claims through
@@ -560,17 +622,20 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
         MakePasteView(ctx, id, "text", paste->meta.expires_at, paste->body->size(), view);
     page.rung_tag = "plain; burn after reading";
     page.language_label = "Plain text";
-    page.raw_url = "/";  // the raw link would answer 404 now
-    page.reportable = false;
+    page.raw_url = "/";  // the raw link answers the confirmation (or 404), never the text
+    page.reportable = left > 0;
+    page.views_left = left;
     reply = Reply::Html(200, PastePage(page));
   } else if (as == ClaimAs::kRaw) {
     reply = Reply::Text(200, "");
     reply.shared_body = paste->body;
     reply.Set("Content-Security-Policy", "default-src 'none'; sandbox");
     reply.Set("X-Content-Type-Options", "nosniff");
+    reply.Set("Sluice-Views-Left", std::to_string(left));
   } else {
     nlohmann::json j = MetaJson(ctx, *paste, true);
     j["burn"] = true;
+    j["views_left"] = left;
     reply = Reply::Json(200, JsonText(j));
   }
   reply.Set("Cache-Control", "no-store");
@@ -669,6 +734,139 @@ awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx) {
   }
   const std::string token = FormValue(req.small_body, "token").value_or("");
   co_return co_await Delete(req, ctx, token, Reply::Html(200, DeletedPage(req.id)));
+}
+
+}  // namespace sluice::http
+
+namespace sluice::http {
+
+namespace {
+
+// A burn (counted) paste's text is given by its claim only, so neither a fork nor a derived view
+// is made of it.
+Reply RefuseUnforkable(const Status& forkable) { return Reply::Refuse(forkable.error(), 409); }
+
+// The ETag of a derived view: the paste and its parent are immutable, so the id and the kind
+// name the page (full quality only: the plain rung carries none, as the view's).
+Reply DerivedReply(const DerivedView& page, const render::RenderedView& view, std::string_view etag,
+                   int64_t max_age) {
+  Reply reply = Reply::Html(200, DerivedPage(page));
+  reply.Set("X-Sluice-Rung", view.Tag());
+  if (view.rung == admission::Rung::kPlain) {
+    reply.Set("Cache-Control", "no-cache");
+  } else if (page.kind == DerivedView::Kind::kDiff) {
+    // A diff holds its parent's text, and a delete of the parent purges the parent's links, not
+    // its forks': every reuse is revalidated here, where a parent gone answers 404 first.
+    reply.Set("ETag", std::string(etag));
+    reply.Set("Cache-Control", "no-cache");
+  } else {
+    reply.Set("ETag", std::string(etag));
+    reply.Set("Cache-Control", fmt::format("public, max-age={}", max_age));
+  }
+  return reply;
+}
+
+}  // namespace
+
+awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
+  const std::optional<std::string> from = req.Query("from");
+  if (!from || from->empty())
+    co_return Reply::Html(200,
+                          IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+  auto reading = ctx.service.Read(req.client, *from);
+  auto paste = co_await std::move(reading);
+  if (!paste.ok()) co_return Reply::Refuse(paste.error());
+  if (Status forkable = service::PasteService::CheckForkable(paste->meta); !forkable.ok()) {
+    co_return RefuseUnforkable(forkable);
+  }
+  std::string language = req.Query("lang").value_or("");
+  if (language != "text" && !render::IsLanguage(language)) language.clear();
+  const std::string parent = paste->meta.id.str();
+  const CreatePrefill prefill{*paste->body, parent, language};
+  Reply reply = Reply::Html(
+      200, IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes, &prefill));
+  // The page holds the text: as private as the paste's own view is public, but never kept.
+  reply.Set("Cache-Control", "no-store");
+  co_return reply;
+}
+
+awaitable<Reply> HandleDiff(const Request& req, Context& ctx) {
+  auto reading = ctx.service.Read(req.client, req.id);
+  auto child = co_await std::move(reading);
+  if (!child.ok()) co_return Reply::Refuse(child.error());
+  if (Status forkable = service::PasteService::CheckForkable(child->meta); !forkable.ok()) {
+    co_return RefuseUnforkable(forkable);
+  }
+  if (!child->meta.parent) {
+    co_return Reply::Refuse(ErrorCode::kNotFound,
+                            "this paste was not forked from another, so it has no diff",
+                            "no_parent");
+  }
+  const std::string parent_id = child->meta.parent->str();
+  auto reading_parent = ctx.service.Read(req.client, parent_id);
+  auto parent = co_await std::move(reading_parent);
+  if (!parent.ok()) {
+    if (parent.error().code == ErrorCode::kNotFound) {
+      co_return Reply::Refuse(ErrorCode::kNotFound,
+                              "the paste this one was forked from has expired or was deleted",
+                              "parent_gone");
+    }
+    co_return Reply::Refuse(parent.error());
+  }
+  if (Status forkable = service::PasteService::CheckForkable(parent->meta); !forkable.ok()) {
+    co_return RefuseUnforkable(forkable);
+  }
+  const std::string id = child->meta.id.str();
+  const std::string etag = fmt::format("\"{}-diff\"", id);
+  const std::string_view if_none_match = req.headers.Get("If-None-Match");
+  const int64_t expires_at = std::min(child->meta.expires_at, parent->meta.expires_at);
+  const int64_t max_age = std::max<int64_t>(0, expires_at - ctx.clock.UnixSeconds());
+  if (!if_none_match.empty() && if_none_match.find(etag) != std::string_view::npos) {
+    co_return std::move(Reply::Empty(304).Set("ETag", etag).Set("Cache-Control", "no-cache"));
+  }
+  // The diff is computed in a worker, as a highlight is: its cost grows with the product of
+  // the lines that differ, which for two large pastes is far past the render timeout.
+  auto job = std::make_shared<const std::string>(
+      render::EncodeDiffJob(*parent->body, *child->body, parent_id, id));
+  auto rendering = ctx.renderer.RenderDerived(id, std::move(job), render::kDiffJob, child->body,
+                                              req.client.Key());
+  const render::RenderedView view = co_await std::move(rendering);
+  DerivedView page;
+  page.kind = DerivedView::Kind::kDiff;
+  page.id = id;
+  page.parent = parent_id;
+  page.rung_tag = view.Tag();
+  page.plain = view.rung == admission::Rung::kPlain;
+  page.html = *view.html;
+  co_return DerivedReply(page, view, etag, max_age);
+}
+
+awaitable<Reply> HandleRendered(const Request& req, Context& ctx) {
+  auto reading = ctx.service.Read(req.client, req.id);
+  auto paste = co_await std::move(reading);
+  if (!paste.ok()) co_return Reply::Refuse(paste.error());
+  if (Status forkable = service::PasteService::CheckForkable(paste->meta); !forkable.ok()) {
+    co_return RefuseUnforkable(forkable);
+  }
+  const std::string id = paste->meta.id.str();
+  const std::string etag = fmt::format("\"{}-rendered\"", id);
+  const int64_t max_age = std::max<int64_t>(0, paste->meta.expires_at - ctx.clock.UnixSeconds());
+  const std::string_view if_none_match = req.headers.Get("If-None-Match");
+  if (!if_none_match.empty() && if_none_match.find(etag) != std::string_view::npos) {
+    co_return std::move(Reply::Empty(304)
+                            .Set("ETag", etag)
+                            .Set("Cache-Control", fmt::format("public, max-age={}", max_age)));
+  }
+  auto rendering = ctx.renderer.RenderDerived(id, paste->body, render::kMarkdownJob, paste->body,
+                                              req.client.Key());
+  const render::RenderedView view = co_await std::move(rendering);
+  DerivedView page;
+  page.kind = DerivedView::Kind::kMarkdown;
+  page.id = id;
+  page.rung_tag = view.Tag();
+  page.plain = view.rung == admission::Rung::kPlain;
+  page.html = *view.html;
+  co_return DerivedReply(page, view, etag, max_age);
 }
 
 }  // namespace sluice::http

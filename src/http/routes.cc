@@ -120,6 +120,9 @@ std::vector<Route> DefaultRoutes(bool metrics) {
       {"/status", read, HandleStatusPage, "status"},
       {"/api/v1/status", read, HandleStatusApi, "status_api"},
       {"/static/{path...}", read, HandleStatic, "static"},
+      {"/new", read, HandleNewFrom, "new"},
+      {"/{id}/diff", read, HandleDiff, "diff"},
+      {"/{id}/rendered", read, HandleRendered, "rendered"},
       {"/{id}", read, HandleView, "view"},
   };
   // Off the public side, /metrics falls to "/{id}", whose malformed id is a 404 like any other.

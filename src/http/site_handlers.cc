@@ -14,16 +14,12 @@
 
 namespace sluice::http {
 
-namespace {
-
 std::string_view DefaultTtlName(const Context& ctx) {
   for (const auto& [name, seconds] : service::TtlAllowList()) {
     if (seconds == ctx.service.options()->default_ttl) return name;
   }
   return "1w";
 }
-
-}  // namespace
 
 awaitable<Reply> HandleIndex(const Request&, Context& ctx) {
   co_return Reply::Html(200,

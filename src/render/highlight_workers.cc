@@ -16,7 +16,9 @@
 #include <stdexcept>
 
 #include "sluice/common/thread_name.h"
+#include "sluice/render/diff.h"
 #include "sluice/render/highlighter.h"
+#include "sluice/render/markdown.h"
 
 extern char** environ;
 
@@ -124,6 +126,22 @@ std::string DescribeEnd(int status) {
   }
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   return "ended";
+}
+
+// What a worker does with one request: highlight in a language, or one of the other renders
+// that share its bounds (kMarkdownJob, kDiffJob: highlight_workers.h).
+Result<std::string> RunJob(const std::string& text, const std::string& job) {
+  if (job == kMarkdownJob) return RenderMarkdown(text);
+  if (job == kDiffJob) {
+    std::string_view parent, child, parent_name, child_name;
+    if (!DecodeDiffJob(text, parent, child, parent_name, child_name)) {
+      return MakeError(ErrorCode::kInternal, "malformed diff job", "render_failed");
+    }
+    const std::string diff = UnifiedDiff(parent, child, parent_name, child_name);
+    if (diff.empty()) return std::string();
+    return Highlight(diff, "diff");
+  }
+  return Highlight(text, job);
 }
 
 Error RenderFailed(std::string message) {
@@ -299,7 +317,7 @@ int HighlightWorkers::End(Worker& worker) {
 
 Result<std::string> HighlightWorkers::Highlight(std::string_view text, std::string_view language,
                                                 SteadyTime deadline) {
-  if (!IsLanguage(language)) {
+  if (!IsLanguage(language) && language != kMarkdownJob && language != kDiffJob) {
     return MakeError(ErrorCode::kInvalidArgument, "unknown language", "unknown_language");
   }
   if (text.size() >= kMaxFrame) return RenderFailed("paste too large to highlight");
@@ -398,7 +416,7 @@ int RunHighlightWorker(int fd) {
         !BlockingRead(fd, text.data(), text_size)) {
       return 0;
     }
-    Result<std::string> html = render::Highlight(text, language);
+    Result<std::string> html = RunJob(text, language);
     std::string answer;
     const std::string& payload = html.ok() ? *html : html.error().message;
     answer.reserve(5 + payload.size());

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <exception>
 #include <map>
 #include <memory>
@@ -28,7 +29,9 @@ struct LanguageDef {
   const char* file;
 };
 
-constexpr std::array<LanguageDef, 30> kLanguages = {{
+// A definition without a file is shown as plain lines: Markdown, whose view of its own is the
+// rendered one (render/markdown.h); source-highlight has no definition for it.
+constexpr std::array<LanguageDef, 31> kLanguages = {{
     {"bash", "Shell", "sh.lang"},
     {"c", "C", "c.lang"},
     {"cpp", "C++", "cpp.lang"},
@@ -48,6 +51,7 @@ constexpr std::array<LanguageDef, 30> kLanguages = {{
     {"log", "Log", "log.lang"},
     {"lua", "Lua", "lua.lang"},
     {"makefile", "Makefile", "makefile.lang"},
+    {"markdown", "Markdown", ""},
     {"perl", "Perl", "perl.lang"},
     {"php", "PHP", "php.lang"},
     {"properties", "Properties", "properties.lang"},
@@ -100,11 +104,12 @@ class SpanFormatter final : public srchilite::Formatter {
 
 // The elements source-highlight's language files use; anything else falls to the default
 // formatter and is shown unstyled (but escaped all the same).
-constexpr std::array<const char*, 22> kElements = {
-    "keyword", "type",      "string",     "comment",    "number",      "preproc",
-    "symbol",  "function",  "cbracket",   "variable",   "specialchar", "classname",
-    "todo",    "label",     "url",        "regexp",     "usertype",    "property",
-    "value",   "attribute", "predef_var", "predef_func"};
+// (oldfile, newfile and difflines are diff.lang's: the removed, added and hunk-header lines.)
+constexpr std::array<const char*, 25> kElements = {
+    "keyword",     "type",     "string",   "comment",     "number",    "preproc",   "symbol",
+    "function",    "cbracket", "variable", "specialchar", "classname", "todo",      "label",
+    "url",         "regexp",   "usertype", "property",    "value",     "attribute", "predef_var",
+    "predef_func", "oldfile",  "newfile",  "difflines"};
 
 // Parsed once per process and kept: loading a definition runs the library's flex scanners, whose
 // state is global, so only one thread of a process may ever call this (see
@@ -132,6 +137,17 @@ void ForEachLine(std::string_view text, Fn fn) {
     start = end + 1;
   }
   if (text.empty()) fn(std::string_view());
+}
+
+// A line's element carries its anchor (`#L12`) so a link to one line works by :target alone,
+// with no script; the number itself is drawn by CSS (a counter in ::before), so selecting and
+// copying the text never copies the numbers.
+void AppendLineOpen(std::string& out, size_t number) {
+  out += "<span class=\"l\" id=\"L";
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, number);
+  out.append(digits, end);
+  out += "\">";
 }
 
 bool StartsWith(std::string_view text, std::string_view prefix) { return text.starts_with(prefix); }
@@ -216,6 +232,7 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
   if (def == nullptr) {
     return MakeError(ErrorCode::kInvalidArgument, "unknown language", "unknown_language");
   }
+  if (*def->file == '\0') return PlainLines(text);
   std::string out;
   out.reserve(text.size() * 2 + 64);
   try {
@@ -230,8 +247,9 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
     highlighter.setOptimize(false);
     srchilite::FormatterParams params;
     highlighter.setFormatterParams(&params);
+    size_t number = 0;
     ForEachLine(text, [&](std::string_view line) {
-      out += "<span class=\"l\">";
+      AppendLineOpen(out, ++number);
       params.start = 0;
       highlighter.highlightParagraph(std::string(line));
       out += "</span>\n";
@@ -248,8 +266,9 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
 std::string PlainLines(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 4 + 64);
+  size_t number = 0;
   ForEachLine(text, [&](std::string_view line) {
-    out += "<span class=\"l\">";
+    AppendLineOpen(out, ++number);
     AppendHtmlEscaped(out, line);
     out += "</span>\n";
   });

@@ -163,6 +163,8 @@ void ViewRenderer::RememberTimedOut(const std::string& key) {
 void ViewRenderer::Forget(std::string_view id) {
   cache_.Erase(RenderCache::Key(id, ""));
   for (const Language& language : Languages()) cache_.Erase(RenderCache::Key(id, language.name));
+  cache_.Erase(RenderCache::Key(id, kMarkdownJob));
+  cache_.Erase(RenderCache::Key(id, kDiffJob));
 }
 
 void ViewRenderer::Count(const RenderedView& view) {
@@ -185,7 +187,29 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
     thread_local IdentityMemo<std::string> detected;
     view.language = detected.Get(text, [](const std::string& t) { return DetectLanguage(t); });
   }
-  const std::string key = RenderCache::Key(id, view.language);
+  std::string key = RenderCache::Key(id, view.language);
+  std::string job = view.language;
+  co_return co_await RenderKeyed(std::move(view), std::move(key), text, std::move(job), text,
+                                 std::move(client_key));
+}
+
+asio::awaitable<RenderedView> ViewRenderer::RenderDerived(std::string id,
+                                                          std::shared_ptr<const std::string> input,
+                                                          std::string_view job,
+                                                          std::shared_ptr<const std::string> plain,
+                                                          std::string client_key) {
+  RenderedView view;
+  view.language = job == kMarkdownJob ? "markdown" : "diff";
+  std::string key = RenderCache::Key(id, job);
+  co_return co_await RenderKeyed(std::move(view), std::move(key), std::move(input),
+                                 std::string(job), std::move(plain), std::move(client_key));
+}
+
+asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::string key,
+                                                        std::shared_ptr<const std::string> text,
+                                                        std::string job,
+                                                        std::shared_ptr<const std::string> plain,
+                                                        std::string client_key) {
   if (auto cached = cache_.Get(key)) {
     ladder_.Decide({.client_key = client_key, .is_cached = true});
     view.html = std::move(cached);
@@ -194,7 +218,7 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
     co_return view;
   }
   if (TimedOutBefore(key)) {
-    view.html = std::make_shared<const std::string>(PlainLines(*text));
+    view.html = std::make_shared<const std::string>(PlainLines(*plain));
     view.rung = Rung::kPlain;
     view.reason = RungReason::kRenderTimeout;
     Count(view);
@@ -204,7 +228,7 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
                                   .is_plain_text = view.language.empty(),
                                   .size_bytes = static_cast<int64_t>(text->size())});
   if (!decision.slot) {
-    view.html = std::make_shared<const std::string>(PlainLines(*text));
+    view.html = std::make_shared<const std::string>(PlainLines(*plain));
     view.rung = Rung::kPlain;
     view.reason = decision.reason;
     view.cause = decision.cause;
@@ -223,7 +247,7 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
   // It is on the machine's clock, not clock_: the worker is a process that runs in real time.
   const auto deadline = std::chrono::steady_clock::now() + options->render_timeout;
   const TimePoint answer_by = clock_.Now() + options->render_timeout;
-  auto start = [this, race, timer, slot, text, key, lang = view.language, options, deadline,
+  auto start = [this, race, timer, slot, text, key, lang = std::move(job), options, deadline,
                 answer_by](asio_glue::Completion<Result<std::string>> done) mutable {
     race->done = std::move(done);
     timer->AsyncWaitUntil(answer_by, [race](bool reached) {
@@ -262,7 +286,7 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
     view.html = std::make_shared<const std::string>(std::move(*rendered));
     view.rung = Rung::kHighlight;
   } else {
-    view.html = std::make_shared<const std::string>(PlainLines(*text));
+    view.html = std::make_shared<const std::string>(PlainLines(*plain));
     view.rung = Rung::kPlain;
     const bool timed_out = rendered.error().code == ErrorCode::kDeadlineExceeded;
     view.reason = timed_out ? RungReason::kRenderTimeout : RungReason::kRenderFailed;

@@ -253,8 +253,8 @@ void PasteService::Reconfigure(const ServiceOptions& next) {
 }
 
 awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
-                                                     std::string_view ttl_text, bool burn,
-                                                     bool encrypted) {
+                                                     std::string_view ttl_text, uint32_t max_views,
+                                                     std::string_view parent_text, bool encrypted) {
   // One snapshot for the whole create: a reload in the middle of it changes the next one.
   const std::shared_ptr<const ServiceOptions> options = options_.Load();
   if (body.size() > options->max_paste_bytes) {
@@ -279,6 +279,10 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     case TextProblem::kNulByte:
       co_return Invalid("the paste contains a NUL byte; only text is accepted", "nul_byte");
   }
+  if (max_views > kMaxViews) {
+    co_return Invalid(fmt::format("max_views may be at most {}", kMaxViews), "invalid_max_views");
+  }
+  const bool burn = max_views > 0;
   std::chrono::seconds ttl = options->default_ttl;
   if (!ttl_text.empty()) {
     auto parsed = ParseTtl(ttl_text);
@@ -291,6 +295,25 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   }
 
   const Deadline deadline = Deadline::After(clock_, options->create_budget);
+  std::optional<store::PasteId> parent;
+  if (!parent_text.empty()) {
+    // A fork names a paste that exists and may be forked: its diff would otherwise show the
+    // text of a burn paste to whoever asks (docs/sharing.md, "Fork and diff").
+    parent = store::PasteId::Parse(parent_text);
+    const auto bad_parent = [] {
+      return Invalid("the parent paste does not exist, has expired, or may not be forked",
+                     "bad_parent");
+    };
+    if (!parent) co_return bad_parent();
+    Result<store::PasteMeta> row = co_await meta_.Get(*parent, deadline);
+    if (!row.ok()) {
+      if (row.error().code == ErrorCode::kNotFound) co_return bad_parent();
+      co_return WithRetryAfter(row.error());
+    }
+    if (!IsLive(*row) || row->moderation != store::Moderation::kNone || !CheckForkable(*row).ok()) {
+      co_return bad_parent();
+    }
+  }
   // The id the reservation was made for: its row's insert takes the reserved bytes as live.
   const store::PasteId id = ticket.reservation.held() ? *ticket.reservation.id() : MintPasteId();
   std::string token = MintDeleteToken();
@@ -300,6 +323,8 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   if (options->verify_bodies) meta.body_sha256 = DigestBody(body);
   meta.burn = burn;
   meta.encrypted = encrypted;
+  meta.views_left = burn ? max_views : 1;
+  meta.parent = parent;
   // Reports from the creator's own network never withhold the paste (docs/moderation.md).
   meta.creator_network = admission::PackNetwork(ticket.client_key, options->creator_networks);
 
@@ -419,6 +444,22 @@ awaitable<Status> PasteService::ConfirmInsert(const store::PasteMeta& meta, cons
                       "the paste index did not confirm this paste: it may or may not have been "
                       "published, and its link was not handed out; send it again if you need it",
                       std::string(store::kOutcomeUnknown));
+}
+
+Status PasteService::CheckForkable(const store::PasteMeta& meta) {
+  if (meta.burn) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "this paste is shown a limited number of times; it cannot be forked",
+                     "not_forkable");
+  }
+  // The server holds only an encrypted paste's ciphertext: a fork of it is made in the browser
+  // that has the key (docs/encryption.md).
+  if (meta.encrypted) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "this paste is encrypted; only a browser that holds its key can fork it",
+                     "not_forkable");
+  }
+  return Ok();
 }
 
 awaitable<Result<CachedPaste>> PasteService::Read(const ClientKeySource& client,
@@ -663,8 +704,11 @@ awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client
     co_return WithRetryAfter(claimed.error());
   }
   claims_won_.Inc();
-  CountLive(-static_cast<int64_t>(claimed->size_bytes));
-  cache_.MarkDeleted(*id);
+  if (claimed->views_left <= 1) {
+    // The last view: the row is a tombstone now.
+    CountLive(-static_cast<int64_t>(claimed->size_bytes));
+    cache_.MarkDeleted(*id);
+  }
   co_return CachedPaste{*claimed, std::make_shared<const std::string>(std::move(*body))};
 }
 

@@ -838,6 +838,55 @@ TYPED_TEST_P(StoreContract, ConcurrentClaimsHaveExactlyOneWinner) {
   EXPECT_EQ(due->size(), static_cast<size_t>(kRows));  // one body owed per row, not per claimer
 }
 
+// max_views: N claimers at most get the text of a row with N views, from two threads at once;
+// each winner sees how many views were left before its claim, the last one leaves a tombstone,
+// and only that one owes the body's removal and gives its bytes back.
+TYPED_TEST_P(StoreContract, ConcurrentClaimsOfACountedRowHaveExactlyItsViews) {
+  constexpr uint32_t kViews = 5;
+  constexpr int kClaimers = 40;
+  PasteMeta row = BurnRow("views0000001", 5000);
+  row.views_left = kViews;
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  EXPECT_EQ(RunSync(this->meta().Get(row.id, this->deadline()))->views_left, kViews);
+  const uint64_t live_before = *RunSync(this->meta().LiveBytes(this->deadline()));
+  boost::asio::io_context io;
+  std::mutex mu;
+  std::vector<uint32_t> seen;
+  std::atomic<int> gone{0}, failed{0};
+  for (int c = 0; c < kClaimers; ++c) {
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          auto claiming = this->meta().Claim(row.id, 200, this->deadline());
+          Result<PasteMeta> got = co_await std::move(claiming);
+          if (got.ok()) {
+            std::lock_guard lock(mu);
+            seen.push_back(got->views_left);
+          } else if (got.error().code == ErrorCode::kNotFound) {
+            ++gone;
+          } else {
+            ++failed;
+          }
+        },
+        boost::asio::detached);
+  }
+  std::thread second([&io] { io.run(); });
+  io.run();
+  second.join();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<uint32_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(gone.load(), kClaimers - static_cast<int>(kViews));
+  EXPECT_EQ(failed.load(), 0);
+  auto after = RunSync(this->meta().Get(row.id, this->deadline()));
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->deleted);
+  EXPECT_EQ(after->views_left, 0u);
+  auto due = RunSync(this->meta().DueOutbox(200, 100, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  EXPECT_EQ(due->size(), 1u);  // one body owed, by the last claim
+  EXPECT_EQ(*RunSync(this->meta().LiveBytes(this->deadline())), live_before - row.size_bytes);
+}
+
 TYPED_TEST_P(StoreContract, LiveBytesFollowInsertsDeletesClaimsAndPurges) {
   auto live = [this] {
     auto r = RunSync(this->meta().LiveBytes(this->deadline()));
@@ -1112,9 +1161,9 @@ REGISTER_TYPED_TEST_SUITE_P(
     PurgeReportsDeletesHandledReportsInBatchesAndKeepsOpenOnes,
     BlocksInForceAndTheAuditTrailNewestFirst, ClaimTakesABurnRowOnceAndOwesItsBody,
     TheEncryptedFlagReadsBackThroughGetAndClaim, ConcurrentClaimsHaveExactlyOneWinner,
-    LiveBytesFollowInsertsDeletesClaimsAndPurges, ClaimNeverBurnsAModeratedRow,
-    ReservationsHoldRoomUntilGivenBack, AnInsertTakesItsReservationAsLiveBytes,
-    ReservationsPastTheirExpiryNoLongerCount, ReservationsWeighLiveBytesAsTheyChange,
-    ConcurrentReservationsNeverPassTheQuota);
+    ConcurrentClaimsOfACountedRowHaveExactlyItsViews, LiveBytesFollowInsertsDeletesClaimsAndPurges,
+    ClaimNeverBurnsAModeratedRow, ReservationsHoldRoomUntilGivenBack,
+    AnInsertTakesItsReservationAsLiveBytes, ReservationsPastTheirExpiryNoLongerCount,
+    ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota);
 
 }  // namespace sluice::store::contract

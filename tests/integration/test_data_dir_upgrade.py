@@ -78,8 +78,9 @@ class DataDirUpgradeTest(PatientTestCase):
         # on): reports one row per client key again, two of them from one IPv4 /24.
         for table in ("paste_reports", "report_queue", "report_counts", "withhold_charges"):
             s.execute(f"DROP TABLE {table}")
-        # And schema 11's encrypted flag (docs/encryption.md).
-        for column in ("creator_network", "review_keep", "encrypted"):
+        # And schema 11's encrypted flag (docs/encryption.md) and schema 12's and 13's columns
+        # (max_views, a fork's parent), which migrate again.
+        for column in ("creator_network", "review_keep", "encrypted", "views_left", "parent"):
             s.execute(f"ALTER TABLE pastes DROP COLUMN {column}")
         s.execute("CREATE TABLE reports (paste_id TEXT NOT NULL, client_key TEXT NOT NULL, "
                   "reason TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, "

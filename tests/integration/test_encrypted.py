@@ -103,10 +103,13 @@ class EncryptedPasteTest(PatientTestCase):
         self.assertStatus(page, 200)
         self.assertEqual(page.header("Cache-Control"), "no-store")
         self.assertIn(b'data-burn="1"', page.body)
-        got = self.get(doc["url"] + "#" + sealed["key"])
+        # Without --claim a burn paste is refused, so nothing is spent.
+        self.assertNotEqual(self.get(doc["url"] + "#" + sealed["key"]).returncode, 0)
+        got = run(["get", "--claim", doc["url"] + "#" + sealed["key"]])
         self.assertEqual(got.returncode, 0, got.stderr)
         self.assertEqual(got.stdout, bytes.fromhex(sealed["plaintext_hex"]))
-        self.assertNotEqual(self.get(doc["url"] + "#" + sealed["key"]).returncode, 0)
+        self.assertNotEqual(run(["get", "--claim", doc["url"] + "#" + sealed["key"]]).returncode,
+                            0)
 
     def test_every_published_vector_opens_through_a_real_server(self):
         for v in vectors()["vectors"]:

@@ -135,6 +135,23 @@ class OpenApiTest(SluiceTestCase):
         for _ in range(2):  # the reading, then 404
             self.check("/api/v1/pastes/{id}/claim", "post",
                        s.request("POST", f"/api/v1/pastes/{burn_id}/claim", body=""))
+        # A fork: the create page holding its parent, the diff, a Markdown rendering.
+        parent = s.create_ok("one\ntwo\n")["id"]
+        self.check("/new", "get", s.get("/new"))
+        self.check("/new", "get", s.get(f"/new?from={parent}", headers={"Accept": "text/html"}))
+        self.check("/new", "get", s.get("/new?from=AAAAAAAAAAAA"))
+        self.check("/new", "get", s.get(f"/new?from={burn_id}"))
+        fork = self.check("/api/v1/pastes", "post", s.request(
+            "POST", f"/api/v1/pastes?parent={parent}", body="one\n2\n")).json()["id"]
+        diff = self.check("/{id}/diff", "get", s.get(f"/{fork}/diff"))
+        self.check("/{id}/diff", "get", s.get(f"/{fork}/diff",
+                                              headers={"If-None-Match": diff.header("ETag")}))
+        self.check("/{id}/diff", "get", s.get(f"/{parent}/diff"))
+        self.check("/{id}/rendered", "get", s.get(f"/{parent}/rendered"))
+        self.check("/{id}/rendered", "get", s.get("/AAAAAAAAAAAA/rendered"))
+        counted = s.request("POST", "/api/v1/pastes?max_views=2", body="twice\n").json()["id"]
+        self.check("/{id}/rendered", "get", s.get(f"/{counted}/rendered"))
+        self.check("/{id}/diff", "get", s.get(f"/{counted}/diff"))
         burn_id = s.request("POST", "/?burn=1", body="once\n").body.decode().strip()[-12:]
         self.check("/claim/{id}", "post", s.request("POST", f"/claim/{burn_id}", body="",
                                                      headers={"Accept": "text/html"}))

@@ -33,6 +33,13 @@
 
 namespace sluice::render {
 
+/// The `language` of HighlightWorkers::Highlight that asks for another render of the same bounds:
+/// Markdown's rendered view (render::RenderMarkdown of the text), and a fork's diff against its
+/// parent (render::UnifiedDiff of a render::EncodeDiffJob buffer, highlighted as a diff; "" when
+/// the two are equal). Neither is a language a paste can be viewed in.
+inline constexpr std::string_view kMarkdownJob = "@markdown";
+inline constexpr std::string_view kDiffJob = "@diff";
+
 struct HighlightWorkersOptions {
   /// Worker processes: one per highlighter slot, so an admitted render never waits for one.
   /// Precondition: > 0.

@@ -35,7 +35,8 @@ std::string DetectLanguage(std::string_view text);
 /// server calls it only inside HighlightWorkers' processes (highlight_workers.h).
 /// Returns InvalidArgument for an unknown language and Internal when the library throws (a regex
 /// too complex for a hostile input); retrying the same text does not help.
-/// The fragment is one `<span class="l">` per line, each followed by a newline; inside, runs are
+/// The fragment is one `<span class="l" id="LN">` per line (N from 1, the anchor of `#LN`), each
+/// followed by a newline; inside, runs are
 /// `<span class="hl-ELEMENT">` with the text escaped.
 Result<std::string> Highlight(std::string_view text, std::string_view language);
 

@@ -85,6 +85,17 @@ class ViewRenderer {
                                               std::shared_ptr<const std::string> text,
                                               std::string language, std::string client_key);
 
+  /// Another rendering of paste `id` in the same workers, under the same ladder, slots, render
+  /// timeout, cache and memory of timeouts as Render: `job` kMarkdownJob (`input` the paste's
+  /// text) or kDiffJob (`input` a render::EncodeDiffJob buffer). On the plain rung (shed, timed
+  /// out, failed) the fragment is PlainLines(*plain): the Markdown's source, the fork's own text.
+  /// The view's `language` is "markdown" or "diff".
+  boost::asio::awaitable<RenderedView> RenderDerived(std::string id,
+                                                     std::shared_ptr<const std::string> input,
+                                                     std::string_view job,
+                                                     std::shared_ptr<const std::string> plain,
+                                                     std::string client_key);
+
   /// Drops a deleted paste's renderings.
   void Forget(std::string_view id);
 
@@ -104,6 +115,11 @@ class ViewRenderer {
   std::vector<pid_t> WorkerPids() const { return workers_.Pids(); }
 
  private:
+  boost::asio::awaitable<RenderedView> RenderKeyed(RenderedView view, std::string key,
+                                                   std::shared_ptr<const std::string> text,
+                                                   std::string job,
+                                                   std::shared_ptr<const std::string> plain,
+                                                   std::string client_key);
   void Count(const RenderedView& view);
   bool TimedOutBefore(const std::string& key);
   void RememberTimedOut(const std::string& key);

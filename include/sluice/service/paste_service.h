@@ -80,6 +80,10 @@ struct CreateHeaders {
   bool chunked = false;
 };
 
+/// The most views a counted paste may be created with (max_views): past a few thousand readers a
+/// paste is public, and a short TTL says so better.
+inline constexpr uint32_t kMaxViews = 10000;
+
 struct CreatedPaste {
   store::PasteId id;
   std::string delete_token;
@@ -161,12 +165,22 @@ class PasteService {
   /// An insert whose answer was lost (see store::InsertOutcomeUnknown) is checked by reading the
   /// row: found, the create succeeded; otherwise Unavailable with reason "outcome_unknown" (the
   /// paste may or may not exist), and the body stays for the orphan reaper.
-  /// `burn`: burn after reading; the text is then served once, by Claim, and never cached.
-  /// `encrypted`: the body is an end-to-end encrypted envelope (docs/encryption.md), checked for
-  /// its shape only (CheckEnvelope: InvalidArgument "bad_envelope"), never opened.
+  /// `max_views`: 0 for an ordinary paste; N (1 to kMaxViews) for one whose text is served N
+  /// times, each by Claim, and never cached (1 is burn after reading). InvalidArgument (reason
+  /// invalid_max_views) above kMaxViews. `parent`: the id of the paste this one is forked from
+  /// (PasteMeta::parent), or empty; it must be a live paste that may be forked (CheckForkable),
+  /// else InvalidArgument, reason bad_parent, and nothing is stored. `encrypted`: the body is an
+  /// end-to-end encrypted envelope (docs/encryption.md), checked for its shape only
+  /// (CheckEnvelope: InvalidArgument "bad_envelope"), never opened.
   boost::asio::awaitable<Result<CreatedPaste>> Create(CreateTicket ticket, std::string body,
-                                                      std::string_view ttl, bool burn = false,
+                                                      std::string_view ttl, uint32_t max_views = 0,
+                                                      std::string_view parent = {},
                                                       bool encrypted = false);
+
+  /// Whether the server may show `meta`'s text to make a fork or a diff of it: not a burn
+  /// (counted) paste, whose text is given only by Claim, nor an encrypted one, whose text the
+  /// server cannot read. InvalidArgument, reason not_forkable, otherwise.
+  static Status CheckForkable(const store::PasteMeta& meta);
 
   /// Returns a live paste: Withheld (reason under_review or taken_down) for a paste moderation
   /// withholds, whatever else its row says (a burn paste too); NotFound for malformed ids (without
@@ -180,9 +194,10 @@ class PasteService {
   boost::asio::awaitable<Result<CachedPaste>> Read(const ClientKeySource& client,
                                                    std::string_view id_text);
 
-  /// Reads a burn-after-reading paste once: fetches and checks the body, then claims the row
-  /// (store::MetaStore::Claim), and only the one caller whose claim commits gets the text; every
-  /// other, concurrent or later, gets NotFound. Withheld (451) for a paste moderation withholds,
+  /// Reads a burn (counted) paste once: fetches and checks the body, then claims one of its views
+  /// (store::MetaStore::Claim), and only the callers whose claims commit get the text, one per
+  /// view left (the returned row's views_left counts this one); every other, concurrent or
+  /// later, gets NotFound. Withheld (451) for a paste moderation withholds,
   /// before anything is claimed: it is never burned. InvalidArgument (reason "not_burn") for a
   /// paste that is not burn-after-reading; Unavailable when a store fails (nothing burned, unless
   /// the claim's own answer was lost). Costs an origin read like a fill's leader; nothing is

@@ -220,11 +220,13 @@ class MetaStore {
 
   // Burn after reading and storage accounting
 
-  /// Claims a burn-after-reading paste for its one reader: in one transaction (one atomic step
-  /// across processes), marks the row deleted and enqueues removal of its body, only if it is a
-  /// burn row, not deleted and not expired at `now`. Returns the row as it was before the claim.
-  /// NotFound if there is no such row, if it is not a burn row, or if another caller claimed it
-  /// first: of many concurrent calls for one id, exactly one succeeds.
+  /// Claims one view of a burn (counted) paste: in one transaction (one atomic step across
+  /// processes), takes one of its `views_left`, only if it is a burn row, not deleted, not
+  /// withheld and not expired at `now`; the claim that takes the last one also marks the row
+  /// deleted and enqueues removal of its body. Returns the row as it was before the claim (its
+  /// `views_left` counts this claim). NotFound if there is no such row, if it is not a burn row,
+  /// or if its views are spent: of many concurrent calls for a row with N views left, exactly N
+  /// succeed.
   virtual boost::asio::awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now,
                                                           admission::Deadline deadline) = 0;
 

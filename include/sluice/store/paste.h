@@ -56,6 +56,13 @@ struct PasteMeta {
   /// Burn after reading: one reader gets the text through MetaStore::Claim, and then the row is a
   /// tombstone. Never served by a plain read, never cached (src/service/paste_service.cc).
   bool burn = false;
+  /// Of a burn row: the readers still to get the text (max_views at create, 1 for burn after
+  /// reading). Each MetaStore::Claim takes one, atomically across processes; the claim that takes
+  /// the last one makes the row a tombstone. Meaningless on a row that is not burn.
+  uint32_t views_left = 1;
+  /// The paste this one was forked from (GET /new?from=ID, then a create naming it), for the
+  /// view's "forked from" and its diff; none on a paste made from scratch and on older rows.
+  std::optional<PasteId> parent{};
   /// Withheld or taken down pastes are never served, whatever `deleted` says.
   Moderation moderation = Moderation::kNone;
   /// The network the paste was created from, packed (admission::PackNetwork), so that reports

@@ -53,7 +53,10 @@ class HttpPurgeEdgeCache final : public EdgeCache {
 
   awaitable<Status> Purge(PasteId id, admission::Deadline deadline) override {
     for (const EdgeNode& node : nodes_) {
-      for (const std::string& path : {"/" + id.str(), "/raw/" + id.str()}) {
+      // The paste's own pages, and its Markdown rendering (public like its view; a fork's diff
+      // is always revalidated, so its purge is only tidiness).
+      for (const std::string& path : {"/" + id.str(), "/raw/" + id.str(),
+                                      "/" + id.str() + "/rendered", "/" + id.str() + "/diff"}) {
         Status purged = co_await PurgeOne(node, path, deadline.Remaining(clock_));
         if (!purged.ok()) co_return purged;
       }

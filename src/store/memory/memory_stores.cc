@@ -309,7 +309,12 @@ class MemoryMetaStore final : public MetaStore {
       co_return NotFound();
     }
     PasteMeta before = it->second;
+    if (before.views_left > 1) {
+      --it->second.views_left;
+      co_return before;
+    }
     it->second.deleted = true;
+    it->second.views_left = 0;
     outbox_.push_back({OutboxEntry{++seq_, id, OutboxEntry::Kind::kDeleteBody, 0, now}, now});
     ledger_.Committed(-static_cast<int64_t>(before.size_bytes), {});
     co_return before;

@@ -285,10 +285,12 @@ Param IdArray(const std::vector<PasteId>& ids) {
   return Param{std::move(s), false};
 }
 
-// The columns every row read selects, in the order RowFrom parses.
-#define SLUICE_ROW_COLUMNS                                                                   \
+// The columns every row read selects, in the order RowFrom parses (the claim's own select puts
+// its own views_left in place of the eleventh, then the parent).
+#define SLUICE_ROW_COLUMNS_BEFORE_VIEWS                                                      \
   "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation, " \
   "creator_network, encrypted"
+#define SLUICE_ROW_COLUMNS SLUICE_ROW_COLUMNS_BEFORE_VIEWS ", views_left, parent"
 
 PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   PasteMeta m{id,
@@ -306,6 +308,8 @@ PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
   m.moderation = ModerationOf(Int(r, 0, 7));
   if (!PQgetisnull(r, 0, 8)) m.creator_network = static_cast<uint64_t>(Int(r, 0, 8));
   m.encrypted = Text(r, 0, 9) == "t";
+  m.views_left = static_cast<uint32_t>(std::clamp<int64_t>(Int(r, 0, 10), 0, UINT32_MAX));
+  if (!PQgetisnull(r, 0, 11)) m.parent = PasteId::Parse(Text(r, 0, 11));
   return m;
 }
 
@@ -372,8 +376,9 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
     // Only a create that reserved pays for that delete.
 #define SLUICE_INSERT_ROW                                                                       \
   "added AS (INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, " \
-  "body_sha256, burn, creator_network, encrypted) VALUES ($1, $2, $3, $4, $5, false, "          \
-  "NULLIF($6::bytea, ''::bytea), $7::boolean, NULLIF($8, '')::bigint, $9::boolean) "            \
+  "body_sha256, burn, creator_network, encrypted, views_left, parent) VALUES ($1, $2, $3, $4, " \
+  "$5, false, NULLIF($6::bytea, ''::bytea), $7::boolean, NULLIF($8, '')::bigint, $9::boolean, " \
+  "$10::integer, NULLIF($11, '')) "                                                             \
   "RETURNING id, size_bytes) "                                                                  \
   "UPDATE storage_usage u SET live_bytes = u.live_bytes + a.size_bytes FROM added a "           \
   "WHERE u.slot = " SLUICE_USAGE_SLOT("a.id")
@@ -386,7 +391,9 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
                    {P(meta.id.view()), P(meta.created_at), P(meta.expires_at),
                     P(static_cast<int64_t>(meta.size_bytes)), Param{std::move(hash), true},
                     Param{std::move(digest), true}, P(meta.burn ? "true" : "false"),
-                    Param{std::move(network), false}, P(meta.encrypted ? "true" : "false")},
+                    Param{std::move(network), false}, P(meta.encrypted ? "true" : "false"),
+                    P(static_cast<int64_t>(meta.burn ? meta.views_left : 1)),
+                    P(meta.parent ? meta.parent->view() : std::string_view())},
                    nullptr, LostAnswer::kOutcomeUnknown);
   }
 
@@ -665,21 +672,26 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
 
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now,
                                      admission::Deadline deadline) override {
-    // One statement, so one transaction: the tombstone, its outbox entry and the live bytes
-    // commit together. Concurrent claims (from any process) queue on the row lock; under READ
-    // COMMITTED each later one re-checks `NOT deleted` against the committed tombstone and
-    // updates nothing, so exactly one gets the row back. The final SELECT reads the statement's
-    // snapshot, from before the update: the row as it was. A withheld or taken-down row is never
-    // claimed; a SetModeration that commits first is seen by the same re-check.
+    // One statement, so one transaction: the view taken and, with the last one, the tombstone,
+    // its outbox entry and the live bytes commit together. Concurrent claims (from any process)
+    // queue on the row lock; under READ COMMITTED each later one re-evaluates its WHERE and SET
+    // against the row the earlier one committed, so N views go to exactly N claims, and a claim
+    // after the last finds the tombstone and updates nothing. The final SELECT reads the
+    // statement's snapshot (the row before any of this: its other columns do not change), except
+    // views_left, which only the UPDATE's RETURNING knows: the count after this claim. A
+    // withheld or taken-down row is never claimed; a SetModeration that commits first is seen by
+    // the same re-check.
     return Query<PasteMeta>(
         PostgresPurpose::kWrite, deadline,
-        "WITH claimed AS (UPDATE pastes SET deleted = true WHERE id = $1 AND burn AND NOT deleted "
-        "AND moderation = 0 AND expires_at > $2 RETURNING id, size_bytes), "
+        "WITH claimed AS (UPDATE pastes SET views_left = views_left - 1, "
+        "deleted = (views_left <= 1) WHERE id = $1 AND burn AND NOT deleted AND moderation = 0 "
+        "AND expires_at > $2 AND views_left >= 1 RETURNING id, size_bytes, deleted, views_left), "
         "queued AS (INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
-        "SELECT id, 'delete_body', 0, $2, $2 FROM claimed), "
+        "SELECT id, 'delete_body', 0, $2, $2 FROM claimed WHERE deleted), "
         "counted AS (UPDATE storage_usage u SET live_bytes = u.live_bytes - c.size_bytes "
-        "FROM claimed c WHERE u.slot = " SLUICE_USAGE_SLOT("c.id") ") "
-        "SELECT " SLUICE_ROW_COLUMNS " FROM pastes WHERE id = $1 AND EXISTS (SELECT 1 FROM claimed)",
+        "FROM claimed c WHERE c.deleted AND u.slot = " SLUICE_USAGE_SLOT("c.id") ") "
+        "SELECT " SLUICE_ROW_COLUMNS_BEFORE_VIEWS ", (SELECT c.views_left + 1 FROM claimed c), "
+        "parent FROM pastes WHERE id = $1 AND EXISTS (SELECT 1 FROM claimed)",
         {P(id.view()), P(now)}, [id](const PGresult* r) -> Result<PasteMeta> {
           if (PQntuples(r) == 0)
             return MakeError(ErrorCode::kNotFound, "no such paste to claim", "not_found");

@@ -389,6 +389,15 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS encrypted boolean NOT NULL DEFAULT false;
     )sql",
+    // 10: expiry after N views (MetaStore::Claim), as the SQLite store's migration 12 says. A
+    // constant default rewrites nothing.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS views_left integer NOT NULL DEFAULT 1;
+    )sql",
+    // 11: the paste a fork was made from (PasteMeta::parent), as the SQLite store's migration 13.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN IF NOT EXISTS parent text;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

@@ -59,13 +59,16 @@ std::string Hex(const store::TokenHash& hash) {
 // body's checksum rides next ("-" for a row that has none), then the moderation state and the
 // burn flag (absent in entries written before them, which read as none and not burn). The burn
 // flag must ride along: moderation puts live rows here (src/service/moderation.cc), and a burn row
-// read back without it would be served by a plain GET. The encrypted flag comes last (absent:
-// not encrypted), so that an encrypted paste read through the cache is never rendered.
+// read back without it would be served by a plain GET. Then the encrypted flag (absent: not
+// encrypted), so that an encrypted paste read through the cache is never rendered, the views a
+// counted row has left and its parent ("-" for none), absent in older entries (one view, no
+// parent).
 std::string EncodeMeta(const PasteMeta& m) {
-  return fmt::format("2 {} {} {} {} {} {} {} {} {} {}", m.id.str(), m.created_at, m.expires_at,
-                     m.size_bytes, Hex(m.token_hash), m.deleted ? 1 : 0,
+  return fmt::format("2 {} {} {} {} {} {} {} {} {} {} {} {}", m.id.str(), m.created_at,
+                     m.expires_at, m.size_bytes, Hex(m.token_hash), m.deleted ? 1 : 0,
                      m.body_sha256 ? Hex(*m.body_sha256) : std::string("-"),
-                     static_cast<int>(m.moderation), m.burn ? 1 : 0, m.encrypted ? 1 : 0);
+                     static_cast<int>(m.moderation), m.burn ? 1 : 0, m.encrypted ? 1 : 0,
+                     m.views_left, m.parent ? m.parent->str() : std::string("-"));
 }
 
 std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) {
@@ -74,13 +77,15 @@ std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) 
   char named[33] = {};
   char digest[65] = {};
   int version = 0, deleted = 0, moderation = 0, burn = 0, encrypted = 0;
+  unsigned views_left = 1;
+  char parent[33] = {};
   long long created = 0, expires = 0;
   unsigned long long size = 0;
   int fields = 0;
   if (text.find('\0') != std::string::npos ||
-      (fields = std::sscanf(text.c_str(), "%d %32s %lld %lld %llu %64s %d %64s %d %d %d", &version,
-                            named, &created, &expires, &size, hex, &deleted, digest, &moderation,
-                            &burn, &encrypted)) < 7 ||
+      (fields = std::sscanf(text.c_str(), "%d %32s %lld %lld %llu %64s %d %64s %d %d %d %u %32s",
+                            &version, named, &created, &expires, &size, hex, &deleted, digest,
+                            &moderation, &burn, &encrypted, &views_left, parent)) < 7 ||
       version != 2 || id.str() != named || std::strlen(hex) != 2 * m.token_hash.size()) {
     return std::nullopt;
   }
@@ -106,6 +111,8 @@ std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) 
   }
   m.burn = fields >= 10 && burn != 0;
   m.encrypted = fields >= 11 && encrypted != 0;
+  if (fields >= 12) m.views_left = views_left;
+  if (fields >= 13) m.parent = PasteId::Parse(parent);
   return m;
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -217,6 +218,15 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 12: expiry after N views (MetaStore::Claim): a burn row's views still to give. Every burn
+    // row before this was burn after reading, one view.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN views_left INTEGER NOT NULL DEFAULT 1;
+    )sql",
+    // 13: the paste a fork was made from (PasteMeta::parent), for its view and its diff.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN parent TEXT;
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the
@@ -238,10 +248,11 @@ Error StorageError(Db& db, std::string_view what) {
 }
 
 // Columns in order: created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn,
-// moderation, creator_network, encrypted (Get and the claim's RETURNING select them so).
+// moderation, creator_network, encrypted, views_left, parent (Get and the claim's RETURNING select
+// them so).
 #define SLUICE_ROW_COLUMNS                                                                   \
   "created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, burn, moderation, " \
-  "creator_network, encrypted"
+  "creator_network, encrypted, views_left, parent"
 PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   PasteMeta m{id, s.Int(0), s.Int(1), static_cast<uint64_t>(s.Int(2)), {}, s.Int(4) != 0, {}};
   m.burn = s.Int(6) != 0;
@@ -257,6 +268,9 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
   if (moderation >= 0 && moderation <= 2) m.moderation = static_cast<Moderation>(moderation);
   if (auto network = s.OptionalInt(8)) m.creator_network = static_cast<uint64_t>(*network);
   m.encrypted = s.Int(9) != 0;
+  m.views_left = static_cast<uint32_t>(std::clamp<int64_t>(s.Int(10), 0, UINT32_MAX));
+  if (const std::string_view parent = s.Text(11); !parent.empty())
+    m.parent = PasteId::Parse(parent);
   return m;
 }
 
@@ -797,9 +811,8 @@ class SqliteMetaStore final : public MetaStore {
       }
       Statement& s = db.Prepare(
           "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-          "body_sha256, burn, body_n, creator_network, encrypted) VALUES (?, ?, ?, ?, ?, 0, ?, ?, "
-          "?, ?, "
-          "?)");
+          "body_sha256, burn, body_n, creator_network, encrypted, views_left, parent) "
+          "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)");
       const PasteMeta& m = op.meta;
       s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
       s.Bind(4, static_cast<int64_t>(m.size_bytes))
@@ -810,6 +823,8 @@ class SqliteMetaStore final : public MetaStore {
       if (body_n) s.Bind(8, *body_n);
       if (m.creator_network) s.Bind(9, static_cast<int64_t>(*m.creator_network));
       s.Bind(10, int64_t{m.encrypted ? 1 : 0});
+      s.Bind(11, static_cast<int64_t>(m.burn ? m.views_left : 1));
+      if (m.parent) s.Bind(12, m.parent->view());
       if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
       return CountLive(db, static_cast<int64_t>(m.size_bytes));
     } catch (const std::exception& e) {
@@ -870,22 +885,31 @@ class SqliteMetaStore final : public MetaStore {
     return Done(db, enqueue, "enqueue");
   }
 
-  // One writer runs every op, so the UPDATE's condition is the claim: the first op finds the row
-  // live and marks it, every later one finds it marked and changes nothing. A withheld or
-  // taken-down row is never claimed: moderation answers 451 for it, and burning it would destroy
-  // what the operator is reviewing.
+  // One writer runs every op, so the UPDATE's condition is the claim: each op takes one view of a
+  // live row, the one that takes the last marks it deleted (the SET's right-hand sides read the
+  // row before the update), and every later one finds it marked and changes nothing. A withheld
+  // or taken-down row is never claimed: moderation answers 451 for it, and burning it would
+  // destroy what the operator is reviewing.
   Status Apply(Db& db, const ClaimOp& op) {
     try {
       Statement& mark = db.Prepare(
-          "UPDATE pastes SET deleted = 1 WHERE id = ? AND burn = 1 AND deleted = 0 AND "
-          "moderation = 0 AND expires_at > ? RETURNING " SLUICE_ROW_COLUMNS);
+          "UPDATE pastes SET views_left = views_left - 1, deleted = (views_left <= 1) "
+          "WHERE id = ? AND burn = 1 AND deleted = 0 AND moderation = 0 AND expires_at > ? AND "
+          "views_left >= 1 RETURNING " SLUICE_ROW_COLUMNS);
       mark.Bind(1, op.id.view()).Bind(2, op.now);
       const int rc = mark.Step();
       if (rc == SQLITE_DONE) return Ok();  // nothing to claim: *op.claimed stays empty
       if (rc != SQLITE_ROW) return StorageError(db, "claim");
       PasteMeta before = RowToMeta(op.id, mark);
-      before.deleted = false;  // RETURNING shows the row after the update
+      // RETURNING shows the row after the update.
+      const bool last = before.deleted;
+      before.deleted = false;
+      ++before.views_left;
       mark.Reset();
+      if (!last) {
+        *op.claimed = std::move(before);
+        return Ok();
+      }
       if (Status s = Enqueue(db, op.id, op.now); !s.ok()) return s;
       if (Status s = CountLive(db, -static_cast<int64_t>(before.size_bytes)); !s.ok()) return s;
       *op.claimed = std::move(before);

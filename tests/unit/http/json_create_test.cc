@@ -121,7 +121,8 @@ TEST(FileLanguageTest, ExtensionsNameLanguages) {
   EXPECT_EQ(LanguageForExtension("PY"), "python");
   EXPECT_EQ(LanguageForExtension("python"), "python");
   EXPECT_EQ(LanguageForExtension("txt"), "text");
-  EXPECT_EQ(LanguageForExtension("md"), "");
+  EXPECT_EQ(LanguageForExtension("md"), "markdown");
+  EXPECT_EQ(LanguageForExtension("docx"), "");
   EXPECT_EQ(LanguageForExtension(""), "");
   EXPECT_EQ(LanguageForExtension("auto"), "");
   EXPECT_EQ(FileExtension("src/main.rs"), "rs");

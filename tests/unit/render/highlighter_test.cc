@@ -57,7 +57,9 @@ TEST(HighlighterTest, KeywordsGetClassesOneSpanPerLine) {
   ASSERT_TRUE(html.ok());
   EXPECT_NE(html->find("<span class=\"hl-keyword\">def</span>"), std::string::npos) << *html;
   EXPECT_NE(html->find("<span class=\"hl-keyword\">return</span>"), std::string::npos) << *html;
-  EXPECT_EQ(html->rfind("<span class=\"l\">"), html->find("<span class=\"l\">    ")) << *html;
+  EXPECT_NE(html->find("<span class=\"l\" id=\"L1\">"), std::string::npos) << *html;
+  EXPECT_NE(html->find("<span class=\"l\" id=\"L2\">    "), std::string::npos) << *html;
+  EXPECT_EQ(html->find("id=\"L3\""), std::string::npos) << *html;
 }
 
 TEST(HighlighterTest, UnknownLanguageIsInvalidArgument) {
@@ -71,9 +73,9 @@ TEST(HighlighterTest, UnknownLanguageIsInvalidArgument) {
 
 TEST(HighlighterTest, PlainLinesEscapesAndKeepsEveryLine) {
   EXPECT_EQ(PlainLines("a<b\r\n\n&"),
-            "<span class=\"l\">a&lt;b</span>\n<span class=\"l\"></span>\n<span "
-            "class=\"l\">&amp;</span>\n");
-  EXPECT_EQ(PlainLines(""), "<span class=\"l\"></span>\n");
+            "<span class=\"l\" id=\"L1\">a&lt;b</span>\n<span class=\"l\" id=\"L2\"></span>\n"
+            "<span class=\"l\" id=\"L3\">&amp;</span>\n");
+  EXPECT_EQ(PlainLines(""), "<span class=\"l\" id=\"L1\"></span>\n");
 }
 
 TEST(HighlighterTest, DetectsCommonLanguagesAndLeavesProseAlone) {

@@ -1,0 +1,178 @@
+"""Expiry after N views (docs/sharing.md, "Expire after N views"): exactly N readers get the text,
+even when fifty ask at once through two processes sharing one PostgreSQL; a GET (a link preview)
+spends no view; every create route takes max_views; nothing is cacheable.
+
+Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_max_views
+"""
+
+import json
+import shutil
+import tempfile
+import threading
+import unittest
+
+from sluice_harness import SluiceServer, PatientTestCase
+from test_postgres import PostgresServer
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml"}
+FORM = "application/x-www-form-urlencoded"
+
+
+def claim(server, paste_id, results, index, start):
+    start.wait()
+    results[index] = server.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"",
+                                    timeout=30)
+
+
+class MaxViewsOnPostgresTest(PatientTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = PostgresServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pg.stop()
+
+    # As test_burn's: fifty claims at once queue on one row lock; what is checked is who wins.
+    RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "5s", "--read-budget", "5s",
+               "--delete-budget", "20s", "--blob-get-timeout", "5s"]
+
+    def test_fifty_concurrent_readers_through_two_processes_get_exactly_five_texts(self):
+        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
+        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
+        a = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
+        b = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
+        created = a.request("POST", "/api/v1/pastes?max_views=5", body=b"five readers")
+        self.assertStatus(created, 201)
+        doc = created.json()
+        self.assertEqual((doc["max_views"], doc["views_left"]), (5, 5))
+        views = f"SELECT views_left FROM pastes WHERE id = '{doc['id']}'"
+        self.assertEqual(self.pg.sql(views), "5")
+
+        # Link previews (GETs of every kind, through either process) spend nothing.
+        for s in (a, b):
+            for _ in range(3):
+                preview = s.get(f"/{doc['id']}", headers=BROWSER)
+                self.assertStatus(preview, 200)
+                self.assertIn(b'id="views-left">5<', preview.body)
+                self.assertNotIn(b"five readers", preview.body)
+                self.assertEqual(preview.header("Cache-Control"), "no-store")
+                self.assertJsonError(s.get(f"/raw/{doc['id']}"), 409, "burn_after_reading")
+                self.assertJsonError(s.get(f"/api/v1/pastes/{doc['id']}"), 409,
+                                     "burn_after_reading")
+        self.assertEqual(self.pg.sql(views), "5")
+
+        results = [None] * 50
+        start = threading.Event()
+        threads = [threading.Thread(target=claim, args=(a if i % 2 else b, doc["id"], results, i,
+                                                        start)) for i in range(50)]
+        for t in threads:
+            t.start()
+        start.set()
+        for t in threads:
+            t.join()
+        statuses = sorted(r.status for r in results)
+        self.assertEqual(statuses, [200] * 5 + [404] * 45,
+                         [(r.status, r.body[:200]) for r in results if r.status not in (200, 404)])
+        winners = [r for r in results if r.status == 200]
+        for w in winners:
+            self.assertEqual(w.json()["content"], "five readers")
+            self.assertEqual(w.header("Cache-Control"), "no-store")
+        # Each winner was told how many views remain after its own; together 4, 3, 2, 1, 0.
+        self.assertEqual(sorted(w.json()["views_left"] for w in winners), [0, 1, 2, 3, 4])
+        self.assertEqual(self.pg.sql(f"SELECT deleted FROM pastes WHERE id = '{doc['id']}'"), "t")
+        # One body owed, by the last claim (the janitor may have paid it already; the store's
+        # contract test counts it exactly).
+        self.assertLessEqual(int(self.pg.sql(
+            f"SELECT count(*) FROM outbox WHERE paste_id = '{doc['id']}'")), 1)
+        for s in (a, b):
+            self.assertStatus(s.get(f"/{doc['id']}", headers=BROWSER), 404)
+
+
+class MaxViewsEmbeddedTest(PatientTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = SluiceServer(patient=True).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+        cls.s.cleanup()
+
+    def claim_raw(self, paste_id):
+        return self.s.request("POST", f"/api/v1/pastes/{paste_id}/claim?format=raw", body=b"")
+
+    def test_every_create_route_takes_max_views(self):
+        s = self.s
+        made = []
+        res = s.request("POST", "/api/v1/pastes",
+                        body=json.dumps({"content": "json", "max_views": 2}),
+                        headers={"Content-Type": "application/json"})
+        self.assertStatus(res, 201)
+        self.assertEqual(res.json()["max_views"], 2)
+        made.append(res.json()["id"])
+        res = s.request("POST", "/documents?max_views=2", body=b"haste")
+        self.assertStatus(res, 200)
+        made.append(res.json()["key"])
+        res = s.request("POST", "/?max_views=2", body=b"curl")
+        self.assertStatus(res, 201)
+        made.append(res.body.decode().strip().rsplit("/", 1)[1])
+        boundary = "xyzzy"
+        form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nform\r\n"
+                f"--{boundary}\r\nContent-Disposition: form-data; name=\"max_views\"\r\n\r\n2\r\n"
+                f"--{boundary}--\r\n").encode()
+        res = s.request("POST", "/", body=form, headers={
+            **BROWSER, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+        self.assertStatus(res, 201)
+        self.assertIn(b"shown 2 times", res.body)
+        self.assertNotIn(b"<pre", res.body)
+        made.append(res.header("Location").rsplit("/", 1)[1])
+        for paste_id, text in zip(made, ["json", "haste", "curl", "form"]):
+            self.assertJsonError(s.get(f"/raw/{paste_id}"), 409, "burn_after_reading")
+            for left in ("1", "0"):
+                res = self.claim_raw(paste_id)
+                self.assertStatus(res, 200)
+                self.assertEqual(res.body.decode(), text)
+                self.assertEqual(res.header("Sluice-Views-Left"), left)
+                self.assertEqual(res.header("Cache-Control"), "no-store")
+            self.assertStatus(self.claim_raw(paste_id), 404)
+
+    def test_burn_is_max_views_one(self):
+        doc = self.s.request("POST", "/api/v1/pastes?burn=1", body=b"once").json()
+        self.assertEqual((doc["max_views"], doc["views_left"]), (1, 1))
+        self.assertStatus(self.claim_raw(doc["id"]), 200)
+        self.assertStatus(self.claim_raw(doc["id"]), 404)
+
+    def test_the_browser_page_says_how_many_views_are_left(self):
+        s = self.s
+        doc = s.request("POST", "/api/v1/pastes?max_views=3", body=b"<three>").json()
+        page = s.get(f"/{doc['id']}", headers=BROWSER)
+        self.assertIn(b"can be opened 3 more times", page.body)
+        for left in (2, 1):
+            shown = s.request("POST", f"/claim/{doc['id']}", body=b"",
+                              headers={**BROWSER, "Content-Type": FORM})
+            self.assertStatus(shown, 200)
+            self.assertIn(b"&lt;three&gt;", shown.body)
+            self.assertIn(f"{left} more reader".encode(), shown.body)
+            self.assertEqual(shown.header("Cache-Control"), "no-store")
+        last = s.request("POST", f"/claim/{doc['id']}", body=b"",
+                         headers={**BROWSER, "Content-Type": FORM})
+        self.assertIn(b"This was its last view", last.body)
+        self.assertStatus(s.get(f"/{doc['id']}", headers=BROWSER), 404)
+
+    def test_bad_max_views_are_refused_before_anything_is_stored(self):
+        s = self.s
+        for q in ("0", "-1", "x", "1.5", "10001", "99999999999999999999999"):
+            self.assertJsonError(s.request("POST", f"/api/v1/pastes?max_views={q}", body=b"x"),
+                                 400, "invalid_max_views")
+        for v in ("\"3\"", "0", "-2", "2.5", "true"):
+            res = s.request("POST", "/api/v1/pastes", body=f'{{"content": "x", "max_views": {v}}}',
+                            headers={"Content-Type": "application/json"})
+            self.assertJsonError(res, 400, "bad_json")
+        res = s.request("POST", "/api/v1/pastes", body=b'{"content": "x", "max_views": 10001}',
+                        headers={"Content-Type": "application/json"})
+        self.assertJsonError(res, 400, "invalid_max_views")
+
+
+if __name__ == "__main__":
+    unittest.main()
