@@ -6,10 +6,30 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "sluice/store/meta_store.h"
+
 namespace sluice::store::pg {
 namespace {
 
 namespace asio = boost::asio;
+
+// A server that is no longer (or not yet) the primary: read-only after a demotion or on a standby
+// (25006), or ending the session because it shuts down or restarts (57P01 admin_shutdown, 57P02
+// crash_shutdown, 57P03 cannot_connect_now).
+bool IsFailoverState(std::string_view sqlstate) {
+  return sqlstate == "25006" || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
+}
+
+// What libpq says when a connect reached servers but none of them takes writes (a multi-host URL
+// with target_session_attrs=read-write during a promotion), or the server is starting up or
+// shutting down: a failover under way rather than a primary that is gone.
+bool IsFailoverConnectError(std::string_view message) {
+  for (std::string_view sign : {"read-only", "hot standby", "in recovery", "is starting up",
+                                "is shutting down", "not yet accepting connections"}) {
+    if (message.find(sign) != std::string_view::npos) return true;
+  }
+  return false;
+}
 
 std::string Trimmed(const char* message) {
   std::string s = message ? message : "";
@@ -31,6 +51,8 @@ Error ServerError(const PGresult* r) {
     return MakeError(ErrorCode::kDeadlineExceeded, std::move(message), "statement_timeout");
   if (sqlstate.starts_with("23") || sqlstate.starts_with("42"))
     return MakeError(ErrorCode::kInternal, std::move(message), "storage_error");
+  if (IsFailoverState(sqlstate))
+    return MakeError(ErrorCode::kUnavailable, std::move(message), std::string(kPrimaryFailover));
   return MakeError(ErrorCode::kUnavailable, std::move(message), "storage_unavailable");
 }
 
@@ -38,7 +60,8 @@ Error ServerError(const PGresult* r) {
 
 Error RefusedError(std::string_view detail) {
   Error e = MakeError(ErrorCode::kUnavailable, fmt::format("postgres: cannot connect: {}", detail),
-                      "connection_refused");
+                      IsFailoverConnectError(detail) ? std::string(kPrimaryFailover)
+                                                     : std::string("connection_refused"));
   e.never_sent = true;
   return e;
 }
@@ -182,6 +205,11 @@ asio::awaitable<Result<PgResult>> Connection::Exec(const char* sql, std::vector<
       PgResult r(PQgetResult(conn_));
       if (!r) {
         if (first_error) {
+          // A read-only server is a demoted primary (or a standby): this connection will never
+          // write again, so it is dropped and the next one connects to whichever host now
+          // takes writes (target_session_attrs=read-write).
+          const char* failed = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
+          if (failed != nullptr && IsFailoverState(failed)) MarkBroken();
           // A server shutting the session down (57P01..57P03) may say so after the statement
           // committed: that is not a "no", only the end of the conversation.
           const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
