@@ -31,15 +31,17 @@ from sluice_harness import SluiceTestCase, wait_until
 
 SCRIPT = test_postgres.SCRIPT
 
-# The reasons a create or read may give while the primary fails over: the store's own, or an
-# insert whose answer was lost and whose row the check could not see (it says so, never "saved").
-FAILOVER_REASONS = {"primary_failover", "outcome_unknown", "storage_unavailable"}
+# The reasons a create or read may give while the primary fails over: the store's own; an insert
+# whose answer was lost and whose row the check could not see (it says so, never "saved"); and a
+# call whose budget ran out while a connect to the dead host hung (an honest timeout, rare).
+FAILOVER_REASONS = {"primary_failover", "outcome_unknown", "deadline_exceeded"}
 
-# Creates are back on the new primary within this of the promotion, for each process. The default
-# breaker window (breaker_open_for, 5 s) bounds it; the test sets 1 s, and a loaded machine gets
-# slack on top.
-BREAKER_OPEN_FOR = "1s"
-RECOVERY_LIMIT = 6.0
+# Creates are back on the new primary within this of the promotion, for each process. The breaker
+# window (breaker_open_for, default 5 s) bounds it: the breaker opens on the first refusals and
+# lets a probe through only when the window ends. The test sets 1 s (bench/results/pg-failover.md
+# has the default's figures), and a loaded machine gets slack on top.
+BREAKER_OPEN_FOR = os.environ.get("SLUICE_FAILOVER_BREAKER_OPEN_FOR", "1s")
+RECOVERY_LIMIT = float(BREAKER_OPEN_FOR.rstrip("s")) + 5.0
 
 
 def script(*args):
@@ -50,6 +52,7 @@ def script(*args):
 class Cluster:
     def __init__(self, mode):
         self.root = tempfile.mkdtemp(prefix="sluice-pgha-")
+        os.chmod(self.root, 0o755)  # the servers run as the postgres user (postgres.sh)
         self.primary = os.path.join(self.root, "primary")
         self.standby = os.path.join(self.root, "standby")
         script("start", self.primary, "0")
@@ -206,7 +209,9 @@ class PostgresFailoverTest(SluiceTestCase):
             "promotion_s": round(promoted_at - killed_at, 2),
             "first_201_after_promotion_s": [None if t is None else round(t - promoted_at, 2)
                                             for t in first_201],
-            "reasons": sorted({e[3] for e in events if e[2] not in (200, 201)}),
+            "breaker_open_for": BREAKER_OPEN_FOR,
+            "reasons": {r: sum(1 for e in events if e[2] == 503 and e[3] == r)
+                        for r in sorted({e[3] for e in events if e[2] == 503})},
         }
         print(f"\nfailover figures: {figures}", flush=True)
         report = os.environ.get("SLUICE_FAILOVER_REPORT")

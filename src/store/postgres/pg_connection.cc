@@ -58,10 +58,25 @@ Error ServerError(const PGresult* r) {
 
 }  // namespace
 
-Error RefusedError(std::string_view detail) {
-  Error e = MakeError(ErrorCode::kUnavailable, fmt::format("postgres: cannot connect: {}", detail),
-                      IsFailoverConnectError(detail) ? std::string(kPrimaryFailover)
-                                                     : std::string("connection_refused"));
+bool NamesAFailoverTarget(std::string_view url) {
+  if (url.find("target_session_attrs=read-write") != std::string_view::npos ||
+      url.find("target_session_attrs=primary") != std::string_view::npos) {
+    return true;
+  }
+  // postgresql://h1:p1,h2:p2/db: a comma between the scheme and the path.
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos)
+    return url.find("host=") != std::string_view::npos && url.find(',') != std::string_view::npos;
+  const size_t path = url.find_first_of("/?", scheme + 3);
+  return url.substr(scheme + 3, path == std::string_view::npos ? url.npos : path - scheme - 3)
+             .find(',') != std::string_view::npos;
+}
+
+Error RefusedError(std::string_view detail, bool failover) {
+  Error e =
+      MakeError(ErrorCode::kUnavailable, fmt::format("postgres: cannot connect: {}", detail),
+                failover || IsFailoverConnectError(detail) ? std::string(kPrimaryFailover)
+                                                           : std::string("connection_refused"));
   e.never_sent = true;
   return e;
 }
@@ -93,7 +108,7 @@ Error Connection::LostError(std::string_view during) {
   return MakeError(ErrorCode::kUnavailable,
                    fmt::format("postgres: connection lost during {}: {}", during,
                                Trimmed(PQerrorMessage(conn_))),
-                   "storage_unavailable");
+                   failover_ ? std::string(kPrimaryFailover) : std::string("storage_unavailable"));
 }
 
 asio::awaitable<bool> Connection::WaitFor(asio::posix::descriptor_base::wait_type what,
@@ -128,23 +143,26 @@ asio::awaitable<Result<std::unique_ptr<Connection>>> Connection::Open(Executor e
   const char* keywords[] = {"dbname", "application_name", "options", nullptr};
   const char* values[] = {spec.url.c_str(), spec.application_name.c_str(), spec.options.c_str(),
                           nullptr};
+  const bool failover = NamesAFailoverTarget(spec.url);
   PGconn* raw = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
   if (raw == nullptr) co_return RefusedError("out of memory");
-  std::unique_ptr<Connection> conn(new Connection(executor, raw));
-  if (PQstatus(raw) == CONNECTION_BAD) co_return RefusedError(Trimmed(PQerrorMessage(raw)));
+  std::unique_ptr<Connection> conn(new Connection(executor, raw, failover));
+  if (PQstatus(raw) == CONNECTION_BAD)
+    co_return RefusedError(Trimmed(PQerrorMessage(raw)), failover);
   // libpq's documented start: behave as if PQconnectPoll had asked to wait for writing.
   PostgresPollingStatusType status = PGRES_POLLING_WRITING;
   while (status != PGRES_POLLING_OK) {
-    if (status == PGRES_POLLING_FAILED) co_return RefusedError(Trimmed(PQerrorMessage(raw)));
+    if (status == PGRES_POLLING_FAILED)
+      co_return RefusedError(Trimmed(PQerrorMessage(raw)), failover);
     conn->AdoptSocket();
     const auto what = status == PGRES_POLLING_READING ? asio::posix::descriptor_base::wait_read
                                                       : asio::posix::descriptor_base::wait_write;
     auto wait = conn->WaitFor(what, give_up);
-    if (!co_await std::move(wait)) co_return RefusedError("timed out");
+    if (!co_await std::move(wait)) co_return RefusedError("timed out", failover);
     status = PQconnectPoll(raw);
   }
   conn->AdoptSocket();
-  if (PQsetnonblocking(raw, 1) != 0) co_return RefusedError(Trimmed(PQerrorMessage(raw)));
+  if (PQsetnonblocking(raw, 1) != 0) co_return RefusedError(Trimmed(PQerrorMessage(raw)), failover);
   co_return conn;
 }
 
