@@ -21,9 +21,10 @@ deb_tools=(dpkg-dev debhelper lintian)
 # pastebinit and wget are clients people already have (tests/integration/test_clients.py); jq reads
 # the JSON answers in docs/usage.md's examples, which tests/docs/test_usage_examples.py runs.
 # The packaging test (tests/deploy/test_debian_package.py) builds the .deb with deb_tools; strace
-# lists the system calls the server makes, to hold them to the unit's SystemCallFilter.
+# lists the system calls the server makes, to hold them to the unit's SystemCallFilter. pgbouncer:
+# the PostgreSQL backend suite runs once more through it in transaction pooling mode.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
-  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
+  postgresql pgbouncer redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget jq "${deb_tools[@]}" strace)
 case "$profile" in
   build) ;;

@@ -16,6 +16,16 @@
 #   postgres.sh pause DIR        stop at once (-m immediate) but keep DIR: an outage
 #   postgres.sh resume DIR       start again on the same port and data: the recovery
 #   postgres.sh stop DIR         stop at once and remove DIR
+#   postgres.sh start-standby DIR PRIMARY_DIR PORT [sync|async]
+#                                a streaming standby of the primary in PRIMARY_DIR (started by
+#                                `start`): pg_basebackup -R, started, waits until it streams. With
+#                                `sync` (the default) the primary then names it in
+#                                synchronous_standby_names (synchronous_commit stays on), so a
+#                                commit returns only once the standby has flushed it: a 201 is on
+#                                two servers. Prints the multi-host URL primary,standby with
+#                                target_session_attrs=read-write (also DIR/url; DIR/standby-url is
+#                                the standby alone).
+#   postgres.sh promote DIR      promote the standby in DIR (pg_ctl promote), wait until it writes
 #
 # Run as root, the server runs as the `postgres` OS user (initdb refuses root).
 set -euo pipefail
@@ -24,7 +34,7 @@ testenv=$(cd "$(dirname "$0")" && pwd)
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|start-tls DIR PORT | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|start-tls DIR PORT | start-standby DIR PRIMARY_DIR PORT [sync|async] | promote DIR | pause DIR | resume DIR | stop DIR" >&2; exit 2; }
 
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -101,6 +111,62 @@ CONF
     fi
     echo "$url" >"$dir/url"
     echo "$url"
+    ;;
+  start-standby)
+    primary=${3:-}
+    port=${4:-0}
+    mode=${5:-sync}
+    [ -n "$primary" ] && [ -f "$primary/port" ] || { echo "start-standby: no primary in '$primary'" >&2; exit 2; }
+    case "$mode" in sync | async) ;; *) echo "start-standby: mode is sync or async" >&2; exit 2 ;; esac
+    primary=$(cd "$primary" && pwd)
+    pport=$(cat "$primary/port")
+    [ "$port" = 0 ] && port=$(free_port)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+    # Replication connections match only `replication` lines of pg_hba.conf, never `all`.
+    if ! grep -q '^host replication' "$primary/data/pg_hba.conf"; then
+      echo 'host replication all 127.0.0.1/32 trust' >>"$primary/data/pg_hba.conf"
+      "$PGBIN/psql" -h "$primary" -p "$pport" -U postgres -d postgres -qtAc "SELECT pg_reload_conf()" >/dev/null
+    fi
+    # -R writes primary_conninfo and standby.signal; the standby copies the primary's settings,
+    # before synchronous_standby_names is set: a promoted standby must not wait for a standby of
+    # its own that does not exist.
+    as_owner "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$dir/data" -R \
+      -X stream --checkpoint=fast --no-sync >"$dir/basebackup.log" 2>&1 ||
+      { cat "$dir/basebackup.log" >&2; exit 1; }
+    # The standby's name on the primary (pg_stat_replication.application_name).
+    echo "cluster_name = 'standby'" >>"$dir/data/postgresql.conf"
+    echo "$port" >"$dir/port"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/port"
+    pg_start
+    for _ in $(seq 1 300); do
+      state=$("$PGBIN/psql" -h "$primary" -p "$pport" -U postgres -d postgres -tAc \
+        "SELECT state FROM pg_stat_replication WHERE application_name = 'standby'")
+      [ "$state" = streaming ] && break
+      sleep 0.1
+    done
+    [ "$state" = streaming ] || { echo "standby did not stream; log follows" >&2; cat "$dir/log" >&2; exit 1; }
+    if [ "$mode" = sync ]; then
+      "$PGBIN/psql" -h "$primary" -p "$pport" -U postgres -d postgres -qtAc \
+        "ALTER SYSTEM SET synchronous_standby_names = 'standby'" -c "SELECT pg_reload_conf()" >/dev/null
+      for _ in $(seq 1 300); do
+        sync=$("$PGBIN/psql" -h "$primary" -p "$pport" -U postgres -d postgres -tAc \
+          "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'")
+        [ "$sync" = sync ] && break
+        sleep 0.1
+      done
+      [ "$sync" = sync ] || { echo "standby is not synchronous" >&2; exit 1; }
+    fi
+    echo "postgres://postgres@127.0.0.1:$port/sluice" >"$dir/standby-url"
+    url="postgres://postgres@127.0.0.1:$pport,127.0.0.1:$port/sluice?target_session_attrs=read-write"
+    echo "$url" >"$dir/url"
+    echo "$url"
+    ;;
+  promote)
+    dir=$(cd "$dir" && pwd)
+    # -w waits until the server has left recovery: it takes writes from then on.
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
     ;;
   pause)
     as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null

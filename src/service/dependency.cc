@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "sluice/store/meta_store.h"
+
 namespace sluice::service {
 
 Dependency::Dependency(std::string name, const Clock& clock, MetricsRegistry& metrics,
@@ -67,9 +69,13 @@ Dependency::OpStats& Dependency::StatsFor(const char* op) {
 }
 
 Error Dependency::BreakerOpen(Duration retry_after) {
-  Error e = MakeError(ErrorCode::kUnavailable,
-                      "the " + name_ + " store is refusing connections; try again shortly",
-                      "breaker_open");
+  Error e = refused_by_failover_
+                ? MakeError(ErrorCode::kUnavailable,
+                            "the " + name_ + " store's primary is failing over; try again shortly",
+                            std::string(store::kPrimaryFailover))
+                : MakeError(ErrorCode::kUnavailable,
+                            "the " + name_ + " store is refusing connections; try again shortly",
+                            "breaker_open");
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(retry_after).count();
   e.retry_after_seconds = static_cast<int>(std::max<int64_t>(1, seconds + 1));
   return e;

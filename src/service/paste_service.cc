@@ -409,11 +409,15 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
 
 awaitable<Status> PasteService::ConfirmInsert(const store::PasteMeta& meta, const Error& lost,
                                               Deadline deadline) {
-  // Two looks: an insert that reached the primary just before its answer was lost may not have
-  // committed yet when the first look runs (the look goes out at once, on another connection).
+  // Two looks at least: an insert that reached the primary just before its answer was lost may not
+  // have committed yet when the first look runs (it goes out at once, on another connection).
+  // During a failover the look itself may be refused until the new primary takes connections: it
+  // is asked again, within the create's deadline, so the answer comes from the new primary.
   constexpr auto kSecondLookAfter = std::chrono::milliseconds(50);
+  constexpr int kMaxLooks = 40;
   std::string why = "the row was not there";
-  for (int look = 0; look < 2; ++look) {
+  bool not_found_once = false;
+  for (int look = 0; look < kMaxLooks; ++look) {
     if (look > 0) {
       if (deadline.Remaining(clock_) < 2 * kSecondLookAfter) break;
       auto pause = asio_glue::SleepFor(clock_, kSecondLookAfter);
@@ -432,10 +436,13 @@ awaitable<Status> PasteService::ConfirmInsert(const store::PasteMeta& meta, cons
       spdlog::info("create {}: the row is there; the create stands", meta.id.view());
       co_return Ok();
     }
-    if (row.error().code != ErrorCode::kNotFound) {
-      why = "the check failed: " + row.error().message;
-      break;
+    if (row.error().code == ErrorCode::kNotFound) {
+      if (not_found_once) break;
+      not_found_once = true;
+      continue;
     }
+    why = "the check failed: " + row.error().message;
+    if (row.error().reason != store::kPrimaryFailover) break;
   }
   unknown_inserts_.Inc();
   spdlog::error("create {}: outcome unknown ({}; {}); the body is kept", meta.id.view(),

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../../src/store/postgres/pg_connection.h"
 #include "../contract/store_contract.h"
 #include "../support/run_sync.h"
 #include "postgres_env.h"
@@ -397,6 +398,30 @@ TEST(PostgresMetaStore, NoServerIsARefusalReportedQuickly) {
   EXPECT_EQ(got.error().reason, "connection_refused");
   EXPECT_LT(SecondsSince(start), 5.0);
   EXPECT_EQ(store->Stats(PostgresPurpose::kRead).open, 0u);
+}
+
+// With a standby named in the URL, no writable host is a failover under way: still a refusal (the
+// breaker opens on it), but with its own reason, which the 503 carries (docs/scale-out.md).
+TEST(PostgresMetaStore, NoWritableHostOfAMultiHostUrlIsAPrimaryFailover) {
+  PostgresOptions options;
+  options.url = "postgres://postgres@127.0.0.1:" + std::to_string(testenv::ClosedPort()) +
+                ",127.0.0.1:" + std::to_string(testenv::ClosedPort()) +
+                "/sluice?target_session_attrs=read-write";
+  auto store = MakePostgresMetaStore(options);
+  auto got = RunSync(store->Get(Id("nothere00000"), In(30s)));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(got.error().never_sent);
+  EXPECT_EQ(got.error().reason, kPrimaryFailover);
+}
+
+TEST(PostgresFailoverUrl, AStandbyInTheUrlIsRecognised) {
+  EXPECT_TRUE(pg::NamesAFailoverTarget("postgresql://a:1,b:2/sluice"));
+  EXPECT_TRUE(pg::NamesAFailoverTarget("postgres://u@a/sluice?target_session_attrs=read-write"));
+  EXPECT_TRUE(pg::NamesAFailoverTarget("host=a,b dbname=sluice"));
+  EXPECT_FALSE(pg::NamesAFailoverTarget("postgres://u@a:5432/sluice"));
+  EXPECT_FALSE(pg::NamesAFailoverTarget("postgres://u@a:5432/sluice?options=-c%20x=1,2"));
+  EXPECT_FALSE(pg::NamesAFailoverTarget("host=a dbname=sluice"));
 }
 
 // An outage: calls fail fast as refusals (so the breaker opens and the service answers 503), and

@@ -5,6 +5,7 @@
 // adds the rest.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -28,6 +29,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/common/result.h"
+#include "sluice/store/meta_store.h"
 
 namespace sluice::service {
 
@@ -89,6 +91,9 @@ class Dependency {
   MetricsRegistry& metrics_;
   admission::RetryBudget& retry_budget_;
   admission::CircuitBreaker breaker_;
+  // Whether the latest refusal was a primary failing over: the breaker's 503 then says so, so a
+  // client and an operator see a failover, not an unexplained outage.
+  std::atomic<bool> refused_by_failover_{false};
   admission::Jitter jitter_;
   Counter& breaker_rejections_;
   std::mutex stats_mu_;
@@ -209,6 +214,7 @@ boost::asio::awaitable<Result<T>> Dependency::Call(
       pass.TimedOut();  // slowness is the caps' business, not the breaker's
       stats.timeouts->Inc();
     } else if (error.never_sent) {
+      refused_by_failover_ = error.reason == store::kPrimaryFailover;
       pass.Refused();
       stats.errors->Inc();
     } else {

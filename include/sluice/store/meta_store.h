@@ -20,6 +20,12 @@ namespace sluice::store {
 /// The reason of an Insert error whose outcome is unknown (see MetaStore::Insert).
 inline constexpr std::string_view kOutcomeUnknown = "outcome_unknown";
 
+/// The reason of an Unavailable error met while the primary fails over: the server reached is a
+/// standby or read-only (25006), is shutting the session down (57P01..57P03), or the connect found
+/// no writable host among several. A 503 with Retry-After, never a 500 or a 404: the same request
+/// is expected to succeed on the new primary (docs/scale-out.md, "PostgreSQL with a standby").
+inline constexpr std::string_view kPrimaryFailover = "primary_failover";
+
 /// True if the row of a failed Insert may nevertheless have been written: the store said so, or
 /// the call timed out without proof that the statement never left (never_sent).
 inline bool InsertOutcomeUnknown(const Error& e) {

@@ -6,10 +6,30 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "sluice/store/meta_store.h"
+
 namespace sluice::store::pg {
 namespace {
 
 namespace asio = boost::asio;
+
+// A server that is no longer (or not yet) the primary: read-only after a demotion or on a standby
+// (25006), or ending the session because it shuts down or restarts (57P01 admin_shutdown, 57P02
+// crash_shutdown, 57P03 cannot_connect_now).
+bool IsFailoverState(std::string_view sqlstate) {
+  return sqlstate == "25006" || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
+}
+
+// What libpq says when a connect reached servers but none of them takes writes (a multi-host URL
+// with target_session_attrs=read-write during a promotion), or the server is starting up or
+// shutting down: a failover under way rather than a primary that is gone.
+bool IsFailoverConnectError(std::string_view message) {
+  for (std::string_view sign : {"read-only", "hot standby", "in recovery", "is starting up",
+                                "is shutting down", "not yet accepting connections"}) {
+    if (message.find(sign) != std::string_view::npos) return true;
+  }
+  return false;
+}
 
 std::string Trimmed(const char* message) {
   std::string s = message ? message : "";
@@ -31,14 +51,32 @@ Error ServerError(const PGresult* r) {
     return MakeError(ErrorCode::kDeadlineExceeded, std::move(message), "statement_timeout");
   if (sqlstate.starts_with("23") || sqlstate.starts_with("42"))
     return MakeError(ErrorCode::kInternal, std::move(message), "storage_error");
+  if (IsFailoverState(sqlstate))
+    return MakeError(ErrorCode::kUnavailable, std::move(message), std::string(kPrimaryFailover));
   return MakeError(ErrorCode::kUnavailable, std::move(message), "storage_unavailable");
 }
 
 }  // namespace
 
-Error RefusedError(std::string_view detail) {
-  Error e = MakeError(ErrorCode::kUnavailable, fmt::format("postgres: cannot connect: {}", detail),
-                      "connection_refused");
+bool NamesAFailoverTarget(std::string_view url) {
+  if (url.find("target_session_attrs=read-write") != std::string_view::npos ||
+      url.find("target_session_attrs=primary") != std::string_view::npos) {
+    return true;
+  }
+  // postgresql://h1:p1,h2:p2/db: a comma between the scheme and the path.
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos)
+    return url.find("host=") != std::string_view::npos && url.find(',') != std::string_view::npos;
+  const size_t path = url.find_first_of("/?", scheme + 3);
+  return url.substr(scheme + 3, path == std::string_view::npos ? url.npos : path - scheme - 3)
+             .find(',') != std::string_view::npos;
+}
+
+Error RefusedError(std::string_view detail, bool failover) {
+  Error e =
+      MakeError(ErrorCode::kUnavailable, fmt::format("postgres: cannot connect: {}", detail),
+                failover || IsFailoverConnectError(detail) ? std::string(kPrimaryFailover)
+                                                           : std::string("connection_refused"));
   e.never_sent = true;
   return e;
 }
@@ -70,7 +108,7 @@ Error Connection::LostError(std::string_view during) {
   return MakeError(ErrorCode::kUnavailable,
                    fmt::format("postgres: connection lost during {}: {}", during,
                                Trimmed(PQerrorMessage(conn_))),
-                   "storage_unavailable");
+                   failover_ ? std::string(kPrimaryFailover) : std::string("storage_unavailable"));
 }
 
 asio::awaitable<bool> Connection::WaitFor(asio::posix::descriptor_base::wait_type what,
@@ -105,23 +143,26 @@ asio::awaitable<Result<std::unique_ptr<Connection>>> Connection::Open(Executor e
   const char* keywords[] = {"dbname", "application_name", "options", nullptr};
   const char* values[] = {spec.url.c_str(), spec.application_name.c_str(), spec.options.c_str(),
                           nullptr};
+  const bool failover = NamesAFailoverTarget(spec.url);
   PGconn* raw = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
   if (raw == nullptr) co_return RefusedError("out of memory");
-  std::unique_ptr<Connection> conn(new Connection(executor, raw));
-  if (PQstatus(raw) == CONNECTION_BAD) co_return RefusedError(Trimmed(PQerrorMessage(raw)));
+  std::unique_ptr<Connection> conn(new Connection(executor, raw, failover));
+  if (PQstatus(raw) == CONNECTION_BAD)
+    co_return RefusedError(Trimmed(PQerrorMessage(raw)), failover);
   // libpq's documented start: behave as if PQconnectPoll had asked to wait for writing.
   PostgresPollingStatusType status = PGRES_POLLING_WRITING;
   while (status != PGRES_POLLING_OK) {
-    if (status == PGRES_POLLING_FAILED) co_return RefusedError(Trimmed(PQerrorMessage(raw)));
+    if (status == PGRES_POLLING_FAILED)
+      co_return RefusedError(Trimmed(PQerrorMessage(raw)), failover);
     conn->AdoptSocket();
     const auto what = status == PGRES_POLLING_READING ? asio::posix::descriptor_base::wait_read
                                                       : asio::posix::descriptor_base::wait_write;
     auto wait = conn->WaitFor(what, give_up);
-    if (!co_await std::move(wait)) co_return RefusedError("timed out");
+    if (!co_await std::move(wait)) co_return RefusedError("timed out", failover);
     status = PQconnectPoll(raw);
   }
   conn->AdoptSocket();
-  if (PQsetnonblocking(raw, 1) != 0) co_return RefusedError(Trimmed(PQerrorMessage(raw)));
+  if (PQsetnonblocking(raw, 1) != 0) co_return RefusedError(Trimmed(PQerrorMessage(raw)), failover);
   co_return conn;
 }
 
@@ -182,6 +223,11 @@ asio::awaitable<Result<PgResult>> Connection::Exec(const char* sql, std::vector<
       PgResult r(PQgetResult(conn_));
       if (!r) {
         if (first_error) {
+          // A read-only server is a demoted primary (or a standby): this connection will never
+          // write again, so it is dropped and the next one connects to whichever host now
+          // takes writes (target_session_attrs=read-write).
+          const char* failed = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
+          if (failed != nullptr && IsFailoverState(failed)) MarkBroken();
           // A server shutting the session down (57P01..57P03) may say so after the statement
           // committed: that is not a "no", only the end of the conversation.
           const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);

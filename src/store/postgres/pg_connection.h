@@ -36,8 +36,14 @@ struct ConnectSpec {
 };
 
 /// The error of a connection that could not be made: the request never left (docs/overload.md,
-/// "Retries, breakers, timeouts").
-Error RefusedError(std::string_view detail);
+/// "Retries, breakers, timeouts"). `failover` (the URL names a standby to fail over to) makes its
+/// reason primary_failover, as does libpq saying the host reached takes no writes.
+Error RefusedError(std::string_view detail, bool failover = false);
+
+/// True if `url` names several hosts or asks for a read-write session: whoever wrote it runs a
+/// primary with a standby, so a connect that fails or a connection that dies is, most likely, a
+/// failover under way (docs/scale-out.md, "PostgreSQL with a standby").
+bool NamesAFailoverTarget(std::string_view url);
 
 class Connection {
  public:
@@ -65,7 +71,8 @@ class Connection {
   bool broken() const { return broken_; }
 
  private:
-  Connection(Executor executor, PGconn* conn) : executor_(executor), conn_(conn) {}
+  Connection(Executor executor, PGconn* conn, bool failover)
+      : executor_(executor), conn_(conn), failover_(failover) {}
   /// Wraps the current socket. libpq may open a new one at each connect step (another address of
   /// the host), so the descriptor is renewed after each; it never owns the fd (libpq does).
   void AdoptSocket();
@@ -78,6 +85,7 @@ class Connection {
 
   Executor executor_;
   PGconn* conn_;
+  const bool failover_;  // the URL names a standby: a lost connection is a failover's
   std::unique_ptr<boost::asio::posix::stream_descriptor> socket_;
   bool broken_ = false;
 };

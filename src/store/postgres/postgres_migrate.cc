@@ -436,14 +436,15 @@ Status MigratePostgres(const std::string& url, int* applied) {
   if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
     return pg::RefusedError(conn ? Trimmed(PQerrorMessage(conn.get())) : "out of memory");
   }
-  pg::PgResult(PQexec(conn.get(), "SET client_min_messages = warning"));  // quiet IF NOT EXISTS
   const int known = PostgresSchemaVersion();
   for (;;) {
     // Under the lock, read the version and apply the next step, all in one transaction: a process
     // that waited for the lock sees the steps another one committed, and skips them.
     auto step = [&]() -> Result<bool> {
       for (const char* sql :
-           {"BEGIN", kMigrationLock,
+           // SET LOCAL (quiet IF NOT EXISTS) ends with the transaction: behind pgbouncer in
+           // transaction mode a session SET would stay on a server connection other clients get.
+           {"BEGIN", "SET LOCAL client_min_messages = warning", kMigrationLock,
             "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
             "applied_at timestamptz NOT NULL DEFAULT now())"}) {
         if (auto r = Run(conn.get(), sql); !r.ok()) return r.error();

@@ -103,6 +103,20 @@ TEST_F(DependencyTest, RefusalsOpenTheBreakerAndThenNothingReachesTheStore) {
   EXPECT_EQ(calls_, before);
 }
 
+// A breaker opened by a primary failing over says so: the 503 is the failover's, not an outage's.
+TEST_F(DependencyTest, ABreakerOpenedByAFailoverAnswersPrimaryFailover) {
+  Error failover = Refused();
+  failover.reason = std::string(store::kPrimaryFailover);
+  for (int i = 0; i < 5; ++i)
+    (void)Call({"insert", std::chrono::milliseconds(100), false}, Answer(failover));
+  EXPECT_EQ(dep_.breaker_state(), admission::BreakerState::kOpen);
+  auto r = Call({"get", std::chrono::milliseconds(100), true}, Answer(1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(r.error().reason, store::kPrimaryFailover);
+  ASSERT_TRUE(r.error().retry_after_seconds.has_value());
+}
+
 TEST_F(DependencyTest, TimeoutsDoNotOpenTheBreaker) {
   for (int i = 0; i < 8; ++i) (void)Call({"get", std::chrono::milliseconds(5), true}, Hang());
   EXPECT_EQ(dep_.breaker_state(), admission::BreakerState::kClosed);
