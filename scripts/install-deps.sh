@@ -22,7 +22,7 @@ deb_tools=(dpkg-dev debhelper lintian)
 # The packaging test (tests/deploy/test_debian_package.py) builds the .deb with deb_tools; strace
 # lists the system calls the server makes, to hold them to the unit's SystemCallFilter.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
-  postgresql redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
+  postgresql redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget jq "${deb_tools[@]}" strace)
 case "$profile" in
   build) ;;
