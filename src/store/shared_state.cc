@@ -70,7 +70,8 @@ Result<RedisOptions> ParseRedisUrl(std::string_view url) {
   std::string_view rest;
   bool sentinel = false;
   std::string scheme;
-  for (const std::string_view s : {"redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://"}) {
+  for (const std::string_view s :
+       {"redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://"}) {
     if (url.substr(0, s.size()) == s) {
       rest = url.substr(s.size());
       scheme = std::string(s);
@@ -80,7 +81,8 @@ Result<RedisOptions> ParseRedisUrl(std::string_view url) {
   }
   if (scheme.empty()) {
     return BadUrl(
-        "expected redis://HOST:PORT, rediss://HOST:PORT or redis[s]+sentinel://HOST:PORT,.../MASTER");
+        "expected redis://HOST:PORT, rediss://HOST:PORT or "
+        "redis[s]+sentinel://HOST:PORT,.../MASTER");
   }
   // The password may hold anything but '@' unencoded, so the host starts after the last '@'.
   const size_t at = rest.rfind('@');
@@ -108,7 +110,8 @@ Result<RedisOptions> ParseRedisUrl(std::string_view url) {
   }
   const size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
-    return BadUrl("the master's name is missing (redis+sentinel://HOST:PORT,.../MASTER) in " + shown);
+    return BadUrl("the master's name is missing (redis+sentinel://HOST:PORT,.../MASTER) in " +
+                  shown);
   }
   o.sentinel_master = std::string(rest.substr(slash + 1));
   if (o.sentinel_master.find_first_of("/?@, ") != std::string::npos) {

@@ -170,8 +170,8 @@ void RedisClient::AskSentinel(size_t index, uint64_t generation) {
                   resp::AppendCommand(out, auth);
                   ask->auth_pending = true;
                 }
-                resp::AppendCommand(out, {"SENTINEL", "get-master-addr-by-name",
-                                          self->options_.sentinel_master});
+                resp::AppendCommand(
+                    out, {"SENTINEL", "get-master-addr-by-name", self->options_.sentinel_master});
                 ask->link.writing = std::move(out);
                 ask->link.With([&](auto& stream) {
                   asio::async_write(stream, asio::buffer(ask->link.writing),
