@@ -64,6 +64,17 @@ class Sentinels:
         return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True,
                               text=True, timeout=10).stdout.strip()
 
+    def replicas_caught_up(self, n):
+        """The master has `n` replicas online, each acknowledging within the last second (the
+        offsets never match exactly under steady writes)."""
+        info = dict(line.split(":", 1) for line in
+                    self.redis(self.master_port(), "info", "replication").splitlines()
+                    if ":" in line)
+        offsets = [dict(kv.split("=") for kv in v.split(",")) for k, v in info.items()
+                   if k.startswith("slave") and k[5:].isdigit()]
+        return (len(offsets) == n and all(o["state"] == "online" for o in offsets)
+                and all(int(o["lag"]) <= 1 for o in offsets))
+
     def kill_master(self):
         """SIGKILL of the master's redis-server, found by its port among our own pid files."""
         port = self.master_port()
@@ -146,8 +157,11 @@ class RedisSentinelTest(SluiceTestCase):
 
     def test_finds_the_master_and_follows_failovers(self):
         figures = {}
+        # A budget no busy test machine overruns: a call past the production 5 ms would fail open
+        # and leave the spent token uncounted, which would read as state lost in the failover.
         server = self.server(["--trusted-proxy", "127.0.0.1", "--ip-create-burst", str(BURST),
-                              "--ip-create-rate", SLOW], cache=self.sentinels.url)
+                              "--ip-create-rate", SLOW, "--cache-timeout", "1s"],
+                             cache=self.sentinels.url)
         wait_until(lambda: self.limiter_answers(server, "10.9.0.1"), timeout=RECOVERY_LIMIT,
                    message="limiter on the master the sentinels named")
         first = self.sentinels.master_port()
@@ -160,8 +174,9 @@ class RedisSentinelTest(SluiceTestCase):
         with Load(server) as load:
             time.sleep(1.0)
             # 1. A failover asked of the sentinels, the old master alive and demoted to a replica.
-            spent = self.spend(server, "10.61.0.1", 50)
+            self.spend(server, "10.61.0.1", 50)
             time.sleep(0.5)  # replication on loopback: well caught up
+            idle_before = self.available(server, "10.61.0.1")
             t0 = time.monotonic()
             self.assertEqual(self.sentinels.sentinel("sentinel", "failover", "mymaster"), ["OK"])
             wait_until(lambda: self.sentinels.master_port() != first, timeout=RECOVERY_LIMIT,
@@ -173,10 +188,15 @@ class RedisSentinelTest(SluiceTestCase):
             second = self.sentinels.master_port()
             self.assertNotEqual(second, first)
             figures["failover_tokens_lost_idle_key"] = (
-                self.available(server, "10.61.0.1") - (BURST - spent))
+                self.available(server, "10.61.0.1") - idle_before)
 
             # 2. The master killed under steady spending of one key: what it had not yet passed on
-            # to a replica is lost.
+            # to a replica is lost. First the replicas settle on the new master: killed while one
+            # was still being reconfigured, a master loses more (see docs/scale-out.md).
+            t_settle = time.monotonic()
+            wait_until(lambda: self.sentinels.replicas_caught_up(2), timeout=RECOVERY_LIMIT,
+                       interval=0.1, message="both replicas following the new master")
+            figures["failover_replicas_settled_s"] = time.monotonic() - t_settle
             client = "10.62.0.1"
             stop = threading.Event()
             counted = []
@@ -185,17 +205,19 @@ class RedisSentinelTest(SluiceTestCase):
             spender.start()
             time.sleep(1.0)
             stop.set()
+            spender.join()
+            # What the master holds the instant before it dies; the last writes are milliseconds
+            # old, so whatever a replica had not yet received is what a crash loses.
+            busy_before = self.available(server, client)
             t1 = time.monotonic()
             self.sentinels.kill_master()
-            spender.join()
             wait_until(lambda: self.sentinels.master_port() != second, timeout=RECOVERY_LIMIT,
                        message="the sentinels' master after the kill")
             figures["kill_switch_s"] = time.monotonic() - t1
             wait_until(lambda: self.limiter_answers(server, "10.9.0.3"), timeout=RECOVERY_LIMIT,
                        interval=0.02, message="limiter back after the master was killed")
             figures["kill_limiter_back_s"] = time.monotonic() - t1
-            figures["kill_tokens_lost_busy_key"] = (
-                self.available(server, client) - (BURST - counted[0]))
+            figures["kill_tokens_lost_busy_key"] = self.available(server, client) - busy_before
             figures["kill_spent_before"] = counted[0]
             time.sleep(1.0)
 
@@ -205,8 +227,8 @@ class RedisSentinelTest(SluiceTestCase):
         figures["5xx"] = len(fivexx)
         figures["statuses"] = sorted({s for _, _, s in statuses})
         m = server.metrics()
-        figures["limiter_fail_open_total"] = sum(
-            v for (n, _), v in m.items() if n == "sluice_limiter_fail_open_total")
+        figures["fail_open_decisions"] = metric(m, "sluice_shared_limit_decisions_total",
+                                                outcome="fail_open")
         print("sentinel figures:", json.dumps(figures, indent=1))
         if os.environ.get("SLUICE_SENTINEL_FIGURES"):
             with open(os.environ["SLUICE_SENTINEL_FIGURES"], "w") as f:
@@ -221,6 +243,7 @@ class RedisSentinelTest(SluiceTestCase):
         # busy key spent in the replication lag (loopback: a handful of creates).
         self.assertGreaterEqual(figures["failover_tokens_lost_idle_key"], 0)
         self.assertLessEqual(figures["failover_tokens_lost_idle_key"], 1)
+        self.assertGreaterEqual(figures["kill_tokens_lost_busy_key"], 0)
         self.assertLessEqual(figures["kill_tokens_lost_busy_key"], figures["kill_spent_before"])
 
     def spend(self, server, client, n):
