@@ -470,6 +470,12 @@ bool RedisClient::Push(const resp::Value& value) {
   return false;
 }
 
+void RedisClient::Follow(const std::string& host, int port) {
+  if (!sentinel() || state_ == State::kStopped || state_ == State::kIdle) return;
+  if (host == host_ && port == port_) return;
+  Drop(fmt::format("a sentinel announced the master at {}:{}", host, port));
+}
+
 void RedisClient::Abandon(uint64_t generation, const std::string& why) {
   if (generation != generation_ || state_ == State::kStopped) return;
   if (state_ == State::kIdle) return;

@@ -83,6 +83,11 @@ class RedisClient : public std::enable_shared_from_this<RedisClient> {
 
   size_t waiting() const { return pending_.size(); }
 
+  /// Under Sentinel: the master is now at `host`:`port` (a sentinel's +switch-master). A
+  /// connection to anywhere else is dropped, so the next one asks the sentinels again: the old
+  /// master keeps taking writes until the sentinels demote it, which can take seconds.
+  void Follow(const std::string& host, int port);
+
  private:
   enum class State { kIdle, kConnecting, kHandshaking, kUp, kStopped };
   struct Link;
