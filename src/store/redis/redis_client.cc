@@ -471,7 +471,13 @@ bool RedisClient::Push(const resp::Value& value) {
 }
 
 void RedisClient::Follow(const std::string& host, int port) {
-  if (!sentinel() || state_ == State::kStopped || state_ == State::kIdle) return;
+  if (!sentinel() || state_ == State::kStopped) return;
+  if (state_ == State::kIdle) {
+    // Waiting out a back-off grown against a dead master: the new one is there now.
+    backoff_ = options_.reconnect_min;
+    reconnect_timer_.cancel();
+    return Connect();
+  }
   if (host == host_ && port == port_) return;
   Drop(fmt::format("a sentinel announced the master at {}:{}", host, port));
 }
