@@ -24,7 +24,7 @@ deb_tools=(dpkg-dev debhelper lintian)
 # lists the system calls the server makes, to hold them to the unit's SystemCallFilter. pgbouncer:
 # the PostgreSQL backend suite runs once more through it in transaction pooling mode.
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
-  postgresql pgbouncer redis-server varnish nginx-light chromium python3-botocore prometheus slowhttptest
+  postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget jq "${deb_tools[@]}" strace)
 case "$profile" in
   build) ;;

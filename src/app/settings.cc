@@ -125,10 +125,12 @@ std::optional<std::string> CheckOptionalHttpUrl(std::string_view value) {
 }
 
 std::optional<std::string> CheckRedisUrl(std::string_view value) {
-  if (value.empty() || value.starts_with("redis://") || value.starts_with("rediss://")) {
+  if (value.empty() || value.starts_with("redis://") || value.starts_with("rediss://") ||
+      value.starts_with("redis+sentinel://") || value.starts_with("rediss+sentinel://")) {
     return std::nullopt;
   }
-  return "must be empty (in-process) or redis[s]://[USER[:PASSWORD]@]HOST:PORT";
+  return "must be empty (in-process), redis[s]://[USER[:PASSWORD]@]HOST:PORT or "
+         "redis[s]+sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/MASTER";
 }
 
 std::optional<std::string> CheckTrustedProxy(std::string_view value) {
@@ -408,7 +410,8 @@ constexpr SettingSpec kServeSettings[] = {
                     "Pause between the orphan reaper's pages while it finds no orphans"),
     TextSetting(
         "cache", "",
-        "Shared limiter and metadata cache of a tier: redis[s]://[USER[:PASSWORD]@]HOST:PORT "
+        "Shared limiter and metadata cache of a tier: redis[s]://[USER[:PASSWORD]@]HOST:PORT, or "
+        "under Redis Sentinel redis[s]+sentinel://[USER[:PASSWORD]@]HOST:PORT,HOST:PORT.../MASTER "
         "(default: in-process; the password may come from REDIS_PASSWORD instead)",
         CheckRedisUrl),
     TextSetting("redis_ca_file", "",

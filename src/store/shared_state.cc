@@ -40,18 +40,50 @@ boost::asio::awaitable<Result<std::vector<double>>> SharedState::PeekAll(
                       "cache_unavailable");
 }
 
+namespace {
+
+// "HOST[:PORT]" of a cache URL; `shown` is the URL without credentials, for errors.
+Result<RedisOptions::Endpoint> ParseHostPort(std::string_view hp, int default_port,
+                                             const std::string& shown) {
+  RedisOptions::Endpoint e;
+  e.port = default_port;
+  const size_t colon = hp.rfind(':');
+  const std::string_view host = colon == std::string_view::npos ? hp : hp.substr(0, colon);
+  if (colon != std::string_view::npos) {
+    const std::string port(hp.substr(colon + 1));
+    char* end = nullptr;
+    const long p = std::strtol(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || p <= 0 || p > 65535) return BadUrl("bad port in " + shown);
+    e.port = static_cast<int>(p);
+  }
+  if (host.empty() || host.find_first_of("/@?,") != std::string_view::npos) {
+    return BadUrl("bad host in " + shown);
+  }
+  e.host = std::string(host);
+  return e;
+}
+
+}  // namespace
+
 Result<RedisOptions> ParseRedisUrl(std::string_view url) {
   RedisOptions o;
   std::string_view rest;
-  if (url.substr(0, 8) == "redis://") {
-    rest = url.substr(8);
-  } else if (url.substr(0, 9) == "rediss://") {
-    rest = url.substr(9);
-    o.tls = true;
-  } else {
-    return BadUrl("expected redis://HOST:PORT or rediss://HOST:PORT");
+  bool sentinel = false;
+  std::string scheme;
+  for (const std::string_view s :
+       {"redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://"}) {
+    if (url.substr(0, s.size()) == s) {
+      rest = url.substr(s.size());
+      scheme = std::string(s);
+      o.tls = s.starts_with("rediss");
+      sentinel = s.find("+sentinel") != std::string_view::npos;
+    }
   }
-  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (scheme.empty()) {
+    return BadUrl(
+        "expected redis://HOST:PORT, rediss://HOST:PORT or "
+        "redis[s]+sentinel://HOST:PORT,.../MASTER");
+  }
   // The password may hold anything but '@' unencoded, so the host starts after the last '@'.
   const size_t at = rest.rfind('@');
   if (at != std::string_view::npos) {
@@ -67,31 +99,50 @@ Result<RedisOptions> ParseRedisUrl(std::string_view url) {
     o.user = *user;
     o.password = *password;
   }
-  const std::string shown = (o.tls ? "rediss://" : "redis://") + std::string(rest);
-  const size_t colon = rest.rfind(':');
-  std::string_view host = colon == std::string_view::npos ? rest : rest.substr(0, colon);
-  if (colon != std::string_view::npos) {
-    const std::string port(rest.substr(colon + 1));
-    char* end = nullptr;
-    const long p = std::strtol(port.c_str(), &end, 10);
-    if (port.empty() || *end != '\0' || p <= 0 || p > 65535) return BadUrl("bad port in " + shown);
-    o.port = static_cast<int>(p);
+  const std::string shown = scheme + std::string(rest);
+  if (!sentinel) {
+    if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+    auto e = ParseHostPort(rest, 6379, shown);
+    if (!e.ok()) return e.error();
+    o.host = e->host;
+    o.port = e->port;
+    return o;
   }
-  if (host.empty() || host.find_first_of("/@?") != std::string_view::npos) {
-    return BadUrl("bad host in " + shown);
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
+    return BadUrl("the master's name is missing (redis+sentinel://HOST:PORT,.../MASTER) in " +
+                  shown);
   }
-  o.host = std::string(host);
+  o.sentinel_master = std::string(rest.substr(slash + 1));
+  if (o.sentinel_master.find_first_of("/?@, ") != std::string::npos) {
+    return BadUrl("bad master name in " + shown);
+  }
+  std::string_view hosts = rest.substr(0, slash);
+  while (true) {
+    const size_t comma = hosts.find(',');
+    auto e = ParseHostPort(hosts.substr(0, comma), 26379, shown);
+    if (!e.ok()) return e.error();
+    o.sentinels.push_back(*e);
+    if (comma == std::string_view::npos) break;
+    hosts = hosts.substr(comma + 1);
+  }
   return o;
 }
 
 std::string RedactedRedisUrl(const RedisOptions& o) {
-  std::string url = o.tls ? "rediss://" : "redis://";
+  std::string url = o.tls ? "rediss" : "redis";
+  url += o.sentinels.empty() ? "://" : "+sentinel://";
   if (!o.user.empty() || !o.password.empty()) {
     url += o.user;
     if (!o.password.empty()) url += ":***";
     url += "@";
   }
-  return url + o.host + ":" + std::to_string(o.port);
+  if (o.sentinels.empty()) return url + o.host + ":" + std::to_string(o.port);
+  for (size_t i = 0; i < o.sentinels.size(); ++i) {
+    if (i > 0) url += ",";
+    url += o.sentinels[i].host + ":" + std::to_string(o.sentinels[i].port);
+  }
+  return url + "/" + o.sentinel_master;
 }
 
 }  // namespace sluice::store

@@ -116,10 +116,22 @@ struct RedisOptions {
   /// AUTH with an ACL user (empty: the default user) and a password (empty: no AUTH).
   std::string user;
   std::string password;
+  /// Redis Sentinel (redis[s]+sentinel://): when not empty, `host` and `port` are unused and the
+  /// master is asked of these sentinels (in order) on every connection, as
+  /// SENTINEL get-master-addr-by-name `sentinel_master`. The credentials and TLS settings above go
+  /// to the sentinels and to the master alike.
+  struct Endpoint {
+    std::string host;
+    int port = 26379;
+  };
+  std::vector<Endpoint> sentinels;
+  std::string sentinel_master;
 };
 
 /// Parses "redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/]" (port defaults to 6379; user and password
-/// may be percent-encoded). InvalidArgument otherwise, with a message that never shows the
+/// may be percent-encoded) or, for Redis Sentinel,
+/// "redis[s]+sentinel://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...]/MASTER" (port defaults to
+/// 26379). InvalidArgument otherwise, with a message that never shows the
 /// password.
 Result<RedisOptions> ParseRedisUrl(std::string_view url);
 

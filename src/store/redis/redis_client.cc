@@ -62,6 +62,20 @@ struct RedisClient::Link {
   }
 };
 
+// One question to one sentinel: its own connection, closed once the master's address is known.
+struct RedisClient::SentinelAsk {
+  SentinelAsk(asio::io_context& io, asio::ssl::context& ctx, bool tls)
+      : link(io, ctx, tls), timer(io), resolver(io) {}
+  Link link;
+  asio::steady_timer timer;
+  tcp::resolver resolver;
+  resp::Parser parser;
+  size_t index = 0;
+  uint64_t generation = 0;
+  bool auth_pending = false;
+  bool done = false;
+};
+
 std::shared_ptr<RedisClient> RedisClient::Make(asio::io_context& io, store::RedisOptions options,
                                                std::string name,
                                                std::shared_ptr<asio::ssl::context> tls,
@@ -77,6 +91,8 @@ RedisClient::RedisClient(asio::io_context& io, store::RedisOptions options, std:
       options_(std::move(options)),
       name_(std::move(name)),
       where_(store::RedactedRedisUrl(options_)),
+      host_(options_.host),
+      port_(options_.port),
       tls_(std::move(tls)),
       protocol_errors_(metrics.GetCounter(
           "sluice_redis_protocol_errors_total",
@@ -107,14 +123,146 @@ void RedisClient::Connect() {
   subscribe_sent_ = false;
   auto link = std::make_shared<Link>(io_, *tls_, options_.tls);
   link_ = link;
-  connect_timer_.expires_after(options_.connect_timeout);
+  // Under Sentinel each sentinel asked gets a connect timeout of its own, and the master one more.
+  connect_timer_.expires_after(options_.connect_timeout *
+                               static_cast<int>(1 + options_.sentinels.size()));
   connect_timer_.async_wait(
       [self = shared_from_this(), generation](const boost::system::error_code& ec) {
         if (ec || generation != self->generation_ || self->state_ == State::kUp) return;
         self->Drop("no connection within the connect timeout");
       });
+  if (sentinel()) {
+    sentinel_failures_.clear();
+    return AskSentinel(0, generation);
+  }
+  ConnectTo(generation);
+}
+
+void RedisClient::AskSentinel(size_t index, uint64_t generation) {
+  if (generation != generation_) return;
+  if (index >= options_.sentinels.size()) {
+    return Drop("no sentinel named a master for " + options_.sentinel_master + " (" +
+                sentinel_failures_ + ")");
+  }
+  const auto& at = options_.sentinels[index];
+  auto ask = std::make_shared<SentinelAsk>(io_, *tls_, options_.tls);
+  ask->index = index;
+  ask->generation = generation;
+  ask->timer.expires_after(options_.connect_timeout);
+  ask->timer.async_wait([self = shared_from_this(), ask](const boost::system::error_code& ec) {
+    if (!ec) self->SentinelFailed(ask, "no answer within the connect timeout");
+  });
+  ask->resolver.async_resolve(
+      at.host, std::to_string(at.port),
+      [self = shared_from_this(), ask](const boost::system::error_code& ec,
+                                       const tcp::resolver::results_type& results) {
+        if (ec) return self->SentinelFailed(ask, "resolving: " + ec.message());
+        asio::async_connect(
+            ask->link.stream.next_layer(), results,
+            [self, ask](const boost::system::error_code& e, const tcp::endpoint&) {
+              if (e) return self->SentinelFailed(ask, e.message());
+              auto ask_it = [self, ask] {
+                std::string out;
+                if (!self->options_.password.empty()) {
+                  std::vector<std::string> auth = {"AUTH"};
+                  if (!self->options_.user.empty()) auth.push_back(self->options_.user);
+                  auth.push_back(self->options_.password);
+                  resp::AppendCommand(out, auth);
+                  ask->auth_pending = true;
+                }
+                resp::AppendCommand(
+                    out, {"SENTINEL", "get-master-addr-by-name", self->options_.sentinel_master});
+                ask->link.writing = std::move(out);
+                ask->link.With([&](auto& stream) {
+                  asio::async_write(stream, asio::buffer(ask->link.writing),
+                                    [self, ask](const boost::system::error_code& w, size_t) {
+                                      if (w) self->SentinelFailed(ask, "writing: " + w.message());
+                                    });
+                });
+                self->SentinelRead(ask);
+              };
+              if (!ask->link.use_tls) return ask_it();
+              const std::string& host = self->options_.sentinels[ask->index].host;
+              boost::system::error_code not_an_address;
+              asio::ip::make_address(host, not_an_address);
+              if (not_an_address) {
+                SSL_set_tlsext_host_name(ask->link.stream.native_handle(), host.c_str());
+              }
+              ask->link.stream.set_verify_mode(asio::ssl::verify_peer);
+              ask->link.stream.set_verify_callback(asio::ssl::host_name_verification(host));
+              ask->link.stream.async_handshake(
+                  asio::ssl::stream_base::client,
+                  [self, ask, ask_it](const boost::system::error_code& h) {
+                    if (h) return self->SentinelFailed(ask, "TLS handshake: " + h.message());
+                    ask_it();
+                  });
+            });
+      });
+}
+
+void RedisClient::SentinelRead(const std::shared_ptr<SentinelAsk>& ask) {
+  ask->link.With([&](auto& stream) {
+    stream.async_read_some(
+        asio::buffer(ask->link.in),
+        [self = shared_from_this(), ask](const boost::system::error_code& ec, size_t n) {
+          if (ask->done) return;
+          if (ec) return self->SentinelFailed(ask, "reading: " + ec.message());
+          ask->parser.Feed(std::string_view(ask->link.in.data(), n));
+          resp::Value v;
+          while (true) {
+            const auto status = ask->parser.Next(v);
+            if (status == resp::Parser::Status::kNeedMore) return self->SentinelRead(ask);
+            if (status == resp::Parser::Status::kError) {
+              return self->SentinelFailed(ask, "protocol error: " + ask->parser.error());
+            }
+            if (ask->auth_pending) {
+              ask->auth_pending = false;
+              if (v.IsError()) return self->SentinelFailed(ask, "AUTH refused: " + v.str);
+              continue;
+            }
+            if (v.IsError()) return self->SentinelFailed(ask, v.str);
+            if (v.type == resp::Type::kNil) {
+              return self->SentinelFailed(ask, "does not know " + self->options_.sentinel_master);
+            }
+            const auto port = v.type == resp::Type::kArray && v.elements.size() == 2 &&
+                                      v.elements[0].type == resp::Type::kBulk &&
+                                      v.elements[1].type == resp::Type::kBulk
+                                  ? resp::ParseInteger(v.elements[1].str)
+                                  : std::nullopt;
+            if (!port || *port <= 0 || *port > 65535 || v.elements[0].str.empty()) {
+              return self->SentinelFailed(ask, "not an address in the answer");
+            }
+            ask->done = true;
+            ask->timer.cancel();
+            ask->link.Close();
+            if (ask->generation != self->generation_) return;
+            self->host_ = v.elements[0].str;
+            self->port_ = static_cast<int>(*port);
+            self->where_ = fmt::format("{} (master {}:{})", store::RedactedRedisUrl(self->options_),
+                                       self->host_, self->port_);
+            return self->ConnectTo(ask->generation);
+          }
+        });
+  });
+}
+
+void RedisClient::SentinelFailed(const std::shared_ptr<SentinelAsk>& ask, const std::string& why) {
+  if (ask->done) return;
+  ask->done = true;
+  ask->timer.cancel();
+  ask->resolver.cancel();
+  ask->link.Close();
+  if (ask->generation != generation_) return;
+  const auto& at = options_.sentinels[ask->index];
+  if (!sentinel_failures_.empty()) sentinel_failures_ += "; ";
+  sentinel_failures_ += fmt::format("{}:{}: {}", at.host, at.port, why);
+  AskSentinel(ask->index + 1, ask->generation);
+}
+
+void RedisClient::ConnectTo(uint64_t generation) {
+  auto link = link_;
   resolver_.async_resolve(
-      options_.host, std::to_string(options_.port),
+      host_, std::to_string(port_),
       [self = shared_from_this(), link, generation](const boost::system::error_code& ec,
                                                     const tcp::resolver::results_type& results) {
         if (generation != self->generation_) return;
@@ -135,10 +283,10 @@ void RedisClient::Connected(const std::shared_ptr<Link>& link) {
   if (!link->use_tls) return Handshake(link);
   // Server name for SNI (not sent for an address), and the certificate must name the host.
   boost::system::error_code not_an_address;
-  asio::ip::make_address(options_.host, not_an_address);
-  if (not_an_address) SSL_set_tlsext_host_name(link->stream.native_handle(), options_.host.c_str());
+  asio::ip::make_address(host_, not_an_address);
+  if (not_an_address) SSL_set_tlsext_host_name(link->stream.native_handle(), host_.c_str());
   link->stream.set_verify_mode(asio::ssl::verify_peer);
-  link->stream.set_verify_callback(asio::ssl::host_name_verification(options_.host));
+  link->stream.set_verify_callback(asio::ssl::host_name_verification(host_));
   const uint64_t generation = generation_;
   link->stream.async_handshake(
       asio::ssl::stream_base::client,
@@ -162,6 +310,21 @@ void RedisClient::Handshake(const std::shared_ptr<Link>& link) {
           if (!r.ok()) return;  // the connection is gone already
           // The server's words only (e.g. WRONGPASS): never the password.
           if (r->IsError()) return Drop("AUTH refused: " + r->str);
+          if (!subscriber() && !sentinel()) Up();
+        },
+        /*tagged=*/false);
+  }
+  if (sentinel()) {
+    // A sentinel's answer may be stale (a failover under way): only a master takes commands.
+    Queue(
+        {"ROLE"},
+        [this](Result<resp::Value> r) {
+          if (!r.ok()) return;
+          if (r->type != resp::Type::kArray || r->elements.empty() ||
+              !r->elements[0].Is("master")) {
+            return Drop(r->IsError() ? "ROLE refused: " + r->str
+                                     : "the server the sentinels named is not a master");
+          }
           if (!subscriber()) Up();
         },
         /*tagged=*/false);
@@ -171,7 +334,7 @@ void RedisClient::Handshake(const std::shared_ptr<Link>& link) {
     resp::AppendCommand(outbox_, {"SUBSCRIBE", hooks_.channel});
     subscribe_sent_ = true;
     Flush(link);
-  } else if (options_.password.empty()) {
+  } else if (options_.password.empty() && !sentinel()) {
     Up();
   }
 }
@@ -273,7 +436,12 @@ void RedisClient::Route(resp::Value value) {
     ReplyHandler handler = std::move(p.handler);
     resp::Value reply = std::move(p.reply);
     pending_.pop_front();
+    // A master demoted under this connection (a failover) answers writes with READONLY: the
+    // connection is dropped so that the next one asks the sentinels where the master went.
+    const bool demoted = sentinel() && reply.IsError() && reply.str.starts_with("READONLY");
+    const uint64_t generation = generation_;
     handler(std::move(reply));
+    if (demoted && generation == generation_) Drop("the master became a replica (READONLY)");
     return;
   }
   if (subscribe_sent_ && Push(value)) return;
@@ -300,6 +468,18 @@ bool RedisClient::Push(const resp::Value& value) {
     return true;
   }
   return false;
+}
+
+void RedisClient::Follow(const std::string& host, int port) {
+  if (!sentinel() || state_ == State::kStopped) return;
+  if (state_ == State::kIdle) {
+    // Waiting out a back-off grown against a dead master: the new one is there now.
+    backoff_ = options_.reconnect_min;
+    reconnect_timer_.cancel();
+    return Connect();
+  }
+  if (host == host_ && port == port_) return;
+  Drop(fmt::format("a sentinel announced the master at {}:{}", host, port));
 }
 
 void RedisClient::Abandon(uint64_t generation, const std::string& why) {

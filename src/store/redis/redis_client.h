@@ -8,6 +8,11 @@
 // nobody asked for, a pub/sub message of the wrong shape) is a protocol error: the connection is
 // closed, every call waiting on it fails, the error is counted
 // (sluice_redis_protocol_errors_total) and a fresh connection is made, which subscribes again.
+//
+// Under Redis Sentinel (options.sentinels not empty) every connection attempt first asks the
+// sentinels, one after another, for the master's address, then checks with ROLE that the server
+// found is a master. A reply of READONLY (the master was demoted under us) drops the connection,
+// and so does sentinel's own CLIENT KILL at a failover: the next attempt asks the sentinels again.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -78,6 +83,11 @@ class RedisClient : public std::enable_shared_from_this<RedisClient> {
 
   size_t waiting() const { return pending_.size(); }
 
+  /// Under Sentinel: the master is now at `host`:`port` (a sentinel's +switch-master). A
+  /// connection to anywhere else is dropped, so the next one asks the sentinels again: the old
+  /// master keeps taking writes until the sentinels demote it, which can take seconds.
+  void Follow(const std::string& host, int port);
+
  private:
   enum class State { kIdle, kConnecting, kHandshaking, kUp, kStopped };
   struct Link;
@@ -93,6 +103,12 @@ class RedisClient : public std::enable_shared_from_this<RedisClient> {
               Hooks hooks);
   bool subscriber() const { return !hooks_.channel.empty(); }
   void Connect();
+  struct SentinelAsk;
+  void AskSentinel(size_t index, uint64_t generation);
+  void SentinelRead(const std::shared_ptr<SentinelAsk>& ask);
+  void SentinelFailed(const std::shared_ptr<SentinelAsk>& ask, const std::string& why);
+  bool sentinel() const { return !options_.sentinels.empty(); }
+  void ConnectTo(uint64_t generation);
   void Connected(const std::shared_ptr<Link>& link);
   void Handshake(const std::shared_ptr<Link>& link);
   void Up();
@@ -108,7 +124,10 @@ class RedisClient : public std::enable_shared_from_this<RedisClient> {
   boost::asio::io_context& io_;
   const store::RedisOptions options_;
   const std::string name_;
-  const std::string where_;  // the redacted URL, for logs
+  std::string where_;  // the redacted URL (and under Sentinel, the master in use), for logs
+  std::string host_;   // the server to connect to: options_.host, or the master a sentinel named
+  int port_;
+  std::string sentinel_failures_;  // why each sentinel asked in this attempt gave no master
   std::shared_ptr<boost::asio::ssl::context> tls_;
   Counter& protocol_errors_;
   Hooks hooks_;

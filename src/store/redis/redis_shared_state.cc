@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "redis_client.h"
@@ -212,9 +213,23 @@ class RedisSharedState final : public store::SharedState {
     subscriber_hooks.channel = channel_;
     subscriber_hooks.on_message = [this](const std::string& payload) { OnMessage(payload); };
     subscriber_ = RedisClient::Make(io_, options_, "invalidations", tls, metrics, subscriber_hooks);
+    // Under Sentinel, one subscriber to each sentinel's +switch-master: the clients follow a
+    // failover as soon as any sentinel announces it, not when the old master is demoted.
+    for (size_t i = 0; i < options_.sentinels.size(); ++i) {
+      store::RedisOptions at = options_;
+      at.sentinels.clear();
+      at.host = options_.sentinels[i].host;
+      at.port = options_.sentinels[i].port;
+      RedisClient::Hooks hooks;
+      hooks.channel = "+switch-master";
+      hooks.on_message = [this](const std::string& payload) { OnSwitchMaster(payload); };
+      watchers_.push_back(
+          RedisClient::Make(io_, at, "sentinel" + std::to_string(i + 1), tls, metrics, hooks));
+    }
     asio::post(io_, [this] {
       commands_->Start();
       subscriber_->Start();
+      for (auto& w : watchers_) w->Start();
     });
     thread_ = std::thread([this] {
       NameThisThread("redis-io");
@@ -228,9 +243,21 @@ class RedisSharedState final : public store::SharedState {
     asio::post(io_, [this] {
       commands_->Stop();
       subscriber_->Stop();
+      for (auto& w : watchers_) w->Stop();
     });
     work_.reset();
     thread_.join();
+  }
+
+  // "+switch-master NAME OLD-IP OLD-PORT NEW-IP NEW-PORT" minus the event name: the payload.
+  void OnSwitchMaster(const std::string& payload) {
+    std::istringstream in(payload);
+    std::string name, old_ip, old_port, new_ip;
+    int new_port = 0;
+    if (!(in >> name >> old_ip >> old_port >> new_ip >> new_port)) return;
+    if (name != options_.sentinel_master || new_port <= 0 || new_port > 65535) return;
+    commands_->Follow(new_ip, new_port);
+    subscriber_->Follow(new_ip, new_port);
   }
 
   awaitable<Result<SharedTakeDecision>> TakeAll(std::vector<BucketTake> takes,
@@ -464,6 +491,7 @@ class RedisSharedState final : public store::SharedState {
   std::atomic<int64_t> last_bad_reply_log_{0};
   std::shared_ptr<RedisClient> commands_;
   std::shared_ptr<RedisClient> subscriber_;
+  std::vector<std::shared_ptr<RedisClient>> watchers_;  // under Sentinel: +switch-master
   std::atomic<bool> connected_{false};
   static constexpr int kMaxInFlight = 4096;
   int in_flight_ = 0;  // io thread only
