@@ -5,43 +5,19 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 """
 
 import json
-import shutil
-import tempfile
 import threading
 import unittest
 
+from claim_race import ClaimRaceOnPostgres, claim
 from promtext import metric
 from sluice_harness import SluiceServer, PatientTestCase, wait_until
-from test_postgres import PostgresServer
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
 
-def claim(server, paste_id, results, index, start):
-    start.wait()
-    res = server.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"", timeout=30)
-    results[index] = res
-
-
-class BurnOnPostgresTest(PatientTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.pg = PostgresServer()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pg.stop()
-
-    # Sized for a shared, noisy test machine: fifty claims at once queue on one row lock and open
-    # connections on demand; what is checked is who wins, not how fast.
-    RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "5s", "--read-budget", "5s",
-               "--delete-budget", "20s", "--blob-get-timeout", "5s"]
-
+class BurnOnPostgresTest(ClaimRaceOnPostgres):
     def test_fifty_concurrent_claims_through_two_processes_have_one_winner(self):
-        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
-        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
-        a = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
-        b = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
+        a, b = self.two_processes()
         created = a.request("POST", "/api/v1/pastes?burn=1", body=b"read me once")
         self.assertStatus(created, 201)
         doc = created.json()

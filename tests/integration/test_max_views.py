@@ -6,42 +6,19 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 """
 
 import json
-import shutil
-import tempfile
 import threading
 import unittest
 
+from claim_race import ClaimRaceOnPostgres, claim
 from sluice_harness import SluiceServer, PatientTestCase
-from test_postgres import PostgresServer
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 FORM = "application/x-www-form-urlencoded"
 
 
-def claim(server, paste_id, results, index, start):
-    start.wait()
-    results[index] = server.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"",
-                                    timeout=30)
-
-
-class MaxViewsOnPostgresTest(PatientTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.pg = PostgresServer()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pg.stop()
-
-    # As test_burn's: fifty claims at once queue on one row lock; what is checked is who wins.
-    RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "5s", "--read-budget", "5s",
-               "--delete-budget", "20s", "--blob-get-timeout", "5s"]
-
+class MaxViewsOnPostgresTest(ClaimRaceOnPostgres):
     def test_fifty_concurrent_readers_through_two_processes_get_exactly_five_texts(self):
-        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
-        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
-        a = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
-        b = self.server(["--meta", self.pg.url, *self.RELAXED], data_dir=shared_blobs)
+        a, b = self.two_processes()
         created = a.request("POST", "/api/v1/pastes?max_views=5", body=b"five readers")
         self.assertStatus(created, 201)
         doc = created.json()
