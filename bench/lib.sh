@@ -44,7 +44,8 @@ lifted_limits=(--ip-create-rate 1000000 --ip-create-burst 1000000
                --ip-create-bytes-rate 1e12 --ip-create-bytes-burst 1e12
                --global-create-rate 1000000 --global-create-burst 1000000
                --global-create-bytes-rate 1e12 --global-create-bytes-burst 1e12
-               --create-slots 1024 --create-slots-per-client 1024 --create-slot-bytes 1073741824
+               --create-slots 1024 --create-slots-per-client 1024 --create-slots-per-network 1024
+               --create-slot-bytes 1073741824
                --ip-read-rate 1000000 --ip-read-burst 1000000)
 
 # wait_for_sluice_url LOG PID: prints the http://127.0.0.1:PORT a starting server logged, or exits.

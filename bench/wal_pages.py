@@ -35,6 +35,7 @@ LIFTED = ["--ip-create-rate", "1000000", "--ip-create-burst", "1000000",
           "--global-create-rate", "1000000", "--global-create-burst", "1000000",
           "--global-create-bytes-rate", "1e12", "--global-create-bytes-burst", "1e12",
           "--create-slots", "1024", "--create-slots-per-client", "1024",
+          "--create-slots-per-network", "1024",
           "--create-slot-bytes", "1073741824"]
 
 
