@@ -45,6 +45,16 @@ class GuardedBlobStore final : public store::BlobStore {
     co_return ToStatus(co_await std::move(call));
   }
 
+  // One call to the dependency for the batch, under one cleanup timeout.
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, Deadline d) override {
+    auto call =
+        dep_.Call<Unit>({"delete", t().blob_cleanup, true}, d,
+                        [this, ids = std::move(ids)](Deadline cd) -> awaitable<Result<Unit>> {
+                          co_return FromStatus(co_await inner_.DeleteMany(ids, cd));
+                        });
+    co_return ToStatus(co_await std::move(call));
+  }
+
   awaitable<Result<std::vector<store::BlobInfo>>> List(std::string after, size_t limit,
                                                        Deadline d) override {
     return dep_.Call<std::vector<store::BlobInfo>>(

@@ -39,6 +39,12 @@ class TieredBlobStore final : public BlobStore {
     co_return small.ok() ? large : small;
   }
 
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, admission::Deadline deadline) override {
+    Status small = co_await small_->DeleteMany(ids, deadline);
+    Status large = co_await large_->DeleteMany(std::move(ids), deadline);
+    co_return small.ok() ? large : small;
+  }
+
   // A body in both tiers (written under another limit) is listed once; Delete removes both.
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
                                                 admission::Deadline deadline) override {

@@ -143,16 +143,26 @@ awaitable<size_t> Janitor::DrainOutboxOnce() {
 
 awaitable<size_t> Janitor::SweepExpiredOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
-  auto expired = co_await meta_.Expired(clock_.UnixSeconds(), options_.batch_size, deadline);
+  auto expired = co_await meta_.Expired(clock_.UnixSeconds(), options_.sweep_batch_size, deadline);
   if (!expired.ok()) {
     spdlog::warn("expiry sweep: {}", expired.error().message);
     co_return 0;
   }
+  if (expired->empty()) co_return 0;
+  // Bodies first, rows second: a crash in between leaves rows the next sweep finishes, never an
+  // orphan body nobody would look for. The whole batch at once (one commit on the embedded
+  // store, not one a body); when that fails, one at a time, so that one body the store keeps
+  // refusing holds back only its own row.
   std::vector<store::PasteId> gone;
-  for (const store::PasteId& id : *expired) {
-    // Body first, row second: a crash in between leaves a row the next sweep finishes, never an
-    // orphan body nobody would look for.
-    if ((co_await blobs_.Delete(id, deadline)).ok()) gone.push_back(id);
+  auto remove = blobs_.DeleteMany(*expired, deadline);
+  if (Status removed = co_await std::move(remove); removed.ok()) {
+    gone = std::move(*expired);
+  } else {
+    spdlog::warn("expiry sweep: {}; removing the batch's bodies one by one",
+                 removed.error().message);
+    for (const store::PasteId& id : *expired) {
+      if ((co_await blobs_.Delete(id, deadline)).ok()) gone.push_back(id);
+    }
   }
   if (gone.empty()) co_return 0;
   // The call is a statement of its own: g++ 12 double-frees non-trivial temporaries that sit

@@ -35,6 +35,14 @@ class BlobStore {
   /// Removes the body. Absent is success, so a repeated delete is harmless.
   virtual boost::asio::awaitable<Status> Delete(PasteId id, admission::Deadline deadline) = 0;
 
+  /// Removes every body of `ids`, as Delete removes one. On failure some may be gone already;
+  /// each removal is idempotent, so the caller repeats the whole call. This one deletes them in
+  /// turn; a store that can remove many in one durable step overrides it: the expiry sweep
+  /// removes a batch at a time, and one commit a body held it to 160 pastes/s
+  /// (bench/results/growth.md).
+  virtual boost::asio::awaitable<Status> DeleteMany(std::vector<PasteId> ids,
+                                                    admission::Deadline deadline);
+
   /// Lists up to `limit` stored bodies with ids greater than `after` (empty: from the start), in id
   /// order, for the orphan reaper's resumable scan.
   virtual boost::asio::awaitable<Result<std::vector<BlobInfo>>> List(

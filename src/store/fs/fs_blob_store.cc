@@ -168,9 +168,18 @@ class FsBlobStore final : public BlobStore {
     });
   }
 
-  awaitable<Status> Delete(PasteId id, admission::Deadline) override {
-    return asio_glue::RunBlocking(*pools_.cleanup, [this, id]() -> Status {
-      if (::unlink(FinalPath(id).c_str()) != 0 && errno != ENOENT) return IoError("unlink", errno);
+  awaitable<Status> Delete(PasteId id, admission::Deadline deadline) override {
+    return DeleteMany({id}, deadline);
+  }
+
+  // One trip to the cleanup pool for the whole batch.
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, admission::Deadline) override {
+    return asio_glue::RunBlocking(*pools_.cleanup, [this, ids = std::move(ids)]() -> Status {
+      for (const PasteId& id : ids) {
+        if (::unlink(FinalPath(id).c_str()) != 0 && errno != ENOENT) {
+          return IoError("unlink", errno);
+        }
+      }
       return Ok();
     });
   }

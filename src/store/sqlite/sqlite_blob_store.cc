@@ -35,7 +35,7 @@ struct PutOp {
   int64_t written_at;
 };
 struct DeleteOp {
-  PasteId id;
+  std::vector<PasteId> ids;  // one transaction for them all (BlobStore::DeleteMany)
 };
 using BlobWriteOp = std::variant<PutOp, DeleteOp>;
 
@@ -74,7 +74,10 @@ class SqliteBlobStore final : public BlobStore {
   }
 
   awaitable<Status> Delete(PasteId id, admission::Deadline) override {
-    return committer_->Submit(DeleteOp{id});
+    return committer_->Submit(DeleteOp{{id}});
+  }
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, admission::Deadline) override {
+    return committer_->Submit(DeleteOp{std::move(ids)});
   }
 
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
@@ -123,7 +126,10 @@ class SqliteBlobStore final : public BlobStore {
   }
 
   Status Apply(Db& db, const DeleteOp& op) {
-    return sqlite::DeleteBodyRow(db, op.id, &BlobStorageError);
+    for (const PasteId& id : op.ids) {
+      if (Status s = sqlite::DeleteBodyRow(db, id, &BlobStorageError); !s.ok()) return s;
+    }
+    return Ok();
   }
 
   const std::filesystem::path path_;

@@ -292,7 +292,7 @@ struct BodyPutOp {
   int64_t written_at;
 };
 struct BodyDeleteOp {
-  PasteId id;
+  std::vector<PasteId> ids;  // one transaction for them all (BlobStore::DeleteMany)
 };
 struct MarkDeletedOp {
   PasteId id;
@@ -404,7 +404,9 @@ class SqliteMetaStore final : public MetaStore {
     });
   }
 
-  awaitable<Status> DeleteBody(PasteId id) { return committer_->Submit(BodyDeleteOp{id}); }
+  awaitable<Status> DeleteBodies(std::vector<PasteId> ids) {
+    return committer_->Submit(BodyDeleteOp{std::move(ids)});
+  }
 
   awaitable<Result<std::vector<BlobInfo>>> ListBodies(std::string after, size_t limit,
                                                       admission::Deadline deadline) {
@@ -843,20 +845,24 @@ class SqliteMetaStore final : public MetaStore {
 
   // The row stays (a tombstone, until purged) and forgets its body's number.
   Status Apply(Db& db, const BodyDeleteOp& op) {
-    Statement& number = db.Prepare("SELECT body_n FROM pastes WHERE id = ? AND body_n IS NOT NULL");
-    number.Bind(1, op.id.view());
-    const int found = number.Step();
-    if (found == SQLITE_ROW) {
-      const int64_t n = number.Int(0);
-      number.Reset();
-      if (Status s = DeleteInlineBody(db, n); !s.ok()) return s;
-      Statement& forget = db.Prepare("UPDATE pastes SET body_n = NULL WHERE id = ?");
-      forget.Bind(1, op.id.view());
-      if (Status s = Done(db, forget, "delete body"); !s.ok()) return s;
-    } else if (found != SQLITE_DONE) {
-      return StorageError(db, "delete body");
+    for (const PasteId& id : op.ids) {
+      Statement& number =
+          db.Prepare("SELECT body_n FROM pastes WHERE id = ? AND body_n IS NOT NULL");
+      number.Bind(1, id.view());
+      const int found = number.Step();
+      if (found == SQLITE_ROW) {
+        const int64_t n = number.Int(0);
+        number.Reset();
+        if (Status s = DeleteInlineBody(db, n); !s.ok()) return s;
+        Statement& forget = db.Prepare("UPDATE pastes SET body_n = NULL WHERE id = ?");
+        forget.Bind(1, id.view());
+        if (Status s = Done(db, forget, "delete body"); !s.ok()) return s;
+      } else if (found != SQLITE_DONE) {
+        return StorageError(db, "delete body");
+      }
+      if (Status s = sqlite::DeleteBodyRow(db, id, &StorageError); !s.ok()) return s;
     }
-    return sqlite::DeleteBodyRow(db, op.id, &StorageError);
+    return Ok();
   }
 
   static Status DeleteInlineBody(Db& db, int64_t n) {
@@ -1239,7 +1245,10 @@ class SqliteMetaBodies final : public BlobStore {
     return meta_.GetBody(id, deadline);
   }
   awaitable<Status> Delete(PasteId id, admission::Deadline) override {
-    return meta_.DeleteBody(id);
+    return meta_.DeleteBodies({id});
+  }
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, admission::Deadline) override {
+    return meta_.DeleteBodies(std::move(ids));
   }
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
                                                 admission::Deadline deadline) override {
