@@ -5,7 +5,7 @@
 #
 #   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies]
 #                       [-- SLUICE ARGS]
-#   scripts/stack.sh restart-apps [--dir DIR] [-- SLUICE ARGS]
+#   scripts/stack.sh restart-apps [--dir DIR] [--meta URL] [-- SLUICE ARGS]
 #   scripts/stack.sh down [--dir DIR]
 #
 # Ports, from P (default 18000): Varnish P, nginx P+1, PostgreSQL P+2, Redis P+3, s3rver P+4,
@@ -13,7 +13,8 @@
 # (tools/faultproxy/faultproxy.py) sits on the wire between sluice and PostgreSQL (P+5, control
 # P+20), Redis (P+6, control P+21) and s3rver (P+7, control P+22), and between Varnish and nginx
 # (P+8, control P+23). restart-apps restarts the sluice processes with other settings (the
-# stack's own plus SLUICE ARGS) on the same ports and dependencies.
+# stack's own plus SLUICE ARGS) on the same ports and dependencies; with --meta, on another
+# PostgreSQL for this restart only (the lab's "primary fails over" puts them on a Patroni cluster).
 #
 # `up` waits until every part answers, prints the URLs and, with
 # --foreground (what `make stack` uses), stays until Ctrl-C and then stops everything. State
@@ -29,6 +30,7 @@ base=18000
 dir="$here/build/stack"
 foreground=0
 fault_proxies=0
+meta_opt=""
 sluice_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift 2 ;;
     --foreground) foreground=1; shift ;;
     --fault-proxies) fault_proxies=1; shift ;;
+    --meta) meta_opt=$2; shift 2 ;;
     --) shift; sluice_args=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -61,6 +64,7 @@ if [ "$fault_proxies" = 1 ]; then
 else
   pg_dial=$pg_port redis_dial=$redis_port s3_dial=$s3_port edge_backend=$nginx_port
 fi
+meta_url=${meta_opt:-postgres://postgres@127.0.0.1:$pg_dial/sluice}
 
 wait_http() {  # URL NAME
   for _ in $(seq 1 200); do
@@ -81,7 +85,7 @@ start_app() {  # INDEX
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
     --admin-listen "127.0.0.1:$((port + 1000))" --admin-token-file "$dir/admin.token" \
-    --meta "postgres://postgres@127.0.0.1:$pg_dial/sluice" \
+    --meta "$meta_url" \
     --cache "redis://127.0.0.1:$redis_dial" --processes "$processes" \
     --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_dial" \
     --trusted-proxy 127.0.0.1 --public-url "http://127.0.0.1:$edge_port" \
