@@ -125,6 +125,7 @@ chaos: build
 # The chaos lab: the whole stack (4 processes) with a fault proxy on every wire, each overload
 # scenario at the spec's scale, the report and plots written to bench/results/lab/. LAB_SCALE < 1
 # offers proportionally less load to proportionally fewer slots (same knee, same shed share).
+# "primary fails over" runs a Patroni cluster with etcd beside the stack (scripts/testenv/patroni.sh).
 LAB_SCALE ?= 1.0
 lab: build
 	@scripts/install-deps.sh lab
