@@ -263,8 +263,8 @@ down() {
   "$here/scripts/testenv/s3rver.sh" stop "$dir/s3" || true
   "$here/scripts/testenv/redis.sh" stop "$dir/redis" || true
   # The HA variant's parts, where they exist.
-  [ -d "$dir/redis-ha" ] && "$here/scripts/testenv/redis-sentinel.sh" stop "$dir/redis-ha"
-  [ -d "$dir/postgres-standby" ] && "$here/scripts/testenv/postgres.sh" stop "$dir/postgres-standby"
+  [ ! -d "$dir/redis-ha" ] || "$here/scripts/testenv/redis-sentinel.sh" stop "$dir/redis-ha" || true
+  [ ! -d "$dir/postgres-standby" ] || "$here/scripts/testenv/postgres.sh" stop "$dir/postgres-standby" || true
   "$here/scripts/testenv/postgres.sh" stop "$dir/postgres" || true
   rm -rf "$dir"
   echo "sluice stack stopped"
