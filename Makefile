@@ -98,10 +98,13 @@ bench:
 
 # The scale-out stack on loopback (PostgreSQL, Redis, s3rver, STACK_PROCESSES sluice processes, nginx,
 # Varnish) until Ctrl-C; stack-down stops one started in the background by scripts/stack.sh up.
+# HA=1: PostgreSQL primary + synchronous standby behind two pgbouncers, Redis under three sentinels
+# (docs/scale-out.md, "The HA stack").
 STACK_PROCESSES ?= 2
+HA ?=
 stack: build
 	@scripts/install-deps.sh test
-	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES)
+	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES) $(if $(filter 1,$(HA)),--ha)
 
 stack-down:
 	scripts/stack.sh down
@@ -122,6 +125,7 @@ chaos: build
 # The chaos lab: the whole stack (4 processes) with a fault proxy on every wire, each overload
 # scenario at the spec's scale, the report and plots written to bench/results/lab/. LAB_SCALE < 1
 # offers proportionally less load to proportionally fewer slots (same knee, same shed share).
+# "primary fails over" runs a Patroni cluster with etcd beside the stack (scripts/testenv/patroni.sh).
 LAB_SCALE ?= 1.0
 lab: build
 	@scripts/install-deps.sh lab

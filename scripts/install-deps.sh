@@ -30,8 +30,9 @@ case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;
   bench) packages+=("${test_tools[@]}" wrk) ;;
-  # The chaos lab's plots: Debian's matplotlib, for /usr/bin/python3.
-  lab) packages+=("${test_tools[@]}" python3-matplotlib) ;;
+  # The chaos lab's plots: Debian's matplotlib, for /usr/bin/python3. Its "primary fails over"
+  # scenario runs a Patroni cluster (scripts/testenv/patroni.sh) with etcd as its DCS.
+  lab) packages+=("${test_tools[@]}" python3-matplotlib patroni etcd-server) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   deb) packages+=("${deb_tools[@]}") ;;
   *) echo "usage: $0 [build|test|bench|lab|fuzz|deb]" >&2; exit 2 ;;

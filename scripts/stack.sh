@@ -4,8 +4,8 @@
 # processes, nginx (least_conn balancer) and Varnish (the edge) in front.
 #
 #   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies]
-#                       [-- SLUICE ARGS]
-#   scripts/stack.sh restart-apps [--dir DIR] [-- SLUICE ARGS]
+#                       [--ha] [-- SLUICE ARGS]
+#   scripts/stack.sh restart-apps [--dir DIR] [--meta URL] [-- SLUICE ARGS]
 #   scripts/stack.sh down [--dir DIR]
 #
 # Ports, from P (default 18000): Varnish P, nginx P+1, PostgreSQL P+2, Redis P+3, s3rver P+4,
@@ -13,7 +13,18 @@
 # (tools/faultproxy/faultproxy.py) sits on the wire between sluice and PostgreSQL (P+5, control
 # P+20), Redis (P+6, control P+21) and s3rver (P+7, control P+22), and between Varnish and nginx
 # (P+8, control P+23). restart-apps restarts the sluice processes with other settings (the
-# stack's own plus SLUICE ARGS) on the same ports and dependencies.
+# stack's own plus SLUICE ARGS) on the same ports and dependencies; with --meta, on another
+# PostgreSQL for this restart only (the lab's "primary fails over" puts them on a Patroni cluster).
+#
+# With --ha (`make stack HA=1`), the variant that survives losing any one server (docs/scale-out.md,
+# "The HA stack"): PostgreSQL primary (P+2) and a synchronous streaming standby (P+30), sluice on
+# the multi-host URL primary,standby with target_session_attrs=read-write, straight to the servers:
+# no pgbouncer. One pgbouncer per server was tried and does not follow a promotion: it answers a
+# login from the server parameters it cached (default_transaction_read_only=off) even while its
+# server is dead, so libpq takes the dead primary's pgbouncer for writable and never tries the
+# next host (every create 503 outcome_unknown for minutes). Redis master, two replicas and three
+# sentinels (scripts/testenv/redis-sentinel.sh, free ports), sluice on the redis+sentinel:// URL.
+# Not with --fault-proxies.
 #
 # `up` waits until every part answers, prints the URLs and, with
 # --foreground (what `make stack` uses), stays until Ctrl-C and then stops everything. State
@@ -29,6 +40,8 @@ base=18000
 dir="$here/build/stack"
 foreground=0
 fault_proxies=0
+ha=0
+meta_opt=""
 sluice_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +50,8 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift 2 ;;
     --foreground) foreground=1; shift ;;
     --fault-proxies) fault_proxies=1; shift ;;
+    --ha) ha=1; shift ;;
+    --meta) meta_opt=$2; shift 2 ;;
     --) shift; sluice_args=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -61,6 +76,11 @@ if [ "$fault_proxies" = 1 ]; then
 else
   pg_dial=$pg_port redis_dial=$redis_port s3_dial=$s3_port edge_backend=$nginx_port
 fi
+[ "$ha" = 1 ] && [ "$fault_proxies" = 1 ] && { echo "--ha and --fault-proxies do not go together" >&2; exit 2; }
+standby_port=$((base + 30))
+ha_meta_url=${ha_meta_url:-}
+ha_cache_url=${ha_cache_url:-}
+meta_url=${meta_opt:-${ha_meta_url:-postgres://postgres@127.0.0.1:$pg_dial/sluice}}
 
 wait_http() {  # URL NAME
   for _ in $(seq 1 200); do
@@ -81,8 +101,8 @@ start_app() {  # INDEX
   AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
     --admin-listen "127.0.0.1:$((port + 1000))" --admin-token-file "$dir/admin.token" \
-    --meta "postgres://postgres@127.0.0.1:$pg_dial/sluice" \
-    --cache "redis://127.0.0.1:$redis_dial" --processes "$processes" \
+    --meta "$meta_url" \
+    --cache "${ha_cache_url:-redis://127.0.0.1:$redis_dial}" --processes "$processes" \
     --blob "s3://$bucket" --s3-endpoint "http://127.0.0.1:$s3_dial" \
     --trusted-proxy 127.0.0.1 --public-url "http://127.0.0.1:$edge_port" \
     --edge-purge "http://127.0.0.1:$edge_port" "${sluice_args[@]}" \
@@ -131,13 +151,25 @@ up() {
   # The PostgreSQL server runs as the postgres user, which must reach its folder.
   chmod 755 "$dir"
   [ -x "$sluice_bin" ] || { echo "no sluice binary at $sluice_bin (make build)" >&2; exit 1; }
-  echo "starting PostgreSQL, Redis and s3rver..."
-  "$here/scripts/testenv/postgres.sh" start "$dir/postgres" "$pg_port" >/dev/null
-  "$here/scripts/testenv/redis.sh" start "$dir/redis" "$redis_port" >/dev/null
+  if [ "$ha" = 1 ]; then
+    echo "starting PostgreSQL (primary, synchronous standby), Redis (master, two replicas, three sentinels)..."
+    "$here/scripts/testenv/postgres.sh" start "$dir/postgres" "$pg_port" >/dev/null
+    ha_meta_url=$("$here/scripts/testenv/postgres.sh" start-standby "$dir/postgres-standby" \
+      "$dir/postgres" "$standby_port" sync)
+    "$here/scripts/testenv/redis-sentinel.sh" start "$dir/redis-ha" 2 >/dev/null
+    ha_cache_url=$(cat "$dir/redis-ha/url")
+    meta_url=${meta_opt:-$ha_meta_url}
+    echo "starting s3rver..."
+  else
+    echo "starting PostgreSQL, Redis and s3rver..."
+    "$here/scripts/testenv/postgres.sh" start "$dir/postgres" "$pg_port" >/dev/null
+    "$here/scripts/testenv/redis.sh" start "$dir/redis" "$redis_port" >/dev/null
+  fi
   "$here/scripts/testenv/s3rver.sh" start "$dir/s3" "$s3_port" "$bucket" >/dev/null
   "$sluice_bin" migrate --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" >/dev/null
   {
-    printf 'base=%q processes=%q fault_proxies=%q\n' "$base" "$processes" "$fault_proxies"
+    printf 'base=%q processes=%q fault_proxies=%q ha=%q ha_meta_url=%q ha_cache_url=%q\n' "$base" \
+      "$processes" "$fault_proxies" "$ha" "$ha_meta_url" "$ha_cache_url"
     printf 'stack_args=('
     [ ${#sluice_args[@]} -eq 0 ] || printf '%q ' "${sluice_args[@]}"
     printf ')\n'
@@ -174,10 +206,24 @@ sluice stack is up ($processes processes), state in $dir
   balancer (nginx):           http://127.0.0.1:$nginx_port/
   processes:                  $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 10 + i)); done)
   admin listeners:            $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 1010 + i)); done)(token in $dir/admin.token)
-  PostgreSQL:                 postgres://postgres@127.0.0.1:$pg_port/sluice
-  Redis:                      redis://127.0.0.1:$redis_port
   S3 (s3rver):                http://127.0.0.1:$s3_port  bucket $bucket
 EOF
+  if [ "$ha" = 1 ]; then
+    cat <<EOF
+  PostgreSQL primary:         postgres://postgres@127.0.0.1:$pg_port/sluice  ($dir/postgres)
+  PostgreSQL standby (sync):  postgres://postgres@127.0.0.1:$standby_port/sluice  ($dir/postgres-standby)
+  sluice --meta:              $ha_meta_url
+  Redis master:               redis://127.0.0.1:$(cat "$dir/redis-ha/master/port")  replicas $(cat "$dir"/redis-ha/replica*/port | tr '\n' ' ')
+  sluice --cache (Sentinel):  $ha_cache_url
+  fail over PostgreSQL:       scripts/testenv/postgres.sh pause $dir/postgres && scripts/testenv/postgres.sh promote $dir/postgres-standby
+  fail over Redis:            redis-cli -p $(cat "$dir/redis-ha/sentinel1/port") sentinel failover mymaster
+EOF
+  else
+    cat <<EOF
+  PostgreSQL:                 postgres://postgres@127.0.0.1:$pg_port/sluice
+  Redis:                      redis://127.0.0.1:$redis_port
+EOF
+  fi
   if [ "$fault_proxies" = 1 ]; then
     cat <<EOF
   fault proxies (listen -> upstream, control):
@@ -216,6 +262,9 @@ down() {
   for proxy in "$dir"/proxy-*; do [ -d "$proxy" ] && stop_pidfile "$proxy/pid"; done
   "$here/scripts/testenv/s3rver.sh" stop "$dir/s3" || true
   "$here/scripts/testenv/redis.sh" stop "$dir/redis" || true
+  # The HA variant's parts, where they exist.
+  [ ! -d "$dir/redis-ha" ] || "$here/scripts/testenv/redis-sentinel.sh" stop "$dir/redis-ha" || true
+  [ ! -d "$dir/postgres-standby" ] || "$here/scripts/testenv/postgres.sh" stop "$dir/postgres-standby" || true
   "$here/scripts/testenv/postgres.sh" stop "$dir/postgres" || true
   rm -rf "$dir"
   echo "sluice stack stopped"
@@ -235,5 +284,5 @@ case "$cmd" in
     ;;
   down) down ;;
   restart-apps) restart_apps ;;
-  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] | restart-apps [--dir DIR] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] [--ha] | restart-apps [--dir DIR] [--meta URL] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
 esac

@@ -112,6 +112,39 @@ def plot_scenario(res, path):
     plt.close(fig)
 
 
+def plot_fine(res, path, step=0.1):
+    """Answers per status in 100 ms bins, creates and reads apart, with the scenario's marks (a
+    failover is over in seconds: a per-second plot hides its edges)."""
+    fine = res.fine
+    t0, recs = fine["t0"], [r for r in fine["records"] if r.end]
+    t_end = max(r.end - t0 for r in recs) if recs else 1
+    n = int(t_end / step) + 1
+    streams = list(dict.fromkeys(r.stream for r in recs))
+    fig, axes = plt.subplots(len(streams), 1, figsize=(9, 3 * len(streams)), sharex=True,
+                             squeeze=False)
+    for ax, stream in zip(axes[:, 0], streams):
+        mine = [r for r in recs if r.stream == stream]
+        for st in sorted(set(r.status for r in mine)):
+            counts = [0] * n
+            for r in mine:
+                if r.status == st:
+                    counts[min(n - 1, int((r.end - t0) / step))] += 1
+            ax.step([k * step for k in range(n)], counts, where="post",
+                    color=STATUS_COLOURS.get(st), linewidth=1,
+                    label=f"{st if st else 'no answer'}")
+        for x, label in fine["marks"]:
+            ax.axvline(x, color="black", linestyle=":", linewidth=1)
+            ax.text(x, ax.get_ylim()[1] * 0.95, f" {label}", fontsize=7, va="top")
+        ax.set_ylabel(f"{stream}: answers per {step * 1000:.0f} ms")
+        ax.legend(fontsize=7, ncol=4, loc="upper right")
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_title(res.title, fontsize=10)
+    axes[-1, 0].set_xlabel("seconds")
+    fig.tight_layout()
+    fig.savefig(path, dpi=72)
+    plt.close(fig)
+
+
 def plot_knee(res, path):
     p = res.knee_params
     Ls = [L for L, *_ in res.knee_points]
@@ -219,6 +252,9 @@ def main():
             if getattr(res, "knee_points", None):
                 res.extra_plot = "headline-knee.png"
                 plot_knee(res, os.path.join(args.output, res.extra_plot))
+            if getattr(res, "fine", None):
+                res.extra_plot = f"{res.name}-100ms.png"
+                plot_fine(res, os.path.join(args.output, res.extra_plot))
             for fig, pred, meas, ok in res.rows:
                 mark = "" if ok is None else ("ok" if ok else "MISS")
                 print(f"  {fig}: predicted {pred}, measured {meas} {mark}", flush=True)
@@ -298,6 +334,8 @@ def write_report(args, results, started, load_before, elapsed):
             lines.append("")
         if r.plot:
             lines += [f"![{r.name}]({r.plot})", ""]
+        if getattr(r, "fine", None) and r.extra_plot:
+            lines += [f"![{r.name}, answers per 100 ms]({r.extra_plot})", ""]
     with open(os.path.join(args.output, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

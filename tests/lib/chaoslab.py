@@ -75,10 +75,12 @@ class LabStack:
             raise RuntimeError(f"the stack did not start:\n{res.stdout}\n{res.stderr}")
         return res.stdout
 
-    def restart_apps(self, *extra):
-        """The sluice processes again, with the stack's settings plus `extra`; faults cleared."""
+    def restart_apps(self, *extra, meta=None):
+        """The sluice processes again, with the stack's settings plus `extra`; faults cleared. With
+        `meta`, on that PostgreSQL URL instead of the stack's (for this restart only)."""
         self.clear_faults()
-        res = self._stack("restart-apps", "--dir", self.dir, "--", *extra)
+        res = self._stack("restart-apps", "--dir", self.dir, *(("--meta", meta) if meta else ()),
+                          "--", *extra)
         if res.returncode != 0:
             raise RuntimeError(f"restart failed:\n{res.stdout}\n{res.stderr}\n{self.logs()}")
         self.extra = list(extra)
@@ -875,5 +877,141 @@ def view_ladder(lab, scale, duration=30.0, render_delay=0.2):
     return res
 
 
+PATRONI = os.path.join(ROOT, "scripts", "testenv", "patroni.sh")
+
+
+def _patroni_role(rest_port):
+    """The member's own view of itself (Patroni's REST API /patroni): "master" once its PostgreSQL
+    has left recovery, "replica" before; None when it does not answer."""
+    import json
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{rest_port}/patroni", timeout=0.5) as r:
+            doc = json.load(r)
+    except (OSError, ValueError):
+        return None
+    return doc.get("role") if doc.get("state") == "running" else None
+
+
+def primary_fails_over(lab, scale, duration=30.0, kill_at=8.0, members=2):
+    """A Patroni cluster (scripts/testenv/patroni.sh: one etcd, two members on Debian's PostgreSQL
+    15, synchronous_mode, ttl 5 s, loop_wait 1 s) started beside the stack's own PostgreSQL, the
+    processes restarted on its multi-host URL (target_session_attrs=read-write), then the leader's
+    machine lost: its Patroni and its postmaster killed -9 together. Creates and reads through nginx
+    throughout; afterwards every paste answered 201 is read back, byte for byte."""
+    creates_rate = 20 * max(scale, 0.5)
+    reads_rate = 60 * scale
+    res = Result("primary_fails_over", "Primary fails over (Patroni, synchronous standby)",
+                 "creates answer 503 with Retry-After (never 500) until the standby is promoted and "
+                 "the breaker lets a probe through, then 201 again without a restart; no "
+                 "acknowledged paste is missing afterwards")
+    pdir = os.path.join(lab.dir, "patroni")
+    base = free_port_range(2 + 2 * members)
+    started = subprocess.run([PATRONI, "start", pdir, str(base), str(members)],
+                             capture_output=True, text=True, timeout=180)
+    if started.returncode != 0:
+        subprocess.run([PATRONI, "stop", pdir], capture_output=True, timeout=120)
+        raise RuntimeError(f"the Patroni cluster did not start:\n{started.stderr}")
+    url = started.stdout.strip().splitlines()[-1]
+    try:
+        subprocess.run([sluice_bin(), "migrate", "--meta", url], check=True, capture_output=True,
+                       timeout=60)
+        lab.restart_apps(meta=url)
+        leader = subprocess.run([PATRONI, "leader", pdir], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        survivor = subprocess.run([PATRONI, "sync", pdir], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        with open(os.path.join(pdir, survivor, "rest_port")) as f:
+            survivor_rest = int(f.read())
+        res.notes.append(f"Patroni cluster: {url}; leader {leader}, synchronous standby {survivor}")
+        pool = PastePool(lab.seed(20, lambda i: body_of(300, i, "seed"), net=15))
+        streams = [
+            creates_stream(lab, "create", creates_rate, duration, net=16, pool=pool),
+            Stream("read", reads_rate, duration, lambda i: Request(
+                "GET", f"/raw/{pool.cold(i)}", xff(client_ip(i, 17))), target=lab.nginx,
+                keep_body=512),
+        ]
+        marks = {}
+
+        def kill():
+            # The kill is done when the script returns: a create that ended before then may have
+            # committed on the old leader, which is fine (its standby had it).
+            subprocess.run([PATRONI, "kill-leader", pdir], capture_output=True, timeout=30)
+            marks["killed"] = time.monotonic()
+            # The survivor's own word that it writes, polled beside the load.
+            def watch():
+                while time.monotonic() - marks["killed"] < duration:
+                    if _patroni_role(survivor_rest) in ("master", "primary"):
+                        marks["promoted"] = time.monotonic()
+                        return
+                    time.sleep(0.05)
+            threading.Thread(target=watch, daemon=True).start()
+
+        actions = [(kill_at, ("start", "leader lost"), kill)]
+        run = run_load(lab, res, streams, actions, sample_every=0.5)
+        t0 = run.t0
+        killed, promoted = marks.get("killed"), marks.get("promoted")
+        if promoted:
+            res.windows = [(killed - t0, promoted - t0, "leader lost → standby promoted")]
+        creates, reads = run.records("create"), run.records("read")
+        res.fine = {"t0": t0, "records": creates + reads,
+                    "marks": [(killed - t0, "leader killed")] +
+                             ([(promoted - t0, "standby promoted")] if promoted else [])}
+        res.row("promotion (kill -9 to the survivor writing)", "≈ ttl 5 s + loop_wait 1 s",
+                _n(None if promoted is None else promoted - killed) + " s", None)
+        # The failover's refusals; a stray 503 later (a busy machine's insert timeout) is not it.
+        refused = [r for r in creates if r.status == 503 and r.end and r.start >= killed - 0.5
+                   and r.reason in ("primary_failover", "outcome_unknown", "deadline_exceeded")]
+        window = (max(r.end for r in refused) - min(r.end for r in refused)) if refused else 0.0
+        res.at_most("create 503 window (first to last 503 after the kill)", 12.0, window, " s")
+        firsts = [r.end for r in creates if r.status == 201 and r.start >= killed]
+        first = min(firsts) if firsts else None
+        res.at_most("first 201 after the kill", 12.0, None if first is None else first - killed,
+                    " s")
+        res.at_most("first 201 after the promotion (the breaker's 5 s window bounds it)", 6.5,
+                    None if first is None or promoted is None else first - promoted, " s")
+        res.at_most("creates answered 500", 0, sum(1 for r in creates if r.status == 500))
+        res.at_most("reads of existing pastes answered 404", 0,
+                    sum(1 for r in reads if r.status == 404))
+        res.at_most("503s without Retry-After", 0, sum(
+            1 for r in creates + reads if r.status == 503 and r.retry_after is None))
+        res.row("answers after the kill", "201/200 or 503 primary_failover",
+                describe_failures([r for r in creates + reads if r.start >= killed]), None)
+        # Every acknowledged paste, read back from each process directly (its own cache empty for
+        # most of them), byte for byte.
+        acked = [r for r in creates if r.status == 201]
+        missing = []
+        for k, r in enumerate(acked):
+            body = body_of(SIZES.size(r.index), r.index, "create")
+            for attempt in range(3):  # a 503 here is the reader's luck, not a lost paste
+                host, port = lab.apps[(k + attempt) % len(lab.apps)]
+                got = lg.request(host, port, "GET", f"/raw/{r.json()['id']}",
+                                 headers=xff(client_ip(k, 18)))
+                if got.status != 503:
+                    break
+                time.sleep(0.2)
+            if got.status != 200 or got.body != body:
+                missing.append(r)
+                res.notes.append(
+                    f"acknowledged {r.json()['id']} (create started {r.start - killed:+.3f} s, "
+                    f"answered {r.end - killed:+.3f} s from the kill): read back {got.status} "
+                    f"{got.reason or ''}, body {'differs' if got.status == 200 else 'absent'}")
+        res.row("acknowledged pastes (201)", "", str(len(acked)), None)
+        res.at_most("acknowledged pastes missing or different afterwards (synchronous mode)", 0,
+                    len(missing))
+        served = 0
+        for i, (host, port) in enumerate(lab.apps):
+            rec = lg.request(host, port, "POST", "/api/v1/pastes", headers=xff(client_ip(i, 19)),
+                             body=f"after the failover {i}\n")
+            served += rec.status == 201
+        res.at_least("processes serving creates on the new primary, no restart", lab.processes,
+                     served)
+        res.figures = {"promotion_s": None if promoted is None else promoted - killed,
+                       "window_s": window, "missing": len(missing), "acknowledged": len(acked)}
+        return res
+    finally:
+        subprocess.run([PATRONI, "stop", pdir], capture_output=True, timeout=120)
+
+
 SCENARIOS = [baseline, slow_bucket, knee, max_size_flood, primary_blip, primary_refusing, abuse,
-             neighbour_crawl, redis_lost, delete_slow_bucket, view_ladder]
+             neighbour_crawl, redis_lost, delete_slow_bucket, view_ladder, primary_fails_over]
