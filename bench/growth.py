@@ -1,0 +1,637 @@
+#!/usr/bin/python3
+"""What each operation costs as the embedded store grows (bench/run_growth_bench.sh runs this).
+
+Fills one embedded store through the API (bench/wrk/growth_create.lua: a public pastebin's sizes
+and lifetimes) and, each time the live pastes pass a checkpoint, measures in the same run: nginx
+serving a static file of the hot paste's bytes (the machine's yardstick, before and after the
+reads), durable creates at 64 connections, hot reads, cold reads of ids drawn uniformly from
+everything stored (after dropping the page cache), 404s of absent ids (page cache dropped too),
+deletes, resident memory and bytes on disk, an online backup (`VACUUM INTO` from the sqlite3
+command, while creates run), the start-up after a clean stop and after a kill -9, and the expiry
+sweep of a backlog while creates run. The backlog: the pastes the fill gave ttl=30d are given an
+expiry a few seconds away while the server is down after its kill -9 (what the store holds when
+the clock reaches them, without waiting 30 days). A sample of what was stored is read back byte
+for byte at every checkpoint. Results: WORK/growth.json (every figure), then the report and
+plots (bench/results/growth.md, growth-*.png).
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+LIFTED = ["--ip-create-rate", "1000000", "--ip-create-burst", "1000000",
+          "--ip-create-bytes-rate", "1e12", "--ip-create-bytes-burst", "1e12",
+          "--global-create-rate", "1000000", "--global-create-burst", "1000000",
+          "--global-create-bytes-rate", "1e12", "--global-create-bytes-burst", "1e12",
+          "--create-slots", "1024", "--create-slots-per-client", "1024",
+          "--create-slots-per-network", "1024", "--create-slot-bytes", "1073741824",
+          "--ip-read-rate", "1000000", "--ip-read-burst", "1000000",
+          "--delete-rate", "1000000", "--delete-burst", "1000000",
+          # Every wrk connection is one client (127.0.0.1): its share of the store's misses would be
+          # the benchmark's limit. The process's own cap (fill_cap, 50) stays.
+          "--fill-cap-per-client", "1024", "--max-ttl", "30d"]
+# Cold reads and 404s at fewer connections than the fill cap, so that what they measure is the
+# store's lookup and not the cap's 503s.
+MISS_CONNS = 32
+# The backlog a checkpoint's sweep is given: a minute of expiry at 3,500 pastes/s, ten times the
+# spec's create peak (the aim: swept while creates run, costing them under 10%).
+SWEEP_BACKLOG = 210_000
+HOT_BYTES = 10240
+
+
+def log(*parts):
+    print(time.strftime("%H:%M:%S", time.gmtime()), *parts, flush=True)
+
+
+def to_ms(text):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    value, unit = float(m.group(1)), m.group(2)
+    return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def wrk(url, seconds, conns=64, script=None, env=None, args=()):
+    """Runs wrk and returns {rate, p50, p99, statuses, seconds}."""
+    cmd = ["wrk", "-t2", f"-c{conns}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
+    if script:
+        cmd += ["-s", os.path.join(REPO, "bench/wrk", script)]
+    cmd.append(url)
+    if args:
+        cmd += ["--", *args]
+    ran = subprocess.run(cmd, cwd=REPO, env={**os.environ, **(env or {})}, capture_output=True,
+                         text=True)
+    if ran.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: {ran.stderr.strip()}")
+    out = ran.stdout
+    result = {"statuses": {}}
+    for line in out.splitlines():
+        parts = line.split()
+        if line.startswith("status "):
+            result["statuses"][parts[1]] = int(parts[2])
+        elif len(parts) == 2 and parts[0] in ("50%", "99%"):
+            result["p" + parts[0][:-1]] = to_ms(parts[1])
+        elif " requests in " in line:
+            result["requests"] = int(parts[0])
+            result["seconds"] = to_ms(parts[3].rstrip(",")) / 1000
+        elif line.startswith("  Non-2xx or 3xx responses:"):
+            result["non_2xx"] = int(parts[-1])
+    result["rate"] = result["requests"] / result["seconds"]
+    if not script:  # a plain GET: wrk counts only what was not a success
+        result["statuses"]["200"] = result["requests"] - result.get("non_2xx", 0)
+    return result
+
+
+def ok_rate(run, code):
+    return run["statuses"].get(str(code), 0) / run["seconds"]
+
+
+def drop_page_cache():
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def write_corpus(path):
+    """The repository's own text, ASCII only (a window may start anywhere), at least 4 MiB."""
+    chunks = []
+    for top in ("src", "include", "tests", "docs", "bench", "tools"):
+        for root, _, files in sorted(os.walk(os.path.join(REPO, top))):
+            for name in sorted(files):
+                if name.endswith((".cc", ".h", ".py", ".sh", ".md", ".mjs", ".lua", ".yaml")):
+                    with open(os.path.join(root, name), "rb") as f:
+                        chunks.append(bytes(b for b in f.read() if 9 <= b < 127 or b == 10))
+    text = b"".join(chunks)
+    while len(text) < 4 << 20:
+        text += text
+    with open(path, "wb") as f:
+        f.write(text)
+    return text
+
+
+class Server:
+    def __init__(self, binary, data, log_path, port, admin_port):
+        self.binary, self.data, self.log_path = binary, data, log_path
+        self.port, self.admin_port = port, admin_port
+        self.url = f"http://127.0.0.1:{port}"
+        self.admin = f"http://127.0.0.1:{admin_port}"
+        self.proc = None
+
+    def start(self):
+        """Starts the server; returns the seconds until its first healthy answer."""
+        began = time.monotonic()
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--admin-listen",
+             f"127.0.0.1:{self.admin_port}", "--data-dir", self.data, *LIFTED],
+            stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT)
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as answer:
+                    if answer.status == 200:
+                        return time.monotonic() - began
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if self.proc.poll() is not None:
+                sys.exit(f"sluice exited with {self.proc.returncode}; see {self.log_path}")
+            time.sleep(0.005)
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        self.proc.wait()
+
+    def rss_mb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def metric(self, name):
+        with urllib.request.urlopen(self.url + "/metrics", timeout=10) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(name + " ") or line.startswith(name + "{"):
+                    return float(line.split()[-1])
+        return 0.0
+
+    def create(self, body):
+        request = urllib.request.Request(self.url + "/api/v1/pastes", data=body, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())["id"]
+
+    def raw(self, paste_id):
+        with urllib.request.urlopen(f"{self.url}/raw/{paste_id}", timeout=10) as answer:
+            return answer.read()
+
+
+def delete_all(url, pastes, conns=16):
+    """DELETEs every (id, token) from `conns` keep-alive connections; rate, p50, p99, statuses."""
+    host, port = url.removeprefix("http://").split(":")
+    latencies, statuses, lock = [], {}, threading.Lock()
+    work = iter(pastes)
+
+    def one_connection():
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        while True:
+            with lock:
+                item = next(work, None)
+            if item is None:
+                return
+            began = time.monotonic()
+            conn.request("DELETE", f"/api/v1/pastes/{item[0]}",
+                         headers={"Authorization": f"Bearer {item[1]}"})
+            answer = conn.getresponse()
+            answer.read()
+            with lock:
+                latencies.append(time.monotonic() - began)
+                statuses[str(answer.status)] = statuses.get(str(answer.status), 0) + 1
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=one_connection) for _ in range(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - began
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+    return {"rate": len(latencies) / took, "p50": pick(0.5), "p99": pick(0.99),
+            "statuses": statuses}
+
+
+def describe_binary(path):
+    version = subprocess.run([path, "--version"], capture_output=True,
+                             text=True).stdout.partition("\n")[0]
+    return f"{os.path.realpath(path)} ({version or 'no --version'})"
+
+
+def file_bytes(path):
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def disk_bytes(data):
+    total = 0
+    for root, _, files in os.walk(data):
+        for name in files:
+            total += os.stat(os.path.join(root, name)).st_blocks * 512
+    return total
+
+
+class Growth:
+    def __init__(self, args):
+        self.args = args
+        self.work = os.path.realpath(args.work)
+        self.data = os.path.join(self.work, "data")
+        self.samples = os.path.join(self.work, "samples")
+        self.results = {"checkpoints": [], "fill": [], "binary": describe_binary(args.bin),
+                         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        self.created = 0  # 201s of the fill and of the measured creates
+        self.spent = set()  # sampled ids deleted by a checkpoint
+
+    def setup(self):
+        subprocess.run(["rm", "-rf", self.work], check=True)
+        os.makedirs(self.samples)
+        os.makedirs(os.path.join(self.work, "static"))
+        self.corpus_path = os.path.join(self.work, "corpus.txt")
+        self.corpus = write_corpus(self.corpus_path)
+        self.hot_body = self.corpus[:HOT_BYTES]
+        with open(os.path.join(self.work, "static", "hot.txt"), "wb") as f:
+            f.write(self.hot_body)
+        self.start_nginx()
+        self.server = Server(self.args.bin, self.data, os.path.join(self.work, "sluice.log"),
+                             self.args.port, self.args.port + 1)
+        self.server.start()
+
+    def start_nginx(self):
+        port = self.args.port + 2
+        conf = os.path.join(self.work, "nginx.conf")
+        tmp = os.path.join(self.work, "nginx-tmp")
+        os.makedirs(tmp)
+        with open(conf, "w") as f:
+            f.write(f"""user root; worker_processes auto; daemon off; pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn; events {{ worker_connections 1024; }}
+http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
+  client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fcgi;
+  uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+  server {{ listen 127.0.0.1:{port}; root {self.work}/static; }} }}
+""")
+        self.nginx = subprocess.Popen(["nginx", "-c", conf], stderr=subprocess.DEVNULL)
+        self.nginx_url = f"http://127.0.0.1:{port}/hot.txt"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(self.nginx_url, timeout=1).read()
+                return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.05)
+        sys.exit("nginx did not start")
+
+    def live(self):
+        purged = self.server.metric("sluice_expired_purged_total")
+        return self.created - purged - self.deleted_total - self.purged_before_restart
+
+    def create_run(self, seconds, sample=True):
+        env = {"CORPUS": self.corpus_path}
+        if sample:
+            env["SAMPLE_DIR"] = self.samples
+        run = wrk(self.server.url + "/api/v1/pastes", seconds, script="growth_create.lua", env=env)
+        self.created += run["statuses"].get("201", 0)
+        return run
+
+    def fill(self, target):
+        while self.live() < target:
+            began = time.monotonic()
+            run = self.create_run(self.args.round_seconds)
+            wal = file_bytes(os.path.join(self.data, "meta.db-wal"))
+            row = {"t": round(time.monotonic() - self.t0, 1), "live": self.live(),
+                   "creates_per_s": round(ok_rate(run, 201)), "p99_ms": run.get("p99"),
+                   "wal_mb": round(wal / 1e6, 1), "disk_gb": round(disk_bytes(self.data) / 1e9, 2),
+                   "rss_mb": round(self.server.rss_mb()),
+                   "non_201": sum(n for c, n in run["statuses"].items() if c != "201")}
+            self.results["fill"].append(row)
+            log(f"fill: {row['live']:.0f} live, {row['creates_per_s']}/s p99 {row['p99_ms']} ms,"
+                f" WAL {row['wal_mb']} MB, {row['disk_gb']} GB, {time.monotonic() - began:.0f} s")
+
+    def sample_lines(self):
+        lines = []
+        for name in sorted(os.listdir(self.samples)):
+            with open(os.path.join(self.samples, name)) as f:
+                lines += [line for line in f if line.split()[0] not in self.spent]
+        return lines
+
+    def verify_sample(self, lines, count):
+        """Reads back `count` sampled pastes and checks them byte for byte against the corpus."""
+        checked = 0
+        for line in random.sample(lines, min(count, len(lines))):
+            paste_id = line.split()[0]
+            try:
+                body = self.server.raw(paste_id)
+            except urllib.error.HTTPError as e:
+                if e.code == 404:  # ttl=10m pastes expire, and ttl=30d ones at the checkpoints
+                    continue
+                raise
+            head, _, rest = body.partition(b"\n")
+            offset = int(head.split()[1])
+            if rest != self.corpus[offset:offset + len(rest)]:
+                sys.exit(f"paste {paste_id} does not read back as it was created")
+            checked += 1
+        return checked
+
+    def checkpoint(self, size):
+        s = self.server
+        c = {"size": size, "live": self.live()}
+        log(f"checkpoint at {c['live']:.0f} live pastes")
+        nginx_before = wrk(self.nginx_url, self.args.seconds)
+        creates = self.create_run(self.args.seconds)
+        c["create"] = {"rate": ok_rate(creates, 201), "p50": creates["p50"], "p99": creates["p99"]}
+        hot_id = s.create(self.hot_body)
+        self.created += 1
+        hot = wrk(f"{s.url}/raw/{hot_id}", self.args.seconds)
+        nginx_after = wrk(self.nginx_url, self.args.seconds)
+        nginx = (ok_rate(nginx_before, 200) + ok_rate(nginx_after, 200)) / 2
+        c["nginx"] = {"rate": nginx, "before": ok_rate(nginx_before, 200),
+                      "after": ok_rate(nginx_after, 200)}
+        c["hot"] = {"rate": ok_rate(hot, 200), "p50": hot["p50"], "p99": hot["p99"],
+                    "vs_nginx": ok_rate(hot, 200) / nginx}
+        lines = self.sample_lines()
+        ids_file = os.path.join(self.work, "ids.txt")
+        with open(ids_file, "w") as f:
+            f.writelines(lines)
+        drop_page_cache()
+        cold = wrk(s.url, self.args.seconds, conns=MISS_CONNS, script="growth_reads.lua",
+                   env={"IDS": ids_file})
+        # Expired ttl=10m pastes are 404s among them: both are the cost of a lookup.
+        c["cold"] = {"rate": cold["rate"], "p50": cold["p50"], "p99": cold["p99"],
+                     "statuses": cold["statuses"]}
+        drop_page_cache()
+        absent = wrk(s.url, self.args.seconds, conns=MISS_CONNS, script="growth_reads.lua",
+                     env={"MODE": "absent"})
+        c["absent"] = {"rate": ok_rate(absent, 404), "p50": absent["p50"], "p99": absent["p99"]}
+        doomed = random.sample(lines, min(self.args.deletes, len(lines)))
+        self.spent.update(line.split()[0] for line in doomed)
+        c["delete"] = delete_all(s.url, [line.split()[:2] for line in doomed])
+        self.deleted_total += c["delete"]["statuses"].get("204", 0)
+        c["verified"] = self.verify_sample(lines, 200)
+        c["rss_mb"] = s.rss_mb()
+        c["live_at_disk"] = self.live()
+        c["disk_bytes"] = disk_bytes(self.data)
+        c["live_body_bytes"] = s.metric("sluice_storage_live_bytes")
+        c["wal_bytes"] = file_bytes(os.path.join(self.data, "meta.db-wal"))
+        c["files"] = {name: file_bytes(os.path.join(self.data, name))
+                      for name in sorted(os.listdir(self.data))
+                      if os.path.isfile(os.path.join(self.data, name))}
+        c["cotenant"] = self.beside_dd(c["create"]["rate"])
+        c["backup"] = self.backup(c["create"]["rate"])
+        s.stop()
+        c["start_after_stop_s"] = s.start()
+        c["start_after_kill_s"], c["expired_backlog"] = self.kill_and_expire()
+        c["sweep"] = self.sweep(c["create"]["rate"], c["expired_backlog"])
+        c["live_after"] = self.live()
+        self.results["checkpoints"].append(c)
+        log(json.dumps(c))
+        self.save()
+
+    def beside_dd(self, quiet_rate):
+        """Creates while a disk neighbour writes 3 GB (`dd`, no fsync, as bench/run_create_bench.sh
+        runs it): once in the idle CPU class (it competes for the disk, not for the two cores),
+        once unrestrained."""
+        result = {}
+        for name, prefix in (("idle_class", ["chrt", "--idle", "0"]), ("unrestrained", [])):
+            target = os.path.join(self.work, "cotenant.bin")
+            dd = subprocess.Popen(prefix + ["dd", "if=/dev/zero", f"of={target}", "bs=1M",
+                                            "count=3072", "status=none"])
+            run = self.create_run(self.args.seconds)
+            dd.wait()
+            os.remove(target)
+            subprocess.run(["sync"], check=True)
+            result[name] = {"rate": ok_rate(run, 201), "p99": run["p99"],
+                            "ratio": ok_rate(run, 201) / quiet_rate}
+        return result
+
+    def backup(self, quiet_rate):
+        """VACUUM INTO a copy of meta.db while creates run; returns its time and what it cost."""
+        target = os.path.join(self.work, "backup.db")
+        began = time.monotonic()
+        copy = subprocess.Popen(["sqlite3", os.path.join(self.data, "meta.db"),
+                                 f"VACUUM INTO '{target}'"], stderr=subprocess.PIPE)
+        rates, wal_max = [], 0
+        while copy.poll() is None:
+            run = self.create_run(5)
+            rates.append(ok_rate(run, 201))
+            wal_max = max(wal_max, file_bytes(os.path.join(self.data, "meta.db-wal")))
+        took = time.monotonic() - began
+        if copy.returncode != 0:
+            sys.exit("backup failed: " + copy.stderr.read().decode())
+        rows = sqlite3.connect(target).execute("SELECT count(*) FROM pastes").fetchone()[0]
+        size = file_bytes(target)
+        os.remove(target)
+        during = sum(rates) / len(rates) if rates else None
+        return {"seconds": took, "bytes": size, "rows": rows, "create_rate_during": during,
+                "create_ratio": during / quiet_rate if during else None, "wal_max_bytes": wal_max}
+
+    def kill_and_expire(self):
+        """kill -9 under creates; backlog the ttl=30d pastes; restart. (start seconds, backlog)"""
+        load = subprocess.Popen(
+            ["wrk", "-t2", "-c64", "-d4s", "-s", "bench/wrk/growth_create.lua",
+             self.server.url + "/api/v1/pastes"], cwd=REPO, env={**os.environ,
+                                                                "CORPUS": self.corpus_path},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2)
+        # Whatever it created is counted from the store below, not from wrk's tally.
+        self.purged_before_restart += self.server.metric("sluice_expired_purged_total")
+        self.server.stop(signal.SIGKILL)
+        load.wait()
+        db = sqlite3.connect(os.path.join(self.data, "meta.db"), timeout=60)
+        now = int(time.time())
+        with db:
+            backlog = db.execute(
+                "UPDATE pastes SET expires_at = ? WHERE id IN (SELECT id FROM pastes WHERE"
+                " expires_at > ? AND deleted = 0 LIMIT ?)",
+                (now + 3, now + 8 * 86400, SWEEP_BACKLOG)).rowcount
+        # The exact count after the kill: what wrk was told and what landed may differ.
+        self.created = db.execute("SELECT count(*) FROM pastes WHERE deleted = 0").fetchone()[0]
+        db.close()
+        self.deleted_total = 0
+        self.purged_before_restart = 0
+        return self.server.start(), backlog
+
+    def sweep(self, quiet_rate, backlog):
+        """Creates in 2 s rounds while the sweeper drains `backlog`, its counter read every 0.2 s:
+        the sweep's rate from its first purge to its last, the creates' rate in the rounds it
+        overlapped against `quiet_rate`."""
+        samples, done = [], threading.Event()
+
+        def watch():
+            while not done.is_set():
+                samples.append((time.monotonic(), self.server.metric("sluice_expired_purged_total")))
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        rounds = []
+        deadline = time.monotonic() + self.args.sweep_seconds
+        while time.monotonic() < deadline:
+            began = time.monotonic()
+            run = self.create_run(2)
+            rounds.append((began, time.monotonic(), ok_rate(run, 201)))
+            if samples and samples[-1][1] >= backlog and began > 4 + rounds[0][0]:
+                break
+        done.set()
+        watcher.join()
+        moving = [t for (t, n), (_, m) in zip(samples[1:], samples) if n > m]
+        result = {"backlog": backlog, "purged": samples[-1][1] if samples else 0,
+                  "rounds": [round(r[2]) for r in rounds]}
+        if backlog and moving:
+            first, last = moving[0] - 0.2, moving[-1]
+            result["seconds"] = last - first
+            result["purged_per_s"] = result["purged"] / max(last - first, 0.2)
+            overlapped = [r[2] for r in rounds if r[1] > first and r[0] < last]
+            result["create_rate_during"] = sum(overlapped) / len(overlapped)
+            result["create_ratio"] = result["create_rate_during"] / quiet_rate
+        return result
+
+    def save(self):
+        with open(os.path.join(self.work, "growth.json"), "w") as f:
+            json.dump(self.results, f, indent=1)
+
+    def run(self):
+        self.setup()
+        self.t0 = time.monotonic()
+        self.deleted_total = 0
+        self.purged_before_restart = 0
+        try:
+            for size in self.args.sizes:
+                self.fill(size)
+                self.checkpoint(size)
+        finally:
+            self.save()
+            self.server.stop()
+            self.nginx.send_signal(signal.SIGQUIT)
+            self.nginx.wait()
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), "unknown")
+    mem = int(next(line.split()[1] for line in open("/proc/meminfo")
+                   if line.startswith("MemTotal"))) / 1024 / 1024
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {os.uname().release}"
+
+
+def fmt(value, digits=0):
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def cotenant(c, name):
+    run = c.get("cotenant", {}).get(name)
+    return f"{fmt(run['rate'])} ({run['ratio']:.2f})" if run else "–"
+
+
+def report(out, runs, command):
+    """Writes the report of `runs` ([(label, results)]) to `out`, plots beside it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    base = os.path.splitext(out)[0]
+    lines = [
+        "# What each operation costs as the embedded store grows", "",
+        "Written by `bench/growth.py` (bench/run_growth_bench.sh); what each column is, and how the "
+        "sweep's backlog is made, is the script's docstring. Client (wrk) and server share the "
+        "machine's cores; every rate is read beside its reference in the same run.", "",
+        "| | |", "|---|---|", f"| machine | {machine()} |", f"| command | `{command}` |"]
+    for label, r in runs:
+        lines.append(f"| {label} | {r.get('binary', '')}, started {r['started']} |")
+    for label, r in runs:
+        cps = r["checkpoints"]
+        empty = cps[0]["create"]["rate"]
+        lines += ["", f"## {label}", "",
+                  "| live pastes | creates/s (× empty) | create p99 ms | hot reads/s (× nginx) |"
+                  " cold read p50 / p99 ms | 404/s, p50 / p99 ms | deletes/s, p99 ms |"
+                  " sweep pastes/s (creates ×) | backup s (creates ×) | start after stop / kill -9 s |"
+                  " creates beside dd, idle class / unrestrained (× quiet) |"
+                  " RSS MiB | disk bytes per paste (body bytes) |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for c in cps:
+            live = max(c.get("live_at_disk", c["live"]), 1)
+            sweep, backup = c["sweep"], c["backup"]
+            lines.append(
+                f"| {fmt(c['live'])} | {fmt(c['create']['rate'])} ({c['create']['rate'] / empty:.2f})"
+                f" | {fmt(c['create']['p99'], 1)}"
+                f" | {fmt(c['hot']['rate'])} ({c['hot']['vs_nginx']:.2f})"
+                f" | {fmt(c['cold']['p50'], 2)} / {fmt(c['cold']['p99'], 2)}"
+                f" | {fmt(c['absent']['rate'])}, {fmt(c['absent']['p50'], 2)} / "
+                f"{fmt(c['absent']['p99'], 2)}"
+                f" | {fmt(c['delete']['rate'])}, {fmt(c['delete']['p99'], 1)}"
+                f" | {fmt(sweep.get('purged_per_s'))} ({fmt(sweep.get('create_ratio'), 2)})"
+                f" | {fmt(backup['seconds'], 1)} ({fmt(backup['create_ratio'], 2)})"
+                f" | {c['start_after_stop_s']:.2f} / {c['start_after_kill_s']:.2f}"
+                f" | {cotenant(c, 'idle_class')} / {cotenant(c, 'unrestrained')}"
+                f" | {fmt(c['rss_mb'])}"
+                f" | {fmt(c['disk_bytes'] / live)} ({fmt(c['live_body_bytes'] / live)}) |")
+        fill = r["fill"] or [{"creates_per_s": 0, "wal_mb": 0, "rss_mb": 0, "disk_gb": 0}]
+        lines += ["", f"Fill: {len(fill)} rounds; creates/s from {fmt(fill[0]['creates_per_s'])} "
+                  f"to {fmt(fill[-1]['creates_per_s'])} (median of the last five "
+                  f"{fmt(sorted(x['creates_per_s'] for x in fill[-5:])[len(fill[-5:]) // 2])}); "
+                  f"WAL at most {max(x['wal_mb'] for x in fill):.0f} MB; RSS "
+                  f"{min(x['rss_mb'] for x in fill)}–{max(x['rss_mb'] for x in fill)} MiB; "
+                  f"{fill[-1]['disk_gb']} GB on disk at the end. Cold reads and 404s ran at "
+                  f"{MISS_CONNS} connections after the page cache was dropped; every checkpoint "
+                  "read back a sample of 200 byte for byte.", ""]
+    figures = [("create", "creates/s", "create p99 ms", lambda c: c["create"]),
+               ("cold", "cold reads/s", "cold read p99 ms", lambda c: c["cold"]),
+               ("absent", "404s/s", "404 p99 ms", lambda c: c["absent"]),
+               ("hot", "hot reads/s", "hot read p99 ms", lambda c: c["hot"])]
+    fig, axes = plt.subplots(2, len(figures), figsize=(4 * len(figures), 6.5))
+    for k, (key, rate_label, p99_label, pick) in enumerate(figures):
+        for label, r in runs:
+            x = [c["live"] / 1e6 for c in r["checkpoints"]]
+            axes[0][k].plot(x, [pick(c)["rate"] for c in r["checkpoints"]], "o-", label=label)
+            axes[1][k].plot(x, [pick(c)["p99"] for c in r["checkpoints"]], "o-", label=label)
+        axes[0][k].set_ylabel(rate_label)
+        axes[1][k].set_ylabel(p99_label)
+        for row in axes:
+            row[k].set_xlabel("live pastes, millions")
+            row[k].set_ylim(bottom=0)
+            row[k].grid(alpha=0.3)
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(base + "-operations.png", dpi=90)
+    fig, axis = plt.subplots(figsize=(8, 4))
+    for label, r in runs:
+        axis.plot([x["live"] / 1e6 for x in r["fill"]], [x["creates_per_s"] for x in r["fill"]],
+                  ".-", label=label)
+    axis.set_xlabel("live pastes, millions")
+    axis.set_ylabel("creates/s during the fill")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    fig.tight_layout()
+    fig.savefig(base + "-fill.png", dpi=90)
+    name = os.path.basename(base)
+    lines += ["## Plots", "", f"![rate and p99 of each operation]({name}-operations.png)", "",
+              f"![creates during the fill]({name}-fill.png)", ""]
+    with open(out, "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", help="the sluice to measure (not with --report)")
+    parser.add_argument("--report", metavar="OUT.md",
+                        help="write the report of --runs LABEL=growth.json... instead of measuring")
+    parser.add_argument("--runs", nargs="*", default=[])
+    parser.add_argument("--command", default="", help="the command the report names")
+    parser.add_argument("--work", default=os.path.join(REPO, "bench/work/growth"))
+    parser.add_argument("--sizes", default="0,1000000,3000000,10000000",
+                        type=lambda s: [int(float(x)) for x in s.split(",")])
+    parser.add_argument("--seconds", type=int, default=10, help="each measurement's wrk run")
+    parser.add_argument("--round-seconds", type=int, default=20, help="each fill round")
+    parser.add_argument("--deletes", type=int, default=2000)
+    parser.add_argument("--port", type=int, default=19400)
+    parser.add_argument("--sweep-seconds", type=int, default=300,
+                        help="longest a checkpoint waits for its backlog to be swept")
+    args = parser.parse_args()
+    if args.report:
+        runs = []
+        for spec in args.runs:
+            label, path = spec.split("=", 1)
+            with open(path) as f:
+                runs.append((label, json.load(f)))
+        report(args.report, runs, args.command)
+        return
+    if os.geteuid() != 0:
+        sys.exit("run as root: the cold reads drop the page cache")
+    Growth(args).run()
+
+
+if __name__ == "__main__":
+    main()

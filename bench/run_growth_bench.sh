@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# What each operation costs as the embedded store grows: fills one store through the API to each
+# of SIZES live pastes and measures creates, hot and cold reads, 404s, deletes, the expiry sweep,
+# an online backup, start-up, memory and disk at each (bench/growth.py says how), then writes
+# bench/results/growth.md and its plots. As root (cold reads drop the page cache). The store and
+# the raw results live in bench/work/growth-LABEL/ (about 2 GB a million pastes).
+#
+#   bench/run_growth_bench.sh                       # this tree's release build, to 10 million
+#   SIZES=0,1000000 bench/run_growth_bench.sh       # a shorter curve
+#   BEFORE=path/to/old/sluice bench/run_growth_bench.sh   # the same curve for an older binary
+#                                                   # first (to 3 million), both in the report
+#
+# About 50 minutes to 10 million on 2 cores, most of it the fill.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+require_tools wrk nginx sqlite3
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
+  { echo "missing matplotlib (apt-get install -y python3-matplotlib)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "run as root: cold reads drop the page cache" >&2; exit 2; }
+SIZES=${SIZES:-0,1000000,3000000,10000000}
+bin=$(sluice_binary)
+commit=$(git rev-parse --short HEAD)
+runs=()
+if [ -n "${BEFORE:-}" ]; then
+  /usr/bin/python3 bench/growth.py --bin "$BEFORE" --work bench/work/growth-before \
+    --sizes "${BEFORE_SIZES:-0,1000000,3000000}" --sweep-seconds 40 --port 19600
+  runs+=("before ($BEFORE)=bench/work/growth-before/growth.json")
+fi
+/usr/bin/python3 bench/growth.py --bin "$bin" --work bench/work/growth-after --sizes "$SIZES"
+runs+=("$commit=bench/work/growth-after/growth.json")
+/usr/bin/python3 bench/growth.py --report bench/results/growth.md --runs "${runs[@]}" \
+  --command "bench/run_growth_bench.sh (SIZES=$SIZES${BEFORE:+ BEFORE=$BEFORE})"
+echo "wrote bench/results/growth.md"
