@@ -233,6 +233,26 @@ TYPED_TEST_P(StoreContract, MissingBodyIsNotFoundAndDeleteIsIdempotent) {
             ErrorCode::kNotFound);
 }
 
+// The expiry sweep removes its batch's bodies in one call (src/worker/janitor.cc): each body in
+// the batch goes, whichever tier holds it (a 1-byte and a 10-byte body straddle a 3-byte limit),
+// absent ones are no failure, the call can be repeated, and bodies outside it stay.
+TYPED_TEST_P(StoreContract, DeleteManyRemovesEachBodyOfTheBatchAndNoOther) {
+  ASSERT_TRUE(RunSync(this->blobs().Put(Id("many00000001"), Body("a"), this->deadline())).ok());
+  ASSERT_TRUE(
+      RunSync(this->blobs().Put(Id("many00000002"), Body("0123456789"), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->blobs().Put(Id("many00000003"), Body("kept"), this->deadline())).ok());
+  const std::vector<PasteId> batch{Id("many00000001"), Id("many00000002"), Id("many0000none")};
+  ASSERT_TRUE(RunSync(this->blobs().DeleteMany(batch, this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->blobs().DeleteMany(batch, this->deadline())).ok());
+  for (const PasteId& gone : batch) {
+    EXPECT_EQ(RunSync(this->blobs().Get(gone, this->deadline())).error().code, ErrorCode::kNotFound)
+        << gone.view();
+  }
+  auto kept = RunSync(this->blobs().Get(Id("many00000003"), this->deadline()));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, "kept");
+}
+
 TYPED_TEST_P(StoreContract, ListPagesThroughBodiesInIdOrder) {
   std::vector<std::string> ids = {"Zz0000000001", "ab0000000001", "ab0000000002", "cd0000000001",
                                   "0a0000000001"};
@@ -1153,8 +1173,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     MarkDeletedLeavesATombstoneAndOneOutboxEntry, MarkDeletedOfMissingRowIsNotFound,
     OutboxRetryPostponesAndFinishRemoves, ExpiredListsOnlyDueRowsUpToTheLimit,
     PurgeRemovesRowsAndTheirOutboxEntries, RowsSurviveReopening, BodyReadsBackByteIdentically,
-    MissingBodyIsNotFoundAndDeleteIsIdempotent, ListPagesThroughBodiesInIdOrder,
-    ConcurrentWritersAreAllDurable, ReportsCountEachNetworkOnce,
+    MissingBodyIsNotFoundAndDeleteIsIdempotent, DeleteManyRemovesEachBodyOfTheBatchAndNoOther,
+    ListPagesThroughBodiesInIdOrder, ConcurrentWritersAreAllDurable, ReportsCountEachNetworkOnce,
     TheReviewQueuePagesNewestFirstByCursor, WithholdingOwesAnEdgePurgeAndReviewClosesReports,
     ReportsWithholdAtTheThresholdOfVotingNetworks, ANetworkPastItsWithholdBudgetNoLongerVotes,
     PastMaxOpenReportsReportsAreCountedNotStored, TheCreatorsNetworkRoundTrips,

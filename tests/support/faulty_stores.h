@@ -32,6 +32,9 @@ class FaultyBlobStore final : public store::BlobStore {
   /// When set, alters every body Get returns (a store answering wrongly). Set it between calls,
   /// never while one runs.
   std::function<void(std::string&)> damage;
+  /// When set, every Delete of this id fails (a body the store keeps refusing). Set it between
+  /// calls, never while one runs.
+  std::string refuse_delete_of;
 
   boost::asio::awaitable<Status> Put(store::PasteId id, std::shared_ptr<const std::string> body,
                                      admission::Deadline d) override {
@@ -50,7 +53,7 @@ class FaultyBlobStore final : public store::BlobStore {
   }
   boost::asio::awaitable<Status> Delete(store::PasteId id, admission::Deadline d) override {
     ++calls;
-    if (fail) co_return StoreDown();
+    if (fail || id.view() == refuse_delete_of) co_return StoreDown();
     co_return co_await inner_.Delete(id, d);
   }
   boost::asio::awaitable<Result<std::vector<store::BlobInfo>>> List(

@@ -200,6 +200,23 @@ TEST_F(PasteServiceTest, SweeperRemovesExpiredRowsAndBodiesUnread) {
   EXPECT_EQ(StoredBodies(), 1u);
 }
 
+// The sweep removes a batch's bodies in one call; when that fails, one at a time, so one body the
+// store keeps refusing holds back only its own row.
+TEST_F(PasteServiceTest, ABodyTheStoreRefusesHoldsBackOnlyItsOwnExpiredRow) {
+  const CreatedPaste stuck = MustCreate("stuck", "10m");
+  MustCreate("first", "10m");
+  MustCreate("second", "10m");
+  blobs_.refuse_delete_of = std::string(stuck.id.view());
+  clock_.Advance(std::chrono::minutes(11));
+  EXPECT_EQ(RunSync(janitor_.SweepExpiredOnce()), 2u);
+  EXPECT_EQ(StoredRows(), 1u);
+  EXPECT_EQ(StoredBodies(), 1u);
+  blobs_.refuse_delete_of.clear();
+  EXPECT_EQ(RunSync(janitor_.SweepExpiredOnce()), 1u);
+  EXPECT_EQ(StoredRows(), 0u);
+  EXPECT_EQ(StoredBodies(), 0u);
+}
+
 TEST_F(PasteServiceTest, ReaperRemovesOnlyBodiesWithoutRows) {
   const CreatedPaste kept = MustCreate("kept");
   meta_.fail = true;
