@@ -143,7 +143,8 @@ awaitable<size_t> Janitor::DrainOutboxOnce() {
 
 awaitable<size_t> Janitor::SweepExpiredOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
-  auto expired = co_await meta_.Expired(clock_.UnixSeconds(), options_.sweep_batch_size, deadline);
+  if (sweep_batch_ == 0) sweep_batch_ = options_.sweep_batch_size;
+  auto expired = co_await meta_.Expired(clock_.UnixSeconds(), sweep_batch_, deadline);
   if (!expired.ok()) {
     spdlog::warn("expiry sweep: {}", expired.error().message);
     co_return 0;
@@ -155,8 +156,18 @@ awaitable<size_t> Janitor::SweepExpiredOnce() {
   // refusing holds back only its own row.
   std::vector<store::PasteId> gone;
   auto remove = blobs_.DeleteMany(*expired, deadline);
-  if (Status removed = co_await std::move(remove); removed.ok()) {
+  Status removed = co_await std::move(remove);
+  if (removed.ok()) {
     gone = std::move(*expired);
+    sweep_batch_ = std::min(options_.sweep_batch_size, sweep_batch_ + sweep_batch_ / 4 + 1);
+  } else if (removed.error().code == ErrorCode::kDeadlineExceeded) {
+    // A slow store, not a refused body: one body at a time would only be slower. A smaller
+    // batch next time, after the usual pause; never below batch_size, which the loop takes
+    // for "more is waiting".
+    sweep_batch_ = std::max(sweep_batch_ / 2, std::min(options_.batch_size, sweep_batch_));
+    spdlog::warn("expiry sweep: {}; the next batch is {} pastes", removed.error().message,
+                 sweep_batch_);
+    co_return 0;
   } else {
     spdlog::warn("expiry sweep: {}; removing the batch's bodies one by one",
                  removed.error().message);

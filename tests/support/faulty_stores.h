@@ -35,6 +35,8 @@ class FaultyBlobStore final : public store::BlobStore {
   /// When set, every Delete of this id fails (a body the store keeps refusing). Set it between
   /// calls, never while one runs.
   std::string refuse_delete_of;
+  /// When set, every DeleteMany runs out of time (a store too slow for the batch).
+  std::atomic<bool> slow_batches{false};
 
   boost::asio::awaitable<Status> Put(store::PasteId id, std::shared_ptr<const std::string> body,
                                      admission::Deadline d) override {
@@ -55,6 +57,15 @@ class FaultyBlobStore final : public store::BlobStore {
     ++calls;
     if (fail || id.view() == refuse_delete_of) co_return StoreDown();
     co_return co_await inner_.Delete(id, d);
+  }
+  boost::asio::awaitable<Status> DeleteMany(std::vector<store::PasteId> ids,
+                                            admission::Deadline d) override {
+    if (slow_batches) {
+      ++calls;
+      co_return MakeError(ErrorCode::kDeadlineExceeded, "injected: the call did not answer in time",
+                          "deadline_exceeded");
+    }
+    co_return co_await store::BlobStore::DeleteMany(std::move(ids), d);
   }
   boost::asio::awaitable<Result<std::vector<store::BlobInfo>>> List(
       std::string after, size_t limit, admission::Deadline d) override {

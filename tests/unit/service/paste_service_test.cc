@@ -217,6 +217,22 @@ TEST_F(PasteServiceTest, ABodyTheStoreRefusesHoldsBackOnlyItsOwnExpiredRow) {
   EXPECT_EQ(StoredBodies(), 0u);
 }
 
+// A batch that runs out of time is a slow store: the sweep does not go on one body at a time
+// (each its own commit, slower still), and the rows wait for the next sweep.
+TEST_F(PasteServiceTest, ASweepBatchOutOfTimeIsNotRetriedBodyByBody) {
+  MustCreate("first", "10m");
+  MustCreate("second", "10m");
+  clock_.Advance(std::chrono::minutes(11));
+  blobs_.slow_batches = true;
+  const int calls_before = blobs_.calls;
+  EXPECT_EQ(RunSync(janitor_.SweepExpiredOnce()), 0u);
+  EXPECT_EQ(blobs_.calls - calls_before, 1) << "the batch's bodies were deleted one by one";
+  EXPECT_EQ(StoredRows(), 2u);
+  blobs_.slow_batches = false;
+  EXPECT_EQ(RunSync(janitor_.SweepExpiredOnce()), 2u);
+  EXPECT_EQ(StoredRows(), 0u);
+}
+
 TEST_F(PasteServiceTest, ReaperRemovesOnlyBodiesWithoutRows) {
   const CreatedPaste kept = MustCreate("kept");
   meta_.fail = true;
