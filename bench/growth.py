@@ -163,9 +163,16 @@ class Server:
         return 0.0
 
     def create(self, body):
-        request = urllib.request.Request(self.url + "/api/v1/pastes", data=body, method="POST")
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return json.loads(answer.read())["id"]
+        for _ in range(40):
+            request = urllib.request.Request(self.url + "/api/v1/pastes", data=body, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    return json.loads(answer.read())["id"]
+            except urllib.error.HTTPError as e:
+                if e.code != 503:  # a refusal of the moment (a cold store's timeout): again
+                    raise
+                time.sleep(0.5)
+        sys.exit("no create was accepted in 20 s")
 
     def raw(self, paste_id):
         with urllib.request.urlopen(f"{self.url}/raw/{paste_id}", timeout=10) as answer:
@@ -237,11 +244,22 @@ class Growth:
         self.spent = set()  # sampled ids deleted by a checkpoint
 
     def setup(self):
-        subprocess.run(["rm", "-rf", self.work], check=True)
-        os.makedirs(self.samples)
-        os.makedirs(os.path.join(self.work, "static"))
         self.corpus_path = os.path.join(self.work, "corpus.txt")
-        self.corpus = write_corpus(self.corpus_path)
+        if self.args.resume:
+            # Where a run that stopped left its store: its checkpoints kept, the rest measured.
+            with open(os.path.join(self.work, "growth.json")) as f:
+                self.results = json.load(f)
+            with open(self.corpus_path, "rb") as f:
+                self.corpus = f.read()
+            # The last fill round's count: counting the rows would read the whole table back
+            # from a cold disk (10 minutes at 10 million).
+            self.created = self.results["fill"][-1]["live"]
+            subprocess.run(["rm", "-rf", os.path.join(self.work, "nginx-tmp")], check=True)
+        else:
+            subprocess.run(["rm", "-rf", self.work], check=True)
+            os.makedirs(self.samples)
+            os.makedirs(os.path.join(self.work, "static"))
+            self.corpus = write_corpus(self.corpus_path)
         self.hot_body = self.corpus[:HOT_BYTES]
         with open(os.path.join(self.work, "static", "hot.txt"), "wb") as f:
             f.write(self.hot_body)
@@ -311,12 +329,20 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         checked = 0
         for line in random.sample(lines, min(count, len(lines))):
             paste_id = line.split()[0]
-            try:
-                body = self.server.raw(paste_id)
-            except urllib.error.HTTPError as e:
-                if e.code == 404:  # ttl=10m pastes expire, and ttl=30d ones at the checkpoints
-                    continue
-                raise
+            body = None
+            for _ in range(20):
+                try:
+                    body = self.server.raw(paste_id)
+                    break
+                except urllib.error.HTTPError as e:
+                    if e.code == 503:  # a read past its budget: no answer about the paste yet
+                        time.sleep(0.25)
+                        continue
+                    if e.code == 404:  # ttl=10m pastes expire, and ttl=30d ones at checkpoints
+                        break
+                    raise
+            if body is None:
+                continue
             head, _, rest = body.partition(b"\n")
             offset = int(head.split()[1])
             if rest != self.corpus[offset:offset + len(rest)]:
@@ -368,7 +394,8 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
                       for name in sorted(os.listdir(self.data))
                       if os.path.isfile(os.path.join(self.data, name))}
         c["cotenant"] = self.beside_dd(c["create"]["rate"])
-        c["backup"] = self.backup(c["create"]["rate"])
+        c["backup"] = (self.backup(c["create"]["rate"]) if c["live"] < self.args.backup_below
+                       else None)
         s.stop()
         c["start_after_stop_s"] = s.start()
         c["start_after_kill_s"], c["expired_backlog"] = self.kill_and_expire()
@@ -434,7 +461,7 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
             backlog = db.execute(
                 "UPDATE pastes SET expires_at = ? WHERE id IN (SELECT id FROM pastes WHERE"
                 " expires_at > ? AND deleted = 0 LIMIT ?)",
-                (now + 3, now + 8 * 86400, SWEEP_BACKLOG)).rowcount
+                (now + 3, now + 8 * 86400, self.args.sweep_backlog)).rowcount
         # The exact count after the kill: what wrk was told and what landed may differ.
         self.created = db.execute("SELECT count(*) FROM pastes WHERE deleted = 0").fetchone()[0]
         db.close()
@@ -487,7 +514,10 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         self.deleted_total = 0
         self.purged_before_restart = 0
         try:
+            done = {c["size"] for c in self.results["checkpoints"]}
             for size in self.args.sizes:
+                if size in done:
+                    continue
                 self.fill(size)
                 self.checkpoint(size)
         finally:
@@ -516,7 +546,7 @@ def cotenant(c, name):
     return f"{fmt(run['rate'])} ({run['ratio']:.2f})" if run else "–"
 
 
-def report(out, runs, command):
+def report(out, runs, command, notes=""):
     """Writes the report of `runs` ([(label, results)]) to `out`, plots beside it."""
     import matplotlib
     matplotlib.use("Agg")
@@ -542,7 +572,7 @@ def report(out, runs, command):
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in cps:
             live = max(c.get("live_at_disk", c["live"]), 1)
-            sweep, backup = c["sweep"], c["backup"]
+            sweep, backup = c["sweep"], c["backup"] or {"seconds": None, "create_ratio": None}
             lines.append(
                 f"| {fmt(c['live'])} | {fmt(c['create']['rate'])} ({c['create']['rate'] / empty:.2f})"
                 f" | {fmt(c['create']['p99'], 1)}"
@@ -599,6 +629,9 @@ def report(out, runs, command):
     name = os.path.basename(base)
     lines += ["## Plots", "", f"![rate and p99 of each operation]({name}-operations.png)", "",
               f"![creates during the fill]({name}-fill.png)", ""]
+    if notes:
+        with open(notes) as f:
+            lines += ["## Reading this run", "", f.read()]
     with open(out, "w") as f:
         f.write("\n".join(lines))
 
@@ -610,6 +643,7 @@ def main():
                         help="write the report of --runs LABEL=growth.json... instead of measuring")
     parser.add_argument("--runs", nargs="*", default=[])
     parser.add_argument("--command", default="", help="the command the report names")
+    parser.add_argument("--notes", default="", help="a file of notes the report ends with")
     parser.add_argument("--work", default=os.path.join(REPO, "bench/work/growth"))
     parser.add_argument("--sizes", default="0,1000000,3000000,10000000",
                         type=lambda s: [int(float(x)) for x in s.split(",")])
@@ -617,6 +651,11 @@ def main():
     parser.add_argument("--round-seconds", type=int, default=20, help="each fill round")
     parser.add_argument("--deletes", type=int, default=2000)
     parser.add_argument("--port", type=int, default=19400)
+    parser.add_argument("--backup-below", type=float, default=float("inf"),
+                        help="measure the backup only at checkpoints below this many pastes")
+    parser.add_argument("--sweep-backlog", type=int, default=SWEEP_BACKLOG)
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the store and results a stopped run left in --work")
     parser.add_argument("--sweep-seconds", type=int, default=300,
                         help="longest a checkpoint waits for its backlog to be swept")
     args = parser.parse_args()
@@ -626,7 +665,7 @@ def main():
             label, path = spec.split("=", 1)
             with open(path) as f:
                 runs.append((label, json.load(f)))
-        report(args.report, runs, args.command)
+        report(args.report, runs, args.command, args.notes)
         return
     if os.geteuid() != 0:
         sys.exit("run as root: the cold reads drop the page cache")

@@ -30,5 +30,5 @@ fi
 /usr/bin/python3 bench/growth.py --bin "$bin" --work bench/work/growth-after --sizes "$SIZES"
 runs+=("$commit=bench/work/growth-after/growth.json")
 /usr/bin/python3 bench/growth.py --report bench/results/growth.md --runs "${runs[@]}" \
-  --command "bench/run_growth_bench.sh (SIZES=$SIZES${BEFORE:+ BEFORE=$BEFORE})"
+  --notes bench/results/growth-notes.md --command "bench/run_growth_bench.sh (SIZES=$SIZES${BEFORE:+ BEFORE=$BEFORE})"
 echo "wrote bench/results/growth.md"
