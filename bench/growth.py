@@ -29,18 +29,14 @@ import time
 import urllib.error
 import urllib.request
 
+from lifted import lifted_limits
+
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-LIFTED = ["--ip-create-rate", "1000000", "--ip-create-burst", "1000000",
-          "--ip-create-bytes-rate", "1e12", "--ip-create-bytes-burst", "1e12",
-          "--global-create-rate", "1000000", "--global-create-burst", "1000000",
-          "--global-create-bytes-rate", "1e12", "--global-create-bytes-burst", "1e12",
-          "--create-slots", "1024", "--create-slots-per-client", "1024",
-          "--create-slots-per-network", "1024", "--create-slot-bytes", "1073741824",
-          "--ip-read-rate", "1000000", "--ip-read-burst", "1000000",
-          "--delete-rate", "1000000", "--delete-burst", "1000000",
-          # Every wrk connection is one client (127.0.0.1): its share of the store's misses would be
-          # the benchmark's limit. The process's own cap (fill_cap, 50) stays.
-          "--fill-cap-per-client", "1024", "--max-ttl", "30d"]
+LIFTED = lifted_limits() + [
+    "--delete-rate", "1000000", "--delete-burst", "1000000",
+    # Every wrk connection is one client (127.0.0.1): its share of the store's misses would be the
+    # benchmark's limit. The process's own cap (fill_cap, 50) stays.
+    "--fill-cap-per-client", "1024", "--max-ttl", "30d"]
 # Cold reads and 404s at fewer connections than the fill cap, so that what they measure is the
 # store's lookup and not the cap's 503s.
 MISS_CONNS = 32

@@ -29,14 +29,10 @@ import tempfile
 import threading
 import time
 
+from lifted import lifted_limits
+
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-LIFTED = ["--ip-create-rate", "1000000", "--ip-create-burst", "1000000",
-          "--ip-create-bytes-rate", "1e12", "--ip-create-bytes-burst", "1e12",
-          "--global-create-rate", "1000000", "--global-create-burst", "1000000",
-          "--global-create-bytes-rate", "1e12", "--global-create-bytes-burst", "1e12",
-          "--create-slots", "1024", "--create-slots-per-client", "1024",
-          "--create-slots-per-network", "1024",
-          "--create-slot-bytes", "1073741824"]
+LIFTED = lifted_limits()
 
 
 def start(binary, data_dir, log_path):

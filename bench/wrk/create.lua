@@ -9,16 +9,14 @@
 -- (bench/run_create_bench.sh builds one from the repository's own sources). Raw format only.
 -- STOP_AFTER (below) ends a run early. Prints "status <code> <count>" lines and "non_201 <count>" in done(); the run script parses them.
 
+-- statuses.lua sits beside this script, wherever wrk is run from.
+package.path = package.path .. ";" .. (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua"
+local statuses = require("statuses")
+
 local body_bytes = tonumber(os.getenv("BODY_BYTES") or "10240")
 local format = os.getenv("FORMAT") or "raw"
 local threads = {}
-local thread_seq = 0
-
-function setup(thread)
-  thread_seq = thread_seq + 1
-  thread:set("tid", thread_seq)
-  table.insert(threads, thread)
-end
+setup = statuses.numbered(threads)
 
 local filler, escaped_filler
 local counter = 0
@@ -28,10 +26,8 @@ local corpus
 local function json_escape(s)
   return (s:gsub('\\', '\\\\'):gsub('"', '\\"'):gsub('\n', '\\n'))
 end
-statuses = {}  -- global: done() reads it through thread:get
 
 function init(args)
-  statuses = {}
   math.randomseed(os.time() * 1000 + (tid or 0))
   -- UTF-8 text: ASCII, Latin-1 supplement (2 bytes), BMP symbols (3 bytes), emoji (4 bytes).
   local unit = "The quick brown fox — naïve café, \"Grüße\", 日本語のテキスト, ✓ ok 🚀\n"
@@ -94,26 +90,12 @@ local stop_after = tonumber(os.getenv("STOP_AFTER") or "0")
 local answered = 0
 
 function response(status, headers, body)
-  statuses[status] = (statuses[status] or 0) + 1
+  statuses.count(status)
   answered = answered + 1
   if stop_after > 0 and answered >= stop_after then wrk.thread:stop() end
 end
 
 function done(summary, latency, requests)
-  local total, non201 = {}, 0
-  for _, thread in ipairs(threads) do
-    local s = thread:get("statuses")
-    for code, n in pairs(s or {}) do
-      total[code] = (total[code] or 0) + n
-    end
-  end
-  local codes = {}
-  for code in pairs(total) do table.insert(codes, code) end
-  table.sort(codes)
-  for _, code in ipairs(codes) do
-    io.write(string.format("status %d %d\n", code, total[code]))
-    if code ~= 201 then non201 = non201 + total[code] end
-  end
-  io.write(string.format("non_201 %d\n", non201))
+  statuses.report(threads, 201)
   io.write(string.format("body_bytes %d\n", body_bytes))
 end

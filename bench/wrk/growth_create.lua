@@ -8,7 +8,8 @@
 -- so a read-back can check it byte for byte (wrk does not say which request an answer is for).
 -- One answer in SAMPLE_EVERY (default 20) is written to SAMPLE_DIR/created-<thread>.txt as
 -- "id token": the ids cold reads draw from and the tokens deletes spend.
-package.path = package.path .. ";bench/wrk/?.lua"
+-- statuses.lua sits beside this script, wherever wrk is run from.
+package.path = package.path .. ";" .. (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua"
 local statuses = require("statuses")
 
 local threads = {}

@@ -3,7 +3,8 @@
 -- base62 characters, as a crawler guesses them), each a 404. MODE=delete: DELETE each sampled
 -- paste once with its token (the second word), each thread its own share of the lines, stopping
 -- when its share is spent.
-package.path = package.path .. ";bench/wrk/?.lua"
+-- statuses.lua sits beside this script, wherever wrk is run from.
+package.path = package.path .. ";" .. (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua"
 local statuses = require("statuses")
 
 local threads = {}

@@ -1,5 +1,5 @@
--- Shared by the wrk scripts that count their answers' statuses (bench/wrk/growth_*.lua):
---   local statuses = require("statuses")   -- with package.path extended to bench/wrk
+-- Shared by the wrk scripts that count their answers' statuses (create, read_ids, growth_*):
+--   local statuses = require("statuses")   -- with package.path extended to this folder
 --   statuses.count(status) in response(); statuses.report(threads, 200) in done().
 -- Each wrk thread has its own Lua state, so the counts live in a global that done() reads per thread.
 local M = {}

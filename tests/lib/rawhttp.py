@@ -173,6 +173,17 @@ class RawConnection:
         self.sock.close()
 
 
+def request(port, method, path, body=None, headers=None, timeout=10, host="127.0.0.1"):
+    """One request on a connection of its own, through http.client: (status, headers, body)."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        res = conn.getresponse()
+        return res.status, dict(res.getheaders()), res.read()
+    finally:
+        conn.close()
+
+
 def send_raw(port, data, timeout=5, host="127.0.0.1"):
     """Sends raw bytes on a new connection, reads until the server closes or goes quiet; returns
     (status or None when nothing came back, every byte after the first head, closed)."""

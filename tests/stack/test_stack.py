@@ -5,7 +5,6 @@ at the end. Each test breaks one dependency and restores it.
 Run: cd tests/stack && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_stack
 """
 
-import http.client
 import json
 import os
 import signal
@@ -15,7 +14,7 @@ import time
 import unittest
 
 from promtext import metric, parse_metrics
-from rawhttp import RawConnection, free_port_range
+from rawhttp import RawConnection, free_port_range, request
 from sluice_harness import sluice_bin, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,13 +63,7 @@ class Stack:
                        capture_output=True, timeout=120)
 
     def request(self, port, method, path, body=None, headers=None, timeout=10):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers or {})
-            res = conn.getresponse()
-            return res.status, dict(res.getheaders()), res.read()
-        finally:
-            conn.close()
+        return request(port, method, path, body=body, headers=headers, timeout=timeout)
 
     def create(self, body, client="10.0.0.1", port=None, headers=None):
         """Through nginx (which believes a loopback hop's X-Forwarded-For), as client `client`."""

@@ -8,7 +8,6 @@ The failover's figures are test_postgres_failover's and the lab's (bench/results
 Run: cd tests/stack && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_stack_ha
 """
 
-import http.client
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import time
 import unittest
 
 from promtext import metric, parse_metrics
-from rawhttp import free_port_range
+from rawhttp import free_port_range, request
 from sluice_harness import sluice_bin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,16 +28,6 @@ POSTGRES = os.path.join(ROOT, "scripts", "testenv", "postgres.sh")
 STACK_ARGS = ["--breaker-open-for", "1s"]
 # Creates are back within this of the promotion (breaker window + slack for a loaded machine).
 RECOVERY_LIMIT = 10.0
-
-
-def request(port, method, path, body=None, headers=None, timeout=10):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        res = conn.getresponse()
-        return res.status, dict(res.getheaders()), res.read()
-    finally:
-        conn.close()
 
 
 class HaStackTest(unittest.TestCase):
