@@ -82,6 +82,8 @@ class DataDirUpgradeTest(PatientTestCase):
         # (max_views, a fork's parent), which migrate again.
         for column in ("creator_network", "review_keep", "encrypted", "views_left", "parent"):
             s.execute(f"ALTER TABLE pastes DROP COLUMN {column}")
+        # And schema 14's index of the outbox by paste.
+        s.execute("DROP INDEX outbox_by_paste")
         s.execute("CREATE TABLE reports (paste_id TEXT NOT NULL, client_key TEXT NOT NULL, "
                   "reason TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, "
                   "open INTEGER NOT NULL DEFAULT 1, closed_at INTEGER, "
