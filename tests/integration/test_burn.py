@@ -10,7 +10,7 @@ import unittest
 
 from claim_race import ClaimRaceOnPostgres, claim
 from promtext import metric
-from sluice_harness import SluiceServer, PatientTestCase, wait_until
+from sluice_harness import PatientTestCase, wait_until
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
@@ -54,15 +54,9 @@ class BurnOnPostgresTest(ClaimRaceOnPostgres):
 
 
 class BurnEmbeddedTest(PatientTestCase):
-    # One server for the class.
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer(patient=True).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        cls.s.cleanup()
+        cls.s = cls.start_class_server()
 
     def test_every_create_route_takes_burn(self):
         s = self.s

@@ -13,7 +13,7 @@ import time
 import unittest
 
 from promtext import metric, parse_metrics
-from sluice_harness import SluiceServer, PatientTestCase, SluiceTestCase
+from sluice_harness import PatientTestCase, SluiceTestCase
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
@@ -63,12 +63,7 @@ def apply(parent, diff):
 class ForkAndMarkdownTest(PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer(patient=True).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        cls.s.cleanup()
+        cls.s = cls.start_class_server()
 
     def test_a_fork_starts_prefilled_records_its_parent_and_its_diff_is_right(self):
         s = self.s

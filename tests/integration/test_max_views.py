@@ -10,7 +10,7 @@ import threading
 import unittest
 
 from claim_race import ClaimRaceOnPostgres, claim
-from sluice_harness import SluiceServer, PatientTestCase
+from sluice_harness import PatientTestCase
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 FORM = "application/x-www-form-urlencoded"
@@ -69,12 +69,7 @@ class MaxViewsOnPostgresTest(ClaimRaceOnPostgres):
 class MaxViewsEmbeddedTest(PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s = SluiceServer(patient=True).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        cls.s.cleanup()
+        cls.s = cls.start_class_server()
 
     def claim_raw(self, paste_id):
         return self.s.request("POST", f"/api/v1/pastes/{paste_id}/claim?format=raw", body=b"")
