@@ -18,11 +18,7 @@ def claim(server, paste_id, results, index, start):
 class ClaimRaceOnPostgres(PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.pg = PostgresServer()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pg.stop()
+        cls.pg = PostgresServer.for_class(cls)
 
     # Sized for a shared, noisy test machine: fifty claims at once queue on one row lock and open
     # connections on demand; what is checked is who wins, not how fast.

@@ -15,6 +15,36 @@ from sluice_harness import PatientTestCase, wait_until
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
 
+def create_on_every_route(test, s, field, value, json_value, page_says):
+    """Creates "json", "haste", "curl" and "form" through the four create routes (the JSON API,
+    haste's /documents, curl's /, the browser's form) with `field` set (`json_value` in the JSON
+    body, `value` elsewhere); the form's answer must say `page_says` and show no text. Returns
+    the ids in that order and the JSON create's answer."""
+    made = []
+    res = s.request("POST", "/api/v1/pastes", body=json.dumps({"content": "json", field: json_value}),
+                    headers={"Content-Type": "application/json"})
+    test.assertStatus(res, 201)
+    answer = res.json()
+    made.append(answer["id"])
+    res = s.request("POST", f"/documents?{field}={value}", body=b"haste")
+    test.assertStatus(res, 200)
+    made.append(res.json()["key"])
+    res = s.request("POST", f"/?{field}={value}", body=b"curl")
+    test.assertStatus(res, 201)
+    made.append(res.body.decode().strip().rsplit("/", 1)[1])
+    boundary = "xyzzy"
+    form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nform\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"\r\n\r\n{value}\r\n"
+            f"--{boundary}--\r\n").encode()
+    res = s.request("POST", "/", body=form, headers={
+        **BROWSER, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    test.assertStatus(res, 201)
+    test.assertIn(page_says, res.body)
+    test.assertNotIn(b"<pre", res.body)  # the text is not shown, not rendered
+    made.append(res.header("Location").rsplit("/", 1)[1])
+    return made, answer
+
+
 class BurnOnPostgresTest(ClaimRaceOnPostgres):
     def test_fifty_concurrent_claims_through_two_processes_have_one_winner(self):
         a, b = self.two_processes()
@@ -60,27 +90,7 @@ class BurnEmbeddedTest(PatientTestCase):
 
     def test_every_create_route_takes_burn(self):
         s = self.s
-        made = []
-        res = s.request("POST", "/api/v1/pastes", body=json.dumps({"content": "json", "burn": True}),
-                        headers={"Content-Type": "application/json"})
-        self.assertStatus(res, 201)
-        made.append(res.json()["id"])
-        res = s.request("POST", "/documents?burn=1", body=b"haste")
-        self.assertStatus(res, 200)
-        made.append(res.json()["key"])
-        res = s.request("POST", "/?burn=1", body=b"curl")
-        self.assertStatus(res, 201)
-        made.append(res.body.decode().strip().rsplit("/", 1)[1])
-        boundary = "xyzzy"
-        form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nform\r\n"
-                f"--{boundary}\r\nContent-Disposition: form-data; name=\"burn\"\r\n\r\n1\r\n"
-                f"--{boundary}--\r\n").encode()
-        res = s.request("POST", "/", body=form, headers={
-            **BROWSER, "Content-Type": f"multipart/form-data; boundary={boundary}"})
-        self.assertStatus(res, 201)
-        self.assertIn(b"burns after reading", res.body)
-        self.assertNotIn(b"<pre", res.body)  # the text is not shown, not rendered
-        made.append(res.header("Location").rsplit("/", 1)[1])
+        made, _ = create_on_every_route(self, s, "burn", "1", True, b"burns after reading")
         for paste_id, text in zip(made, ["json", "haste", "curl", "form"]):
             self.assertJsonError(s.get(f"/raw/{paste_id}"), 409, "burn_after_reading")
             self.assertJsonError(s.get(f"/documents/{paste_id}"), 409, "burn_after_reading")

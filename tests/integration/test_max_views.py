@@ -5,14 +5,13 @@ spends no view; every create route takes max_views; nothing is cacheable.
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_max_views
 """
 
-import json
 import threading
 import unittest
 
 from claim_race import ClaimRaceOnPostgres, claim
 from sluice_harness import PatientTestCase
 
-BROWSER = {"Accept": "text/html,application/xhtml+xml"}
+from test_burn import BROWSER, create_on_every_route
 FORM = "application/x-www-form-urlencoded"
 
 
@@ -76,29 +75,8 @@ class MaxViewsEmbeddedTest(PatientTestCase):
 
     def test_every_create_route_takes_max_views(self):
         s = self.s
-        made = []
-        res = s.request("POST", "/api/v1/pastes",
-                        body=json.dumps({"content": "json", "max_views": 2}),
-                        headers={"Content-Type": "application/json"})
-        self.assertStatus(res, 201)
-        self.assertEqual(res.json()["max_views"], 2)
-        made.append(res.json()["id"])
-        res = s.request("POST", "/documents?max_views=2", body=b"haste")
-        self.assertStatus(res, 200)
-        made.append(res.json()["key"])
-        res = s.request("POST", "/?max_views=2", body=b"curl")
-        self.assertStatus(res, 201)
-        made.append(res.body.decode().strip().rsplit("/", 1)[1])
-        boundary = "xyzzy"
-        form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nform\r\n"
-                f"--{boundary}\r\nContent-Disposition: form-data; name=\"max_views\"\r\n\r\n2\r\n"
-                f"--{boundary}--\r\n").encode()
-        res = s.request("POST", "/", body=form, headers={
-            **BROWSER, "Content-Type": f"multipart/form-data; boundary={boundary}"})
-        self.assertStatus(res, 201)
-        self.assertIn(b"shown 2 times", res.body)
-        self.assertNotIn(b"<pre", res.body)
-        made.append(res.header("Location").rsplit("/", 1)[1])
+        made, answer = create_on_every_route(self, s, "max_views", "2", 2, b"shown 2 times")
+        self.assertEqual(answer["max_views"], 2)
         for paste_id, text in zip(made, ["json", "haste", "curl", "form"]):
             self.assertJsonError(s.get(f"/raw/{paste_id}"), 409, "burn_after_reading")
             for left in ("1", "0"):

@@ -30,6 +30,14 @@ class PostgresServer:
             with open(os.path.join(self.dir, "password"), encoding="ascii") as f:
                 self.password = f.read().strip()
 
+    @classmethod
+    def for_class(cls, test_class, **kw):
+        """A server for every test of `test_class`, stopped after its last test even when one
+        fails (call it from setUpClass)."""
+        server = cls(**kw)
+        test_class.addClassCleanup(server.stop)
+        return server
+
     def _script(self, *args):
         return subprocess.run([SCRIPT, *args], check=True, capture_output=True, text=True,
                               timeout=120).stdout
@@ -52,11 +60,7 @@ class PostgresServer:
 class PostgresMetaTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.pg = PostgresServer()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pg.stop()
+        cls.pg = PostgresServer.for_class(cls)
 
     # Store timeouts sized for a shared, noisy test machine, not for production (20 ms reads, 50 ms
     # inserts); the outage checks do not depend on them: refusals are fast whatever the timeout.

@@ -88,11 +88,7 @@ class EmbeddedQuotaTest(ConcurrentCreatesAgainstTheQuota, PatientTestCase):
 class PostgresQuotaTest(ConcurrentCreatesAgainstTheQuota, PatientTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.pg = PostgresServer()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pg.stop()
+        cls.pg = PostgresServer.for_class(cls)
 
     def stored_bytes(self, servers):
         # The store's count: a process's gauge follows the other's creates at its next re-read.
