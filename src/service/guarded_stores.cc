@@ -129,6 +129,14 @@ class GuardedMetaStore final : public store::MetaStore {
     return dep_.Call<int64_t>({"outbox", t().meta_background, true}, d,
                               [this, now](Deadline cd) { return inner_.OldestOutboxAge(now, cd); });
   }
+  awaitable<Result<bool>> HoldLease(std::string name, std::string holder, int64_t now,
+                                    int64_t seconds, Deadline d) override {
+    return dep_.Call<bool>(
+        {"sweep", t().meta_background, true}, d,
+        [this, name = std::move(name), holder = std::move(holder), now, seconds](Deadline cd) {
+          return inner_.HoldLease(name, holder, now, seconds, cd);
+        });
+  }
   awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit, Deadline d) override {
     return dep_.Call<std::vector<PasteId>>(
         {"sweep", t().meta_background, true}, d,

@@ -416,6 +416,14 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await inner_.OldestOutboxAge(now, d);
   }
 
+  awaitable<Result<bool>> HoldLease(std::string name, std::string holder, int64_t now,
+                                    int64_t seconds, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.sweep");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.HoldLease(std::move(name), std::move(holder), now, seconds, d);
+    co_return co_await std::move(op);
+  }
+
   awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit,
                                                   admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.sweep");

@@ -1,7 +1,10 @@
 #include "sluice/worker/janitor.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -22,6 +25,15 @@ namespace {
 constexpr std::chrono::seconds kBackgroundCallTimeout{30};
 // Shortest time between two warnings of one kind from the reaper.
 constexpr int64_t kWarningIntervalSeconds = 600;
+// The leased jobs, by their index in Janitor::leased_jobs_.
+enum LeasedJobIndex : size_t { kSweepLease, kReportsLease, kReaperLease };
+constexpr const char* kLeaseNames[] = {"expiry_sweep", "report_retention", "orphan_reaper"};
+
+std::string NewLeaseHolder() {
+  std::random_device random;
+  const uint64_t bits = (uint64_t{random()} << 32) | random();
+  return fmt::format("{}-{:016x}", ::getpid(), bits);
+}
 }  // namespace
 
 Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
@@ -33,6 +45,7 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
       edge_(edge),
       clock_(clock),
       options_(options),
+      lease_holder_(NewLeaseHolder()),
       bodies_deleted_(
           metrics.GetCounter("sluice_outbox_done_total",
                              "Outbox entries completed (bodies of deleted pastes removed)")),
@@ -59,8 +72,29 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
       reaper_stalls_(metrics.GetCounter(
           "sluice_reaper_stalls_total",
           "Reaper passes ended early because the store's listing failed or did not advance")),
-      outbox_age_(metrics.GetGauge("sluice_outbox_age_seconds",
-                                   "Age of the oldest pending outbox entry")) {}
+      outbox_age_(
+          metrics.GetGauge("sluice_outbox_age_seconds", "Age of the oldest pending outbox entry")) {
+  for (const char* name : kLeaseNames) {
+    leased_jobs_.push_back(
+        {name, &metrics.GetGauge("sluice_background_lease_held",
+                                 "1 while this process holds the job's lease and runs it (one "
+                                 "process of a fleet at a time), else 0",
+                                 {{"job", name}})});
+  }
+}
+
+awaitable<bool> Janitor::HoldsLease(size_t job, std::chrono::milliseconds interval,
+                                    Deadline deadline) {
+  const auto seconds =
+      std::max<int64_t>(options_.lease_duration.count(),
+                        3 * std::chrono::duration_cast<std::chrono::seconds>(interval).count());
+  auto holding = meta_.HoldLease(leased_jobs_[job].name, lease_holder_, clock_.UnixSeconds(),
+                                 seconds, deadline);
+  Result<bool> held = co_await std::move(holding);
+  const bool ours = held.ok() && *held;
+  leased_jobs_[job].held->Set(ours ? 1.0 : 0.0);
+  co_return ours;
+}
 
 awaitable<size_t> Janitor::MeasureOutboxAgeOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
@@ -143,6 +177,8 @@ awaitable<size_t> Janitor::DrainOutboxOnce() {
 
 awaitable<size_t> Janitor::SweepExpiredOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  auto leasing = HoldsLease(kSweepLease, options_.sweep_interval, deadline);
+  if (!co_await std::move(leasing)) co_return 0;
   if (sweep_batch_ == 0) sweep_batch_ = options_.sweep_batch_size;
   auto expired = co_await meta_.Expired(clock_.UnixSeconds(), sweep_batch_, deadline);
   if (!expired.ok()) {
@@ -191,6 +227,8 @@ awaitable<size_t> Janitor::SweepExpiredOnce() {
 awaitable<size_t> Janitor::SweepReportsOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
   const int64_t now = clock_.UnixSeconds();
+  auto leasing = HoldsLease(kReportsLease, options_.sweep_interval, deadline);
+  if (!co_await std::move(leasing)) co_return 0;
   // A retention of 0 keeps closed reports forever: none is old enough.
   const int64_t before = options_.report_retention.count() > 0
                              ? now - options_.report_retention.count()
@@ -243,6 +281,8 @@ bool Janitor::WarnAgain(int64_t& last) const {
 
 awaitable<size_t> Janitor::ReapOrphansOnce() {
   const Deadline deadline = Deadline::After(clock_, kBackgroundCallTimeout);
+  auto leasing = HoldsLease(kReaperLease, options_.reap_interval, deadline);
+  if (!co_await std::move(leasing)) co_return 0;
   // One List per pass: the store bounds the requests behind it (src/store/s3/s3_blob_store.cc),
   // so a pass is a bounded amount of work however the store answers.
   auto listing = blobs_.List(reap_cursor_, options_.batch_size, deadline);

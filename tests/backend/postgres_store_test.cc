@@ -527,5 +527,45 @@ TEST(PostgresMetaStore, AReservationGrantedAfterItsCallerGaveUpIsGivenBack) {
   EXPECT_EQ(rows, "0");
 }
 
+// The leases of the background jobs (MetaStore::HoldLease): two store objects on one database
+// stand for two sluice processes; the lease is one, whoever asks and however many at once.
+TEST(PostgresMetaStore, OneProcessHoldsAJobsLeaseUntilItLapsesOnTheServersClock) {
+  testenv::TestDatabase db;
+  auto a = MigratedStore(db.url(), PostgresOptions{});
+  auto b = MigratedStore(db.url(), PostgresOptions{});
+  constexpr int kAskers = 16;
+  std::vector<std::future<Result<bool>>> asked;
+  for (int i = 0; i < kAskers; ++i) {
+    asked.push_back(std::async(std::launch::async, [&, i] {
+      MetaStore& store = i % 2 ? *a : *b;
+      return RunSync(store.HoldLease("expiry_sweep", "process-" + std::to_string(i), 0, 30,
+                                     Deadline::Never()));
+    }));
+  }
+  std::vector<int> holders;
+  for (int i = 0; i < kAskers; ++i) {
+    Result<bool> got = asked[i].get();
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    if (*got) holders.push_back(i);
+  }
+  ASSERT_EQ(holders.size(), 1u) << "two processes hold one lease";
+  const std::string holder = "process-" + std::to_string(holders[0]);
+  const std::string other = "process-" + std::to_string((holders[0] + 1) % kAskers);
+  // `now` is the caller's and ignored: the lease runs 30 s on the server's clock.
+  testenv::Session session(db.url());
+  const int64_t left = std::stoll(
+      session.Exec("SELECT until - extract(epoch FROM clock_timestamp())::bigint FROM leases"));
+  EXPECT_GE(left, 25);
+  EXPECT_LE(left, 30);
+  EXPECT_TRUE(*RunSync(a->HoldLease("expiry_sweep", holder, 0, 30, Deadline::Never())));
+  EXPECT_FALSE(*RunSync(b->HoldLease("expiry_sweep", other, 1LL << 40, 30, Deadline::Never())));
+  // Another job's lease is its own.
+  EXPECT_TRUE(*RunSync(b->HoldLease("orphan_reaper", other, 0, 30, Deadline::Never())));
+  // The holder died 31 s ago: its lease has run out, the other takes it, and the first is refused.
+  session.Exec("UPDATE leases SET until = until - 31 WHERE name = 'expiry_sweep'");
+  EXPECT_TRUE(*RunSync(b->HoldLease("expiry_sweep", other, 0, 30, Deadline::Never())));
+  EXPECT_FALSE(*RunSync(a->HoldLease("expiry_sweep", holder, 0, 30, Deadline::Never())));
+}
+
 }  // namespace
 }  // namespace sluice::store

@@ -145,6 +145,12 @@ class FaultyMetaStore final : public store::MetaStore {
     if (Fails()) co_return StoreDown();
     co_return co_await inner_.OldestOutboxAge(now, d);
   }
+  boost::asio::awaitable<Result<bool>> HoldLease(std::string name, std::string holder, int64_t now,
+                                                 int64_t seconds, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.HoldLease(std::move(name), std::move(holder), now, seconds, d);
+    co_return co_await std::move(op);
+  }
   boost::asio::awaitable<Result<std::vector<store::PasteId>>> Expired(
       int64_t now, size_t limit, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();

@@ -155,6 +155,17 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<int64_t>> OldestOutboxAge(int64_t now,
                                                                   admission::Deadline deadline) = 0;
 
+  /// Takes the lease `name` for `holder` for `seconds`, or renews it: true when `holder` holds it
+  /// now, false while another holder's lease runs. The background jobs that one process of a fleet
+  /// runs at a time (the expiry sweep, the orphan reaper, report retention: src/worker/janitor.cc)
+  /// run only under their lease, so N processes on one store neither repeat each other's deletes
+  /// nor count them N times. A lease is dated by the store's own clock where it has one
+  /// (PostgreSQL's: the one clock a fleet shares), else by `now` (Unix seconds). A store that only
+  /// one process can open (the embedded one, behind its data-dir lock) grants every lease.
+  virtual boost::asio::awaitable<Result<bool>> HoldLease(std::string name, std::string holder,
+                                                         int64_t now, int64_t seconds,
+                                                         admission::Deadline deadline) = 0;
+
   /// Returns up to `limit` ids whose expiry is at or before `now`, tombstones included.
   virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Expired(
       int64_t now, size_t limit, admission::Deadline deadline) = 0;

@@ -1,5 +1,9 @@
 // Janitor: the background work that keeps storage from growing with dead pastes. Four loops, each
-// in small batches with a sleep between, so a backlog cannot starve creates or reads:
+// in small batches with a sleep between, so a backlog cannot starve creates or reads. Every
+// process of a fleet runs a janitor; the sweep, report retention and the reaper each run in one
+// process at a time, the one holding its lease in the metadata store (MetaStore::HoldLease), so N
+// processes do not delete the same rows and bodies N times. The outbox runs everywhere: each entry
+// is a row a delete made, and a duplicate attempt only repeats an idempotent removal.
 //  - outbox: removes the bodies of deleted pastes and purges them from the edge, at least once,
 //  with exponential backoff + jitter;
 //  - expiry sweeper: removes expired rows and their bodies whether or not anyone reads them;
@@ -52,6 +56,9 @@ struct JanitorOptions {
   /// How long a handled report is kept after its review (store::MetaStore::PurgeReports), swept
   /// every sweep_interval; 0: kept forever. Default: 90 days.
   std::chrono::seconds report_retention{90 * 24 * 3600};
+  /// How long a job's lease lasts past each pass (at least three of the job's intervals): the
+  /// longest a fleet goes without that job after its holder dies. Default: 30 s.
+  std::chrono::seconds lease_duration{30};
 };
 
 /// What one reaper pass makes of a page the store listed. Pure: ReapOrphansOnce acts on it.
@@ -106,6 +113,11 @@ class Janitor {
   /// True at most once per kWarningInterval for `last` (Unix seconds of the last warning): a store
   /// that misbehaves on every pass fills the metrics, not the log.
   bool WarnAgain(int64_t& last) const;
+  /// Whether this process runs `job` now: takes or renews its lease (one process of a fleet at a
+  /// time), and shows the answer in sluice_background_lease_held. A store that cannot say is
+  /// taken for no: the pass would have failed on it anyway.
+  boost::asio::awaitable<bool> HoldsLease(size_t job, std::chrono::milliseconds interval,
+                                          admission::Deadline deadline);
 
   store::MetaStore& meta_;
   store::BlobStore& blobs_;
@@ -114,6 +126,14 @@ class Janitor {
   const Clock& clock_;
   const JanitorOptions options_;
   std::atomic<bool> stopping_{false};
+  // Who this janitor is to the leases: the process id and 64 random bits, unique in a fleet.
+  const std::string lease_holder_;
+  // One per leased job: its name in the store and its gauge.
+  struct LeasedJob {
+    const char* name;
+    Gauge* held;
+  };
+  std::vector<LeasedJob> leased_jobs_;
   std::string reap_cursor_;
   // The expiry sweep's batch now: halved (not below batch_size) when a batch's bodies did not go
   // in time (a store whose pages are cold: over 5 ms a body at 10 million pastes), grown back by a

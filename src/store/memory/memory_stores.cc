@@ -84,6 +84,17 @@ class MemoryMetaStore final : public MetaStore {
     co_return std::max<int64_t>(0, now - oldest);
   }
 
+  // A lease as PostgreSQL keeps it, on the caller's clock: the janitor's tests run two processes'
+  // janitors on one of these.
+  awaitable<Result<bool>> HoldLease(std::string name, std::string holder, int64_t now,
+                                    int64_t seconds, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto [lease, added] = leases_.try_emplace(std::move(name), holder, now + seconds);
+    if (!added && lease->second.first != holder && lease->second.second > now) co_return false;
+    lease->second = {std::move(holder), now + seconds};
+    co_return true;
+  }
+
   awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit,
                                                   admission::Deadline) override {
     std::lock_guard lock(mu_);
@@ -378,6 +389,7 @@ class MemoryMetaStore final : public MetaStore {
 
   std::mutex mu_;
   std::map<PasteId, PasteMeta> rows_;
+  std::map<std::string, std::pair<std::string, int64_t>> leases_;  // name: holder, until
   std::vector<std::pair<OutboxEntry, int64_t>> outbox_;
   int64_t seq_ = 0;
   std::map<std::pair<PasteId, std::string>, StoredReport> reports_;  // by paste and network

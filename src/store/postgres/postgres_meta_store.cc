@@ -469,6 +469,21 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
                           });
   }
 
+  // Dated by the server's clock, not `now`: the processes' clocks may differ, the database's is the
+  // one they share. Taken when absent, lapsed or already the holder's; one statement, so two
+  // processes asking at once cannot both get it.
+  awaitable<Result<bool>> HoldLease(std::string name, std::string holder, int64_t, int64_t seconds,
+                                    admission::Deadline deadline) override {
+    return Query<bool>(
+        PostgresPurpose::kCleanup, deadline,
+        "WITH clock AS (SELECT extract(epoch FROM clock_timestamp())::bigint AS now) "
+        "INSERT INTO leases AS l (name, holder, until) SELECT $1, $2, now + $3 FROM clock "
+        "ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until "
+        "WHERE l.holder = EXCLUDED.holder OR l.until <= (SELECT now FROM clock) RETURNING 1",
+        {P(name), P(holder), P(seconds)},
+        [](const PGresult* r) -> Result<bool> { return PQntuples(r) == 1; });
+  }
+
   awaitable<Result<std::vector<PasteId>>> Expired(int64_t now, size_t limit,
                                                   admission::Deadline deadline) override {
     return Query<std::vector<PasteId>>(

@@ -398,6 +398,15 @@ constexpr const char* kMigrations[] = {
     R"sql(
     ALTER TABLE pastes ADD COLUMN IF NOT EXISTS parent text;
     )sql",
+    // 12: the leases under which one process of a fleet runs each background job
+    // (MetaStore::HoldLease): its holder, and until when (Unix seconds, the server's clock).
+    R"sql(
+    CREATE TABLE IF NOT EXISTS leases (
+      name text PRIMARY KEY,
+      holder text NOT NULL,
+      until bigint NOT NULL
+    );
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.
