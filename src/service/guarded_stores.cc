@@ -54,6 +54,14 @@ class GuardedBlobStore final : public store::BlobStore {
                         });
     co_return ToStatus(co_await std::move(call));
   }
+  awaitable<Status> DeleteManyBeforePurge(std::vector<PasteId> ids, Deadline d) override {
+    auto call =
+        dep_.Call<Unit>({"delete", t().blob_cleanup, true}, d,
+                        [this, ids = std::move(ids)](Deadline cd) -> awaitable<Result<Unit>> {
+                          co_return FromStatus(co_await inner_.DeleteManyBeforePurge(ids, cd));
+                        });
+    co_return ToStatus(co_await std::move(call));
+  }
 
   awaitable<Result<std::vector<store::BlobInfo>>> List(std::string after, size_t limit,
                                                        Deadline d) override {

@@ -45,6 +45,13 @@ class TieredBlobStore final : public BlobStore {
     co_return small.ok() ? large : small;
   }
 
+  awaitable<Status> DeleteManyBeforePurge(std::vector<PasteId> ids,
+                                          admission::Deadline deadline) override {
+    Status small = co_await small_->DeleteManyBeforePurge(ids, deadline);
+    Status large = co_await large_->DeleteManyBeforePurge(std::move(ids), deadline);
+    co_return small.ok() ? large : small;
+  }
+
   // A body in both tiers (written under another limit) is listed once; Delete removes both.
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
                                                 admission::Deadline deadline) override {

@@ -191,7 +191,7 @@ awaitable<size_t> Janitor::SweepExpiredOnce() {
   // store, not one a body); when that fails, one at a time, so that one body the store keeps
   // refusing holds back only its own row.
   std::vector<store::PasteId> gone;
-  auto remove = blobs_.DeleteMany(*expired, deadline);
+  auto remove = blobs_.DeleteManyBeforePurge(*expired, deadline);
   Status removed = co_await std::move(remove);
   if (removed.ok()) {
     gone = std::move(*expired);

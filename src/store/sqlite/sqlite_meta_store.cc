@@ -1264,6 +1264,10 @@ class SqliteMetaBodies final : public BlobStore {
   awaitable<Status> DeleteMany(std::vector<PasteId> ids, admission::Deadline) override {
     return meta_.DeleteBodies(std::move(ids));
   }
+  // The purge that follows deletes each row with its inline body in one transaction (PurgeOp).
+  awaitable<Status> DeleteManyBeforePurge(std::vector<PasteId>, admission::Deadline) override {
+    co_return Ok();
+  }
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
                                                 admission::Deadline deadline) override {
     return meta_.ListBodies(std::move(after), limit, deadline);

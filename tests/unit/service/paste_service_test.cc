@@ -822,5 +822,29 @@ TEST_F(ColocatedPasteServiceTest, ALostAnswerOfACommitThatDidNotLandIsOutcomeUnk
   EXPECT_TRUE(listed->empty());
 }
 
+// The sweep's bodies-then-rows on meta.db: a body beside its row is left to the purge, which
+// deletes both in one transaction (one write of the row's page, not two); a body in the files
+// goes first, as before, so a crash between the two steps leaves no orphan.
+TEST_F(ColocatedPasteServiceTest, TheSweepLeavesABodyBesideItsRowToThePurgeAndDeletesAFileFirst) {
+  auto small = TryCreate("beside its row");
+  auto large = TryCreate(std::string(kInlineMax + 1, 'x'));
+  ASSERT_TRUE(small.ok() && large.ok());
+  const auto file = dir_.path / "blobs" / large->id.str().substr(0, 2) / large->id.str();
+  ASSERT_TRUE(std::filesystem::exists(file));
+  ASSERT_TRUE(RunSync(blob_impl_->DeleteManyBeforePurge({small->id, large->id},
+                                                        admission::Deadline::Never()))
+                  .ok());
+  EXPECT_EQ(*StoredBody(small->id), "beside its row");
+  EXPECT_FALSE(std::filesystem::exists(file));
+  ASSERT_TRUE(
+      RunSync(meta_impl_->Purge({small->id, large->id}, admission::Deadline::Never())).ok());
+  auto gone = StoredBody(small->id);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
+  auto listed = RunSync(blob_impl_->List("", 10, admission::Deadline::Never()));
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty()) << listed->size() << " bodies left after the purge";
+}
+
 }  // namespace
 }  // namespace sluice::service
