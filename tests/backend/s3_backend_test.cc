@@ -232,15 +232,22 @@ TEST_F(PeerTest, DeleteManySplitsMoreThanAThousandBodiesIntoRequestsOfAThousand)
 TEST_F(PeerTest, DISABLED_DeleteManyFigure) {
   constexpr int kBodies = 5000;
   auto store = Store();
+  // One body stays: s3rver 3.7 removes a folder its deletes leave empty, and concurrent removals
+  // of the same folder (a DeleteObjects that empties the prefix) race and answer 500.
+  ASSERT_TRUE(RunSync(store->Put(Id("zzfigurekept"), Body("kept"), In(10s))).ok());
   auto timed = [&](const char* tag, bool batch) {
     std::vector<PasteId> ids;
     for (int i = 0; i < kBodies; ++i) ids.push_back(NumberedId(tag, i));
     PutAll(*store, ids);
     const auto start = std::chrono::steady_clock::now();
     if (batch) {
-      EXPECT_TRUE(RunSync(store->DeleteMany(ids, In(600s))).ok());
+      Status removed = RunSync(store->DeleteMany(ids, In(600s)));
+      EXPECT_TRUE(removed.ok()) << removed.error().message;
     } else {
-      for (const PasteId& id : ids) EXPECT_TRUE(RunSync(store->Delete(id, In(60s))).ok());
+      for (const PasteId& id : ids) {
+        Status removed = RunSync(store->Delete(id, In(60s)));
+        EXPECT_TRUE(removed.ok()) << removed.error().message;
+      }
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
