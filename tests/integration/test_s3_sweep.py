@@ -96,6 +96,28 @@ class S3SweepTest(SluiceTestCase):
             self.assertIn(PREFIX + paste_id, self.s3.objects)
         self.assertEqual(s.log().count(NO_BATCH_DELETE), 1, s.log())
 
+    def test_other_not_implemented_answers_are_remembered_and_a_plain_400_is_not(self):
+        cases = [(405, "MethodNotAllowed", True), (400, "NotImplemented", True),
+                 (400, "InvalidRequest", False)]
+        for status, code, remembered in cases:
+            with self.subTest(status=status, code=code):
+                self.s3.clear_rules()
+                self.s3.add_rule("delete_objects", status=status, error_code=code)
+                s = self.sluice()
+                expired = self.create(s, 3, f"{status}{code}")
+                s.stop()
+                self.expire(s, expired)
+                before = self.s3.count("delete_objects")
+                s.start()
+                # Either way every body goes: by the store's own fallback, or the sweep's.
+                self.wait_swept(s, expired)
+                self.assertEqual(self.s3.count("delete_objects"), before + 1)
+                log = s.log()
+                self.assertEqual(NO_BATCH_DELETE in log, remembered, log)
+                if not remembered:
+                    self.assertIn("removing the batch's bodies one by one", log)
+                s.stop()
+
     def test_a_key_refused_in_the_batch_answer_sends_the_sweep_body_by_body(self):
         s = self.sluice()
         expired = self.create(s, 5, "expired")
