@@ -5,11 +5,14 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -142,6 +145,120 @@ class S3Names {
 INSTANTIATE_TYPED_TEST_SUITE_P(S3, StoreContract, ::testing::Types<S3Backend>, S3Names);
 
 // ---- S3 specifics -------------------------------------------------------------------------------
+
+// ---- DeleteMany: DeleteObjects, 1,000 keys a request ------------------------------------------
+
+// The contract's batch (StoreContract.DeleteManyRemovesEachBodyOfTheBatchAndNoOther, which the
+// suite above runs on this peer) goes in one DeleteObjects request a call, never a DELETE a body.
+// Through the botocore proxy (backend.s3_signatures_checked_by_botocore) the request's signature,
+// with its Content-MD5 and Content-Type headers, is checked too.
+TEST_F(PeerTest, DeleteManySendsTheBatchInOneDeleteObjectsRequest) {
+  auto store = Store();
+  ASSERT_TRUE(RunSync(store->Put(Id("many00000001"), Body("a"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Put(Id("many00000002"), Body("0123456789"), In(10s))).ok());
+  ASSERT_TRUE(RunSync(store->Put(Id("many00000003"), Body("kept"), In(10s))).ok());
+  const std::vector<PasteId> batch{Id("many00000001"), Id("many00000002"), Id("many0000none")};
+  Status first = RunSync(store->DeleteMany(batch, In(10s)));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(store->DeleteRequestsSent().batches, 1u);
+  Status again = RunSync(store->DeleteMany(batch, In(10s)));  // all absent now: still success
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(store->DeleteRequestsSent().batches, 2u);
+  EXPECT_EQ(store->DeleteRequestsSent().singles, 0u);
+  for (const PasteId& gone : batch) {
+    EXPECT_EQ(RunSync(store->Get(gone, In(10s))).error().code, ErrorCode::kNotFound) << gone.view();
+  }
+  auto kept = RunSync(store->Get(Id("many00000003"), In(10s)));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, "kept");
+  // An empty batch sends nothing.
+  ASSERT_TRUE(RunSync(store->DeleteMany({}, In(10s))).ok());
+  EXPECT_EQ(store->DeleteRequestsSent().batches, 2u);
+}
+
+// Up to `n` ids that sort in order of `i`, and never collide with another test's.
+PasteId NumberedId(const char* tag, int i) {
+  char id[16];
+  std::snprintf(id, sizeof id, "%s%08d", tag, i);
+  return Id(id);
+}
+
+// Puts `ids` with up to 32 PUTs in flight at once (s3rver is slow one at a time).
+void PutAll(BlobStore& store, const std::vector<PasteId>& ids) {
+  asio::io_context io;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> failed{0};
+  for (int worker = 0; worker < 32; ++worker) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (size_t i = next++; i < ids.size(); i = next++) {
+            auto put = store.Put(ids[i], Body("b"), Deadline::After(SystemClock::Instance(), 30s));
+            if (!(co_await std::move(put)).ok()) ++failed;
+          }
+        },
+        asio::detached);
+  }
+  io.run();
+  ASSERT_EQ(failed.load(), 0u);
+}
+
+TEST_F(PeerTest, DeleteManySplitsMoreThanAThousandBodiesIntoRequestsOfAThousand) {
+  auto store = Store();
+  std::vector<PasteId> batch;
+  for (int i = 0; i < 1500; ++i) batch.push_back(NumberedId("big0", i));
+  const PasteId kept = Id("zkept0000001");
+  std::vector<PasteId> all = batch;
+  all.push_back(kept);
+  ASSERT_NO_FATAL_FAILURE(PutAll(*store, all));
+  auto before = RunSync(store->List("", 1000, In(30s)));
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  ASSERT_EQ(before->size(), 1000u);  // the bodies are there to delete
+
+  Status removed = RunSync(store->DeleteMany(batch, In(60s)));
+  ASSERT_TRUE(removed.ok()) << removed.error().message;
+  EXPECT_EQ(store->DeleteRequestsSent().batches, 2u);  // 1,000 + 500
+  EXPECT_EQ(store->DeleteRequestsSent().singles, 0u);
+  auto left = RunSync(store->List("", 1000, In(30s)));
+  ASSERT_TRUE(left.ok()) << left.error().message;
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0].id, kept);
+}
+
+// Not a test of behaviour but a figure, run by hand and never asserted: with a peer in
+// SLUICE_TEST_S3_DIR or SLUICE_TEST_S3_ENDPOINT, run s3_backend_tests with
+// --gtest_also_run_disabled_tests --gtest_filter='*DeleteManyFigure*'. It prints how long 5,000
+// bodies take to delete one DELETE at a time and with DeleteMany.
+TEST_F(PeerTest, DISABLED_DeleteManyFigure) {
+  constexpr int kBodies = 5000;
+  auto store = Store();
+  // One body stays: s3rver 3.7 removes a folder its deletes leave empty, and concurrent removals
+  // of the same folder (a DeleteObjects that empties the prefix) race and answer 500.
+  ASSERT_TRUE(RunSync(store->Put(Id("zzfigurekept"), Body("kept"), In(10s))).ok());
+  auto timed = [&](const char* tag, bool batch) {
+    std::vector<PasteId> ids;
+    for (int i = 0; i < kBodies; ++i) ids.push_back(NumberedId(tag, i));
+    PutAll(*store, ids);
+    const auto start = std::chrono::steady_clock::now();
+    if (batch) {
+      Status removed = RunSync(store->DeleteMany(ids, In(600s)));
+      EXPECT_TRUE(removed.ok()) << removed.error().message;
+    } else {
+      for (const PasteId& id : ids) {
+        Status removed = RunSync(store->Delete(id, In(60s)));
+        EXPECT_TRUE(removed.ok()) << removed.error().message;
+      }
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double one_by_one = timed("fig1", false);
+  const double batched = timed("fig2", true);
+  std::printf(
+      "S3 delete of %d bodies (%s): one DELETE a body %.2f s (%.0f/s); DeleteMany %.2f s "
+      "(%.0f/s); ratio %.1fx\n",
+      kBodies, PeerEndpoint().c_str(), one_by_one, kBodies / one_by_one, batched, kBodies / batched,
+      one_by_one / batched);
+}
 
 TEST_F(PeerTest, UnknownAccessKeyIsRefusedWithAClearError) {
   S3Options options = PeerOptions();

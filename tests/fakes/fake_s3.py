@@ -1,15 +1,18 @@
 """A small S3 that misbehaves on demand, for tests of sluice's S3 client and orphan reaper.
 
 An asyncio HTTP/1.1 server with kept-alive connections speaking just enough of the S3 REST API, in
-path style (/BUCKET/KEY): PUT, GET and DELETE of an object and ListObjectsV2 (GET /BUCKET?list-type=2).
+path style (/BUCKET/KEY): PUT, GET and DELETE of an object, DeleteObjects (POST /BUCKET?delete) and
+ListObjectsV2 (GET /BUCKET?list-type=2).
 Signatures are not checked. Objects live in memory with their modification time.
 
 What it answers is scriptable per request through `rules`: the first rule whose `op` matches the
-request ("put", "get", "delete", "list") and whose `left` is not used up decides how the answer goes
+request ("put", "get", "delete", "delete_objects", "list") and whose `left` is not used up decides how the answer goes
 wrong. Rule fields (all optional but `op`):
 
   interim      send "HTTP/1.1 100 Continue" this many times before the answer
   status       answer this status (with `location` for a redirect) instead of doing the request
+  error_code   with `status`: an S3 <Error> body with this Code (e.g. 501 NotImplemented)
+  key_errors   delete_objects: {key: code} to report as not deleted (the others are deleted)
   only_interim send the interim answers and then close the connection, never a final answer
   empty        answer 200 with an empty body (GET)
   cl_delta     announce Content-Length = real length + cl_delta (negative: bytes left over after the
@@ -33,6 +36,7 @@ import random
 import threading
 import time
 import urllib.parse
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 
@@ -56,7 +60,7 @@ class FakeS3:
         self.list_dates = "iso"
         self.list_stuck = False
         self.requests = []  # (monotonic time, op, key or query)
-        self.deleted = []  # keys deleted, in order
+        self.deleted = []  # keys deleted, in order, by DELETE or DeleteObjects
         self.lock = threading.Lock()
         self.port = None
         self._loop = None
@@ -169,6 +173,8 @@ class FakeS3:
             op = "list"
         elif key and method in ("PUT", "GET", "DELETE"):
             op = method.lower()
+        elif method == "POST" and key is None and "delete" in params:
+            op = "delete_objects"
         else:
             await self._send(writer, 400, b"<Error><Code>BadRequest</Code></Error>")
             return True
@@ -183,9 +189,16 @@ class FakeS3:
             return False
         if "status" in how:
             extra = {"Location": how["location"]} if "location" in how else {}
-            await self._send(writer, how["status"], b"", extra)
+            payload = b""
+            if "error_code" in how:
+                payload = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{how['error_code']}"
+                           f"</Code><Message>scripted</Message></Error>").encode()
+            await self._send(writer, how["status"], payload, extra)
             return True
-        status, payload, extra = self._do(op, key, params, body)
+        if op == "delete_objects":
+            status, payload, extra = self._delete_objects(body, how.get("key_errors", {}))
+        else:
+            status, payload, extra = self._do(op, key, params, body)
         if op == "get" and status == 200 and how.get("empty"):
             payload = b""
         if "close_short" in how:
@@ -214,6 +227,33 @@ class FakeS3:
                 self.deleted.append(key)
                 return 204, b"", {}
             return 200, self._listing(params), {"Content-Type": "application/xml"}
+
+    def _delete_objects(self, body, key_errors):
+        try:
+            root = ElementTree.fromstring(body)
+        except ElementTree.ParseError:
+            return 400, b"<Error><Code>MalformedXML</Code></Error>", {}
+        ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+        def find(node, tag):
+            return node.findall(ns + tag) + node.findall(tag)
+
+        quiet = any(q.text == "true" for q in find(root, "Quiet"))
+        keys = [k.text or "" for o in find(root, "Object") for k in find(o, "Key")]
+        parts = ['<?xml version="1.0" encoding="UTF-8"?>'
+                 '<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">']
+        with self.lock:
+            for k in keys:
+                if k in key_errors:
+                    parts.append(f"<Error><Key>{escape(k)}</Key><Code>{key_errors[k]}</Code>"
+                                 f"<Message>scripted</Message></Error>")
+                    continue
+                self.objects.pop(k, None)
+                self.deleted.append(k)
+                if not quiet:
+                    parts.append(f"<Deleted><Key>{escape(k)}</Key></Deleted>")
+        parts.append("</DeleteResult>")
+        return 200, "".join(parts).encode(), {"Content-Type": "application/xml"}
 
     def _listing(self, params):
         # Under self.lock.
@@ -245,7 +285,8 @@ class FakeS3:
     @staticmethod
     def _head(status, length, extra=None):
         reason = {100: "Continue", 200: "OK", 204: "No Content", 301: "Moved Permanently",
-                  307: "Temporary Redirect", 400: "Bad Request", 404: "Not Found"}.get(status, "X")
+                  307: "Temporary Redirect", 400: "Bad Request", 404: "Not Found",
+                  405: "Method Not Allowed", 501: "Not Implemented"}.get(status, "X")
         lines = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {length}",
                  "x-amz-request-id: fake"]
         lines += [f"{k}: {v}" for k, v in (extra or {}).items()]

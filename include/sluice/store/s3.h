@@ -60,13 +60,27 @@ struct S3Options {
 /// anything after the bucket is refused: the key layout is the store's, not the operator's.
 std::optional<std::string> ParseS3BlobUrl(std::string_view url);
 
+/// Removal requests a store has made since it was made (each call once, whatever its retry).
+struct S3DeleteRequests {
+  /// DeleteObjects (POST /BUCKET?delete), up to 1,000 keys each.
+  uint64_t batches = 0;
+  /// DELETE of one object.
+  uint64_t singles = 0;
+};
+
 /// A BlobStore over the S3 REST API: SigV4-signed requests on kept-alive connections, one bounded
-/// pool per purpose (GET; PUT; DELETE and List), each call ended at its deadline with its
-/// connection closed. Thread-safe.
+/// pool per purpose (GET; PUT; DELETE, DeleteObjects and List), each call ended at its deadline
+/// with its connection closed. Thread-safe.
+///
+/// DeleteMany (the expiry sweep's batch) sends one DeleteObjects request per 1,000 bodies. A peer
+/// that does not implement it (501, or 400/405 NotImplemented or MethodNotAllowed) is remembered:
+/// from then on this store deletes a batch one DELETE a body, and says so once in the log.
 class S3BlobStore : public BlobStore {
  public:
   /// Connections opened since the store was made, all pools together: the keep-alive check.
   virtual uint64_t ConnectionsOpened() const = 0;
+  /// What DeleteMany and Delete sent: the check that a batch went in one request.
+  virtual S3DeleteRequests DeleteRequestsSent() const = 0;
 };
 
 /// Makes the store; its sockets and timers run on `executor`, which must outlive the store and

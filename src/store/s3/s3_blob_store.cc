@@ -1,20 +1,21 @@
-// BlobStore over the S3 REST API (PUT, GET and DELETE of one object; ListObjectsV2).
+// BlobStore over the S3 REST API (PUT, GET and DELETE of one object; DeleteObjects for a batch;
+// ListObjectsV2).
 //
 // An HTTP client of our own rather than a library: Debian ships no AWS SDK, and what the store
-// needs is small (four request shapes on kept-alive HTTP/1.1 connections). Beast lives here, in
+// needs is small (five request shapes on kept-alive HTTP/1.1 connections). Beast lives here, in
 // the backend, like it lives in src/http for the server.
 //
-// Connections: three bounded pools (GET; PUT; DELETE and List), so a reaper backlog can never hold
-// the connections that reads and creates need (docs/overload.md, "Read"). A caller waits for a free
-// connection no longer than its deadline. Each exchange runs on its connection's strand, with the
-// socket's expiry set to the call's deadline: past it Beast closes the socket, so a connection
-// whose state is unknown is never reused.
+// Connections: three bounded pools (GET; PUT; DELETE, DeleteObjects and List), so a reaper backlog
+// can never hold the connections that reads and creates need (docs/overload.md, "Read"). A caller
+// waits for a free connection no longer than its deadline. Each exchange runs on its connection's
+// strand, with the socket's expiry set to the call's deadline: past it Beast closes the socket, so
+// a connection whose state is unknown is never reused.
 //
 // A request on a reused connection that fails before any byte of an answer arrives is sent once
 // more on a new connection: the peer closed the idle connection while we picked it, so it most
 // likely never read the request. This is the one retry here, and it is not the app's retry. It is
 // safe even if the peer did read it: every request here is idempotent (a PUT of the same body to
-// the same key, GET, DELETE, List).
+// the same key, GET, DELETE, DeleteObjects, List).
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -500,6 +501,11 @@ class S3BlobStoreImpl final : public S3BlobStore {
 
   uint64_t ConnectionsOpened() const override { return opened_.load(); }
 
+  S3DeleteRequests DeleteRequestsSent() const override {
+    return {batch_deletes_sent_.load(std::memory_order_relaxed),
+            single_deletes_sent_.load(std::memory_order_relaxed)};
+  }
+
   awaitable<Status> Put(PasteId id, std::shared_ptr<const std::string> body,
                         Deadline deadline) override {
     auto call = Call(*put_, http::verb::put, ObjectPath(id), {}, std::move(body), deadline);
@@ -522,6 +528,7 @@ class S3BlobStoreImpl final : public S3BlobStore {
   }
 
   awaitable<Status> Delete(PasteId id, Deadline deadline) override {
+    single_deletes_sent_.fetch_add(1, std::memory_order_relaxed);
     auto call = Call(*cleanup_, http::verb::delete_, ObjectPath(id), {}, nullptr, deadline);
     Result<Answer> answer = co_await std::move(call);
     if (!answer.ok()) co_return answer.error();
@@ -531,6 +538,34 @@ class S3BlobStoreImpl final : public S3BlobStore {
       co_return Ok();
     }
     co_return StatusError("DELETE", *answer);
+  }
+
+  // One DeleteObjects request per kMaxKeysPerDelete bodies, in turn on the cleanup pool, all
+  // within the caller's deadline: the sweep's 1,000 bodies in one round trip rather than 1,000.
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, Deadline deadline) override {
+    // Each call is a statement of its own: g++ 12 double-frees non-trivial temporaries that sit
+    // inside a co_await expression.
+    if (!batch_delete_works_.load(std::memory_order_relaxed)) {
+      auto one_by_one = BlobStore::DeleteMany(std::move(ids), deadline);
+      co_return co_await std::move(one_by_one);
+    }
+    for (size_t first = 0; first < ids.size(); first += s3::kMaxKeysPerDelete) {
+      const size_t end = std::min(ids.size(), first + s3::kMaxKeysPerDelete);
+      std::vector<std::string> keys;
+      keys.reserve(end - first);
+      for (size_t i = first; i < end; ++i) keys.push_back(options_.key_prefix + ids[i].str());
+      auto batch = DeleteBatch(std::move(keys), deadline);
+      Result<bool> sent = co_await std::move(batch);
+      if (!sent.ok()) co_return sent.error();
+      if (!*sent) {
+        // The peer has no DeleteObjects: what is left goes one body at a time, now and from now
+        // on. The bodies of earlier chunks are gone already, and deleting them again is harmless.
+        std::vector<PasteId> rest(ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end());
+        auto one_by_one = BlobStore::DeleteMany(std::move(rest), deadline);
+        co_return co_await std::move(one_by_one);
+      }
+    }
+    co_return Ok();
   }
 
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
@@ -593,10 +628,58 @@ class S3BlobStoreImpl final : public S3BlobStore {
     return options_.path_style ? "/" + s3::UriEncode(options_.bucket, false) : "/";
   }
 
+  // Sends one DeleteObjects request for `keys`. True when the peer took it and every key is gone;
+  // false when the peer does not implement DeleteObjects (remembered, and logged once); an error
+  // naming the first key that failed otherwise.
+  awaitable<Result<bool>> DeleteBatch(std::vector<std::string> keys, Deadline deadline) {
+    batch_deletes_sent_.fetch_add(1, std::memory_order_relaxed);
+    auto body = std::make_shared<const std::string>(s3::DeleteObjectsBody(keys));
+    // S3 refuses a DeleteObjects without a checksum of its body (Content-MD5 or an
+    // x-amz-checksum-* header). Signed with the rest, as every header given to Sign is.
+    Headers headers = {{"content-md5", s3::Md5Base64(*body)}, {"content-type", "application/xml"}};
+    auto call = Call(*cleanup_, http::verb::post, BucketPath(), {{"delete", ""}}, std::move(body),
+                     deadline, std::move(headers));
+    Result<Answer> answer = co_await std::move(call);
+    if (!answer.ok()) co_return answer.error();
+    if (answer->status != 200) {
+      const s3::S3ErrorBody error = s3::ParseErrorBody(answer->body);
+      const bool not_implemented =
+          answer->status == 501 ||
+          ((answer->status == 400 || answer->status == 405) &&
+           (error.code == "NotImplemented" || error.code == "MethodNotAllowed"));
+      if (not_implemented) {
+        if (batch_delete_works_.exchange(false)) {
+          spdlog::warn(
+              "S3 {}:{} does not implement DeleteObjects (HTTP {}{}{}): this store now removes a "
+              "batch of bodies one DELETE at a time",
+              endpoint_.host, endpoint_.port, answer->status, error.code.empty() ? "" : " ",
+              error.code);
+        }
+        co_return false;
+      }
+      co_return StatusError("DeleteObjects", *answer);
+    }
+    auto result = s3::ParseDeleteResult(answer->body);
+    if (!result) co_return BadAnswer("DeleteObjects", "the answer is not a DeleteResult");
+    for (const s3::DeleteError& error : result->errors) {
+      // Absent is gone, as Delete takes it (S3 itself does not report absent keys).
+      if (error.code == "NoSuchKey") continue;
+      co_return MakeError(ErrorCode::kUnavailable,
+                          fmt::format("S3 DeleteObjects {}:{}: key '{}' not deleted: {}{}{}",
+                                      endpoint_.host, endpoint_.port, error.key, error.code,
+                                      error.message.empty() ? "" : ": ", error.message),
+                          error.code == "SlowDown" ? "storage_slow_down" : "storage_unavailable");
+    }
+    co_return true;
+  }
+
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
   std::shared_ptr<const SignedRequest> Sign(http::verb method, std::string path,
                                             std::vector<std::pair<std::string, std::string>> query,
                                             std::shared_ptr<const std::string> body,
-                                            const std::string& payload_sha256) const {
+                                            const std::string& payload_sha256,
+                                            const Headers& extra_headers) const {
     s3::SigV4Request to_sign;
     to_sign.method = std::string(http::to_string(method));
     to_sign.encoded_path = path;
@@ -609,6 +692,7 @@ class S3BlobStoreImpl final : public S3BlobStore {
     if (!options_.session_token.empty()) {
       to_sign.headers.emplace_back("x-amz-security-token", options_.session_token);
     }
+    to_sign.headers.insert(to_sign.headers.end(), extra_headers.begin(), extra_headers.end());
     const s3::SigV4Key key{options_.access_key, options_.secret_key, options_.region, "s3"};
     auto request = std::make_shared<SignedRequest>();
     request->method = method;
@@ -624,7 +708,8 @@ class S3BlobStoreImpl final : public S3BlobStore {
 
   awaitable<Result<Answer>> Call(Pool& pool, http::verb method, std::string path,
                                  std::vector<std::pair<std::string, std::string>> query,
-                                 std::shared_ptr<const std::string> body, Deadline deadline) {
+                                 std::shared_ptr<const std::string> body, Deadline deadline,
+                                 Headers headers = {}) {
     // Hashed here, on the caller's thread, before a connection is held.
     const std::string payload_sha256 = body ? s3::Sha256Hex(*body) : std::string(kEmptySha256);
     auto acquire = pool.Acquire(deadline);
@@ -644,7 +729,7 @@ class S3BlobStoreImpl final : public S3BlobStore {
     if ((*lease)->connected && (*lease)->HasUnreadBytes()) lease->Replace();
     for (int attempt = 0;; ++attempt) {
       // Signed per attempt: the date in the signature is part of what the peer checks.
-      auto request = Sign(method, path, query, body, payload_sha256);
+      auto request = Sign(method, path, query, body, payload_sha256, headers);
       auto exchange = asio::co_spawn((*lease)->strand(),
                                      RunExchange(&**lease, endpoint_, sni, std::move(request),
                                                  options_.max_body_bytes, deadline, &pool.opened()),
@@ -726,6 +811,10 @@ class S3BlobStoreImpl final : public S3BlobStore {
   Endpoint endpoint_;
   std::string host_header_;
   std::atomic<uint64_t> opened_{0};
+  std::atomic<uint64_t> batch_deletes_sent_{0};
+  std::atomic<uint64_t> single_deletes_sent_{0};
+  /// Cleared, for the store's life, by the first answer saying the peer has no DeleteObjects.
+  std::atomic<bool> batch_delete_works_{true};
   std::shared_ptr<Pool> get_;
   std::shared_ptr<Pool> put_;
   std::shared_ptr<Pool> cleanup_;

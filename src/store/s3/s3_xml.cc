@@ -235,6 +235,84 @@ std::optional<ListPage> ParseListObjectsV2(std::string_view xml) {
   return page;
 }
 
+std::string XmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string DeleteObjectsBody(const std::vector<std::string>& keys) {
+  std::string out =
+      R"(<?xml version="1.0" encoding="UTF-8"?>)"
+      R"(<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>)";
+  for (const std::string& key : keys) {
+    out += "<Object><Key>";
+    out += XmlEscape(key);
+    out += "</Key></Object>";
+  }
+  out += "</Delete>";
+  return out;
+}
+
+std::optional<DeleteResult> ParseDeleteResult(std::string_view xml) {
+  // The root may carry attributes (xmlns), so only its opening is looked for. It must be closed:
+  // an answer cut before an <Error> would otherwise read as one with no error at all.
+  const size_t root = xml.find("<DeleteResult");
+  if (root == std::string_view::npos) return std::nullopt;
+  const size_t root_end = xml.find('>', root);
+  if (root_end == std::string_view::npos) return std::nullopt;
+  DeleteResult result;
+  if (xml[root_end - 1] == '/') return result;  // <DeleteResult .../>: nothing failed
+  const size_t close = xml.rfind("</DeleteResult>");
+  if (close == std::string_view::npos || close < root_end) return std::nullopt;
+  xml = xml.substr(root_end + 1, close - root_end - 1);
+  size_t at = 0;
+  size_t next = 0;
+  // Each turn moves `at` past a closing tag, so the scan ends after at most one pass per <Error>.
+  while (auto error = Element(xml, "Error", at, &next)) {
+    at = next;
+    auto code = Element(*error, "Code", 0);
+    if (!code) return std::nullopt;
+    auto unescaped_code = XmlUnescape(*code);
+    if (!unescaped_code || unescaped_code->empty()) return std::nullopt;
+    DeleteError entry;
+    entry.code = std::move(*unescaped_code);
+    if (auto key = Element(*error, "Key", 0)) {
+      auto unescaped_key = XmlUnescape(*key);
+      if (!unescaped_key) return std::nullopt;
+      entry.key = std::move(*unescaped_key);
+    }
+    if (auto message = Element(*error, "Message", 0)) {
+      entry.message = XmlUnescape(*message).value_or(std::string());
+    }
+    result.errors.push_back(std::move(entry));
+  }
+  // An <Error> left that never closes is one we could not read, not one that did not happen.
+  if (xml.find("<Error", at) != std::string_view::npos) return std::nullopt;
+  return result;
+}
+
 S3ErrorBody ParseErrorBody(std::string_view xml) {
   S3ErrorBody out;
   if (auto code = Element(xml, "Code", 0)) out.code = XmlUnescape(*code).value_or(std::string());

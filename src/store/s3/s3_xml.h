@@ -1,8 +1,9 @@
-// The two S3 XML answers the blob store reads: a ListObjectsV2 page and an error body.
+// The S3 XML the blob store reads and writes: a ListObjectsV2 page, an error body, and the request
+// and answer of DeleteObjects (POST /BUCKET?delete).
 //
 // A minimal reader rather than an XML library on purpose: S3 answers are flat, machine-written and
-// fixed in shape, and the store needs four elements of one and two of the other. It still decodes
-// what S3 escapes (the five entities and numeric references), so a key comes back byte-exact.
+// fixed in shape, and the store needs a few elements of each. It still decodes what S3 escapes
+// (the five entities and numeric references), so a key comes back byte-exact.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,34 @@ struct S3ErrorBody {
   std::string message;
 };
 S3ErrorBody ParseErrorBody(std::string_view xml);
+
+/// DeleteObjects accepts at most this many keys per request.
+inline constexpr size_t kMaxKeysPerDelete = 1000;
+
+/// The body of a quiet DeleteObjects request for `keys` (each XML-escaped): the answer then lists
+/// only the keys that failed. The caller keeps `keys` to kMaxKeysPerDelete.
+std::string DeleteObjectsBody(const std::vector<std::string>& keys);
+
+/// One key a DeleteObjects answer says it could not delete.
+struct DeleteError {
+  std::string key;
+  std::string code;
+  std::string message;
+};
+
+struct DeleteResult {
+  /// In the order of the answer. Keys listed as <Deleted> (peers that ignore Quiet) are not kept.
+  std::vector<DeleteError> errors;
+};
+
+/// Parses a DeleteResult. Returns nothing if `xml` is not one, or if an <Error> in it is
+/// malformed (no Code, or an undecodable Key or Code): an answer we cannot read is no proof that
+/// a body went.
+std::optional<DeleteResult> ParseDeleteResult(std::string_view xml);
+
+/// Escapes the five characters XML reserves (& < > " '). Bytes are passed through otherwise: keys
+/// here are built from a configured prefix and paste ids.
+std::string XmlEscape(std::string_view text);
 
 /// Replaces XML entities and character references by the characters they stand for. Returns
 /// nothing on a malformed or unknown reference.

@@ -91,6 +91,17 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, sizeof digest);
 }
 
+std::string Md5Base64(std::string_view data) {
+  // Through EVP: OpenSSL 3 deprecates MD5(), and deprecation warnings are errors here.
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_md5(), nullptr);
+  // EVP_EncodeBlock writes 4 characters per 3 bytes and a terminating NUL.
+  unsigned char encoded[((EVP_MAX_MD_SIZE + 2) / 3) * 4 + 1];
+  const int length = EVP_EncodeBlock(encoded, digest, static_cast<int>(size));
+  return std::string(reinterpret_cast<const char*>(encoded), static_cast<size_t>(length));
+}
+
 std::string CanonicalQuery(const std::vector<std::pair<std::string, std::string>>& query) {
   std::vector<std::pair<std::string, std::string>> encoded;
   for (const auto& [name, value] : query) {

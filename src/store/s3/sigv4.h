@@ -40,6 +40,10 @@ std::string UriEncode(std::string_view text, bool keep_slash);
 /// Lowercase hex of SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 
+/// Base64 of the MD5 of `data`: the Content-MD5 header that S3 requires on DeleteObjects (an
+/// integrity check of the body, not a security measure).
+std::string Md5Base64(std::string_view data);
+
 /// The canonical request (SigV4 task 1).
 std::string CanonicalRequest(const SigV4Request& request);
 
