@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "sluice/common/html.h"
+
 namespace sluice::store::s3 {
 namespace {
 
@@ -235,32 +237,9 @@ std::optional<ListPage> ParseListObjectsV2(std::string_view xml) {
   return page;
 }
 
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+// HTML's escaping is XML's: the same four entities, and the quote as &#39;, a character
+// reference that every XML reader (and s3_xml's own XmlUnescape) reads.
+std::string XmlEscape(std::string_view text) { return HtmlEscaped(text); }
 
 std::string DeleteObjectsBody(const std::vector<std::string>& keys) {
   std::string out =

@@ -23,7 +23,7 @@ TEST(S3DeleteObjects, BodyIsQuietAndListsEachKeyInOrder) {
 
 TEST(S3DeleteObjects, KeysAreEscapedSoAPrefixCannotBreakTheDocument) {
   const std::string body = DeleteObjectsBody({R"(a&b<c>"d'/</Key></Object>id)"});
-  EXPECT_NE(body.find("<Key>a&amp;b&lt;c&gt;&quot;d&apos;/&lt;/Key&gt;&lt;/Object&gt;id</Key>"),
+  EXPECT_NE(body.find("<Key>a&amp;b&lt;c&gt;&quot;d&#39;/&lt;/Key&gt;&lt;/Object&gt;id</Key>"),
             std::string::npos)
       << body;
   // What we escape, the reader gives back byte-exact.
