@@ -45,22 +45,11 @@ class GuardedBlobStore final : public store::BlobStore {
     co_return ToStatus(co_await std::move(call));
   }
 
-  // One call to the dependency for the batch, under one cleanup timeout.
   awaitable<Status> DeleteMany(std::vector<PasteId> ids, Deadline d) override {
-    auto call =
-        dep_.Call<Unit>({"delete", t().blob_cleanup, true}, d,
-                        [this, ids = std::move(ids)](Deadline cd) -> awaitable<Result<Unit>> {
-                          co_return FromStatus(co_await inner_.DeleteMany(ids, cd));
-                        });
-    co_return ToStatus(co_await std::move(call));
+    return DeleteBatch(std::move(ids), d, &store::BlobStore::DeleteMany);
   }
   awaitable<Status> DeleteManyBeforePurge(std::vector<PasteId> ids, Deadline d) override {
-    auto call =
-        dep_.Call<Unit>({"delete", t().blob_cleanup, true}, d,
-                        [this, ids = std::move(ids)](Deadline cd) -> awaitable<Result<Unit>> {
-                          co_return FromStatus(co_await inner_.DeleteManyBeforePurge(ids, cd));
-                        });
-    co_return ToStatus(co_await std::move(call));
+    return DeleteBatch(std::move(ids), d, &store::BlobStore::DeleteManyBeforePurge);
   }
 
   awaitable<Result<std::vector<store::BlobInfo>>> List(std::string after, size_t limit,
@@ -74,6 +63,18 @@ class GuardedBlobStore final : public store::BlobStore {
  private:
   // The timeouts now: each call takes one reading when it starts.
   CallTimeouts t() const { return timeouts_->Load(); }
+
+  // One call to the dependency for the batch, under one cleanup timeout.
+  awaitable<Status> DeleteBatch(std::vector<PasteId> ids, Deadline d,
+                                awaitable<Status> (store::BlobStore::*remove)(std::vector<PasteId>,
+                                                                              Deadline)) {
+    auto call = dep_.Call<Unit>(
+        {"delete", t().blob_cleanup, true}, d,
+        [this, ids = std::move(ids), remove](Deadline cd) -> awaitable<Result<Unit>> {
+          co_return FromStatus(co_await (inner_.*remove)(ids, cd));
+        });
+    co_return ToStatus(co_await std::move(call));
+  }
 
   store::BlobStore& inner_;
   Dependency& dep_;
