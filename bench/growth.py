@@ -13,6 +13,13 @@ expiry a few seconds away while the server is down after its kill -9 (what the s
 the clock reaches them, without waiting 30 days). A sample of what was stored is read back byte
 for byte at every checkpoint. Results: WORK/growth.json (every figure), then the report and
 plots (bench/results/growth.md, growth-*.png).
+
+With --fleet N the store is PostgreSQL (scripts/testenv/postgres.sh with PG_DURABLE=1: fsync and
+full_page_writes on) behind N sluice processes and nginx (least_conn), as a fleet runs it, with the
+bodies in one folder of files that every process shares (inline_body_bytes 0, so no body sits in a
+process's own bodies.db). A checkpoint then measures creates, hot, cold and absent reads, deletes,
+the start-up and the sweep; the backup and the co-tenant are the embedded store's questions. The
+report goes to bench/results/growth-postgres.md.
 """
 import argparse
 import http.client
@@ -129,20 +136,21 @@ class Server:
             [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--admin-listen",
              f"127.0.0.1:{self.admin_port}", "--data-dir", self.data, *LIFTED],
             stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT)
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as answer:
-                    if answer.status == 200:
-                        return time.monotonic() - began
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
+        while not healthy(self.url):
             if self.proc.poll() is not None:
                 sys.exit(f"sluice exited with {self.proc.returncode}; see {self.log_path}")
             time.sleep(0.005)
+        return time.monotonic() - began
 
     def stop(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
         self.proc.wait()
+
+    def wal_bytes(self):
+        return file_bytes(os.path.join(self.data, "meta.db-wal"))
+
+    def store_bytes(self):
+        return disk_bytes(self.data)
 
     def rss_mb(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -151,7 +159,7 @@ class Server:
                     return int(line.split()[1]) / 1024
         return 0.0
 
-    def metric(self, name):
+    def metric(self, name, combine=None):
         with urllib.request.urlopen(self.url + "/metrics", timeout=10) as answer:
             for line in answer.read().decode().splitlines():
                 if line.startswith(name + " ") or line.startswith(name + "{"):
@@ -173,6 +181,106 @@ class Server:
     def raw(self, paste_id):
         with urllib.request.urlopen(f"{self.url}/raw/{paste_id}", timeout=10) as answer:
             return answer.read()
+
+
+class Fleet(Server):
+    """N sluice processes on one PostgreSQL, bodies in one shared folder, nginx in front: the
+    Server a checkpoint talks to, its url the balancer, its figures the processes' sum."""
+
+    def __init__(self, binary, work, log_path, port, processes):
+        super().__init__(binary, os.path.join(work, "app0"), log_path, port + 3, port + 4)
+        self.work, self.base, self.processes, self.procs = work, port, processes, []
+        self.pg_dir = os.path.join(work, "postgres")
+        self.blobs = os.path.join(work, "blobs")
+        self.app_ports = [port + 10 + i for i in range(processes)]
+        self.meta_url = None
+
+    def start_dependencies(self):
+        os.makedirs(self.blobs, exist_ok=True)
+        env = {**os.environ, "PG_DURABLE": "1", "PG_SHARED_BUFFERS": "256MB"}
+        self.meta_url = subprocess.run(
+            [os.path.join(REPO, "scripts/testenv/postgres.sh"), "start", self.pg_dir,
+             str(self.base + 5)], env=env, check=True, capture_output=True,
+            text=True).stdout.strip().splitlines()[-1]
+        subprocess.run([self.binary, "migrate", "--meta", self.meta_url], check=True,
+                       stdout=subprocess.DEVNULL)
+        upstreams = "".join(f"server 127.0.0.1:{p} max_fails=0; " for p in self.app_ports)
+        # The balancer as deploy/nginx/sluice.conf sets it up: least_conn, kept-alive upstreams,
+        # bodies streamed through.
+        return (f"upstream fleet {{ least_conn; {upstreams} keepalive 64; }}\n"
+                f"  server {{ listen 127.0.0.1:{self.port}; client_max_body_size 2m;"
+                " proxy_request_buffering off; proxy_buffering off;"
+                " location / { proxy_pass http://fleet; proxy_http_version 1.1;"
+                ' proxy_set_header Connection ""; proxy_next_upstream off; } }')
+
+    def start(self):
+        began = time.monotonic()
+        self.procs = []
+        for i, port in enumerate(self.app_ports):
+            data = os.path.join(self.work, f"app{i}")
+            os.makedirs(data, exist_ok=True)
+            if not os.path.islink(os.path.join(data, "blobs")):
+                os.symlink(self.blobs, os.path.join(data, "blobs"))
+            self.procs.append(subprocess.Popen(
+                [self.binary, "serve", "--listen", f"127.0.0.1:{port}", "--admin-listen",
+                 f"127.0.0.1:{port + 1000}", "--data-dir", data, "--meta", self.meta_url,
+                 "--inline-body-bytes", "0", "--processes", str(self.processes), *LIFTED],
+                stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT))
+        self.proc = self.procs[0]
+        for port, proc in zip(self.app_ports, self.procs):
+            while not healthy(f"http://127.0.0.1:{port}"):
+                if proc.poll() is not None:
+                    sys.exit(f"sluice exited with {proc.returncode}; see {self.log_path}")
+                time.sleep(0.005)
+        return time.monotonic() - began
+
+    def stop(self, sig=signal.SIGTERM):
+        for proc in self.procs:
+            proc.send_signal(sig)
+        for proc in self.procs:
+            proc.wait()
+
+    def stop_dependencies(self):
+        subprocess.run([os.path.join(REPO, "scripts/testenv/postgres.sh"), "pause", self.pg_dir],
+                       check=False, stdout=subprocess.DEVNULL)
+
+    def rss_mb(self):
+        total = 0.0
+        for proc in self.procs:
+            with open(f"/proc/{proc.pid}/status") as f:
+                total += next((int(line.split()[1]) / 1024 for line in f
+                               if line.startswith("VmRSS:")), 0.0)
+        return total
+
+    def metric(self, name, combine=sum):
+        values = []
+        for port in self.app_ports:
+            self.url, saved = f"http://127.0.0.1:{port}", self.url
+            try:
+                values.append(super().metric(name))
+            finally:
+                self.url = saved
+        return combine(values)
+
+    def sql(self, statement):
+        """psql's one-line answer to `statement` (UPDATE n, or the value of a SELECT)."""
+        return subprocess.run(
+            ["/usr/lib/postgresql/15/bin/psql", self.meta_url, "-tAc", statement], check=True,
+            capture_output=True, text=True).stdout.strip()
+
+    def wal_bytes(self):
+        return disk_bytes(os.path.join(self.pg_dir, "data", "pg_wal"))
+
+    def store_bytes(self):
+        return disk_bytes(os.path.join(self.pg_dir, "data")) + disk_bytes(self.blobs)
+
+
+def healthy(url):
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=1) as answer:
+            return answer.status == 200
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return False
 
 
 def delete_all(url, pastes, conns=16):
@@ -224,7 +332,10 @@ def disk_bytes(data):
     total = 0
     for root, _, files in os.walk(data):
         for name in files:
-            total += os.stat(os.path.join(root, name)).st_blocks * 512
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:  # swept or renamed while walking
+                pass
     return total
 
 
@@ -234,7 +345,10 @@ class Growth:
         self.work = os.path.realpath(args.work)
         self.data = os.path.join(self.work, "data")
         self.samples = os.path.join(self.work, "samples")
+        store = (f"PostgreSQL 15 (fsync on) behind {args.fleet} processes and nginx, bodies in "
+                 "shared files" if args.fleet else "embedded (SQLite and files)")
         self.results = {"checkpoints": [], "fill": [], "binary": describe_binary(args.bin),
+                        "store": store,
                          "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         self.created = 0  # 201s of the fill and of the measured creates
         self.spent = set()  # sampled ids deleted by a checkpoint
@@ -250,6 +364,9 @@ class Growth:
             # The last fill round's count: counting the rows would read the whole table back
             # from a cold disk (10 minutes at 10 million).
             self.created = self.results["fill"][-1]["live"]
+            last = self.results["checkpoints"][-1] if self.results["checkpoints"] else None
+            if last and last["live"] >= self.created:  # its sweep came after the last round
+                self.created = last.get("live_after", self.created)
             subprocess.run(["rm", "-rf", os.path.join(self.work, "nginx-tmp")], check=True)
         else:
             subprocess.run(["rm", "-rf", self.work], check=True)
@@ -259,12 +376,17 @@ class Growth:
         self.hot_body = self.corpus[:HOT_BYTES]
         with open(os.path.join(self.work, "static", "hot.txt"), "wb") as f:
             f.write(self.hot_body)
-        self.start_nginx()
-        self.server = Server(self.args.bin, self.data, os.path.join(self.work, "sluice.log"),
-                             self.args.port, self.args.port + 1)
+        log_path = os.path.join(self.work, "sluice.log")
+        if self.args.fleet:
+            self.server = Fleet(self.args.bin, self.work, log_path, self.args.port, self.args.fleet)
+            self.start_nginx(self.server.start_dependencies())
+        else:
+            self.server = Server(self.args.bin, self.data, log_path, self.args.port,
+                                 self.args.port + 1)
+            self.start_nginx()
         self.server.start()
 
-    def start_nginx(self):
+    def start_nginx(self, more_servers=""):
         port = self.args.port + 2
         conf = os.path.join(self.work, "nginx.conf")
         tmp = os.path.join(self.work, "nginx-tmp")
@@ -275,7 +397,8 @@ error_log {tmp}/error.log warn; events {{ worker_connections 1024; }}
 http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
   client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fcgi;
   uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {self.work}/static; }} }}
+  server {{ listen 127.0.0.1:{port}; root {self.work}/static; }}
+  {more_servers} }}
 """)
         self.nginx = subprocess.Popen(["nginx", "-c", conf], stderr=subprocess.DEVNULL)
         self.nginx_url = f"http://127.0.0.1:{port}/hot.txt"
@@ -303,10 +426,11 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         while self.live() < target:
             began = time.monotonic()
             run = self.create_run(self.args.round_seconds)
-            wal = file_bytes(os.path.join(self.data, "meta.db-wal"))
+            wal = self.server.wal_bytes()
             row = {"t": round(time.monotonic() - self.t0, 1), "live": self.live(),
                    "creates_per_s": round(ok_rate(run, 201)), "p99_ms": run.get("p99"),
-                   "wal_mb": round(wal / 1e6, 1), "disk_gb": round(disk_bytes(self.data) / 1e9, 2),
+                   "wal_mb": round(wal / 1e6, 1),
+                   "disk_gb": round(self.server.store_bytes() / 1e9, 2),
                    "rss_mb": round(self.server.rss_mb()),
                    "non_201": sum(n for c, n in run["statuses"].items() if c != "201")}
             self.results["fill"].append(row)
@@ -353,6 +477,9 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         nginx_before = wrk(self.nginx_url, self.args.seconds)
         creates = self.create_run(self.args.seconds)
         c["create"] = {"rate": ok_rate(creates, 201), "p50": creates["p50"], "p99": creates["p99"]}
+        if self.args.sweep_only:
+            self.kill_expire_and_sweep(c)
+            return
         hot_id = s.create(self.hot_body)
         self.created += 1
         hot = wrk(f"{s.url}/raw/{hot_id}", self.args.seconds)
@@ -383,17 +510,25 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         c["verified"] = self.verify_sample(lines, 200)
         c["rss_mb"] = s.rss_mb()
         c["live_at_disk"] = self.live()
-        c["disk_bytes"] = disk_bytes(self.data)
-        c["live_body_bytes"] = s.metric("sluice_storage_live_bytes")
-        c["wal_bytes"] = file_bytes(os.path.join(self.data, "meta.db-wal"))
-        c["files"] = {name: file_bytes(os.path.join(self.data, name))
-                      for name in sorted(os.listdir(self.data))
-                      if os.path.isfile(os.path.join(self.data, name))}
-        c["cotenant"] = self.beside_dd(c["create"]["rate"])
-        c["backup"] = (self.backup(c["create"]["rate"]) if c["live"] < self.args.backup_below
-                       else None)
+        c["disk_bytes"] = s.store_bytes()
+        # Every process reports the one ledger of the shared store: the same figure, not a share.
+        c["live_body_bytes"] = s.metric("sluice_storage_live_bytes", combine=max)
+        c["wal_bytes"] = s.wal_bytes()
+        if self.args.fleet:
+            c["backup"] = None
+        else:
+            c["files"] = {name: file_bytes(os.path.join(self.data, name))
+                          for name in sorted(os.listdir(self.data))
+                          if os.path.isfile(os.path.join(self.data, name))}
+            c["cotenant"] = self.beside_dd(c["create"]["rate"])
+            c["backup"] = (self.backup(c["create"]["rate"]) if c["live"] < self.args.backup_below
+                           else None)
         s.stop()
         c["start_after_stop_s"] = s.start()
+        self.kill_expire_and_sweep(c)
+
+    def kill_expire_and_sweep(self, c):
+        """The checkpoint's last steps: the kill -9, the backlog, its sweep; then `c` is kept."""
         c["start_after_kill_s"], c["expired_backlog"] = self.kill_and_expire()
         c["sweep"] = self.sweep(c["create"]["rate"], c["expired_backlog"])
         c["live_after"] = self.live()
@@ -451,16 +586,24 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         self.purged_before_restart += self.server.metric("sluice_expired_purged_total")
         self.server.stop(signal.SIGKILL)
         load.wait()
-        db = sqlite3.connect(os.path.join(self.data, "meta.db"), timeout=60)
         now = int(time.time())
-        with db:
-            backlog = db.execute(
-                "UPDATE pastes SET expires_at = ? WHERE id IN (SELECT id FROM pastes WHERE"
-                " expires_at > ? AND deleted = 0 LIMIT ?)",
-                (now + 3, now + 8 * 86400, self.args.sweep_backlog)).rowcount
-        # The exact count after the kill: what wrk was told and what landed may differ.
-        self.created = db.execute("SELECT count(*) FROM pastes WHERE deleted = 0").fetchone()[0]
-        db.close()
+        if self.args.fleet:
+            backlog = int(self.server.sql(
+                f"UPDATE pastes SET expires_at = {now + 3} WHERE id IN (SELECT id FROM pastes"
+                f" WHERE expires_at > {now + 8 * 86400} AND NOT deleted"
+                f" LIMIT {self.args.sweep_backlog})").split()[-1])
+            self.created = int(self.server.sql("SELECT count(*) FROM pastes WHERE NOT deleted"))
+        else:
+            db = sqlite3.connect(os.path.join(self.data, "meta.db"), timeout=60)
+            with db:
+                backlog = db.execute(
+                    "UPDATE pastes SET expires_at = ? WHERE id IN (SELECT id FROM pastes WHERE"
+                    " expires_at > ? AND deleted = 0 LIMIT ?)",
+                    (now + 3, now + 8 * 86400, self.args.sweep_backlog)).rowcount
+            # The exact count after the kill: what wrk was told and what landed may differ.
+            self.created = db.execute(
+                "SELECT count(*) FROM pastes WHERE deleted = 0").fetchone()[0]
+            db.close()
         self.deleted_total = 0
         self.purged_before_restart = 0
         return self.server.start(), backlog
@@ -521,6 +664,8 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
             self.server.stop()
             self.nginx.send_signal(signal.SIGQUIT)
             self.nginx.wait()
+            if self.args.fleet:
+                self.server.stop_dependencies()
 
 
 def machine():
@@ -549,13 +694,14 @@ def report(out, runs, command, notes=""):
     import matplotlib.pyplot as plt
     base = os.path.splitext(out)[0]
     lines = [
-        "# What each operation costs as the embedded store grows", "",
+        "# What each operation costs as the store grows", "",
         "Written by `bench/growth.py` (bench/run_growth_bench.sh); what each column is, and how the "
         "sweep's backlog is made, is the script's docstring. Client (wrk) and server share the "
         "machine's cores; every rate is read beside its reference in the same run.", "",
         "| | |", "|---|---|", f"| machine | {machine()} |", f"| command | `{command}` |"]
     for label, r in runs:
-        lines.append(f"| {label} | {r.get('binary', '')}, started {r['started']} |")
+        lines.append(f"| {label} | {r.get('store', 'embedded')}: {r.get('binary', '')}, started "
+                     f"{r['started']} |")
     for label, r in runs:
         cps = r["checkpoints"]
         empty = cps[0]["create"]["rate"]
@@ -652,6 +798,11 @@ def main():
     parser.add_argument("--sweep-backlog", type=int, default=SWEEP_BACKLOG)
     parser.add_argument("--resume", action="store_true",
                         help="go on with the store and results a stopped run left in --work")
+    parser.add_argument("--sweep-only", action="store_true",
+                        help="at each checkpoint, only the quiet creates and the sweep beside "
+                        "creates (a quick A/B of two binaries; no report)")
+    parser.add_argument("--fleet", type=int, default=0, metavar="N",
+                        help="N processes on PostgreSQL with shared files, not the embedded store")
     parser.add_argument("--sweep-seconds", type=int, default=300,
                         help="longest a checkpoint waits for its backlog to be swept")
     args = parser.parse_args()

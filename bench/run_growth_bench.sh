@@ -9,19 +9,33 @@
 #   SIZES=0,1000000 bench/run_growth_bench.sh       # a shorter curve
 #   BEFORE=path/to/old/sluice bench/run_growth_bench.sh   # the same curve for an older binary
 #                                                   # first (to 3 million), both in the report
+#   FLEET=2 bench/run_growth_bench.sh               # PostgreSQL behind 2 processes and nginx,
+#                                                   # to 3 million: bench/results/growth-postgres.md
 #
-# About 50 minutes to 10 million on 2 cores, most of it the fill.
+# About 50 minutes to 10 million on 2 cores, most of it the fill; about 70 to 3 million with
+# FLEET=2 (PostgreSQL with fsync on, a file a body: 700-1,400 creates/s on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 require_tools wrk nginx sqlite3
+[ -z "${FLEET:-}" ] || require_tools /usr/lib/postgresql/15/bin/postgres
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
   { echo "missing matplotlib (apt-get install -y python3-matplotlib)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "run as root: cold reads drop the page cache" >&2; exit 2; }
-SIZES=${SIZES:-0,1000000,3000000,10000000}
 bin=$(sluice_binary)
 commit=$(git rev-parse --short HEAD)
 runs=()
+if [ -n "${FLEET:-}" ]; then
+  SIZES=${SIZES:-0,1000000,3000000}
+  /usr/bin/python3 bench/growth.py --bin "$bin" --fleet "$FLEET" --work bench/work/growth-pg \
+    --sizes "$SIZES" --port 19800
+  /usr/bin/python3 bench/growth.py --report bench/results/growth-postgres.md \
+    --runs "$commit=bench/work/growth-pg/growth.json" --notes bench/results/growth-postgres-notes.md \
+    --command "FLEET=$FLEET bench/run_growth_bench.sh (SIZES=$SIZES)"
+  echo "wrote bench/results/growth-postgres.md"
+  exit 0
+fi
+SIZES=${SIZES:-0,1000000,3000000,10000000}
 if [ -n "${BEFORE:-}" ]; then
   /usr/bin/python3 bench/growth.py --bin "$BEFORE" --work bench/work/growth-before \
     --sizes "${BEFORE_SIZES:-0,1000000,3000000}" --sweep-seconds 40 --port 19600

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 for tests: data, socket and log under DIR, listening on 127.0.0.1:PORT
 # only, trust auth on loopback, fsync off (a test server's data is worth nothing after the test).
+# PG_DURABLE=1 keeps fsync and full_page_writes on, for a benchmark of durable creates
+# (bench/growth.py --fleet), and PG_SHARED_BUFFERS sets its cache (default 32MB).
 # synchronous_commit stays on: with it off, `pause` (an immediate stop) would lose the last commits,
 # and the outage tests check that committed rows are there after `resume`.
 #
@@ -69,11 +71,12 @@ case "$cmd" in
       [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
       as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync -E UTF8 \
         --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+      if [ "${PG_DURABLE:-0}" = 1 ]; then durable=on; else durable=off; fi
       cat >>"$dir/data/postgresql.conf" <<CONF
-fsync = off
-full_page_writes = off
+fsync = $durable
+full_page_writes = $durable
 max_connections = 300
-shared_buffers = 32MB
+shared_buffers = ${PG_SHARED_BUFFERS:-32MB}
 CONF
       if [ "$cmd" = start-tls ]; then
         "$testenv/tls-cert.sh" "$dir" DNS:localhost
