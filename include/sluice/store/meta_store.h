@@ -157,9 +157,9 @@ class MetaStore {
 
   /// Takes the lease `name` for `holder` for `seconds`, or renews it: true when `holder` holds it
   /// now, false while another holder's lease runs. The background jobs that one process of a fleet
-  /// runs at a time (the expiry sweep, the orphan reaper, report retention: src/worker/janitor.cc)
-  /// run only under their lease, so N processes on one store neither repeat each other's deletes
-  /// nor count them N times. A lease is dated by the store's own clock where it has one
+  /// runs at a time (the orphan reaper, report retention: src/worker/janitor.cc) run only under
+  /// their lease, so N processes on one store neither repeat each other's listings and deletes nor
+  /// count them N times. A lease is dated by the store's own clock where it has one
   /// (PostgreSQL's: the one clock a fleet shares), else by `now` (Unix seconds). A store that only
   /// one process can open (the embedded one, behind its data-dir lock) grants every lease.
   virtual boost::asio::awaitable<Result<bool>> HoldLease(std::string name, std::string holder,

@@ -1,9 +1,10 @@
 // Janitor: the background work that keeps storage from growing with dead pastes. Four loops, each
 // in small batches with a sleep between, so a backlog cannot starve creates or reads. Every
-// process of a fleet runs a janitor; the sweep, report retention and the reaper each run in one
-// process at a time, the one holding its lease in the metadata store (MetaStore::HoldLease), so N
-// processes do not delete the same rows and bodies N times. The outbox runs everywhere: each entry
-// is a row a delete made, and a duplicate attempt only repeats an idempotent removal.
+// process of a fleet runs a janitor; report retention and the reaper each run in one process at a
+// time, the one holding its lease in the metadata store (MetaStore::HoldLease), so N processes do
+// not list the whole bucket N times or delete the same reports N times. The outbox and the sweep
+// run everywhere: their removals are idempotent, and the sweep drains faster in parallel
+// (src/worker/janitor.cc says by how much).
 //  - outbox: removes the bodies of deleted pastes and purges them from the edge, at least once,
 //  with exponential backoff + jitter;
 //  - expiry sweeper: removes expired rows and their bodies whether or not anyone reads them;

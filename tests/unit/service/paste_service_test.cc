@@ -217,39 +217,34 @@ TEST_F(PasteServiceTest, ABodyTheStoreRefusesHoldsBackOnlyItsOwnExpiredRow) {
   EXPECT_EQ(StoredBodies(), 0u);
 }
 
-// Two processes on one store: only the holder of the sweep's lease sweeps, so the rows and
-// bodies go once and are counted once; when the holder stops renewing (its process died), the
-// other takes over once the lease has run out, and not before.
-TEST_F(PasteServiceTest, OneProcessOfAFleetSweepsAtATimeAndAnotherTakesOverWhenItStops) {
-  worker::JanitorOptions one_a_sweep;
-  one_a_sweep.sweep_batch_size = 1;
+// Two processes on one store: only the holder of the reaper's lease lists the bucket; when the
+// holder stops renewing (its process died), the other takes over once the lease has run out, and
+// not before.
+TEST_F(PasteServiceTest, OneProcessOfAFleetReapsAtATimeAndAnotherTakesOverWhenItStops) {
   MetricsRegistry first_metrics, second_metrics;
-  worker::Janitor first{meta_, blobs_, cache_, clock_, first_metrics, one_a_sweep};
-  worker::Janitor second{meta_, blobs_, cache_, clock_, second_metrics, one_a_sweep};
+  worker::Janitor first{meta_, blobs_, cache_, clock_, first_metrics, worker::JanitorOptions{}};
+  worker::Janitor second{meta_, blobs_, cache_, clock_, second_metrics, worker::JanitorOptions{}};
   const auto shows = [](const MetricsRegistry& m, std::string_view series) {
     return m.Render().find(series) != std::string::npos;
   };
-  for (const char* body : {"one", "two", "three"}) MustCreate(body, "10m");
-  clock_.Advance(std::chrono::minutes(11));
-  EXPECT_EQ(RunSync(first.SweepExpiredOnce()), 1u);
-  EXPECT_EQ(RunSync(second.SweepExpiredOnce()), 0u) << "swept under the other process's lease";
-  EXPECT_TRUE(shows(second_metrics, "sluice_background_lease_held{job=\"expiry_sweep\"} 0"));
+  const auto lists = [&](worker::Janitor& janitor) {
+    const int before = blobs_.calls.load();
+    RunSync(janitor.ReapOrphansOnce());
+    return blobs_.calls.load() - before;
+  };
+  EXPECT_EQ(lists(first), 1);
+  EXPECT_EQ(lists(second), 0) << "listed under the other process's lease";
+  EXPECT_TRUE(shows(second_metrics, "sluice_background_lease_held{job=\"orphan_reaper\"} 0"));
   // The holder renews at each pass; 29 s after its last one the lease still runs.
   clock_.Advance(std::chrono::seconds(29));
-  EXPECT_EQ(RunSync(second.SweepExpiredOnce()), 0u);
-  EXPECT_EQ(RunSync(first.SweepExpiredOnce()), 1u);
-  EXPECT_EQ(StoredRows(), 1u);
-  // The holder stops (its process died): 31 s on, the lease has run out and the other sweeps.
+  EXPECT_EQ(lists(second), 0);
+  EXPECT_EQ(lists(first), 1);
+  // The holder stops (its process died): 31 s on, the lease has run out and the other reaps.
   clock_.Advance(std::chrono::seconds(31));
-  EXPECT_EQ(RunSync(second.SweepExpiredOnce()), 1u);
-  EXPECT_EQ(StoredRows(), 0u);
-  EXPECT_EQ(StoredBodies(), 0u);
-  EXPECT_TRUE(shows(second_metrics, "sluice_background_lease_held{job=\"expiry_sweep\"} 1"));
-  EXPECT_EQ(RunSync(first.SweepExpiredOnce()), 0u);
-  EXPECT_TRUE(shows(first_metrics, "sluice_background_lease_held{job=\"expiry_sweep\"} 0"));
-  // Each row counted once, by the process that removed it.
-  EXPECT_TRUE(shows(first_metrics, "sluice_expired_purged_total 2"));
-  EXPECT_TRUE(shows(second_metrics, "sluice_expired_purged_total 1"));
+  EXPECT_EQ(lists(second), 1);
+  EXPECT_TRUE(shows(second_metrics, "sluice_background_lease_held{job=\"orphan_reaper\"} 1"));
+  EXPECT_EQ(lists(first), 0);
+  EXPECT_TRUE(shows(first_metrics, "sluice_background_lease_held{job=\"orphan_reaper\"} 0"));
 }
 
 // A batch that runs out of time is a slow store: the sweep does not go on one body at a time
