@@ -4,6 +4,9 @@ every body removed, one DELETE at a time, and is asked for DeleteObjects only on
 refuses in a DeleteObjects answer sends the sweep to its body-by-body fallback
 (src/worker/janitor.cc), and no expired body is left behind.
 
+The servers are patient (tests/lib/sluice_harness.py): a 200 ms body read from the Python fake on
+a busy CI machine must not turn a kept paste's read into a 503; this suite is about the sweep.
+
 The rows stay in the embedded SQLite; the test expires pastes by rewriting expires_at while the
 server is stopped, as tests/integration/test_api.py does.
 """
@@ -12,7 +15,7 @@ import os
 import sys
 import time
 
-from sluice_harness import SluiceTestCase, wait_until
+from sluice_harness import PatientTestCase, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakes"))
 from fake_s3 import FakeS3  # noqa: E402
@@ -24,7 +27,7 @@ S3_ENV = {"AWS_ACCESS_KEY_ID": "FAKE", "AWS_SECRET_ACCESS_KEY": "FAKE", "AWS_REG
 NO_BATCH_DELETE = "does not implement DeleteObjects"
 
 
-class S3SweepTest(SluiceTestCase):
+class S3SweepTest(PatientTestCase):
     def setUp(self):
         super().setUp()
         self.s3 = FakeS3(BUCKET)
