@@ -236,10 +236,17 @@ class StackTest(unittest.TestCase):
             # consecutive refusals than breaker_refusals (3), and fewer than the tier's global
             # budget of 20 (an admitted create spends its token even when the primary fails it).
             time.sleep(1.0)
+            missed_before = s.fail_open_decisions()
             statuses = [s.create(f"no primary {i}".encode(), client=f"10.4.1.{i}")[0]
                         for i in range(18)]
             elapsed = time.monotonic() - started
-            self.assertEqual(set(statuses), {503}, statuses)
+            # A create whose Redis call misses the 5 ms limiter budget on a busy machine is decided
+            # on the process's local share, which an answered create leaves empty (src/service/
+            # admission_control.cc): it may honestly get 429. Each such miss excuses one 429, and
+            # no create may be admitted past a paused primary.
+            missed = s.fail_open_decisions() - missed_before
+            self.assertEqual(set(statuses) - {429}, {503}, statuses)
+            self.assertLessEqual(statuses.count(429), missed, (missed, statuses))
             self.assertLess(elapsed / len(statuses), 1.0,
                             "creates must fail fast, not wait out the 2 s budget")
             for port in s.apps:
