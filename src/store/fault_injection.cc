@@ -354,6 +354,25 @@ class FaultInjectingBlobStore final : public BlobStore {
     co_return co_await inner_.Delete(id, d);
   }
 
+  // A batch is one call to the store, so a blob.delete rule meets it once, as a bucket's
+  // DeleteObjects would fail whole; the sweep's body-by-body fallback then meets the rule per
+  // body. Passing the batches on keeps the inner store's own batching (meta.db leaves inline
+  // bodies to the purge) in a fault-injection run, which otherwise measured the old writes.
+  awaitable<Status> DeleteMany(std::vector<PasteId> ids, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("blob.delete");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.DeleteMany(std::move(ids), d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Status> DeleteManyBeforePurge(std::vector<PasteId> ids,
+                                          admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("blob.delete");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.DeleteManyBeforePurge(std::move(ids), d);
+    co_return co_await std::move(op);
+  }
+
   awaitable<Result<std::vector<BlobInfo>>> List(std::string after, size_t limit,
                                                 admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("blob.list");

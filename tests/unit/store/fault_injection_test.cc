@@ -274,6 +274,27 @@ TEST_F(FaultInjectorTest, SetPlanReplacesTheRulesAtRuntime) {
   EXPECT_TRUE(RunSync(blobs_->Get(Id(), Never())).ok());
 }
 
+TEST_F(FaultInjectorTest, ABatchOfDeletesReachesTheStoreAsOneBatchAndMeetsARuleOnce) {
+  const std::vector<PasteId> ids = {Id("aaaaaaaaaaaa"), Id("bbbbbbbbbbbb"), Id("cccccccccccc")};
+  // The inner store fails any batch it is handed, counting one call; a decorator that split the
+  // batch into Deletes would reach it three times, and they would succeed.
+  inner_blobs_.slow_batches = true;
+  Status many = RunSync(blobs_->DeleteMany(ids, Never()));
+  ASSERT_FALSE(many.ok());
+  EXPECT_EQ(many.error().reason, "deadline_exceeded");
+  Status before_purge = RunSync(blobs_->DeleteManyBeforePurge(ids, Never()));
+  ASSERT_FALSE(before_purge.ok());
+  EXPECT_EQ(before_purge.error().reason, "deadline_exceeded");
+  EXPECT_EQ(inner_blobs_.calls, 2);
+
+  injector_.SetPlan(MustParse("blob.delete:refuse"));
+  Status refused = RunSync(blobs_->DeleteMany(ids, Never()));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason, "connection_refused");
+  EXPECT_EQ(inner_blobs_.calls, 2);
+  EXPECT_TRUE(HasLine(Metrics(), "sluice_store_calls_total{target=\"blob.delete\"} 3"));
+}
+
 TEST_F(FaultInjectorTest, MetricsShowItIsOnAndCountCallsAndFaults) {
   injector_.SetPlan(MustParse("blob.put:refuse@1; meta.get:error@0"));
   EXPECT_FALSE(Put().ok());
