@@ -244,7 +244,10 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   if (verdict.kind == SharedVerdict::kSilent) {
     NoteCreateSilent();
     Result<CreateAdmission> local = AdmitCreateOnLocalShare(client_key, declared_bytes, promise);
-    if (local.ok()) ip_create_.NoteUse(client_key);
+    if (local.ok()) {
+      ip_create_.NoteUse(client_key);
+      local->tokens = CreateAdmission::Tokens::kLocalShare;
+    }
     co_return local;
   }
   // The store answered: it counts this process's creates for the tier, so the local share has
@@ -261,8 +264,28 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   } else {
     // The budget lives in the shared store; the use histogram is this process's view of it.
     ip_create_.NoteUse(client_key);
+    slot->tokens = CreateAdmission::Tokens::kShared;
   }
   co_return slot;
+}
+
+boost::asio::awaitable<void> AdmissionControl::RefundCreate(const CreateAdmission& admitted,
+                                                            std::string_view client_key) {
+  const double bytes = static_cast<double>(admitted.declared_bytes);
+  switch (admitted.tokens) {
+    case CreateAdmission::Tokens::kLocal:
+      ip_create_.Refund(client_key, 1, bytes);
+      [[fallthrough]];
+    case CreateAdmission::Tokens::kLocalShare:  // per-client limits were open: nothing taken
+      global_count_.Refund(1);
+      global_bytes_.Refund(bytes);
+      break;
+    case CreateAdmission::Tokens::kShared: {
+      auto refunding = RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes));
+      co_await std::move(refunding);
+      break;
+    }
+  }
 }
 
 std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_view client_key,
@@ -358,7 +381,8 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
         "the server is at its limit of creates in flight; nothing was saved, retry later");
   }
   NotePeak(create_peak_, *create_slots_);
-  return CreateAdmission{std::move(*slot.permit), std::move(*share), std::move(*network_share)};
+  return CreateAdmission{std::move(*slot.permit), std::move(*share), std::move(*network_share),
+                         CreateAdmission::Tokens::kLocal, declared_bytes};
 }
 
 Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_view client_key,

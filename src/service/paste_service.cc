@@ -190,18 +190,27 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromi
   auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
-  CreateTicket ticket{
-      std::move(slot->slot), std::move(slot->client_share), std::move(slot->network_share), {}, {}};
   // The reservation last, once the caps have admitted the create: only creates that hold a slot
   // reach the store for it, so a flood the limits refuse costs the primary nothing, and one
   // process holds at most create_slots reservations (docs/overload.md, "Create", step 4a).
+  store::StorageReservation reservation;
   if (const auto options = options_.Load(); options->max_storage_bytes != 0) {
     auto reserving = ReserveStorage(*headers.declared_length, options);
     Result<store::StorageReservation> held = co_await std::move(reserving);
-    if (!held.ok()) co_return held.error();  // the slot goes back with the ticket
-    ticket.reservation = std::move(*held);
+    if (!held.ok()) {
+      // Refused before it cost anything, as the quota check above refuses: the tokens go back,
+      // the slot with `slot`.
+      auto refunding = admission_.RefundCreate(*slot, client_key);
+      co_await std::move(refunding);
+      co_return held.error();
+    }
+    reservation = std::move(*held);
   }
-  co_return ticket;
+  co_return CreateTicket{std::move(slot->slot),
+                         std::move(slot->client_share),
+                         std::move(slot->network_share),
+                         {},
+                         std::move(reservation)};
 }
 
 Error PasteService::WithRetryAfter(Error e) {

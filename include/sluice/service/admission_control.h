@@ -122,6 +122,9 @@ struct CreateAdmission {
   admission::KeyedSlots::Slot client_share;
   /// Its unit of the client's network's share (create_slots_per_network).
   admission::KeyedSlots::Slot network_share;
+  /// Which buckets its tokens came from, for AdmissionControl::RefundCreate.
+  enum class Tokens { kLocal, kShared, kLocalShare } tokens = Tokens::kLocal;
+  uint64_t declared_bytes = 0;
 };
 
 /// One create slot kept for the create that cut a slow body to free it (docs/overload.md,
@@ -166,6 +169,12 @@ class AdmissionControl {
   boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(std::string client_key,
                                                               uint64_t declared_bytes,
                                                               CreateSlotPromise* promise = nullptr);
+
+  /// Gives back the tokens of an admitted create that a later check refused before it cost
+  /// anything (a storage quota the reservation found full): the client did nothing wrong, and a
+  /// flood of such refusals must not spend the global caps. The slot goes back with `admitted`.
+  boost::asio::awaitable<void> RefundCreate(const CreateAdmission& admitted,
+                                            std::string_view client_key);
 
   /// A create slot kept from now on for one create (CreateSlotPromise).
   CreateSlotPromise PromiseCreateSlot() { return CreateSlotPromise(&promised_slots_); }

@@ -9,6 +9,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <filesystem>
 
+#include "../../support/faulty_shared_state.h"
 #include "../../support/faulty_stores.h"
 #include "../../support/run_sync.h"
 #include "sluice/asio/completion.h"
@@ -688,6 +689,56 @@ TEST_F(PasteServiceTest, CreatesInFlightReserveTheirBytesSoOnlyWhatFitsIsAdmitte
   EXPECT_EQ(*RunSync(meta_impl_->LiveBytes(admission::Deadline::Never())), 450u);
   EXPECT_FALSE(admit(30, 90).ok());
   EXPECT_TRUE(admit(31, 89).ok());
+}
+
+// docs/overload.md, "Create": a create the reservation finds over the quota is refused after the
+// rate limits took its tokens, and gives them back, as the quota check before them spends none.
+// The client's burst of 2 and the tier's of 3 would turn the third refusal into a 429 otherwise;
+// each way the tokens may have been taken (this process's buckets, the shared store, the local
+// share while the store is silent) is refunded.
+TEST_F(PasteServiceTest, ACreateTheReservationRefusesGivesItsTokensBack) {
+  enum class Limits { kLocal, kShared, kSharedSilent };
+  for (Limits limits : {Limits::kLocal, Limits::kShared, Limits::kSharedSilent}) {
+    SCOPED_TRACE(static_cast<int>(limits));
+    AdmissionOptions tight = GenerousLimits();
+    tight.ip_create_count = {0.001, 2};
+    tight.global_create_count = {0.001, 3};
+    tight.local_share_slack = 1.0;
+    std::unique_ptr<store::SharedState> memory = store::MakeMemorySharedState(clock_);
+    testing::FaultySharedState shared(*memory);
+    if (limits == Limits::kSharedSilent) shared.mode = testing::FaultySharedState::Mode::kDown;
+    MetricsRegistry metrics;
+    AdmissionControl admission(tight, clock_, metrics,
+                               limits == Limits::kLocal ? nullptr : &shared);
+    ServiceOptions options;
+    options.max_storage_bytes = 100;
+    PasteService quota(meta_, blobs_, cache_, admission, clock_, metrics, options);
+    // A local share starts empty with a shared store (AdmissionControl::NoteCreateAnswered):
+    // time enough to fill its burst, and no more.
+    if (limits == Limits::kSharedSilent) clock_.Advance(std::chrono::hours(1));
+
+    auto holder = RunSync(quota.AdmitCreate("10.0.2.1", {90, false}));
+    ASSERT_TRUE(holder.ok()) << holder.error().message;
+    for (int i = 0; i < 5; ++i) {
+      auto refused = RunSync(quota.AdmitCreate("10.0.2.2", {90, false}));
+      ASSERT_FALSE(refused.ok());
+      EXPECT_EQ(refused.error().reason, "storage_quota") << "refusal " << i;
+    }
+    // The room comes back with the holder's ticket; the refused client's burst is whole.
+    { CreateTicket dropped = std::move(*holder); }
+    for (int i = 0; i < 2; ++i) {
+      auto admitted = RunSync(quota.AdmitCreate("10.0.2.2", {40, false}));
+      ASSERT_TRUE(admitted.ok()) << admitted.error().reason;
+    }
+    auto over = RunSync(quota.AdmitCreate("10.0.2.2", {1, false}));
+    ASSERT_FALSE(over.ok());
+    if (limits == Limits::kSharedSilent) {
+      // Per-client limits are open while the store is silent: the tier's share decides.
+      EXPECT_EQ(over.error().reason, "global_count");
+    } else {
+      EXPECT_EQ(over.error().reason, "ip_create_count");
+    }
+  }
 }
 
 // A store that cannot take the reservation refuses the create (503, its slot given back) rather
