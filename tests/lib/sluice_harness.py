@@ -64,6 +64,12 @@ PATIENT_TIMEOUTS = {
 }
 
 
+def _without_passwords(arg):
+    """A URL's password as ***, as the server's own start-up line shows it (Settings::Describe in
+    src/app/settings.cc): a CI log of a failed test is public."""
+    return re.sub(r"(://[^/@:\s]*:)[^@/\s]+@", r"\1***@", arg)
+
+
 def _embedded_only():
     if BACKEND_ARGS:
         raise unittest.SkipTest("inspects the embedded store's files; this run uses "
@@ -212,7 +218,8 @@ class SluiceServer:
             _flush_shared_cache()
         self.starts += 1
         with open(self.log_path, "ab") as log:
-            log.write(f"===== start #{self.starts}: {' '.join(self.command())}\n".encode())
+            shown = " ".join(_without_passwords(arg) for arg in self.command())
+            log.write(f"===== start #{self.starts}: {shown}\n".encode())
             log.flush()
             offset = log.tell()
             self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
