@@ -15,6 +15,7 @@
 
 #include "admin_command.h"
 #include "backends.h"
+#include "build_commit.h"
 #include "crypt_command.h"
 #include "log_format.h"
 #include "paste_command.h"
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"sluice: a pastebin that stays up when its dependencies do not"};
   app.set_version_flag("--version", [] {
-    return std::string("sluice ") + SLUICE_VERSION +
+    return std::string("sluice ") + SLUICE_VERSION + "\ncommit: " + sluice::app::kBuildCommit +
            "\nallocator: " + sluice::AllocatorDescription();
   });
   app.require_subcommand(1);

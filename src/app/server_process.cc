@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends.h"
+#include "build_commit.h"
 #include "reload.h"
 #include "sluice/common/allocator.h"
 #include "sluice/common/thread_name.h"
@@ -270,9 +271,10 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
           return held ? bytes->held : bytes->allocated;
         });
   }
-  process_gauges_.Add("sluice_build_info", "The running build: its version and its malloc",
-                      {{"version", SLUICE_VERSION}, {"allocator", AllocatorName()}},
-                      [] { return 1.0; });
+  process_gauges_.Add(
+      "sluice_build_info", "The running build: its version, its commit and its malloc",
+      {{"version", SLUICE_VERSION}, {"commit", kBuildCommit}, {"allocator", AllocatorName()}},
+      [] { return 1.0; });
   process_gauges_.Add("sluice_plan_put_bytes_per_day",
                       "put_bytes_per_day_plan: body bytes a day the plan allows (0: none)", {},
                       [this] { return put_bytes_plan_.load(std::memory_order_relaxed); });
@@ -416,10 +418,11 @@ int ServerProcess::Run() {
     // The live bytes for /metrics, /status and the quota, read once now; creates re-read them.
     asio::co_spawn(loops_.front(), service_.RefreshStorage(), asio::detached);
     moderation_.Start(loops_.front().get_executor());
-    spdlog::info("sluice {} listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
-                 SLUICE_VERSION, server_->bound_address(), server_->port(), server_->base_url(),
-                 options_.threads, std::filesystem::absolute(options_.data_dir).string(),
-                 settings_.Describe());
+    spdlog::info(
+        "sluice {} ({}) listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
+        SLUICE_VERSION, kBuildCommit, server_->bound_address(), server_->port(),
+        server_->base_url(), options_.threads,
+        std::filesystem::absolute(options_.data_dir).string(), settings_.Describe());
     spdlog::default_logger()->flush();
     // After the line, as a supervisor reading the log would see it: systemd starts the units
     // ordered after sluice.service (deploy/systemd/sluice.service) once the listeners are bound.

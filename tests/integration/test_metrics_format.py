@@ -110,18 +110,21 @@ class MetricsFormatTest(SluiceTestCase):
         self.assertGreater(metric(m, "sluice_store_commit_seconds_sum", store="meta"), 0)
         self.assertGreaterEqual(metric(m, "sluice_store_commit_operations_total", store="files"), 1)
 
-    def test_the_build_names_its_allocator_and_the_heap_is_counted(self):
+    def test_the_build_names_its_commit_and_allocator_and_the_heap_is_counted(self):
         # src/common/allocator.cc: the malloc `sluice --version` found serving the binary is the
         # one build_info names, and its counts are a heap's, within the process's resident set.
         said = subprocess.run([sluice_bin(), "--version"], capture_output=True, text=True,
                               timeout=30, check=True).stdout
         allocator = next(line.split()[1] for line in said.splitlines()
                          if line.startswith("allocator: "))
+        # The commit too (tools/build_commit.cmake), so a fleet shows which build each runs.
+        commit = next(line.split()[1] for line in said.splitlines() if line.startswith("commit: "))
+        self.assertRegex(commit, r"^([0-9a-f]{12}(-dirty)?|unknown)$")
         s = self.server()
         for i in range(20):
             s.create_ok(f"heap {i}\n" * 1000)
         m = self.check_live_metrics(s)
-        self.assertEqual(metric(m, "sluice_build_info", version=said.split()[1],
+        self.assertEqual(metric(m, "sluice_build_info", version=said.split()[1], commit=commit,
                                 allocator=allocator), 1, said)
         allocated = metric(m, "sluice_allocator_bytes", state="allocated")
         held = metric(m, "sluice_allocator_bytes", state="held")
