@@ -61,7 +61,8 @@ class DebianPackageTest(unittest.TestCase):
         if not os.path.isfile(binary):
             raise unittest.SkipTest(f"no sluice binary at {binary}")
         cls.build_dir = os.path.dirname(os.path.abspath(binary))
-        # sluice.1 and sluice.toml come from the binary (CMakeLists.txt, sluice_reference).
+        # sluice.1, sluice.toml and the completions come from the binary (CMakeLists.txt,
+        # sluice_reference).
         built = run(["cmake", "--build", cls.build_dir, "--target", "sluice_reference"])
         if built.returncode != 0:
             raise AssertionError(f"cmake --build --target sluice_reference:\n{built.stdout}"
@@ -92,7 +93,9 @@ class DebianPackageTest(unittest.TestCase):
                      "./etc/sluice/sluice.toml", "./lib/systemd/system/sluice.service",
                      "./usr/lib/sysusers.d/sluice.conf", "./usr/lib/tmpfiles.d/sluice.conf",
                      "./usr/share/doc/sluice/copyright",
-                     "./usr/share/doc/sluice/examples/sluice.toml"):
+                     "./usr/share/doc/sluice/examples/sluice.toml",
+                     "./usr/share/bash-completion/completions/sluice",
+                     "./usr/share/zsh/vendor-completions/_sluice"):
             self.assertIn(path, paths, listing)
         self.assertFalse([p for p in paths if p.startswith("./usr/local")], listing)
         # Stripped: the debug information went to the -dbgsym package.
@@ -103,6 +106,11 @@ class DebianPackageTest(unittest.TestCase):
         run(["dpkg-deb", "-x", self.deb, extracted], check=True)
         sections = run(["readelf", "-S", os.path.join(extracted, "usr/bin/sluice")]).stdout
         self.assertNotIn(".debug_info", sections)
+        # The packaged bash completion is the binary's and completes its commands.
+        completion = os.path.join(extracted, "usr/share/bash-completion/completions/sluice")
+        completed = run(["bash", "-c", f'source "{completion}"; COMP_WORDS=(sluice se); '
+                         'COMP_CWORD=1; _sluice; echo "${COMPREPLY[@]}"'])
+        self.assertEqual(completed.stdout.split(), ["serve"], completed.stderr)
         # The unit is the repository's, unchanged for the /usr prefix.
         with open(os.path.join(extracted, "lib/systemd/system/sluice.service")) as f, \
                 open(UNIT) as g:
