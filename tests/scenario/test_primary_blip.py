@@ -32,6 +32,7 @@ SLOW_DURATION = pick(6.0, 30.0)
 CREATE_FAIL_FAST = 0.5   # p99 of a failed create during the blip (insert timeout 50 ms + PUT)
 CREATE_BUDGET = 2.0
 READ_BUDGET = 0.3
+META_GET_TIMEOUT_MS = 100  # the blip test's; under READ_BUDGET
 PASTES = 40
 MARKER = re.compile(rb"^blip-create-(\d+)\n")
 
@@ -46,7 +47,10 @@ class PrimaryBlipTest(lg.ScenarioTestCase):
         return lambda i: Request("GET", f"/raw/{ids[(i * 7) % len(ids)]}", xff(client_ip(i % 50, 31)))
 
     def test_blip_is_not_amplified_and_creates_fail_fast_without_duplicates(self):
-        s = self.start_server(cache_bytes=0)
+        # A hang times a read out whatever its timeout; 100 ms instead of the default 20 ms keeps
+        # a shared CI machine's hiccup out of "reads outside the blip" (2 of 268 once answered 503
+        # in 33-38 ms there). The slow-primary test below keeps the default: there it is the point.
+        s = self.start_server(cache_bytes=0, meta_get_timeout=f"{META_GET_TIMEOUT_MS}ms")
         ids = self.make_pastes(s)
         before = self.scrape(s)
         streams = [

@@ -5,6 +5,7 @@ at the end. Each test breaks one dependency and restores it.
 Run: cd tests/stack && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_stack
 """
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -187,15 +188,21 @@ class StackTest(unittest.TestCase):
             wait_until(lambda: s.metric_sum("sluice_redis_connected") == 0, timeout=20,
                        message="both processes notice Redis is gone")
             started = time.monotonic()
-            statuses = [s.create(f"flood {i}".encode(), client="10.3.0.1")[0] for i in range(40)]
+            # Eight at a time (under the per-client share of 10 slots), so that the flood
+            # outruns the buckets' refill even on a busy machine.
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                statuses = list(pool.map(
+                    lambda i: s.create(f"flood {i}".encode(), client="10.3.0.1")[0], range(40)))
             took = time.monotonic() - started
             # Per-client limit open: one key gets far past its burst of 10; the tier's global
             # budget of 20/s (burst 20) falls back to 12 per process (burst 12, refilled at 12/s),
             # so about 24 succeed, then 429, plus what the buckets refilled while the flood ran.
             created = statuses.count(201)
+            bound = PROCESSES * (12 + 12 * took) + 2
             self.assertGreater(created, 10, statuses)
-            self.assertLessEqual(created, PROCESSES * (12 + 12 * took) + 2, (took, statuses))
-            self.assertIn(429, statuses)
+            self.assertLessEqual(created, bound, (took, statuses))
+            if bound < len(statuses):  # a flood slower than the refill may honestly get no 429
+                self.assertIn(429, statuses, (took, statuses))
             self.assertTrue(all(code in (201, 429) for code in statuses), statuses)
             for i in range(PROCESSES):
                 self.assertEqual(metric(s.metrics(i), "sluice_limiter_fail_open"), 1)
