@@ -98,13 +98,15 @@ bench:
 
 # The scale-out stack on loopback (PostgreSQL, Redis, s3rver, STACK_PROCESSES sluice processes, nginx,
 # Varnish) until Ctrl-C; stack-down stops one started in the background by scripts/stack.sh up.
-# HA=1: PostgreSQL primary + synchronous standby behind two pgbouncers, Redis under three sentinels
+# HA=1: PostgreSQL primary + synchronous standby on a multi-host URL, failed over by hand, and Redis
+# under three sentinels; HA=patroni: PostgreSQL under Patroni instead, which fails over by itself
 # (docs/scale-out.md, "The HA stack").
 STACK_PROCESSES ?= 2
 HA ?=
 stack: build
 	@scripts/install-deps.sh test
-	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES) $(if $(filter 1,$(HA)),--ha)
+	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES) $(if $(filter 1,$(HA)),--ha) \
+	  $(if $(filter patroni,$(HA)),--ha --patroni)
 
 stack-down:
 	scripts/stack.sh down

@@ -22,17 +22,18 @@ deb_tools=(dpkg-dev debhelper lintian)
 # the JSON answers in docs/usage.md's examples, which tests/docs/test_usage_examples.py runs.
 # The packaging test (tests/deploy/test_debian_package.py) builds the .deb with deb_tools; strace
 # lists the system calls the server makes, to hold them to the unit's SystemCallFilter. pgbouncer:
-# the PostgreSQL backend suite runs once more through it in transaction pooling mode.
+# the PostgreSQL backend suite runs once more through it in transaction pooling mode. patroni and
+# etcd-server: the HA stack's Patroni variant (scripts/testenv/patroni.sh, tests/stack/
+# test_stack_ha.py) and the chaos lab's "primary fails over".
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
-  pastebinit wget jq "${deb_tools[@]}" strace)
+  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;
   bench) packages+=("${test_tools[@]}" wrk) ;;
-  # The chaos lab's plots: Debian's matplotlib, for /usr/bin/python3. Its "primary fails over"
-  # scenario runs a Patroni cluster (scripts/testenv/patroni.sh) with etcd as its DCS.
-  lab) packages+=("${test_tools[@]}" python3-matplotlib patroni etcd-server) ;;
+  # The chaos lab's plots: Debian's matplotlib, for /usr/bin/python3.
+  lab) packages+=("${test_tools[@]}" python3-matplotlib) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   deb) packages+=("${deb_tools[@]}") ;;
   *) echo "usage: $0 [build|test|bench|lab|fuzz|deb]" >&2; exit 2 ;;

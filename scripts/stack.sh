@@ -4,7 +4,7 @@
 # processes, nginx (least_conn balancer) and Varnish (the edge) in front.
 #
 #   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies]
-#                       [--ha] [-- SLUICE ARGS]
+#                       [--ha [--patroni]] [-- SLUICE ARGS]
 #   scripts/stack.sh restart-apps [--dir DIR] [--meta URL] [-- SLUICE ARGS]
 #   scripts/stack.sh down [--dir DIR]
 #
@@ -24,7 +24,13 @@
 # server is dead, so libpq takes the dead primary's pgbouncer for writable and never tries the
 # next host (every create 503 outcome_unknown for minutes). Redis master, two replicas and three
 # sentinels (scripts/testenv/redis-sentinel.sh, free ports), sluice on the redis+sentinel:// URL.
-# Not with --fault-proxies.
+# Not with --fault-proxies. PostgreSQL fails over by hand here (the `up` text says how).
+#
+# With --ha --patroni (`make stack HA=patroni`), PostgreSQL fails over without anyone: a Patroni
+# cluster (scripts/testenv/patroni.sh: one etcd, two members in synchronous_mode, ports P+40 ..
+# P+45) in place of the hand-run primary and standby, sluice on its multi-host URL. A leader lost
+# without a word hands over within Patroni's ttl (5 s here) plus the breaker's window. The single
+# etcd member is the stack's one part that is not redundant: a lab's DCS, not what is failed over.
 #
 # `up` waits until every part answers, prints the URLs and, with
 # --foreground (what `make stack` uses), stays until Ctrl-C and then stops everything. State
@@ -41,6 +47,7 @@ dir="$here/build/stack"
 foreground=0
 fault_proxies=0
 ha=0
+patroni=0
 meta_opt=""
 sluice_args=()
 while [ $# -gt 0 ]; do
@@ -51,6 +58,7 @@ while [ $# -gt 0 ]; do
     --foreground) foreground=1; shift ;;
     --fault-proxies) fault_proxies=1; shift ;;
     --ha) ha=1; shift ;;
+    --patroni) patroni=1; shift ;;
     --meta) meta_opt=$2; shift 2 ;;
     --) shift; sluice_args=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -77,7 +85,9 @@ else
   pg_dial=$pg_port redis_dial=$redis_port s3_dial=$s3_port edge_backend=$nginx_port
 fi
 [ "$ha" = 1 ] && [ "$fault_proxies" = 1 ] && { echo "--ha and --fault-proxies do not go together" >&2; exit 2; }
+[ "$patroni" = 1 ] && [ "$ha" != 1 ] && { echo "--patroni is a variant of --ha" >&2; exit 2; }
 standby_port=$((base + 30))
+patroni_base=$((base + 40))
 ha_meta_url=${ha_meta_url:-}
 ha_cache_url=${ha_cache_url:-}
 meta_url=${meta_opt:-${ha_meta_url:-postgres://postgres@127.0.0.1:$pg_dial/sluice}}
@@ -151,11 +161,16 @@ up() {
   # The PostgreSQL server runs as the postgres user, which must reach its folder.
   chmod 755 "$dir"
   [ -x "$sluice_bin" ] || { echo "no sluice binary at $sluice_bin (make build)" >&2; exit 1; }
-  if [ "$ha" = 1 ]; then
+  if [ "$ha" = 1 ] && [ "$patroni" = 1 ]; then
+    echo "starting PostgreSQL under Patroni (etcd, two members), Redis (master, two replicas, three sentinels)..."
+    ha_meta_url=$("$here/scripts/testenv/patroni.sh" start "$dir/patroni" "$patroni_base" 2)
+  elif [ "$ha" = 1 ]; then
     echo "starting PostgreSQL (primary, synchronous standby), Redis (master, two replicas, three sentinels)..."
     "$here/scripts/testenv/postgres.sh" start "$dir/postgres" "$pg_port" >/dev/null
     ha_meta_url=$("$here/scripts/testenv/postgres.sh" start-standby "$dir/postgres-standby" \
       "$dir/postgres" "$standby_port" sync)
+  fi
+  if [ "$ha" = 1 ]; then
     "$here/scripts/testenv/redis-sentinel.sh" start "$dir/redis-ha" 2 >/dev/null
     ha_cache_url=$(cat "$dir/redis-ha/url")
     meta_url=${meta_opt:-$ha_meta_url}
@@ -166,10 +181,11 @@ up() {
     "$here/scripts/testenv/redis.sh" start "$dir/redis" "$redis_port" >/dev/null
   fi
   "$here/scripts/testenv/s3rver.sh" start "$dir/s3" "$s3_port" "$bucket" >/dev/null
-  "$sluice_bin" migrate --meta "postgres://postgres@127.0.0.1:$pg_port/sluice" >/dev/null
+  # The primary, wherever it is: the HA URLs reach it by target_session_attrs=read-write.
+  "$sluice_bin" migrate --meta "${ha_meta_url:-postgres://postgres@127.0.0.1:$pg_port/sluice}" >/dev/null
   {
-    printf 'base=%q processes=%q fault_proxies=%q ha=%q ha_meta_url=%q ha_cache_url=%q\n' "$base" \
-      "$processes" "$fault_proxies" "$ha" "$ha_meta_url" "$ha_cache_url"
+    printf 'base=%q processes=%q fault_proxies=%q ha=%q patroni=%q ha_meta_url=%q ha_cache_url=%q\n' \
+      "$base" "$processes" "$fault_proxies" "$ha" "$patroni" "$ha_meta_url" "$ha_cache_url"
     printf 'stack_args=('
     [ ${#sluice_args[@]} -eq 0 ] || printf '%q ' "${sluice_args[@]}"
     printf ')\n'
@@ -208,7 +224,16 @@ sluice stack is up ($processes processes), state in $dir
   admin listeners:            $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 1010 + i)); done)(token in $dir/admin.token)
   S3 (s3rver):                http://127.0.0.1:$s3_port  bucket $bucket
 EOF
-  if [ "$ha" = 1 ]; then
+  if [ "$patroni" = 1 ]; then
+    cat <<EOF
+  PostgreSQL (Patroni):       members $(for m in "$dir"/patroni/pg*/; do printf '127.0.0.1:%s ' "$(cat "$m/port")"; done)leader $("$here/scripts/testenv/patroni.sh" leader "$dir/patroni"), etcd 127.0.0.1:$patroni_base
+  sluice --meta:              $ha_meta_url
+  Redis master:               redis://127.0.0.1:$(cat "$dir/redis-ha/master/port")  replicas $(cat "$dir"/redis-ha/replica*/port | tr '\n' ' ')
+  sluice --cache (Sentinel):  $ha_cache_url
+  lose the PostgreSQL leader: scripts/testenv/patroni.sh kill-leader $dir/patroni  (Patroni promotes the synchronous standby)
+  fail over Redis:            redis-cli -p $(cat "$dir/redis-ha/sentinel1/port") sentinel failover mymaster
+EOF
+  elif [ "$ha" = 1 ]; then
     cat <<EOF
   PostgreSQL primary:         postgres://postgres@127.0.0.1:$pg_port/sluice  ($dir/postgres)
   PostgreSQL standby (sync):  postgres://postgres@127.0.0.1:$standby_port/sluice  ($dir/postgres-standby)
@@ -265,6 +290,7 @@ down() {
   # The HA variant's parts, where they exist.
   [ ! -d "$dir/redis-ha" ] || "$here/scripts/testenv/redis-sentinel.sh" stop "$dir/redis-ha" || true
   [ ! -d "$dir/postgres-standby" ] || "$here/scripts/testenv/postgres.sh" stop "$dir/postgres-standby" || true
+  [ ! -d "$dir/patroni" ] || "$here/scripts/testenv/patroni.sh" stop "$dir/patroni" || true
   "$here/scripts/testenv/postgres.sh" stop "$dir/postgres" || true
   rm -rf "$dir"
   echo "sluice stack stopped"
@@ -284,5 +310,5 @@ case "$cmd" in
     ;;
   down) down ;;
   restart-apps) restart_apps ;;
-  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] [--ha] | restart-apps [--dir DIR] [--meta URL] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] [--ha [--patroni]] | restart-apps [--dir DIR] [--meta URL] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
 esac

@@ -70,7 +70,7 @@ case "$cmd" in
     members=${4:-2}
     [ -n "$base" ] || usage
     command -v patroni >/dev/null && command -v etcd >/dev/null ||
-      { echo "patroni and etcd are missing: scripts/install-deps.sh lab" >&2; exit 1; }
+      { echo "patroni and etcd are missing: scripts/install-deps.sh test" >&2; exit 1; }
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     chmod 755 "$dir"

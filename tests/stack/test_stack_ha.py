@@ -5,6 +5,9 @@ through the edge, the primary is stopped at once and the standby promoted, a cre
 edge succeeds again without a restart and the first paste still reads back, and it comes down.
 The failover's figures are test_postgres_failover's and the lab's (bench/results/pg-failover.md).
 
+The Patroni variant (`make stack HA=patroni`) loses its leader without a word and nobody promotes
+anything; creates come back within Patroni's ttl and the breaker's window.
+
 Run: cd tests/stack && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_stack_ha
 """
 
@@ -85,6 +88,76 @@ class HaStackTest(unittest.TestCase):
         for app in (0, 1):
             status, _, body = request(self.base + 10 + app, "GET", f"/raw/{first}")
             self.assertEqual((status, body), (200, b"before the failover\n"), f"process {app}")
+
+
+# Patroni hands over within its ttl (5 s, scripts/testenv/patroni.sh) and one loop; then the
+# breaker's 1 s window; the rest is slack for a loaded machine.
+PATRONI_RECOVERY_LIMIT = 30.0
+PATRONI = os.path.join(ROOT, "scripts", "testenv", "patroni.sh")
+
+
+class PatroniHaStackTest(unittest.TestCase):
+    """`make stack HA=patroni` (scripts/stack.sh up --ha --patroni): the same stack with PostgreSQL
+    under Patroni, which promotes the synchronous standby by itself. The leader's Patroni and
+    PostgreSQL are killed at once, as when its machine is lost, and nobody promotes anything: the
+    creates through the edge come back within Patroni's ttl and the breaker's window, and every
+    answer meanwhile is a 503 with Retry-After."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-stack-patroni-")
+        self.base = free_port_range(50)
+        env = dict(os.environ, SLUICE_BIN=sluice_bin())
+        self.addCleanup(subprocess.run, [STACK, "down", "--dir", self.dir], capture_output=True,
+                        timeout=120)
+        res = subprocess.run([STACK, "up", "--ha", "--patroni", "--processes", "2", "--base-port",
+                              str(self.base), "--dir", self.dir, "--", *STACK_ARGS], env=env,
+                             capture_output=True, text=True, timeout=240)
+        self.assertEqual(res.returncode, 0, f"stack did not start:\n{res.stdout}\n{res.stderr}")
+        self.up_text = res.stdout
+
+    def create(self, body, client):
+        return request(self.base + 1, "POST", "/api/v1/pastes", body=body,
+                       headers={"X-Forwarded-For": client, "Content-Type": "text/plain"})
+
+    def patroni(self, *args):
+        return subprocess.run([PATRONI, *args, os.path.join(self.dir, "patroni")], check=True,
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+
+    def test_losing_the_leader_hands_over_without_anyone(self):
+        self.assertIn("PostgreSQL (Patroni)", self.up_text)
+        # sluice runs on both members' addresses, and the primary is whichever Patroni leads.
+        for port in (self.base + 42, self.base + 44):
+            self.assertIn(f"127.0.0.1:{port}", self.up_text)
+        status, _, body = self.create(b"before the leader is lost\n", "10.37.0.1")
+        self.assertEqual(status, 201, body)
+        first = json.loads(body)["id"]
+        standby = self.patroni("sync")
+        self.assertTrue(standby, "no synchronous standby: a promotion could lose the 201")
+
+        lost = self.patroni("kill-leader")
+        killed = time.monotonic()
+        statuses = []
+        while time.monotonic() - killed < PATRONI_RECOVERY_LIMIT:
+            # A key of its own each time: an admitted create spends its client's token even when
+            # the primary fails it, and this loop outlasts a burst of 10.
+            status, headers, body = self.create(f"after {len(statuses)}\n".encode(),
+                                                f"10.37.1.{len(statuses) % 250}")
+            statuses.append(status)
+            if status == 201:
+                break
+            self.assertEqual(status, 503, body)  # never a 500 while nobody leads
+            self.assertIn("Retry-After", headers)
+            time.sleep(0.2)
+        recovered = time.monotonic() - killed
+        self.assertEqual(statuses[-1], 201, f"no create after losing {lost}: {statuses}")
+        self.assertEqual(self.patroni("leader"), standby, "the synchronous standby took over")
+        print(f"\npatroni stack figures: {{'lost_leader': '{lost}', 'first_201_s': "
+              f"{recovered:.2f}, 'creates_503': {statuses.count(503)}}}", flush=True)
+        # The acknowledged paste was on the standby (synchronous_mode): both processes read it.
+        for app in (0, 1):
+            status, _, body = request(self.base + 10 + app, "GET", f"/raw/{first}")
+            self.assertEqual((status, body), (200, b"before the leader is lost\n"),
+                             f"process {app}")
 
 
 if __name__ == "__main__":
