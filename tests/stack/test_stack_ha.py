@@ -33,16 +33,20 @@ STACK_ARGS = ["--breaker-open-for", "1s"]
 RECOVERY_LIMIT = 10.0
 
 
-class HaStackTest(unittest.TestCase):
+class StackCase(unittest.TestCase):
+    """Brings up scripts/stack.sh with UP (after --ha) on PORTS free ports, down after the test."""
+    UP = ()
+    PORTS = 40
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="sluice-stack-ha-")
-        self.base = free_port_range(40)
+        self.base = free_port_range(self.PORTS)
         env = dict(os.environ, SLUICE_BIN=sluice_bin())
         self.addCleanup(subprocess.run, [STACK, "down", "--dir", self.dir], capture_output=True,
                         timeout=120)
-        res = subprocess.run([STACK, "up", "--ha", "--processes", "2", "--base-port",
+        res = subprocess.run([STACK, "up", "--ha", *self.UP, "--processes", "2", "--base-port",
                               str(self.base), "--dir", self.dir, "--", *STACK_ARGS], env=env,
-                             capture_output=True, text=True, timeout=180)
+                             capture_output=True, text=True, timeout=240)
         self.assertEqual(res.returncode, 0, f"stack did not start:\n{res.stdout}\n{res.stderr}")
         self.up_text = res.stdout
 
@@ -50,6 +54,26 @@ class HaStackTest(unittest.TestCase):
         return request(self.base + 1, "POST", "/api/v1/pastes", body=body,
                        headers={"X-Forwarded-For": client, "Content-Type": "text/plain"})
 
+    def create_until_201(self, since, limit, pause):
+        """Creates through the edge until one answers 201 or `limit` seconds from `since` pass;
+        every other answer must be a 503 with Retry-After (never a 500 while the primary moves).
+        Each from a key of its own: an admitted create spends its client's token even when the
+        primary fails it, and the loop may outlast a burst of 10. Returns the statuses."""
+        statuses = []
+        while time.monotonic() - since < limit:
+            status, headers, body = self.create(f"after {len(statuses)}\n".encode(),
+                                                f"10.38.1.{len(statuses) % 250}")
+            statuses.append(status)
+            if status == 201:
+                break
+            self.assertEqual(status, 503, body)
+            self.assertIn("Retry-After", headers)
+            time.sleep(pause)
+        self.assertEqual(statuses[-1], 201, f"no create on the new primary: {statuses}")
+        return statuses
+
+
+class HaStackTest(StackCase):
     def test_create_read_and_fail_over_through_the_edge(self):
         # `up` says what runs where: the multi-host URL and the sentinel URL sluice was given.
         self.assertIn("target_session_attrs=read-write", self.up_text)
@@ -73,17 +97,7 @@ class HaStackTest(unittest.TestCase):
                        capture_output=True, timeout=60)
         subprocess.run([POSTGRES, "promote", os.path.join(self.dir, "postgres-standby")],
                        check=True, capture_output=True, timeout=60)
-        promoted = time.monotonic()
-        statuses = []
-        while time.monotonic() - promoted < RECOVERY_LIMIT:
-            status, headers, body = self.create(f"after {len(statuses)}\n".encode(), "10.36.0.2")
-            statuses.append(status)
-            if status == 201:
-                break
-            self.assertEqual(status, 503, body)  # never a 500 during the failover
-            self.assertIn("Retry-After", headers)
-            time.sleep(0.1)
-        self.assertEqual(statuses[-1], 201, f"no create on the new primary: {statuses}")
+        self.create_until_201(time.monotonic(), RECOVERY_LIMIT, pause=0.1)
         # Read from a process directly (the edge has it cached): the row is on the new primary.
         for app in (0, 1):
             status, _, body = request(self.base + 10 + app, "GET", f"/raw/{first}")
@@ -96,28 +110,14 @@ PATRONI_RECOVERY_LIMIT = 30.0
 PATRONI = os.path.join(ROOT, "scripts", "testenv", "patroni.sh")
 
 
-class PatroniHaStackTest(unittest.TestCase):
+class PatroniHaStackTest(StackCase):
     """`make stack HA=patroni` (scripts/stack.sh up --ha --patroni): the same stack with PostgreSQL
     under Patroni, which promotes the synchronous standby by itself. The leader's Patroni and
     PostgreSQL are killed at once, as when its machine is lost, and nobody promotes anything: the
     creates through the edge come back within Patroni's ttl and the breaker's window, and every
     answer meanwhile is a 503 with Retry-After."""
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="sluice-stack-patroni-")
-        self.base = free_port_range(50)
-        env = dict(os.environ, SLUICE_BIN=sluice_bin())
-        self.addCleanup(subprocess.run, [STACK, "down", "--dir", self.dir], capture_output=True,
-                        timeout=120)
-        res = subprocess.run([STACK, "up", "--ha", "--patroni", "--processes", "2", "--base-port",
-                              str(self.base), "--dir", self.dir, "--", *STACK_ARGS], env=env,
-                             capture_output=True, text=True, timeout=240)
-        self.assertEqual(res.returncode, 0, f"stack did not start:\n{res.stdout}\n{res.stderr}")
-        self.up_text = res.stdout
-
-    def create(self, body, client):
-        return request(self.base + 1, "POST", "/api/v1/pastes", body=body,
-                       headers={"X-Forwarded-For": client, "Content-Type": "text/plain"})
+    UP = ("--patroni",)
+    PORTS = 50  # the Patroni cluster from P+40
 
     def patroni(self, *args):
         return subprocess.run([PATRONI, *args, os.path.join(self.dir, "patroni")], check=True,
@@ -136,20 +136,8 @@ class PatroniHaStackTest(unittest.TestCase):
 
         lost = self.patroni("kill-leader")
         killed = time.monotonic()
-        statuses = []
-        while time.monotonic() - killed < PATRONI_RECOVERY_LIMIT:
-            # A key of its own each time: an admitted create spends its client's token even when
-            # the primary fails it, and this loop outlasts a burst of 10.
-            status, headers, body = self.create(f"after {len(statuses)}\n".encode(),
-                                                f"10.37.1.{len(statuses) % 250}")
-            statuses.append(status)
-            if status == 201:
-                break
-            self.assertEqual(status, 503, body)  # never a 500 while nobody leads
-            self.assertIn("Retry-After", headers)
-            time.sleep(0.2)
+        statuses = self.create_until_201(killed, PATRONI_RECOVERY_LIMIT, pause=0.2)
         recovered = time.monotonic() - killed
-        self.assertEqual(statuses[-1], 201, f"no create after losing {lost}: {statuses}")
         self.assertEqual(self.patroni("leader"), standby, "the synchronous standby took over")
         print(f"\npatroni stack figures: {{'lost_leader': '{lost}', 'first_201_s': "
               f"{recovered:.2f}, 'creates_503': {statuses.count(503)}}}", flush=True)
