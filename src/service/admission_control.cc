@@ -271,21 +271,21 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
 
 boost::asio::awaitable<void> AdmissionControl::RefundCreate(const CreateAdmission& admitted,
                                                             std::string_view client_key) {
-  const double bytes = static_cast<double>(admitted.declared_bytes);
-  switch (admitted.tokens) {
-    case CreateAdmission::Tokens::kLocal:
-      ip_create_.Refund(client_key, 1, bytes);
-      [[fallthrough]];
-    case CreateAdmission::Tokens::kLocalShare:  // per-client limits were open: nothing taken
-      global_count_.Refund(1);
-      global_bytes_.Refund(bytes);
-      break;
-    case CreateAdmission::Tokens::kShared: {
-      auto refunding = RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes));
-      co_await std::move(refunding);
-      break;
-    }
+  if (admitted.tokens == CreateAdmission::Tokens::kShared) {
+    auto refunding = RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes));
+    co_await std::move(refunding);
+  } else {
+    RefundLocalTokens(admitted.tokens, client_key, admitted.declared_bytes);
   }
+}
+
+void AdmissionControl::RefundLocalTokens(CreateAdmission::Tokens taken, std::string_view client_key,
+                                         uint64_t declared_bytes) {
+  const double bytes = static_cast<double>(declared_bytes);
+  // On the local share the per-client limits were open: only the global caps took tokens.
+  if (taken == CreateAdmission::Tokens::kLocal) ip_create_.Refund(client_key, 1, bytes);
+  global_count_.Refund(1);
+  global_bytes_.Refund(bytes);
 }
 
 std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_view client_key,
@@ -398,8 +398,7 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_vi
   }
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   if (!slot.ok()) {
-    global_count_.Refund(1);
-    global_bytes_.Refund(bytes);
+    RefundLocalTokens(CreateAdmission::Tokens::kLocalShare, client_key, declared_bytes);
   }
   return slot;
 }
@@ -426,12 +425,8 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
                        global.decision, (count ? global_count_ : global_bytes_).Available());
   }
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
-  if (!slot.ok()) {
-    // Shed, not limited: the tokens go back, the client did nothing wrong.
-    ip_create_.Refund(client_key, 1, bytes);
-    global_count_.Refund(1);
-    global_bytes_.Refund(bytes);
-  }
+  // Shed, not limited: the tokens go back, the client did nothing wrong.
+  if (!slot.ok()) RefundLocalTokens(CreateAdmission::Tokens::kLocal, client_key, declared_bytes);
   return slot;
 }
 

@@ -266,6 +266,10 @@ class AdmissionControl {
                                                   const char* const* reasons);
   /// Gives back a take whose request a later check refused.
   boost::asio::awaitable<void> RefundShared(std::vector<store::BucketTake> takes);
+  /// Gives back what a create admitted on this process's buckets (`taken` kLocal or kLocalShare)
+  /// took from them.
+  void RefundLocalTokens(CreateAdmission::Tokens taken, std::string_view client_key,
+                         uint64_t declared_bytes);
   void NoteSharedAnswer();
   void NoteSharedSilence(const Error& why);
   /// The shared store decided a create of this process: its local shares have nothing to stand in
