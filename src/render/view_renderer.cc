@@ -36,11 +36,27 @@ admission::DegradationLadderOptions LadderOptions(const ViewRendererOptions& opt
 struct Race {
   std::mutex mu;
   asio_glue::Completion<Result<std::string>> done;
-  void Finish(Result<std::string> value) {
+  // Held weakly: the waiting frame owns the timer, and the timer belongs to the waiter's
+  // io_context. A worker that outlives the answer (a render past its timeout) may outlive that
+  // context too, so it must neither touch the timer nor be its last owner once the race is decided.
+  std::weak_ptr<asio_glue::Timer> deadline;
+
+  // The deadline's side: the timer is the one ringing, so there is nothing to cancel.
+  void Finish(Result<std::string> value) { Answer(std::move(value), false); }
+
+  // The worker's side. The timer is cancelled under the lock and only while the race is open: the
+  // waiter is still suspended then, so its frame, the timer and the timer's loop are all alive.
+  void FinishFromWorker(Result<std::string> value) { Answer(std::move(value), true); }
+
+ private:
+  void Answer(Result<std::string> value, bool cancel_deadline) {
     asio_glue::Completion<Result<std::string>> take;
     {
       std::lock_guard lock(mu);
       take = std::move(done);
+      if (take && cancel_deadline) {
+        if (const std::shared_ptr<asio_glue::Timer> timer = deadline.lock()) timer->Cancel();
+      }
     }
     if (take) take(std::move(value));
   }
@@ -250,12 +266,13 @@ asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::
   auto start = [this, race, timer, slot, text, key, lang = std::move(job), options, deadline,
                 answer_by](asio_glue::Completion<Result<std::string>> done) mutable {
     race->done = std::move(done);
+    race->deadline = timer;
     timer->AsyncWaitUntil(answer_by, [race](bool reached) {
       if (reached) {
         race->Finish(MakeError(ErrorCode::kDeadlineExceeded, "render timed out", "render_timeout"));
       }
     });
-    asio::post(pool_, [this, race, timer, slot, text, key, lang, options, deadline] {
+    asio::post(pool_, [this, race, slot, text, key, lang, options, deadline] {
       if (options->render_delay.count() > 0) std::this_thread::sleep_for(options->render_delay);
       Result<std::string> out = lang.empty() ? Result<std::string>(PlainLines(*text))
                                              : workers_.Highlight(*text, lang, deadline);
@@ -276,8 +293,7 @@ asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::
           slot->Done();
         }
       }
-      race->Finish(std::move(out));
-      timer->Cancel();
+      race->FinishFromWorker(std::move(out));
     });
   };
   auto awaiting = asio_glue::AwaitCompletion<Result<std::string>>(std::move(start));

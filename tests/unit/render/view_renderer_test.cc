@@ -15,7 +15,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-// `io` must outlive the renderer: an abandoned render posts back to it when it really ends.
 std::vector<RenderedView> RenderAll(asio::io_context& io, ViewRenderer& renderer, int n,
                                     std::string language, std::shared_ptr<const std::string> text) {
   io.restart();
@@ -169,6 +168,34 @@ TEST(OverloadPathRenderTest, TheRenderTimeoutSendsTheViewToPlainOnTheClock) {
   while (!view) io.run_one();
   EXPECT_EQ(view->Tag(), "plain; reason=render_timeout");
   EXPECT_EQ(clock.PendingAlarms(), 0u) << "a remembered timeout arms no timer";
+}
+
+// The loop a view waited on may be gone before a render abandoned at its timeout really ends: a
+// request's loop in the fuzzers, the server's at shutdown. The worker must leave the view's
+// deadline timer alone then (under ASan this was a use-after-free of the loop's timer service).
+TEST(ViewRendererTest, ARenderEndingAfterItsViewsLoopIsGoneTouchesNothingOfThatLoop) {
+  MetricsRegistry metrics;
+  ViewRendererOptions options = Options();
+  options.slots = 1;
+  options.cache_bytes = 0;
+  options.render_timeout = std::chrono::milliseconds(20);
+  options.render_delay = std::chrono::milliseconds(300);  // the worker ends well after the view
+  ViewRenderer renderer(options, SystemClock::Instance(), metrics);
+  {
+    asio::io_context io;
+    const auto views =
+        RenderAll(io, renderer, 1, "python", std::make_shared<const std::string>("x = 1\n"));
+    EXPECT_EQ(views[0].Tag(), "plain; reason=render_timeout");
+    EXPECT_EQ(renderer.Snapshot().in_use, 1) << "the abandoned render still holds its slot";
+  }
+  while (renderer.Snapshot().in_use != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  asio::io_context next;
+  const auto text = std::make_shared<const std::string>("y = 2\n");
+  options.render_delay = std::chrono::milliseconds(0);
+  options.render_timeout = std::chrono::seconds(30);
+  renderer.Reconfigure(options);
+  // Another language: the timed-out one is remembered for this paste.
+  EXPECT_EQ(RenderAll(next, renderer, 1, "c", text)[0].Tag(), "highlighted");
 }
 
 TEST(ViewRendererTest, AWorkerKilledFromOutsideCostsOneViewItsHighlighting) {
