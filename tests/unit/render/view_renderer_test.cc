@@ -179,7 +179,8 @@ TEST(ViewRendererTest, ARenderEndingAfterItsViewsLoopIsGoneTouchesNothingOfThatL
   options.slots = 1;
   options.cache_bytes = 0;
   options.render_timeout = std::chrono::milliseconds(20);
-  options.render_delay = std::chrono::milliseconds(300);  // the worker ends well after the view
+  // The worker ends long after the view, so a stalled machine cannot end it before the check below.
+  options.render_delay = std::chrono::seconds(1);
   ViewRenderer renderer(options, SystemClock::Instance(), metrics);
   {
     asio::io_context io;
