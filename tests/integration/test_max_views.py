@@ -126,3 +126,52 @@ class MaxViewsEmbeddedTest(PatientTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MaxViewsThroughACrashTest(PatientTestCase):
+    """docs/sharing.md, "At most N, not exactly N, when a server dies": a kill -9 among concurrent
+    claims may spend views unread, but never gives the text to more than N readers, and a reader
+    whose claim was cut may claim again while views are left."""
+
+    def test_a_kill_among_concurrent_claims_never_gives_more_than_n_texts(self):
+        s = self.server()
+        n = 20
+        created = s.request("POST", f"/api/v1/pastes?max_views={n}", body=b"twenty readers")
+        self.assertStatus(created, 201)
+        paste_id = created.json()["id"]
+
+        given = []  # the texts readers received, across the kill and after it
+        lock = threading.Lock()
+        start = threading.Event()
+
+        def reader():
+            start.wait()
+            try:
+                r = s.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"", timeout=30)
+            except OSError:
+                return  # cut by the kill: the view may or may not have been spent
+            if r.status == 200:
+                with lock:
+                    given.append(r.json()["content"])
+
+        threads = [threading.Thread(target=reader) for _ in range(n)]
+        for t in threads:
+            t.start()
+        start.set()
+        s.kill()  # among the claims: some answered, some cut, some never arrived
+        for t in threads:
+            t.join()
+        s.start()
+        # Claim on until the paste is gone: whatever the crash spent unread is simply missing.
+        for _ in range(n + 1):
+            r = s.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"")
+            if r.status == 404:
+                break
+            self.assertStatus(r, 200)
+            given.append(r.json()["content"])
+        else:
+            self.fail("the paste outlived more than N claims")
+        self.assertLessEqual(len(given), n)
+        self.assertTrue(all(text == "twenty readers" for text in given), given)
+        self.assertEqual(s.request("POST", f"/api/v1/pastes/{paste_id}/claim", body=b"").status,
+                         404)
