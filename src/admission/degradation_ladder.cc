@@ -35,6 +35,8 @@ const char* RungReasonName(RungReason reason) {
       return "render_failed";
     case RungReason::kRenderTimeout:
       return "render_timeout";
+    case RungReason::kTooLarge:
+      return "too_large";
   }
   return "";
 }

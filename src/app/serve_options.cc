@@ -152,6 +152,8 @@ render::ViewRendererOptions ReadRender(const Settings& s) {
   o.cache_bytes = static_cast<size_t>(s.Integer("highlight_cache_bytes"));
   o.render_timeout = In<std::chrono::milliseconds>(s, "render_timeout");
   o.large_paste_bytes = s.Integer("large_paste_bytes");
+  o.bounds.max_bytes = static_cast<size_t>(s.Integer("view_max_bytes"));
+  o.bounds.max_lines = static_cast<size_t>(s.Integer("view_max_lines"));
   o.render_delay = In<std::chrono::milliseconds>(s, "render_delay");
   o.release_points_per_second = s.Number("shed_release_rate");
   o.target_utilization = s.Number("highlight_utilization");

@@ -330,6 +330,12 @@ constexpr SettingSpec kServeSettings[] = {
                     "A highlight still running after this is shown plain instead"),
     IntegerSetting("large_paste_bytes", "262144", "0", "1099511627776",
                    "Under load, pastes at least this large are shown plain before any visitor is"),
+    IntegerSetting("view_max_bytes", "2097152", "4096", "1073741824",
+                   "The most bytes of rendered lines one view's page holds; past it the page shows "
+                   "the paste's head and links to the raw text"),
+    IntegerSetting("view_max_lines", "20000", "1", "1000000000",
+                   "The most lines one view's page shows; past it the page shows the paste's head "
+                   "and links to the raw text"),
     PositiveSetting("highlight_utilization", "0.8", "1",
                     "Share of the highlighter's sustainable rate (slots / service time) admitted "
                     "before views are shown plain"),

@@ -11,11 +11,13 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <memory>
 
 #include "sluice/common/html.h"
+#include "sluice/render/view_bounds.h"
 
 namespace sluice::render {
 namespace {
@@ -264,14 +266,60 @@ Result<std::string> Highlight(std::string_view text, std::string_view language) 
 }
 
 std::string PlainLines(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + text.size() / 4 + 64);
+  return PlainRendering(text, {.max_bytes = SIZE_MAX, .max_lines = SIZE_MAX}).html;
+}
+
+// Here rather than in view_bounds.cc: it is PlainLines with a budget, so it shares its line walk.
+Rendering PlainRendering(std::string_view text, const ViewBounds& bounds) {
+  Rendering out;
+  const size_t budget = std::min(bounds.max_bytes, text.size() + text.size() / 4 + 64);
+  out.html.reserve(budget == SIZE_MAX ? text.size() : budget);
+  size_t shown = 0;  // bytes of `text` rendered
   size_t number = 0;
+  bool full = false;
   ForEachLine(text, [&](std::string_view line) {
-    AppendLineOpen(out, ++number);
-    AppendHtmlEscaped(out, line);
-    out += "</span>\n";
+    if (full) return;
+    if (number == bounds.max_lines) {
+      full = true;
+      return;
+    }
+    const size_t before = out.html.size();
+    AppendLineOpen(out.html, number + 1);
+    AppendHtmlEscaped(out.html, line);
+    out.html += "</span>\n";
+    if (out.html.size() <= bounds.max_bytes) {
+      ++number;
+      // An empty paste's one line is a default string_view, not a part of `text`.
+      if (!text.empty()) shown = static_cast<size_t>(line.data() - text.data()) + line.size();
+      return;
+    }
+    full = true;
+    out.html.resize(before);
+    if (number > 0) return;
+    // A first line that alone passes the budget: as many whole characters of it as fit.
+    AppendLineOpen(out.html, 1);
+    constexpr size_t kLineClose = sizeof("</span>\n") - 1;
+    size_t end = 0;
+    std::string escaped;
+    while (end < line.size()) {
+      size_t next = end + 1;
+      while (next < line.size() && (static_cast<unsigned char>(line[next]) & 0xC0) == 0x80) ++next;
+      escaped.clear();
+      AppendHtmlEscaped(escaped, line.substr(end, next - end));
+      if (out.html.size() + escaped.size() + kLineClose > bounds.max_bytes) break;
+      out.html += escaped;
+      end = next;
+    }
+    out.html += "</span>\n";
+    number = 1;
+    shown = static_cast<size_t>(line.data() - text.data()) + end;
   });
+  out.lines = number;
+  // What is left after the last shown line is only its line break (and a \r before it).
+  std::string_view rest = text.substr(std::min(shown, text.size()));
+  if (!rest.empty() && rest.front() == '\r') rest.remove_prefix(1);
+  if (!rest.empty() && rest.front() == '\n') rest.remove_prefix(1);
+  out.cut = !rest.empty();
   return out;
 }
 

@@ -35,22 +35,24 @@ admission::DegradationLadderOptions LadderOptions(const ViewRendererOptions& opt
 // The first of the render and its timer to finish answers the view; the other finds it answered.
 struct Race {
   std::mutex mu;
-  asio_glue::Completion<Result<std::string>> done;
+  asio_glue::Completion<Result<std::shared_ptr<const Rendering>>> done;
   // Held weakly: the waiting frame owns the timer, and the timer belongs to the waiter's
   // io_context. A worker that outlives the answer (a render past its timeout) may outlive that
   // context too, so it must neither touch the timer nor be its last owner once the race is decided.
   std::weak_ptr<asio_glue::Timer> deadline;
 
   // The deadline's side: the timer is the one ringing, so there is nothing to cancel.
-  void Finish(Result<std::string> value) { Answer(std::move(value), false); }
+  void Finish(Result<std::shared_ptr<const Rendering>> value) { Answer(std::move(value), false); }
 
   // The worker's side. The timer is cancelled under the lock and only while the race is open: the
   // waiter is still suspended then, so its frame, the timer and the timer's loop are all alive.
-  void FinishFromWorker(Result<std::string> value) { Answer(std::move(value), true); }
+  void FinishFromWorker(Result<std::shared_ptr<const Rendering>> value) {
+    Answer(std::move(value), true);
+  }
 
  private:
-  void Answer(Result<std::string> value, bool cancel_deadline) {
-    asio_glue::Completion<Result<std::string>> take;
+  void Answer(Result<std::shared_ptr<const Rendering>> value, bool cancel_deadline) {
+    asio_glue::Completion<Result<std::shared_ptr<const Rendering>>> take;
     {
       std::lock_guard lock(mu);
       take = std::move(done);
@@ -61,6 +63,17 @@ struct Race {
     if (take) take(std::move(value));
   }
 };
+
+// The cache key of the plain rung's own head (kPlainRungBytes), apart from the full plain
+// rendering a plain-text paste or `?lang=text` gets under the language "".
+constexpr std::string_view kPlainRungJob = "@plain-rung";
+
+// The view shows `rendering`: its fragment is shared, never copied.
+void Show(RenderedView& view, std::shared_ptr<const Rendering> rendering) {
+  view.lines = rendering->lines;
+  view.cut = rendering->cut;
+  view.html = std::shared_ptr<const std::string>(rendering, &rendering->html);
+}
 
 }  // namespace
 
@@ -91,11 +104,10 @@ ViewRenderer::ViewRenderer(ViewRendererOptions options, const Clock& clock,
       pool_(static_cast<size_t>(workers_count_)),
       callbacks_(metrics) {
   // Only the pairs that happen: a full-quality rung has no reason, the plain rung always has one.
-  const std::pair<Rung, RungReason> series[] = {{Rung::kCached, RungReason::kNone},
-                                                {Rung::kHighlight, RungReason::kNone},
-                                                {Rung::kPlain, RungReason::kShedForLoad},
-                                                {Rung::kPlain, RungReason::kRenderFailed},
-                                                {Rung::kPlain, RungReason::kRenderTimeout}};
+  const std::pair<Rung, RungReason> series[] = {
+      {Rung::kCached, RungReason::kNone},         {Rung::kHighlight, RungReason::kNone},
+      {Rung::kPlain, RungReason::kShedForLoad},   {Rung::kPlain, RungReason::kRenderFailed},
+      {Rung::kPlain, RungReason::kRenderTimeout}, {Rung::kPlain, RungReason::kTooLarge}};
   for (const auto& [rung, reason] : series) {
     rung_counters_[static_cast<size_t>(rung)][static_cast<size_t>(reason)] = &metrics.GetCounter(
         "sluice_view_rung_total", kRungHelp,
@@ -136,6 +148,7 @@ void ViewRenderer::Reconfigure(ViewRendererOptions next) {
   next.initial_service_time = current->initial_service_time;
   next.worker_command = current->worker_command;
   next.worker_memory_limit_bytes = current->worker_memory_limit_bytes;
+  next.bounds = current->bounds;
   // The ladder first, the snapshot last, as service::AdmissionControl::Reconfigure does: a view in
   // between is admitted by the new numbers and timed by the old ones.
   ladder_.SetLimits(LadderOptions(next));
@@ -181,6 +194,7 @@ void ViewRenderer::Forget(std::string_view id) {
   for (const Language& language : Languages()) cache_.Erase(RenderCache::Key(id, language.name));
   cache_.Erase(RenderCache::Key(id, kMarkdownJob));
   cache_.Erase(RenderCache::Key(id, kDiffJob));
+  cache_.Erase(RenderCache::Key(id, kPlainRungJob));
 }
 
 void ViewRenderer::Count(const RenderedView& view) {
@@ -203,9 +217,8 @@ asio::awaitable<RenderedView> ViewRenderer::Render(std::string id,
     thread_local IdentityMemo<std::string> detected;
     view.language = detected.Get(text, [](const std::string& t) { return DetectLanguage(t); });
   }
-  std::string key = RenderCache::Key(id, view.language);
   std::string job = view.language;
-  co_return co_await RenderKeyed(std::move(view), std::move(key), text, std::move(job), text,
+  co_return co_await RenderKeyed(std::move(view), std::move(id), text, std::move(job), text,
                                  std::move(client_key));
 }
 
@@ -216,37 +229,77 @@ asio::awaitable<RenderedView> ViewRenderer::RenderDerived(std::string id,
                                                           std::string client_key) {
   RenderedView view;
   view.language = job == kMarkdownJob ? "markdown" : "diff";
-  std::string key = RenderCache::Key(id, job);
-  co_return co_await RenderKeyed(std::move(view), std::move(key), std::move(input),
-                                 std::string(job), std::move(plain), std::move(client_key));
+  co_return co_await RenderKeyed(std::move(view), std::move(id), std::move(input), std::string(job),
+                                 std::move(plain), std::move(client_key));
 }
 
-asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::string key,
-                                                        std::shared_ptr<const std::string> text,
+std::shared_ptr<const Rendering> ViewRenderer::PlainOf(const std::string& id,
+                                                       const std::string& text,
+                                                       const ViewBounds& bounds) {
+  if (auto full = cache_.Get(RenderCache::Key(id, ""))) return full;
+  const std::string key = RenderCache::Key(id, kPlainRungJob);
+  if (auto head = cache_.Get(key)) return head;
+  auto made = std::make_shared<const Rendering>(PlainRendering(
+      text,
+      {.max_bytes = std::min(bounds.max_bytes, kPlainRungBytes), .max_lines = bounds.max_lines}));
+  cache_.Put(key, made);
+  return made;
+}
+
+std::shared_ptr<const Rendering> ViewRenderer::Finish(std::string_view job, std::string out,
+                                                      const ViewHead& head,
+                                                      const std::string& plain,
+                                                      const ViewBounds& bounds) {
+  if (job == kMarkdownJob) {
+    // A document, not lines: it cannot be cut, so past the bounds its source is shown instead.
+    if (out.size() <= bounds.max_bytes) {
+      return std::make_shared<const Rendering>(
+          Rendering{.html = std::move(out), .lines = head.lines, .cut = head.cut});
+    }
+  } else if (std::optional<Rendering> lines = CutLineFragment(std::move(out), head.cut, bounds)) {
+    return std::make_shared<const Rendering>(std::move(*lines));
+  }
+  Rendering instead = PlainRendering(plain, bounds);
+  instead.too_large = true;
+  return std::make_shared<const Rendering>(std::move(instead));
+}
+
+asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::string id,
+                                                        std::shared_ptr<const std::string> input,
                                                         std::string job,
                                                         std::shared_ptr<const std::string> plain,
                                                         std::string client_key) {
+  const std::shared_ptr<const ViewRendererOptions> options = options_.Load();
+  const std::string key = RenderCache::Key(id, job);
+  const auto plain_rung = [&](RungReason reason) {
+    Show(view, PlainOf(id, *plain, options->bounds));
+    view.rung = Rung::kPlain;
+    view.reason = reason;
+  };
   if (auto cached = cache_.Get(key)) {
     ladder_.Decide({.client_key = client_key, .is_cached = true});
-    view.html = std::move(cached);
-    view.rung = Rung::kCached;
+    Show(view, cached);
+    view.rung = cached->too_large ? Rung::kPlain : Rung::kCached;
+    if (cached->too_large) view.reason = RungReason::kTooLarge;
     Count(view);
     co_return view;
   }
   if (TimedOutBefore(key)) {
-    view.html = std::make_shared<const std::string>(PlainLines(*plain));
-    view.rung = Rung::kPlain;
-    view.reason = RungReason::kRenderTimeout;
+    plain_rung(RungReason::kRenderTimeout);
     Count(view);
     co_return view;
   }
+  // What is rendered is the head the view shows: a diff's job is two pastes, cut after rendering.
+  const ViewHead head = job == kDiffJob ? ViewHead{.text = *input, .lines = 0, .cut = false}
+                                        : HeadForView(*input, options->bounds);
+  // The ladder weighs a view by the page it makes: some 40 bytes a line besides the text.
+  constexpr int64_t kLineBytes = 40;
   auto decision = ladder_.Decide({.client_key = client_key,
                                   .is_plain_text = view.language.empty(),
-                                  .size_bytes = static_cast<int64_t>(text->size())});
+                                  .size_bytes = static_cast<int64_t>(head.text.size()) +
+                                                kLineBytes * static_cast<int64_t>(head.lines)});
   if (!decision.slot) {
-    view.html = std::make_shared<const std::string>(PlainLines(*plain));
-    view.rung = Rung::kPlain;
-    view.reason = decision.reason;
+    plain_rung(decision.reason);
     view.cause = decision.cause;
     Count(view);
     co_return view;
@@ -258,13 +311,13 @@ asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::
   auto executor = co_await asio::this_coro::executor;
   auto timer = std::make_shared<asio_glue::Timer>(clock_, executor);
   auto slot = std::make_shared<admission::DegradationLadder::RenderSlot>(std::move(*decision.slot));
-  const std::shared_ptr<const ViewRendererOptions> options = options_.Load();
   // The worker is killed at this deadline, so the slot is back soon after the view is answered.
   // It is on the machine's clock, not clock_: the worker is a process that runs in real time.
   const auto deadline = std::chrono::steady_clock::now() + options->render_timeout;
   const TimePoint answer_by = clock_.Now() + options->render_timeout;
-  auto start = [this, race, timer, slot, text, key, lang = std::move(job), options, deadline,
-                answer_by](asio_glue::Completion<Result<std::string>> done) mutable {
+  auto start = [this, race, timer, slot, input, plain, head, key, lang = std::move(job), options,
+                deadline, answer_by](
+                   asio_glue::Completion<Result<std::shared_ptr<const Rendering>>> done) mutable {
     race->done = std::move(done);
     race->deadline = timer;
     timer->AsyncWaitUntil(answer_by, [race](bool reached) {
@@ -272,10 +325,18 @@ asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::
         race->Finish(MakeError(ErrorCode::kDeadlineExceeded, "render timed out", "render_timeout"));
       }
     });
-    asio::post(pool_, [this, race, slot, text, key, lang, options, deadline] {
+    // `input` and `plain` ride along: `head` views the text they keep alive.
+    asio::post(pool_, [this, race, slot, input, plain, head, key, lang, options, deadline] {
       if (options->render_delay.count() > 0) std::this_thread::sleep_for(options->render_delay);
-      Result<std::string> out = lang.empty() ? Result<std::string>(PlainLines(*text))
-                                             : workers_.Highlight(*text, lang, deadline);
+      Result<std::shared_ptr<const Rendering>> out = MakeError(ErrorCode::kInternal, "", "");
+      if (lang.empty()) {
+        out = std::make_shared<const Rendering>(PlainRendering(*input, options->bounds));
+      } else if (Result<std::string> made = workers_.Highlight(head.text, lang, deadline);
+                 made.ok()) {
+        out = Finish(lang, std::move(*made), head, *plain, options->bounds);
+      } else {
+        out = made.error();
+      }
       bool late = false;
       {
         std::lock_guard lock(race->mu);
@@ -286,7 +347,7 @@ asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::
         if (timed_out) RememberTimedOut(key);
         slot->Failed(timed_out ? RungReason::kRenderTimeout : RungReason::kRenderFailed);
       } else {
-        cache_.Put(key, std::make_shared<const std::string>(*out));
+        cache_.Put(key, *out);
         if (late) {
           slot->Failed(RungReason::kRenderTimeout);
         } else {
@@ -296,16 +357,16 @@ asio::awaitable<RenderedView> ViewRenderer::RenderKeyed(RenderedView view, std::
       race->FinishFromWorker(std::move(out));
     });
   };
-  auto awaiting = asio_glue::AwaitCompletion<Result<std::string>>(std::move(start));
-  Result<std::string> rendered = co_await std::move(awaiting);
+  auto awaiting =
+      asio_glue::AwaitCompletion<Result<std::shared_ptr<const Rendering>>>(std::move(start));
+  Result<std::shared_ptr<const Rendering>> rendered = co_await std::move(awaiting);
   if (rendered.ok()) {
-    view.html = std::make_shared<const std::string>(std::move(*rendered));
-    view.rung = Rung::kHighlight;
+    Show(view, *rendered);
+    view.rung = (*rendered)->too_large ? Rung::kPlain : Rung::kHighlight;
+    if ((*rendered)->too_large) view.reason = RungReason::kTooLarge;
   } else {
-    view.html = std::make_shared<const std::string>(PlainLines(*plain));
-    view.rung = Rung::kPlain;
     const bool timed_out = rendered.error().code == ErrorCode::kDeadlineExceeded;
-    view.reason = timed_out ? RungReason::kRenderTimeout : RungReason::kRenderFailed;
+    plain_rung(timed_out ? RungReason::kRenderTimeout : RungReason::kRenderFailed);
     // Remembered when the view is answered, not only when the worker is killed: the kill is on
     // the machine's clock and may come later than the answer on clock_ (a ManualClock in tests).
     if (timed_out) RememberTimedOut(key);

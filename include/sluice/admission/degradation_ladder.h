@@ -25,13 +25,15 @@
 namespace sluice::admission {
 
 enum class Rung { kCached, kHighlight, kPlain };
-enum class RungReason { kNone, kShedForLoad, kRenderFailed, kRenderTimeout };
+/// kTooLarge: the full-quality rendering outgrew the view's bounds, so its plain head is shown; not
+/// a failure of the highlighter, whose slot finished its work.
+enum class RungReason { kNone, kShedForLoad, kRenderFailed, kRenderTimeout, kTooLarge };
 /// Why a view was shed, for per-cause counters. All are tagged `shed_for_load` to the client.
 enum class ShedCause { kPlainText, kLarge, kKeySlice, kSlotsFull };
 
 /// "cached", "highlighted", "plain": the X-Sluice-Rung value.
 const char* RungName(Rung rung);
-/// "", "shed_for_load", "render_failed", "render_timeout": the X-Sluice-Rung reason.
+/// "", "shed_for_load", "render_failed", "render_timeout", "too_large": the X-Sluice-Rung reason.
 const char* RungReasonName(RungReason reason);
 /// "plain_text", "large", "key_slice", "slots_full".
 const char* ShedCauseName(ShedCause cause);

@@ -9,18 +9,25 @@
 #include <string>
 #include <unordered_map>
 
+#include "sluice/render/view_bounds.h"
+
 namespace sluice::render {
 
 /// A bounded LRU of rendered fragments, keyed by paste id and language. Thread-safe.
 class RenderCache {
  public:
+  /// One entry may hold at most this share of the budget: a single rendering must not empty the
+  /// cache of every other (a 27 MB Markdown page once evicted all twenty entries it held).
+  static constexpr size_t kLargestEntryShare = 8;
+
   /// `max_bytes` 0 turns the cache off.
   explicit RenderCache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   /// The rendering, or null.
-  std::shared_ptr<const std::string> Get(const std::string& key);
-  /// Keeps `html` unless it alone exceeds the budget; evicts the least recently used to fit.
-  void Put(const std::string& key, std::shared_ptr<const std::string> html);
+  std::shared_ptr<const Rendering> Get(const std::string& key);
+  /// Keeps `rendering` unless it alone is larger than max_bytes / kLargestEntryShare; evicts the
+  /// least recently used to fit.
+  void Put(const std::string& key, std::shared_ptr<const Rendering> rendering);
   /// Drops every language's rendering of a paste (after a delete).
   void Erase(const std::string& key);
 
@@ -33,7 +40,7 @@ class RenderCache {
  private:
   struct Entry {
     std::string key;
-    std::shared_ptr<const std::string> html;
+    std::shared_ptr<const Rendering> rendering;
   };
   const size_t max_bytes_;
   mutable std::mutex mu_;

@@ -24,6 +24,7 @@
 #include "sluice/common/swappable.h"
 #include "sluice/render/highlight_workers.h"
 #include "sluice/render/render_cache.h"
+#include "sluice/render/view_bounds.h"
 
 namespace sluice::render {
 
@@ -50,12 +51,22 @@ struct ViewRendererOptions {
   std::vector<std::string> worker_command;
   /// RLIMIT_AS of each worker (0: none). Default: 1 GiB.
   uint64_t worker_memory_limit_bytes = uint64_t{1} << 30;
+  /// How much of a paste one view shows (`view_max_bytes`, `view_max_lines`).
+  ViewBounds bounds;
 };
+
+/// The most page bytes the plain rung renders on the event loop when no rendering of the paste is
+/// cached: the plain rung is what a view gets when the highlighter is busy, so it must stay as
+/// cheap as the request around it. The page says how much it shows and links to the rest.
+inline constexpr size_t kPlainRungBytes = size_t{256} << 10;
 
 /// One view's body fragment and how it was made.
 struct RenderedView {
-  /// Lines as produced by Highlight or PlainLines.
+  /// Lines as produced by Highlight or PlainLines: the fragment of a cached, shared Rendering.
   std::shared_ptr<const std::string> html;
+  /// Lines shown, and whether they are only the head of the paste (the rest: /raw/ID).
+  size_t lines = 0;
+  bool cut = false;
   /// The language highlighted, or "" for plain text.
   std::string language;
   admission::Rung rung = admission::Rung::kPlain;
@@ -107,7 +118,7 @@ class ViewRenderer {
   /// which is capped at the workers started (the pool's threads and the worker processes are
   /// sized once: more needs a restart). Renders in flight keep their timeout and their slot; the
   /// ladder keeps its measurements (admission::DegradationLadder::SetLimits). The cache size, the
-  /// workers' command and memory limit stay as built.
+  /// workers' command and memory limit and the view's bounds stay as built.
   void Reconfigure(ViewRendererOptions next);
   /// Highlighter workers (and threads) started: the most slots a reload can give.
   int workers() const { return workers_count_; }
@@ -115,11 +126,19 @@ class ViewRenderer {
   std::vector<pid_t> WorkerPids() const { return workers_.Pids(); }
 
  private:
-  boost::asio::awaitable<RenderedView> RenderKeyed(RenderedView view, std::string key,
-                                                   std::shared_ptr<const std::string> text,
+  boost::asio::awaitable<RenderedView> RenderKeyed(RenderedView view, std::string id,
+                                                   std::shared_ptr<const std::string> input,
                                                    std::string job,
                                                    std::shared_ptr<const std::string> plain,
                                                    std::string client_key);
+  // The plain rung's rendering of paste `id`: the full plain rendering if one is cached, else the
+  // head within kPlainRungBytes, made here and cached for the next plain view.
+  std::shared_ptr<const Rendering> PlainOf(const std::string& id, const std::string& text,
+                                           const ViewBounds& bounds);
+  // Makes the finished rendering of `job` from a worker's output, on the render thread.
+  static std::shared_ptr<const Rendering> Finish(std::string_view job, std::string out,
+                                                 const ViewHead& head, const std::string& plain,
+                                                 const ViewBounds& bounds);
   void Count(const RenderedView& view);
   bool TimedOutBefore(const std::string& key);
   void RememberTimedOut(const std::string& key);
@@ -139,7 +158,7 @@ class ViewRenderer {
   std::unordered_map<std::string, TimePoint> timed_out_;
   boost::asio::thread_pool pool_;
   // By rung, then reason: resolved once, so counting a view takes no registry lock.
-  std::array<std::array<Counter*, 4>, 3> rung_counters_{};
+  std::array<std::array<Counter*, 5>, 3> rung_counters_{};
   GaugeCallbacks callbacks_;  // last: its callbacks read the members above
 };
 

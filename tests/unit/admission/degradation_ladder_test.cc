@@ -292,6 +292,7 @@ TEST(DegradationLadderTest, FailuresAreTaggedApartFromSheds) {
   EXPECT_STREQ(RungReasonName(RungReason::kShedForLoad), "shed_for_load");
   EXPECT_STREQ(RungReasonName(RungReason::kRenderFailed), "render_failed");
   EXPECT_STREQ(RungReasonName(RungReason::kRenderTimeout), "render_timeout");
+  EXPECT_STREQ(RungReasonName(RungReason::kTooLarge), "too_large");
   EXPECT_STREQ(RungName(Rung::kPlain), "plain");
   EXPECT_STREQ(RungName(Rung::kHighlight), "highlighted");
   EXPECT_STREQ(ShedCauseName(ShedCause::kKeySlice), "key_slice");

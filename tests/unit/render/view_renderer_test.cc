@@ -38,6 +38,97 @@ ViewRendererOptions Options() {
   return options;
 }
 
+RenderedView RenderOne(asio::io_context& io, ViewRenderer& renderer, std::string_view job,
+                       std::shared_ptr<const std::string> text) {
+  io.restart();
+  RenderedView view;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        if (job == kMarkdownJob) {
+          auto rendering = renderer.RenderDerived("AAAAAAAAAAAA", text, job, text, "client");
+          view = co_await std::move(rendering);
+        } else {
+          auto rendering = renderer.Render("AAAAAAAAAAAA", text, std::string(job), "client");
+          view = co_await std::move(rendering);
+        }
+      },
+      asio::detached);
+  io.run();
+  return view;
+}
+
+// A view shows the head of a paste within its bounds, whatever rung makes it, and says so.
+TEST(ViewRendererTest, AViewPastItsBoundsShowsTheHeadOnEveryRung) {
+  asio::io_context io;
+  MetricsRegistry metrics;
+  ViewRendererOptions options = Options();
+  options.bounds = {.max_bytes = 64 << 10, .max_lines = 1000};
+  ViewRenderer renderer(options, SystemClock::Instance(), metrics);
+  std::string code;
+  for (int i = 0; i < 5000; ++i) code += "x = " + std::to_string(i) + "\n";
+  const auto text = std::make_shared<const std::string>(code);
+
+  const RenderedView highlighted = RenderOne(io, renderer, "python", text);
+  EXPECT_EQ(highlighted.Tag(), "highlighted");
+  EXPECT_TRUE(highlighted.cut);
+  EXPECT_EQ(highlighted.lines, 1000u);
+  EXPECT_LE(highlighted.html->size(), options.bounds.max_bytes);
+  const RenderedView cached = RenderOne(io, renderer, "python", text);
+  EXPECT_EQ(cached.Tag(), "cached");
+  EXPECT_TRUE(cached.cut);
+  EXPECT_EQ(cached.html.get(), highlighted.html.get()) << "a cached page is shared, not copied";
+
+  const RenderedView plain = RenderOne(io, renderer, "text", text);
+  EXPECT_TRUE(plain.cut);
+  EXPECT_EQ(plain.lines, 1000u);
+  EXPECT_LE(plain.html->size(), options.bounds.max_bytes);
+}
+
+// Markdown is a document, not lines, so it cannot be cut: one line of nested quotes renders to
+// 27 bytes a character. Past the bounds the view is the plain source, tagged so, and remembered
+// in the cache so that the next view spends no slot on it.
+TEST(ViewRendererTest, MarkdownThatRendersPastTheBoundsIsShownAsItsSourceTaggedTooLarge) {
+  asio::io_context io;
+  MetricsRegistry metrics;
+  ViewRendererOptions options = Options();
+  options.bounds = {.max_bytes = 64 << 10, .max_lines = 1000};
+  ViewRenderer renderer(options, SystemClock::Instance(), metrics);
+  const auto quotes = std::make_shared<const std::string>(std::string(10'000, '>') + " deep\n");
+  const RenderedView first = RenderOne(io, renderer, kMarkdownJob, quotes);
+  EXPECT_EQ(first.Tag(), "plain; reason=too_large");
+  EXPECT_LE(first.html->size(), options.bounds.max_bytes);
+  const RenderedView again = RenderOne(io, renderer, kMarkdownJob, quotes);
+  EXPECT_EQ(again.Tag(), "plain; reason=too_large");
+  EXPECT_EQ(again.html.get(), first.html.get());
+  EXPECT_EQ(renderer.Snapshot().in_use, 0);
+
+  const auto small = std::make_shared<const std::string>("> one quote\n");
+  EXPECT_EQ(RenderOne(io, renderer, kMarkdownJob, small).Tag(), "highlighted");
+}
+
+// The plain rung is what a busy highlighter leaves: it renders on the event loop, so at most
+// kPlainRungBytes of page, once, then shared from the cache.
+TEST(ViewRendererTest, ThePlainRungRendersABoundedHeadOnceAndSharesIt) {
+  asio::io_context io;
+  MetricsRegistry metrics;
+  ViewRendererOptions options = Options();
+  options.slots = 1;
+  options.render_delay = std::chrono::milliseconds(200);
+  ViewRenderer renderer(options, SystemClock::Instance(), metrics);
+  const auto text = std::make_shared<const std::string>(std::string(900'000, '\n'));
+  const auto views = RenderAll(io, renderer, 3, "python", text);
+  std::vector<const std::string*> plain;
+  for (const RenderedView& view : views) {
+    if (view.rung != admission::Rung::kPlain) continue;
+    EXPECT_TRUE(view.cut);
+    EXPECT_LE(view.html->size(), kPlainRungBytes);
+    plain.push_back(view.html.get());
+  }
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0], plain[1]);
+}
+
 TEST(ViewRendererTest, AViewFindingEverySlotBusyIsShownPlainAtOnce) {
   asio::io_context io;
   MetricsRegistry metrics;
