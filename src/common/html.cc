@@ -26,6 +26,30 @@ void AppendHtmlEscaped(std::string& out, std::string_view text) {
   }
 }
 
+size_t HtmlEscapedSize(std::string_view text) {
+  size_t size = text.size();
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        size += 4;
+        break;
+      case '<':
+      case '>':
+        size += 3;
+        break;
+      case '"':
+        size += 5;
+        break;
+      case '\'':
+        size += 4;
+        break;
+      default:
+        break;
+    }
+  }
+  return size;
+}
+
 std::string HtmlEscaped(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 8);

@@ -201,6 +201,23 @@ constexpr std::string_view kAppJs =
   const form = document.getElementById('create');
   if (form) {
     const area = form.querySelector('textarea');
+    // A fork of a large paste: the page does not carry the text (src/http/pages.cc, IndexPage),
+    // so it is loaded here from the raw link, as text, never as markup.
+    const from = area.getAttribute('data-prefill-from');
+    if (from) {
+      area.disabled = true;
+      fetch(from, { credentials: 'same-origin' })
+        .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.text(); })
+        .then(function (text) { area.value = text; })
+        .catch(function () {
+          const problem = document.getElementById('create-problem');
+          if (problem) {
+            problem.textContent = 'The text could not be loaded: copy it from the raw link above.';
+            problem.hidden = false;
+          }
+        })
+        .finally(function () { area.disabled = false; });
+    }
     area.addEventListener('keydown', function (e) {
       if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
         e.preventDefault();

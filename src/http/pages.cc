@@ -49,6 +49,28 @@ std::string SizeInWords(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
 }
 
+// A view that shows only the head of its paste says so, and where the whole text is.
+std::string CutNotice(const PasteView& view) {
+  const size_t shown_lines = view.shown_lines;
+  if (view.views_left) {
+    // A counted paste's reading: the raw link only asks again, so the whole text is for scripts.
+    return fmt::format(
+        "<p class=\"notice\" id=\"cut\">This page shows the first {} {} of this paste, which is "
+        "{} in all; the rest is shown only to scripts, which read it with <code>POST "
+        "/api/v1/pastes/{}/claim</code> (each reading takes one of its views).</p>\n",
+        shown_lines, shown_lines == 1 ? "line" : "lines", SizeInWords(view.size_bytes),
+        EscapeHtml(view.id));
+  }
+  const uint64_t size_bytes = view.size_bytes;
+  const std::string_view raw_url = view.raw_url;
+  return fmt::format(
+      "<p class=\"notice\" id=\"cut\">This page shows the first {} {} of this paste, which is "
+      "{} in all: read the whole text in <a href=\"{}\">Raw</a> or <a href=\"{}?download=1\" "
+      "download>download</a> it.</p>\n",
+      shown_lines, shown_lines == 1 ? "line" : "lines", SizeInWords(size_bytes),
+      EscapeHtml(raw_url), EscapeHtml(raw_url));
+}
+
 std::string ClockTime(int64_t unix_seconds) {
   const std::time_t t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
@@ -216,13 +238,23 @@ std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
         "edit the text and create it. The original stays as it is; the new one links to it and "
         "to the differences.</p>\n<input type=\"hidden\" name=\"parent\" value=\"{0}\">\n",
         EscapeHtml(prefill->parent));
+    if (!prefill->load_from.empty()) {
+      fork += fmt::format(
+          "<p class=\"notice\" id=\"prefill-large\">Its text ({0}) is too large to carry in this "
+          "page: your browser loads it into the box from <a href=\"{1}\">the raw text</a>. "
+          "Without JavaScript, copy it from there.</p>\n",
+          SizeInWords(prefill->size_bytes), EscapeHtml(prefill->load_from));
+    }
   }
-  return Layout(
-      "sluice: new paste",
-      fmt::format(R"(<h1>New paste</h1>
+  const std::string load_from =
+      prefill && !prefill->load_from.empty()
+          ? fmt::format(" data-prefill-from=\"{}\"", EscapeHtml(prefill->load_from))
+          : std::string();
+  return Layout("sluice: new paste",
+                fmt::format(R"(<h1>New paste</h1>
 <form id="create" method="post" action="/" enctype="multipart/form-data" data-max-bytes="{4}">
 {2}<label for="content" class="hint">Paste text here; it is shown exactly as written, never run.</label>
-<textarea id="content" name="content" required autofocus spellcheck="false" placeholder="Paste text here">{3}</textarea>
+<textarea id="content" name="content" required autofocus spellcheck="false" placeholder="Paste text here"{5}>{3}</textarea>
 <div class="controls">
 <label>Language <select name="lang">{0}</select></label>
 <label>Expires after <select name="ttl">{1}</select></label>
@@ -237,8 +269,9 @@ std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
 <p class="notice warn" id="create-problem" role="alert" hidden></p>
 </form>
 <p class="meta">From a terminal: <code>curl --data-binary @file.txt HOST/</code> or <code>curl -F file=@file.txt HOST/</code></p>)",
-                  languages, ttls, fork, prefill ? EscapeHtml(prefill->text) : "", max_paste_bytes),
-      false, true);
+                            languages, ttls, fork, prefill ? EscapeHtml(prefill->text) : "",
+                            max_paste_bytes, load_from),
+                false, true);
 }
 
 std::string PastePage(const PasteView& view) {
@@ -267,10 +300,17 @@ std::string PastePage(const PasteView& view) {
   }
   std::string shed;
   if (view.shed) {
+    shed = view.cut
+               ? "<p class=\"notice warn\" id=\"shed\">Shown without highlighting: the server is "
+                 "busy right now. Reload later for colours.</p>\n"
+               : "<p class=\"notice warn\" id=\"shed\">Shown without highlighting: the server is "
+                 "busy right now. The text is complete; reload later for colours.</p>\n";
+  } else if (view.too_large) {
     shed =
-        "<p class=\"notice warn\" id=\"shed\">Shown without highlighting: the server is busy "
-        "right now. The text is complete; reload later for colours.</p>\n";
+        "<p class=\"notice warn\" id=\"shed\">Shown without highlighting: highlighted, it would "
+        "be larger than this server shows on one page.</p>\n";
   }
+  if (view.cut) shed += CutNotice(view);
   std::string links;
   if (view.parent) {
     links += fmt::format(
@@ -324,20 +364,34 @@ std::string DerivedPage(const DerivedView& view) {
                 R"(<a class="button" id="source" href="/{0}?lang=markdown">Source</a><a class="button" href="/raw/{0}">Raw</a><a class="button" href="/new?from={0}">New paste from this</a>)",
                 id);
   std::string body;
-  if (view.plain) {
+  const std::string cut =
+      view.cut ? fmt::format(
+                     "<p class=\"notice\" id=\"cut\">This page shows the first {} {}: the "
+                     "whole text is in <a href=\"/raw/{}\">Raw</a>.</p>\n",
+                     view.shown_lines, view.shown_lines == 1 ? "line" : "lines", id)
+               : std::string();
+  if (view.plain && view.too_large) {
     body = fmt::format(
-        "<p class=\"notice warn\" id=\"shed\">{}</p>\n<pre class=\"code\" id=\"code\">{}</pre>",
+        "<p class=\"notice warn\" id=\"shed\">{}</p>\n{}<pre class=\"code\" id=\"code\">{}</pre>",
+        diff ? "The differences are larger than this server shows on one page: this is the "
+               "paste's own text."
+             : "Rendered, this Markdown would be larger than this server shows on one page: this "
+               "is its source.",
+        cut, view.html);
+  } else if (view.plain) {
+    body = fmt::format(
+        "<p class=\"notice warn\" id=\"shed\">{}</p>\n{}<pre class=\"code\" id=\"code\">{}</pre>",
         diff ? "The differences could not be worked out right now (the server is busy, or they "
                "took too long): this is the paste's own text. Try again later."
              : "Not rendered right now (the server is busy, or it took too long): this is the "
                "Markdown source. Try again later.",
-        view.html);
+        cut, view.html);
   } else if (diff && view.html.empty()) {
     body = R"(<p class="notice" id="same">No changes: the text is the same as its parent's.</p>)";
   } else if (diff) {
-    body = fmt::format(R"(<pre class="code diff" id="code">{}</pre>)", view.html);
+    body = fmt::format(R"({}<pre class="code diff" id="code">{}</pre>)", cut, view.html);
   } else {
-    body = fmt::format(R"(<article class="markdown" id="rendered">{}</article>)", view.html);
+    body = fmt::format(R"({}<article class="markdown" id="rendered">{}</article>)", cut, view.html);
   }
   return Layout(diff ? fmt::format("changes in {}", view.id) : fmt::format("paste {}", view.id),
                 fmt::format("<div class=\"toolbar\">{}\n{}</div>\n{}", heading, buttons, body));

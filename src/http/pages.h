@@ -23,9 +23,14 @@ inline constexpr const char* kPageCsp =
 
 /// What the create page starts with when it makes a fork (GET /new?from=ID).
 struct CreatePrefill {
+  /// The text the box starts with; empty when it is too large to carry in the page (`load_from`).
   std::string_view text;
   std::string_view parent;    // the id recorded as the new paste's parent
   std::string_view language;  // preselected, or "" for automatic
+  /// Set instead of `text` for a large paste: the page's script loads the box from this raw link,
+  /// so the page stays small whatever the paste (docs/overload.md, "What a view costs").
+  std::string load_from{};
+  uint64_t size_bytes = 0;
 };
 /// The create page. `max_paste_bytes` bounds what its script encrypts (docs/encryption.md).
 std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes = 1'000'000,
@@ -45,6 +50,12 @@ struct PasteView {
   std::string language_label;  // "Python", "Plain text"
   std::string rung_tag;        // the X-Sluice-Rung value, shown small
   bool shed = false;           // on the plain rung: say why, so nobody thinks highlighting broke
+  /// On the plain rung because highlighted it outgrew the view's bounds (reason too_large).
+  bool too_large = false;
+  /// The view shows only the first `shown_lines` lines (render::ViewBounds); the page says so and
+  /// points to the raw text and the download.
+  bool cut = false;
+  size_t shown_lines = 0;
   /// False on a burned paste's last reading: the row is a tombstone, and a report of it is 404.
   bool reportable = true;
   /// On a counted paste's reading (burn, max_views): the views it has left after this one.
@@ -85,6 +96,11 @@ struct DerivedView {
   std::string rung_tag;  // the X-Sluice-Rung value, shown small
   /// On the plain rung: the fragment is the paste's own lines (PlainLines), not the derived view.
   bool plain = false;
+  /// On the plain rung because the derived view outgrew the view's bounds (reason too_large).
+  bool too_large = false;
+  /// The fragment shows only its first `shown_lines` lines (render::ViewBounds).
+  bool cut = false;
+  size_t shown_lines = 0;
   /// The fragment: a diff's highlighted lines ("" when the two are equal), the Markdown's HTML, or
   /// on the plain rung the paste's plain lines.
   std::string_view html;

@@ -13,9 +13,11 @@
 #include "multipart.h"
 #include "pages.h"
 #include "presenter.h"
+#include "sluice/common/html.h"
 #include "sluice/common/identity_memo.h"
 #include "sluice/render/diff.h"
 #include "sluice/render/highlighter.h"
+#include "sluice/render/view_bounds.h"
 #include "sluice/service/text.h"
 
 namespace sluice::http {
@@ -80,7 +82,10 @@ PasteView MakePasteView(const Context& ctx, std::string_view id, std::string_vie
   page.size_bytes = size;
   page.language_label = LanguageLabel(view.language);
   page.rung_tag = view.Tag();
-  page.shed = view.rung == admission::Rung::kPlain && !view.language.empty();
+  page.too_large = view.reason == admission::RungReason::kTooLarge;
+  page.shed = view.rung == admission::Rung::kPlain && !view.language.empty() && !page.too_large;
+  page.cut = view.cut;
+  page.shown_lines = view.lines;
   page.lines = *view.html;
   return page;
 }
@@ -348,17 +353,19 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
 enum class ReadAs { kRaw, kView, kDocument, kMeta };
 
 // What a hot read answers again and again, made once per paste and event-loop thread instead of
-// per request: the raw answer's fixed fields, and the rendered page of a view from the render
-// cache. A read then builds only what varies (Cache-Control's max-age, the request id), and the
-// page is shared rather than formatted afresh (bench/results/profile/README.md). Per thread, so a
-// hit takes no lock; direct-mapped and small, so it bounds itself.
+// per request: the raw answer's fixed fields, and the page of a view. A read then builds only what
+// varies (Cache-Control's max-age, the request id), and the page is shared rather than formatted
+// afresh (bench/results/profile/README.md): a reader who stops reading holds a reference to it,
+// not a copy. Per thread, so a hit takes no lock; direct-mapped and small, so it bounds itself.
 //
 // Keyed by the identity of an immutable string the caches already hold (a paste's body, a
 // rendering), as sluice/common/identity_memo.h explains.
 constexpr size_t kPreparedSlots = 64;
-// A page larger than this is formatted per request; at most this much is held per thread.
-constexpr size_t kPreparedPageLimit = size_t{512} << 10;
-constexpr size_t kPreparedPageBudget = size_t{8} << 20;
+// A page larger than this is formatted per request; at most kPreparedPageBudget is held per thread.
+// The limit is above the largest page of the default bounds (render::ViewBounds, 2 MiB of lines,
+// plus the page around them), so with them every view's page is shared.
+constexpr size_t kPreparedPageLimit = size_t{3} << 20;
+constexpr size_t kPreparedPageBudget = size_t{24} << 20;
 
 size_t SlotOf(const void* key) { return IdentitySlot(key, kPreparedSlots); }
 
@@ -384,42 +391,45 @@ std::shared_ptr<const FixedFields> RawFields(std::string_view id,
   return slot.fields;
 }
 
-// The page and fixed fields of a view served from the render cache (rung "cached"): everything
-// in them follows from the paste (immutable), the language asked for and the rendering.
+// The page and fixed fields of a view or a derived view: everything in them follows from the
+// paste (immutable), the page asked for (`kind`: the language, "diff" or "markdown"), the shared
+// rendering and its rung tag (which decides the ETag).
 struct PreparedPage {
   std::shared_ptr<const std::string> page;
   std::shared_ptr<const FixedFields> fields;
 };
 
 template <class MakePage>
-PreparedPage CachedViewPage(std::string_view id, std::string_view language, int64_t expires_at,
-                            const render::RenderedView& view, const std::string& etag,
-                            MakePage make_page) {
+PreparedPage SharedPage(std::string_view id, std::string_view kind, int64_t expires_at,
+                        const render::RenderedView& view, std::vector<Header> fields,
+                        MakePage make_page) {
   struct Slot {
     std::weak_ptr<const std::string> html;
     const std::string* seen = nullptr;
     std::string id;
-    std::string language;
+    std::string kind;
+    std::string tag;
     int64_t expires_at = 0;
     PreparedPage prepared;
   };
   thread_local std::array<Slot, kPreparedSlots> slots;
   thread_local size_t held_bytes = 0;
+  const std::string tag = view.Tag();
   Slot& slot = slots[SlotOf(view.html.get())];
   if (IdentifiesString(slot.html, slot.seen, view.html.get()) && slot.id == id &&
-      slot.language == language && slot.expires_at == expires_at) {
+      slot.kind == kind && slot.tag == tag && slot.expires_at == expires_at) {
     return slot.prepared;
   }
-  PreparedPage made{
-      std::make_shared<const std::string>(make_page()),
-      MakeFixedFields({{"X-Sluice-Rung", view.Tag()}, {"Vary", "Accept"}, {"ETag", etag}}, true)};
+  fields.insert(fields.begin(), Header{"X-Sluice-Rung", tag});
+  PreparedPage made{std::make_shared<const std::string>(make_page()),
+                    MakeFixedFields(std::move(fields), true)};
   const size_t old_bytes = slot.prepared.page ? slot.prepared.page->size() : 0;
   const size_t new_bytes = made.page->size();
   if (new_bytes <= kPreparedPageLimit &&
       held_bytes - old_bytes + new_bytes <= kPreparedPageBudget) {
     held_bytes = held_bytes - old_bytes + new_bytes;
     slot =
-        Slot{view.html, view.html.get(), std::string(id), std::string(language), expires_at, made};
+        Slot{view.html, view.html.get(), std::string(id), std::string(kind), tag, expires_at, made};
   }
   return made;
 }
@@ -569,26 +579,22 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   const std::string id_text(id);
   auto rendering = ctx.renderer.Render(id_text, paste->body, language, req.client.Key());
   const render::RenderedView view = co_await std::move(rendering);
+  auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
+  if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
   const auto page = [&] {
     return PastePage(MakePasteView(ctx, id, language, paste->meta.expires_at, paste->body->size(),
                                    view, paste->meta.parent));
   };
-  if (view.rung == admission::Rung::kCached) {
-    PreparedPage prepared = CachedViewPage(id, language, paste->meta.expires_at, view, etag, page);
-    Reply reply = Reply::Html(200, "");
-    reply.shared_body = std::move(prepared.page);
-    reply.fixed = std::move(prepared.fields);
-    reply.Set("Cache-Control", std::move(cache_control));
-    co_return reply;
-  }
-  Reply reply = Reply::Html(200, page());
-  reply.Set("X-Sluice-Rung", view.Tag());
-  reply.Set("Vary", "Accept");
-  if (view.rung == admission::Rung::kPlain && !view.language.empty()) {
-    reply.Set("Cache-Control", "no-cache");
-  } else {
-    reply.Set("ETag", etag).Set("Cache-Control", std::move(cache_control));
-  }
+  const bool full_quality = view.rung != admission::Rung::kPlain || view.language.empty() ||
+                            view.reason == admission::RungReason::kTooLarge;
+  std::vector<Header> fields = {{"Vary", "Accept"}};
+  if (full_quality) fields.push_back({"ETag", etag});
+  PreparedPage prepared =
+      SharedPage(id, language, paste->meta.expires_at, view, std::move(fields), page);
+  Reply reply = Reply::Html(200, "");
+  reply.shared_body = std::move(prepared.page);
+  reply.fixed = std::move(prepared.fields);
+  reply.Set("Cache-Control", full_quality ? std::move(cache_control) : std::string("no-cache"));
   co_return reply;
 }
 
@@ -617,7 +623,11 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
     reply.Set("X-Content-Type-Options", "nosniff");
   } else if (as == ClaimAs::kPage) {
     render::RenderedView view;
-    view.html = std::make_shared<const std::string>(render::PlainLines(*paste->body));
+    auto lines = std::make_shared<const render::Rendering>(
+        render::PlainRendering(*paste->body, ctx.renderer.options()->bounds));
+    view.html = std::shared_ptr<const std::string>(lines, &lines->html);
+    view.lines = lines->lines;
+    view.cut = lines->cut;
     PasteView page =
         MakePasteView(ctx, id, "text", paste->meta.expires_at, paste->body->size(), view);
     page.rung_tag = "plain; burn after reading";
@@ -748,25 +758,38 @@ Reply RefuseUnforkable(const Status& forkable) { return Reply::Refuse(forkable.e
 
 // The ETag of a derived view: the paste and its parent are immutable, so the id and the kind
 // name the page (full quality only: the plain rung carries none, as the view's).
-Reply DerivedReply(const DerivedView& page, const render::RenderedView& view, std::string_view etag,
-                   int64_t max_age) {
-  Reply reply = Reply::Html(200, DerivedPage(page));
-  reply.Set("X-Sluice-Rung", view.Tag());
-  if (view.rung == admission::Rung::kPlain) {
-    reply.Set("Cache-Control", "no-cache");
-  } else if (page.kind == DerivedView::Kind::kDiff) {
-    // A diff holds its parent's text, and a delete of the parent purges the parent's links, not
-    // its forks': every reuse is revalidated here, where a parent gone answers 404 first.
-    reply.Set("ETag", std::string(etag));
-    reply.Set("Cache-Control", "no-cache");
-  } else {
-    reply.Set("ETag", std::string(etag));
-    reply.Set("Cache-Control", fmt::format("public, max-age={}", max_age));
+Reply DerivedReply(DerivedView& page, const render::RenderedView& view, std::string_view etag,
+                   int64_t expires_at, int64_t max_age) {
+  page.rung_tag = view.Tag();
+  page.plain = view.rung == admission::Rung::kPlain;
+  page.too_large = view.reason == admission::RungReason::kTooLarge;
+  page.cut = view.cut;
+  page.shown_lines = view.lines;
+  page.html = *view.html;
+  std::vector<Header> fields;
+  std::string cache_control = "no-cache";
+  // A diff holds its parent's text, and a delete of the parent purges the parent's links, not
+  // its forks': every reuse of one is revalidated here, where a parent gone answers 404 first.
+  if (!page.plain || page.too_large) {
+    fields.push_back({"ETag", std::string(etag)});
+    if (page.kind == DerivedView::Kind::kMarkdown) {
+      cache_control = fmt::format("public, max-age={}", max_age);
+    }
   }
+  PreparedPage prepared =
+      SharedPage(page.id, page.kind == DerivedView::Kind::kDiff ? "diff" : "markdown", expires_at,
+                 view, std::move(fields), [&] { return DerivedPage(page); });
+  Reply reply = Reply::Html(200, "");
+  reply.shared_body = std::move(prepared.page);
+  reply.fixed = std::move(prepared.fields);
+  reply.Set("Cache-Control", std::move(cache_control));
   return reply;
 }
 
 }  // namespace
+
+// The most escaped text the fork page carries; a larger paste is loaded by the page's script.
+constexpr size_t kPrefillPageBytes = size_t{256} << 10;
 
 awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
   const std::optional<std::string> from = req.Query("from");
@@ -782,7 +805,14 @@ awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
   std::string language = req.Query("lang").value_or("");
   if (language != "text" && !render::IsLanguage(language)) language.clear();
   const std::string parent = paste->meta.id.str();
-  const CreatePrefill prefill{*paste->body, parent, language};
+  CreatePrefill prefill{*paste->body, parent, language};
+  // The page is made per request and never kept (no-store), so what it carries is bounded here:
+  // escaped, a paste can be six times its size.
+  if (HtmlEscapedSize(*paste->body) > kPrefillPageBytes) {
+    prefill.text = {};
+    prefill.load_from = fmt::format("/raw/{}", parent);
+    prefill.size_bytes = paste->body->size();
+  }
   Reply reply = Reply::Html(
       200, IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes, &prefill));
   // The page holds the text: as private as the paste's own view is public, but never kept.
@@ -835,10 +865,9 @@ awaitable<Reply> HandleDiff(const Request& req, Context& ctx) {
   page.kind = DerivedView::Kind::kDiff;
   page.id = id;
   page.parent = parent_id;
-  page.rung_tag = view.Tag();
-  page.plain = view.rung == admission::Rung::kPlain;
-  page.html = *view.html;
-  co_return DerivedReply(page, view, etag, max_age);
+  auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
+  if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
+  co_return DerivedReply(page, view, etag, expires_at, max_age);
 }
 
 awaitable<Reply> HandleRendered(const Request& req, Context& ctx) {
@@ -863,10 +892,9 @@ awaitable<Reply> HandleRendered(const Request& req, Context& ctx) {
   DerivedView page;
   page.kind = DerivedView::Kind::kMarkdown;
   page.id = id;
-  page.rung_tag = view.Tag();
-  page.plain = view.rung == admission::Rung::kPlain;
-  page.html = *view.html;
-  co_return DerivedReply(page, view, etag, max_age);
+  auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
+  if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
+  co_return DerivedReply(page, view, etag, paste->meta.expires_at, max_age);
 }
 
 }  // namespace sluice::http

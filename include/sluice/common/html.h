@@ -14,4 +14,7 @@ void AppendHtmlEscaped(std::string& out, std::string_view text);
 /// `text`, escaped as above.
 std::string HtmlEscaped(std::string_view text);
 
+/// The size of `text` escaped as above, without making it: a page can decide whether to carry it.
+size_t HtmlEscapedSize(std::string_view text);
+
 }  // namespace sluice
