@@ -481,6 +481,31 @@ boost::asio::awaitable<Result<admission::Permit>> AdmissionControl::AdmitOriginR
   co_return slot;
 }
 
+boost::asio::awaitable<Status> AdmissionControl::AdmitPageBytes(std::string client_key,
+                                                                size_t page_bytes) {
+  const size_t reads = page_bytes / kPageBytesPerRead;
+  if (reads == 0) co_return Ok();
+  const admission::TokenBucketPolicy policy = options_.Load()->ip_read;
+  // Never more than the bucket holds: a page the bucket could never pay for would be refused for
+  // ever, whatever the client's pace.
+  const double cost = std::min(static_cast<double>(reads), policy.burst);
+  if (!shared_) {
+    const admission::KeyedDecision mine = ip_read_.TryTake(client_key, cost);
+    if (!mine.allowed()) {
+      co_return RateLimited("page_bytes_ip", ip_read_.policies()[0], mine.decision,
+                            ip_read_.Peek(client_key).available[0]);
+    }
+    co_return Ok();
+  }
+  static constexpr const char* kReasons[] = {"page_bytes_ip"};
+  store::BucketTake take = SharedReadTake(client_key);
+  take.cost = cost;
+  auto asking = AskShared({std::move(take)}, kReasons);
+  SharedVerdict verdict = co_await std::move(asking);
+  if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
+  co_return Ok();
+}
+
 Result<admission::Permit> AdmissionControl::TakeReadSlot() {
   admission::AcquireResult slot = read_slots_.TryAcquire(0);
   if (!slot.ok()) {

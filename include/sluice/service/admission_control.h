@@ -194,6 +194,15 @@ class AdmissionControl {
   /// SharedState, and open while it is silent), then a read slot.
   boost::asio::awaitable<Result<admission::Permit>> AdmitOriginRead(std::string client_key);
 
+  /// A page of `page_bytes` about to be answered to `client_key`: past the first kPageBytesPerRead,
+  /// every kPageBytesPerRead more spends one more origin read of the client's per-client GET limit
+  /// (at most its burst), cached or not, so a client that loops on large views is limited by the
+  /// bytes it makes the server send, not only by its cache misses. ResourceExhausted (reason
+  /// page_bytes_ip) when the bucket lacks them; open while the SharedState is silent. A page
+  /// smaller than kPageBytesPerRead decides nothing and takes no lock.
+  static constexpr size_t kPageBytesPerRead = size_t{64} << 10;
+  boost::asio::awaitable<Status> AdmitPageBytes(std::string client_key, size_t page_bytes);
+
   /// A metadata fill: a slot of the fill cap within the client's share of it.
   struct FillTicket {
     admission::Permit slot;

@@ -205,6 +205,11 @@ class PasteService {
   boost::asio::awaitable<Result<CachedPaste>> Claim(const ClientKeySource& client,
                                                     std::string_view id_text);
 
+  /// A page of `page_bytes` about to be answered (AdmissionControl::AdmitPageBytes).
+  boost::asio::awaitable<Status> AdmitPageBytes(std::string client_key, size_t page_bytes) {
+    return admission_.AdmitPageBytes(std::move(client_key), page_bytes);
+  }
+
   /// Create slots in flight over the create cap now, 0 to 1 (AdmissionControl).
   double CreateSlotSaturation() const { return admission_.CreateSlotSaturation(); }
 
