@@ -32,6 +32,7 @@ CircuitBreaker::Pass::~Pass() { Finish(Report::kTimedOut); }
 
 void CircuitBreaker::Pass::Succeeded() { Finish(Report::kSucceeded); }
 void CircuitBreaker::Pass::Refused() { Finish(Report::kRefused); }
+void CircuitBreaker::Pass::NotPrimary() { Finish(Report::kNotPrimary); }
 void CircuitBreaker::Pass::TimedOut() { Finish(Report::kTimedOut); }
 
 void CircuitBreaker::Pass::Finish(Report report) {
@@ -43,12 +44,15 @@ CircuitBreaker::CircuitBreaker(CircuitBreakerOptions options, const Clock& clock
     : options_(std::move(options)),
       clock_(clock),
       refusals_to_open_(options_.refusals_to_open),
-      open_for_(options_.open_for) {}
+      open_for_(options_.open_for),
+      failover_open_for_(options_.failover_open_for) {}
 
-void CircuitBreaker::SetThresholds(int refusals_to_open, Duration open_for) {
+void CircuitBreaker::SetThresholds(int refusals_to_open, Duration open_for,
+                                   Duration failover_open_for) {
   std::lock_guard lock(mu_);
   refusals_to_open_ = refusals_to_open;
   open_for_ = open_for;
+  failover_open_for_ = failover_open_for;
 }
 
 CircuitBreaker::Admission CircuitBreaker::TryPass() {
@@ -58,7 +62,8 @@ CircuitBreaker::Admission CircuitBreaker::TryPass() {
   {
     std::lock_guard lock(mu_);
     if (state_ == BreakerState::kOpen) {
-      const TimePoint reopen_at = opened_at_ + open_for_;
+      const TimePoint reopen_at =
+          opened_at_ + (opened_by_failover_ ? failover_open_for_ : open_for_);
       if (now < reopen_at) {
         admission.retry_after = reopen_at - now;
         return admission;
@@ -81,6 +86,7 @@ CircuitBreaker::Admission CircuitBreaker::TryPass() {
 void CircuitBreaker::OnReport(bool probe, Pass::Report report) {
   const TimePoint now = clock_.Now();
   std::optional<std::pair<BreakerState, BreakerState>> fired;
+  const bool refused = report == Pass::Report::kRefused || report == Pass::Report::kNotPrimary;
   {
     std::lock_guard lock(mu_);
     if (probe) {
@@ -90,21 +96,27 @@ void CircuitBreaker::OnReport(bool probe, Pass::Report report) {
         if (report == Pass::Report::kSucceeded) {
           consecutive_refusals_ = 0;
           MoveToLocked(BreakerState::kClosed, &fired);
-        } else if (report == Pass::Report::kRefused) {
-          opened_at_ = now;
-          MoveToLocked(BreakerState::kOpen, &fired);
+        } else if (refused) {
+          OpenLocked(now, report, &fired);
         }
       }
     } else if (state_ == BreakerState::kClosed) {
       if (report == Pass::Report::kSucceeded) {
         consecutive_refusals_ = 0;
-      } else if (report == Pass::Report::kRefused && ++consecutive_refusals_ >= refusals_to_open_) {
-        opened_at_ = now;
-        MoveToLocked(BreakerState::kOpen, &fired);
+      } else if (refused && ++consecutive_refusals_ >= refusals_to_open_) {
+        OpenLocked(now, report, &fired);
       }
     }
   }
   Notify(fired);
+}
+
+void CircuitBreaker::OpenLocked(TimePoint now, Pass::Report report,
+                                std::optional<std::pair<BreakerState, BreakerState>>* fired) {
+  // The last refusal decides the window: it is the freshest word on what the dependency is doing.
+  opened_at_ = now;
+  opened_by_failover_ = report == Pass::Report::kNotPrimary;
+  MoveToLocked(BreakerState::kOpen, fired);
 }
 
 void CircuitBreaker::MoveToLocked(BreakerState to,

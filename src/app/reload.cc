@@ -39,7 +39,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 77> kLive = {
+constexpr std::array<std::string_view, 78> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -107,6 +107,7 @@ constexpr std::array<std::string_view, 77> kLive = {
     // breakers and the retry budget
     "breaker_refusals",
     "breaker_open_for",
+    "breaker_open_for_failover",
     "retry_budget_ratio",
     // the view's ladder
     "highlight_slots",

@@ -194,10 +194,15 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.retry_budget.ratio = s.Number("retry_budget_ratio");
   o.breaker.refusals_to_open = static_cast<int>(s.Integer("breaker_refusals"));
   o.breaker.open_for = s.Duration("breaker_open_for");
+  o.breaker.failover_open_for = s.Duration("breaker_open_for_failover");
   o.cache_bytes = static_cast<size_t>(s.Integer("cache_bytes"));
-  // With a shared cache another process's delete reaches this one by a message that can be lost,
-  // so local entries are trusted only for local_cache_ttl; alone, nothing else can change them.
-  o.local_cache_ttl = s.String("cache").empty() ? Duration::zero() : s.Duration("local_cache_ttl");
+  // Wherever another process can change a row under this one's cache, its entries are trusted
+  // only for local_cache_ttl: with PostgreSQL another process deletes or withholds a paste (and
+  // a promotion can lose rows) without telling this one, and with a shared cache the message
+  // that tells it can be lost. Only the embedded store, one process per data dir, has no other
+  // writer.
+  const bool shared_rows = !s.String("meta").empty() || !s.String("cache").empty();
+  o.local_cache_ttl = shared_rows ? s.Duration("local_cache_ttl") : Duration::zero();
   o.edge_purge = CommaList(s.String("edge_purge"));
   o.janitor.sweep_interval = In<std::chrono::milliseconds>(s, "sweep_interval");
   o.janitor.reap_interval = In<std::chrono::milliseconds>(s, "reap_interval");

@@ -343,7 +343,8 @@ void ServerProcess::Reload() {
   service_.Reconfigure(next_options->service);
   for (service::Dependency* dependency : {&meta_dependency_, &blob_dependency_}) {
     dependency->SetBreakerThresholds(next_options->breaker.refusals_to_open,
-                                     next_options->breaker.open_for);
+                                     next_options->breaker.open_for,
+                                     next_options->breaker.failover_open_for);
   }
   retry_budget_.SetRatio(next_options->retry_budget.ratio);
   cache_.SetMaxAge(next_options->local_cache_ttl);

@@ -319,6 +319,9 @@ constexpr SettingSpec kServeSettings[] = {
                    "Consecutive refused connections that open a store's breaker"),
     DurationSetting("breaker_open_for", "5s", "1ms", "1h",
                     "How long an open breaker refuses before one probe"),
+    DurationSetting("breaker_open_for_failover", "250ms", "1ms", "1h",
+                    "How long a breaker opened by a primary failing over (read-only, shutting "
+                    "down, no writable host) refuses before one probe"),
     NumberSetting("retry_budget_ratio", "0.1", "0", "1",
                   "Retries allowed per request, over a 10 s window"),
     IntegerSetting("highlight_slots", "4", "1", "1024",
@@ -430,8 +433,8 @@ constexpr SettingSpec kServeSettings[] = {
                    "App processes sharing the cache: while it is down each enforces global caps / "
                    "processes"),
     DurationSetting("local_cache_ttl", "5s", "0s", "24h",
-                    "With a shared cache: longest a paste is served from this process's memory "
-                    "unchecked"),
+                    "With PostgreSQL or a shared cache: longest a paste is served from this "
+                    "process's memory unchecked (0s: until evicted)"),
     ChoiceSetting("log_level", "info", "trace|debug|info|warn|error|critical|off",
                   "trace, debug, info, warn, error, critical or off"),
     // Operating it (issue 15): logs to ship, the plan the alert rules weigh against.

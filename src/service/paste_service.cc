@@ -738,8 +738,12 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
   const Deadline deadline = Deadline::After(clock_, options_.Load()->delete_budget);
   Result<store::PasteMeta> meta = co_await meta_.Get(*id, deadline);
   if (!meta.ok()) {
-    // One answer for "never existed" and "wrong token": existence is not for sale.
-    if (meta.error().code == ErrorCode::kNotFound) co_return NotFound();
+    if (meta.error().code == ErrorCode::kNotFound) {
+      auto forgetting = ForgetRowless(*id, deadline);
+      co_await std::move(forgetting);
+      // One answer for "never existed" and "wrong token": existence is not for sale.
+      co_return NotFound();
+    }
     co_return WithRetryAfter(meta.error());
   }
   if (!SameTokenHash(meta->token_hash, HashDeleteToken(token))) co_return NotFound();
@@ -764,6 +768,39 @@ awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_vie
     }
   }
   co_return Ok();
+}
+
+awaitable<void> PasteService::ForgetRowless(store::PasteId id, Deadline deadline) {
+  // No row, so no token to check (its hash was in the row) and no paste to serve: a copy a cache
+  // still holds was created or read before the row went, by a promotion that lost it (an
+  // asynchronous standby) or a purge. Dropped without a tombstone, which would never age out: any
+  // later read asks the store, which has no row. Anyone may cause this, for any id, but it only
+  // ever drops what the store of record says does not exist.
+  cache_.Erase(id);
+  if (!shared_) co_return;
+  // The shared cache may hold the row too (a fill by any process keeps it up to shared_meta_ttl),
+  // and every process would fill from it: replaced by a tombstone, and every process told, as a
+  // delete does. Only when it is there and live, so a delete of a random id costs one cache read.
+  auto asking = SharedMeta(id, deadline);
+  std::optional<store::PasteMeta> cached = co_await std::move(asking);
+  if (!cached || cached->deleted) co_return;
+  store::PasteMeta tombstone = *std::move(cached);
+  tombstone.deleted = true;
+  tombstone.moderation = store::Moderation::kNone;  // no row: not found, not withheld
+  auto telling = shared_->Invalidate(tombstone, SharedTtl(tombstone),
+                                     Deadline::After(clock_, options_.Load()->cache_timeout));
+  if (Status told = co_await std::move(telling); !told.ok()) {
+    shared_errors_.Inc();
+    spdlog::warn(
+        "delete {}: the shared cache holds a paste the store has no row for, and was not "
+        "invalidated: {}",
+        id.view(), told.error().message);
+  } else {
+    spdlog::warn(
+        "delete {}: the store has no row for a paste the shared cache held; dropped from "
+        "every cache",
+        id.view());
+  }
 }
 
 namespace {

@@ -4,6 +4,7 @@ with scripts/testenv/postgres.sh (in a temporary folder, on a free port). No ser
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_postgres
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -122,6 +123,75 @@ class PostgresMetaTest(SluiceTestCase):
                    message="reads resuming after PostgreSQL came back")
         self.assertStatus(s.get(f"/raw/{doc['id']}"), 200)
         s.create_ok(b"after the outage")
+
+
+class PostgresFleetWithoutRedisTest(SluiceTestCase):
+    """Two processes on one PostgreSQL and no Redis, as the claim-race tests run. Nothing tells a
+    process that another deleted or withheld a paste, so each may serve its own cached copy only
+    for `local_cache_ttl` (docs/scale-out.md, "Metadata in PostgreSQL"); before that rule applied
+    without Redis, b served a paste deleted on a for as long as b's cache kept it."""
+
+    TTL = 2.0  # --local-cache-ttl, short so the test is short; the default is 5 s
+    # b stops serving within TTL of caching the paste, hence of the delete. The bound adds 10 s for
+    # a machine shared by several builds: a wait on a condition, never a sleep. Before the rule
+    # applied without Redis, b served the paste until its cache evicted it (the paste's week).
+    WITHIN = TTL + 10.0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = PostgresServer.for_class(cls)
+
+    def setUp(self):
+        super().setUp()
+        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
+        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
+        args = ["--meta", self.pg.url, *PostgresMetaTest.RELAXED, "--trusted-proxy", "127.0.0.1",
+                "--report-hide-threshold", "1", "--local-cache-ttl", f"{self.TTL:g}s"]
+        self.a, self.b = (self.server(args, data_dir=shared_blobs) for _ in range(2))
+        for s in (self.a, self.b):
+            wait_until(lambda s=s: metric(s.metrics(), "sluice_meta_pool_connections",
+                                          pool="write") >= 1, message="write pool warm")
+
+    def cached_on_b(self, body):
+        doc = self.a.create_ok(body)
+        def hits():
+            return metric(self.b.metrics(), "sluice_paste_cache_total", outcome="hit")
+        before = hits()
+        self.assertStatus(self.b.get(f"/raw/{doc['id']}"), 200)  # fills b's cache
+        self.assertStatus(self.b.get(f"/raw/{doc['id']}"), 200)
+        self.assertGreater(hits(), before, "b served the paste from its memory")
+        return doc
+
+    def assertStopsBeingServedOnB(self, paste_id, status, since):
+        res = wait_until(lambda: (r := self.b.get(f"/raw/{paste_id}")).status != 200 and r,
+                         timeout=self.WITHIN, interval=0.05,
+                         message=f"b stops serving {paste_id} within local_cache_ttl")
+        self.assertStatus(res, status)
+        print(f"\n{paste_id}: served by b {time.monotonic() - since:.2f} s after the change on a "
+              f"(local_cache_ttl {self.TTL:g} s)", flush=True)
+
+    def test_a_paste_deleted_on_one_process_stops_being_served_on_the_other(self):
+        doc = self.cached_on_b(b"deleted on a")
+        self.assertStatus(self.a.delete(doc["id"], token=doc["delete_token"]), 204)
+        self.assertStopsBeingServedOnB(doc["id"], 404, time.monotonic())
+
+    def test_a_paste_taken_down_on_one_process_stops_being_served_on_the_other(self):
+        doc = self.cached_on_b(b"taken down on a")
+        res = self.a.admin_request("POST", f"/admin/pastes/{doc['id']}/takedown",
+                                   body=json.dumps({"reason": "test"}),
+                                   headers={"Content-Type": "application/json"})
+        self.assertStatus(res, 200)
+        self.assertStopsBeingServedOnB(doc["id"], 451, time.monotonic())
+
+    def test_a_paste_withheld_by_reports_on_one_process_stops_being_served_on_the_other(self):
+        doc = self.cached_on_b(b"reported on a")
+        res = self.a.request("POST", f"/api/v1/pastes/{doc['id']}/report",
+                             body=json.dumps({"reason": "spam"}),
+                             headers={"Content-Type": "application/json",
+                                      "X-Forwarded-For": "10.7.0.1"})
+        self.assertEqual(res.json()["under_review"], True, res)
+        self.assertStatus(self.a.get(f"/raw/{doc['id']}"), 451)
+        self.assertStopsBeingServedOnB(doc["id"], 451, time.monotonic())
 
 
 if __name__ == "__main__":

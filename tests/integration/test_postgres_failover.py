@@ -1,6 +1,7 @@
 """A PostgreSQL primary with a streaming standby (scripts/testenv/postgres.sh start-standby), two
 sluice processes on the multi-host URL (target_session_attrs=read-write) taking creates and reads;
-the primary is stopped at once (-m immediate) and the standby promoted (pg_ctl promote). Nothing
+the primary is stopped at once (-m immediate) and, once both processes' breakers have opened, the
+standby promoted (pg_ctl promote). Nothing
 here is mocked: the servers are Debian's PostgreSQL 15.
 
 What must hold (docs/scale-out.md, "PostgreSQL with a standby"):
@@ -9,7 +10,10 @@ What must hold (docs/scale-out.md, "PostgreSQL with a standby"):
 - during the failover a create is 201 or 503 with Retry-After and a failover reason, never a 500;
   a read of a paste that exists is 200 or 503, never a 404;
 - both processes serve creates on the new primary without a restart, within RECOVERY_LIMIT of the
-  promotion.
+  promotion, with the default breaker (breaker_open_for 5 s): a refusal that says "not the
+  primary" opens it for breaker_open_for_failover (250 ms) only;
+- after an asynchronous promotion that lost a paste, its creator's delete stops it being served
+  by the process that got the delete at once, and by the others within local_cache_ttl.
 The figures (503 window, time to the first 201, acknowledged pastes lost) are printed; with
 SLUICE_FAILOVER_REPORT=FILE they are also appended to FILE (bench/results/pg-failover.md says how).
 
@@ -19,6 +23,7 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -36,12 +41,16 @@ SCRIPT = test_postgres.SCRIPT
 # call whose budget ran out while a connect to the dead host hung (an honest timeout, rare).
 FAILOVER_REASONS = {"primary_failover", "outcome_unknown", "deadline_exceeded"}
 
-# Creates are back on the new primary within this of the promotion, for each process. The breaker
-# window (breaker_open_for, default 5 s) bounds it: the breaker opens on the first refusals and
-# lets a probe through only when the window ends. The test sets 1 s (bench/results/pg-failover.md
-# has the default's figures), and a loaded machine gets slack on top.
-BREAKER_OPEN_FOR = os.environ.get("SLUICE_FAILOVER_BREAKER_OPEN_FOR", "1s")
-RECOVERY_LIMIT = float(BREAKER_OPEN_FOR.rstrip("s")) + 5.0
+# Creates are back on the new primary within this of the promotion, for each process. The
+# failover's breaker window (breaker_open_for_failover, 250 ms) bounds it: refusals that say "not
+# the primary" open the breaker for that long, then one probe finds the new primary. The bar is
+# 1 s; measured here 0.2-0.4 s (bench/results/pg-failover.md). The 0.5 s on top is for a 2-core
+# machine shared by several builds: a creator thread of this test that the scheduler holds back
+# is time counted against the server. Before the failover window, with the default
+# breaker_open_for (5 s), it was 4.9-5.1 s, far outside it. The breaker settings are the
+# defaults unless SLUICE_FAILOVER_BREAKER_OPEN_FOR names one (for the figures only).
+BREAKER_OPEN_FOR = os.environ.get("SLUICE_FAILOVER_BREAKER_OPEN_FOR")
+RECOVERY_LIMIT = 1.5
 
 
 def script(*args):
@@ -154,7 +163,7 @@ class PostgresFailoverTest(SluiceTestCase):
     SETTINGS = {"insert-timeout": "2s", "meta-get-timeout": "2s", "read-budget": "5s",
                 "create-budget": "8s", "ip-create-rate": "100000", "ip-create-burst": "100000",
                 "meta-read-connections": "4", "meta-write-connections": "4",
-                "breaker-open-for": BREAKER_OPEN_FOR}
+                **({"breaker-open-for": BREAKER_OPEN_FOR} if BREAKER_OPEN_FOR else {})}
 
     def start_fleet(self, cluster):
         shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
@@ -177,6 +186,18 @@ class PostgresFailoverTest(SluiceTestCase):
         time.sleep(2.0)
         killed_at = time.monotonic()
         script("pause", cluster.primary)
+        # The promotion starts once each process has seen the failover and opened its breaker, as
+        # it has when a failover manager takes a moment to decide (Patroni: its ttl). That is the
+        # case the recovery bar is about: what the breaker adds after the promotion. Promoted at
+        # once, a process sometimes met the new primary before its breaker opened at all.
+        seen_open = set()
+
+        def breakers_open():
+            for i, s in enumerate(servers):
+                if metric(s.metrics(), "sluice_breaker_state", dependency="meta") == 1:
+                    seen_open.add(i)
+            return len(seen_open) == len(servers)
+        wait_until(breakers_open, timeout=30, interval=0.02, message="both breakers open")
         script("promote", cluster.standby)
         promoted_at = time.monotonic()
         # Until both processes have answered a create 201 on the new primary, then a little more.
@@ -206,10 +227,10 @@ class PostgresFailoverTest(SluiceTestCase):
             "lost": len(lost),
             "create_503s": len(refused),
             "503_window_s": round(window, 2),
-            "promotion_s": round(promoted_at - killed_at, 2),
+            "kill_to_promoted_s": round(promoted_at - killed_at, 2),
             "first_201_after_promotion_s": [None if t is None else round(t - promoted_at, 2)
                                             for t in first_201],
-            "breaker_open_for": BREAKER_OPEN_FOR,
+            "breaker_open_for": BREAKER_OPEN_FOR or "default",
             "reasons": {r: sum(1 for e in events if e[2] == 503 and e[3] == r)
                         for r in sorted({e[3] for e in events if e[2] == 503})},
         }
@@ -245,7 +266,9 @@ class PostgresFailoverTest(SluiceTestCase):
         self.assertEqual(lost, [], "acknowledged pastes missing on the new primary")
         for i, t in enumerate(first_201):
             self.assertIsNotNone(t, f"process {i} served no create on the new primary")
-            self.assertLess(t - promoted_at, RECOVERY_LIMIT, f"process {i} recovered late")
+            if not BREAKER_OPEN_FOR:
+                self.assertLess(t - promoted_at, RECOVERY_LIMIT, f"process {i} recovered late")
+        self.assertFalse([e for e in events if e[2] == 500], "a 500 during the failover")
         # Read back byte-identical from both processes, without a restart.
         for s in servers:
             for paste_id, body in created:
@@ -261,6 +284,9 @@ class PostgresFailoverTest(SluiceTestCase):
         self.assertFailoverAnswers(events, lost=set(lost))
         for i, t in enumerate(first_201):
             self.assertIsNotNone(t, f"process {i} served no create on the new primary")
+            if not BREAKER_OPEN_FOR:
+                self.assertLess(t - promoted_at, RECOVERY_LIMIT, f"process {i} recovered late")
+        self.assertFalse([e for e in events if e[2] == 500], "a 500 during the failover")
         lost_set = set(lost)
         for paste_id, body in created:
             if paste_id in lost_set:
@@ -268,6 +294,72 @@ class PostgresFailoverTest(SluiceTestCase):
             res = servers[0].get(f"/raw/{paste_id}")
             self.assertStatus(res, 200)
             self.assertEqual(res.body, body, paste_id)
+
+
+class LossyFailoverTest(SluiceTestCase):
+    """An asynchronous promotion that loses an acknowledged paste, made to happen: the standby's
+    walreceiver is stopped (SIGSTOP) before the paste is created, the primary's postmaster and the
+    walreceiver are killed -9, and the standby is promoted without it. The paste's row is gone;
+    both processes still hold it in memory, a because it created it, b because it read it. Its
+    creator's delete cannot be checked (the token's hash was in the row), so it is 404; what must
+    hold is that the paste stops being served (src/service/paste_service.cc, ForgetRowless)."""
+
+    # a trusts its memory for an hour, so only the delete can make it stop serving the paste; b
+    # for the default 5 s, after which it asks the new primary, which has no row.
+    A_TTL, B_TTL = "1h", "5s"
+
+    def test_the_creators_delete_of_a_paste_the_promotion_lost_takes_it_down_everywhere(self):
+        cluster = Cluster("async")
+        self.addCleanup(cluster.stop)
+        shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")
+        self.addCleanup(shutil.rmtree, shared_blobs, ignore_errors=True)
+        settings = [a for k, v in PostgresFailoverTest.SETTINGS.items() for a in (f"--{k}", v)]
+        a, b = (self.server(["--meta", cluster.url, *settings, "--local-cache-ttl", ttl],
+                            data_dir=shared_blobs) for ttl in (self.A_TTL, self.B_TTL))
+        for s in (a, b):
+            wait_until(lambda s=s: metric(s.metrics(), "sluice_meta_pool_connections",
+                                          pool="write") >= 1, message="write pool warm")
+        kept = a.create_ok(b"replicated before the stall")
+        wait_until(lambda: kept["id"] in cluster.ids_on_new_primary(), message="replicated")
+
+        receiver = int(psql(cluster.standby_url, "SELECT pid FROM pg_stat_wal_receiver"))
+        os.kill(receiver, signal.SIGSTOP)
+        lost = a.create_ok(b"acknowledged, then lost by the promotion")
+        for _ in range(2):  # the second read is from b's memory
+            self.assertStatus(b.get(f"/raw/{lost['id']}"), 200)
+        with open(os.path.join(cluster.primary, "data", "postmaster.pid")) as f:
+            os.kill(int(f.readline()), signal.SIGKILL)
+        os.kill(receiver, signal.SIGKILL)  # the WAL it had buffered dies with it
+        os.kill(receiver, signal.SIGCONT)
+        with open(os.path.join(cluster.standby, "port")) as f:
+            port = f.read().strip()
+        wait_until(lambda: subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", port])
+                   .returncode == 0, timeout=60, message="standby back after its walreceiver died")
+        script("promote", cluster.standby)
+        on_new = cluster.ids_on_new_primary()
+        self.assertIn(kept["id"], on_new)
+        if lost["id"] in on_new:
+            self.skipTest("the standby received the paste after all: nothing was lost to test")
+
+        self.assertStatus(a.get(f"/raw/{lost['id']}"), 200)  # from a's memory: the finding
+        # A delete waits out the failover's 503s (retrying a delete is harmless), then says 404:
+        # the row, and with it the token's hash, is gone.
+        res = wait_until(lambda: (r := a.delete(lost["id"], token=lost["delete_token"])).status
+                         != 503 and r, timeout=30, message="a delete answered by the new primary")
+        self.assertJsonError(res, 404)
+        self.assertJsonError(a.get(f"/raw/{lost['id']}"), 404)
+        deleted_at = time.monotonic()
+        wait_until(lambda: b.get(f"/raw/{lost['id']}").status == 404, timeout=5 + 10,
+                   message="b stops serving the lost paste within its local_cache_ttl")
+        print(f"\nlost paste served by b {time.monotonic() - deleted_at:.2f} s after the delete "
+              f"on a (local_cache_ttl {self.B_TTL})", flush=True)
+        for s in (a, b):
+            self.assertStatus(s.get(f"/raw/{kept['id']}"), 200)
+
+
+def psql(url, sql):
+    return subprocess.run(["psql", url, "-tAc", sql], check=True, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -65,8 +65,8 @@ class Dependency {
   admission::BreakerState breaker_state() const { return breaker_.state(); }
   /// New breaker thresholds from now on; the breaker keeps its state (docs/operations.md,
   /// "Reload").
-  void SetBreakerThresholds(int refusals_to_open, Duration open_for) {
-    breaker_.SetThresholds(refusals_to_open, open_for);
+  void SetBreakerThresholds(int refusals_to_open, Duration open_for, Duration failover_open_for) {
+    breaker_.SetThresholds(refusals_to_open, open_for, failover_open_for);
   }
   const std::string& name() const { return name_; }
 
@@ -213,8 +213,15 @@ boost::asio::awaitable<Result<T>> Dependency::Call(
     if (error.code == ErrorCode::kDeadlineExceeded) {
       pass.TimedOut();  // slowness is the caps' business, not the breaker's
       stats.timeouts->Inc();
+    } else if (error.reason == store::kPrimaryFailover) {
+      // Sent or not, the server said it takes no writes (or none of the hosts does): a failover,
+      // whose breaker window is short so that a probe finds the new primary soon after the
+      // promotion (docs/overload.md, "Retries, breakers, timeouts").
+      refused_by_failover_ = true;
+      pass.NotPrimary();
+      stats.errors->Inc();
     } else if (error.never_sent) {
-      refused_by_failover_ = error.reason == store::kPrimaryFailover;
+      refused_by_failover_ = false;
       pass.Refused();
       stats.errors->Inc();
     } else {

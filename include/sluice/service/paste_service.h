@@ -225,7 +225,9 @@ class PasteService {
   /// Deletes with the token. NotFound for a malformed id, a missing paste or a wrong token alike;
   /// success again for a paste already deleted with the right token. With a `client_key`, first
   /// its delete budget (ResourceExhausted, reason delete_rate), before any store call, so that
-  /// guessing tokens costs the primary nothing either.
+  /// guessing tokens costs the primary nothing either. A paste whose row the metadata store does
+  /// not have (a promotion lost it, or it was purged) is NotFound whatever the token, since the
+  /// token's hash was in the row; the caches stop serving it too (ForgetRowless).
   boost::asio::awaitable<Status> Delete(std::string_view id_text, std::string_view token,
                                         std::string_view client_key = {});
 
@@ -277,6 +279,9 @@ class PasteService {
   /// Puts a row read from the primary into the shared metadata cache; a failure only counts.
   boost::asio::awaitable<void> KeepShared(const store::PasteMeta& meta,
                                           admission::Deadline deadline);
+  /// Drops a paste the metadata store has no row for from this process's cache and, when the
+  /// shared cache still holds it live, from there and every process's (Delete).
+  boost::asio::awaitable<void> ForgetRowless(store::PasteId id, admission::Deadline deadline);
   /// How long the shared cache may keep `meta`: never past its expiry, at most shared_meta_ttl.
   std::chrono::seconds SharedTtl(const store::PasteMeta& meta) const;
   /// The quota's refusal, from the declared length alone, or nothing.

@@ -17,6 +17,7 @@ class CircuitBreakerTest : public ::testing::Test {
     CircuitBreakerOptions options;
     options.refusals_to_open = 3;
     options.open_for = seconds(5);
+    options.failover_open_for = milliseconds(250);
     options.on_transition = [this](BreakerState from, BreakerState to) {
       seen_.emplace_back(from, to);
     };
@@ -27,6 +28,14 @@ class CircuitBreakerTest : public ::testing::Test {
       CircuitBreaker::Admission admission = breaker.TryPass();
       ASSERT_TRUE(admission.allowed());
       admission.pass->Refused();
+    }
+  }
+
+  void NotPrimary(CircuitBreaker& breaker, int n) {
+    for (int i = 0; i < n; ++i) {
+      CircuitBreaker::Admission admission = breaker.TryPass();
+      ASSERT_TRUE(admission.allowed());
+      admission.pass->NotPrimary();
     }
   }
 
@@ -150,6 +159,78 @@ TEST_F(CircuitBreakerTest, MovedPassReportsOnce) {
     }
   }
   EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+}
+
+// A primary failing over: the refusals that say "not the primary" open it as any refusals do, but
+// for the short window, and the probe goes out when that window ends.
+TEST_F(CircuitBreakerTest, NotPrimaryRefusalsOpenItForTheFailoverWindowThenOneProbe) {
+  CircuitBreaker breaker(Options(), clock_);
+  NotPrimary(breaker, 2);
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+  NotPrimary(breaker, 1);
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+  EXPECT_EQ(breaker.TryPass().retry_after, milliseconds(250));
+  clock_.Advance(milliseconds(249));
+  EXPECT_FALSE(breaker.TryPass().allowed());
+  clock_.Advance(milliseconds(1));
+  CircuitBreaker::Admission probe = breaker.TryPass();
+  ASSERT_TRUE(probe.allowed());
+  EXPECT_TRUE(probe.pass->is_probe());
+  EXPECT_FALSE(breaker.TryPass().allowed());
+  probe.pass->Succeeded();
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+}
+
+// Blips keep breaker_open_for, also in a run that had "not primary" answers before them: the
+// refusal that opens the breaker decides its window.
+TEST_F(CircuitBreakerTest, BlipsStillOpenItForOpenFor) {
+  CircuitBreaker breaker(Options(), clock_);
+  NotPrimary(breaker, 2);
+  Refuse(breaker, 1);
+  ASSERT_EQ(breaker.state(), BreakerState::kOpen);
+  EXPECT_EQ(breaker.TryPass().retry_after, seconds(5));
+  clock_.Advance(milliseconds(250));
+  EXPECT_FALSE(breaker.TryPass().allowed());
+  clock_.Advance(seconds(5) - milliseconds(250));
+  EXPECT_TRUE(breaker.TryPass().allowed());
+}
+
+// Timeouts stay neutral: however many, they neither open it nor add to a run of "not primary".
+TEST_F(CircuitBreakerTest, TimeoutsNeverOpenItNorCountAsNotPrimary) {
+  CircuitBreaker breaker(Options(), clock_);
+  for (int i = 0; i < 1000; ++i) breaker.TryPass().pass->TimedOut();
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+  NotPrimary(breaker, 2);
+  breaker.TryPass().pass->TimedOut();
+  EXPECT_EQ(breaker.state(), BreakerState::kClosed);
+}
+
+// The probe's answer sets the next window: still not the primary, another short one; a blip (the
+// new primary refusing connections), the long one; and the other way round.
+TEST_F(CircuitBreakerTest, TheProbesRefusalChoosesTheNextWindow) {
+  CircuitBreaker breaker(Options(), clock_);
+  NotPrimary(breaker, 3);
+  clock_.Advance(milliseconds(250));
+  breaker.TryPass().pass->NotPrimary();
+  EXPECT_EQ(breaker.state(), BreakerState::kOpen);
+  EXPECT_EQ(breaker.TryPass().retry_after, milliseconds(250));
+  clock_.Advance(milliseconds(250));
+  breaker.TryPass().pass->Refused();
+  EXPECT_EQ(breaker.TryPass().retry_after, seconds(5));
+  clock_.Advance(seconds(5));
+  breaker.TryPass().pass->NotPrimary();
+  EXPECT_EQ(breaker.TryPass().retry_after, milliseconds(250));
+}
+
+// A reload changes the window of a breaker a failover holds open, as it does open_for's.
+TEST_F(CircuitBreakerTest, AReloadAppliesTheNewFailoverWindowToAnOpenBreaker) {
+  CircuitBreaker breaker(Options(), clock_);
+  NotPrimary(breaker, 3);
+  clock_.Advance(milliseconds(100));
+  breaker.SetThresholds(3, seconds(5), milliseconds(400));
+  EXPECT_EQ(breaker.TryPass().retry_after, milliseconds(300));
+  breaker.SetThresholds(3, seconds(5), milliseconds(100));
+  EXPECT_TRUE(breaker.TryPass().allowed());
 }
 
 }  // namespace

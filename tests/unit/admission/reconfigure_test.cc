@@ -173,13 +173,14 @@ TEST(CircuitBreakerReconfigureTest, AnOpenBreakerStaysOpenUntilTheNewOpenForHasP
   Refuse(breaker);
   Refuse(breaker);
   ASSERT_EQ(breaker.state(), BreakerState::kOpen);
-  breaker.SetThresholds(2, seconds(10));  // longer: counted from when it opened
+  breaker.SetThresholds(2, seconds(10), milliseconds(250));  // longer: counted from when it opened
   EXPECT_EQ(breaker.state(), BreakerState::kOpen);
   clock.Advance(seconds(6));
   CircuitBreaker::Admission refused = breaker.TryPass();
   EXPECT_FALSE(refused.allowed());
   EXPECT_EQ(refused.retry_after, seconds(4));
-  breaker.SetThresholds(2, seconds(1));  // shorter: it has been open for longer than that
+  breaker.SetThresholds(2, seconds(1),
+                        milliseconds(250));  // shorter: it has been open for longer than that
   CircuitBreaker::Admission probe = breaker.TryPass();
   ASSERT_TRUE(probe.allowed());
   EXPECT_TRUE(probe.pass->is_probe());
@@ -190,7 +191,7 @@ TEST(CircuitBreakerReconfigureTest, AClosedBreakerKeepsItsRunOfRefusalsAgainstTh
   ManualClock clock;
   CircuitBreaker breaker(Breaker(5, seconds(5)), clock);
   for (int i = 0; i < 3; ++i) Refuse(breaker);
-  breaker.SetThresholds(3, seconds(5));
+  breaker.SetThresholds(3, seconds(5), milliseconds(250));
   // Already at the new count, but a reload is not a refusal: the next refusal opens it.
   EXPECT_EQ(breaker.state(), BreakerState::kClosed);
   EXPECT_EQ(breaker.transitions(), 0u);
@@ -199,7 +200,7 @@ TEST(CircuitBreakerReconfigureTest, AClosedBreakerKeepsItsRunOfRefusalsAgainstTh
 
   CircuitBreaker raised(Breaker(2, seconds(5)), clock);
   Refuse(raised);
-  raised.SetThresholds(4, seconds(5));
+  raised.SetThresholds(4, seconds(5), milliseconds(250));
   for (int i = 0; i < 2; ++i) Refuse(raised);
   EXPECT_EQ(raised.state(), BreakerState::kClosed);  // 3 in a row, under the new 4
   Refuse(raised);
@@ -382,7 +383,7 @@ TEST(ReconfigureStressTest, BreakerBudgetAndLadderAgainstAReloadingThread) {
       // Until the readers have made calls enough to meet every setting, however the threads are
       // scheduled; the clock stops at 2 s, inside the budget's 10 s window.
       for (int i = 0; i < 2000 || requests.load() < 20000; ++i) {
-        breaker.SetThresholds(1 + i % 4, milliseconds(i % 3));
+        breaker.SetThresholds(1 + i % 4, milliseconds(i % 3), milliseconds(i % 2));
         budget.SetRatio(0.5 * (i % 2));
         DegradationLadderOptions next = ladder_options;
         next.slots = 1 + i % 4;

@@ -20,8 +20,8 @@ TEST(ReloadTest, TheLiveKeysAreDeclaredSettings) {
   int live = 0;
   for (const std::string& key : keys) live += IsLiveSetting(key) ? 1 : 0;
   // Every key of the live list exists (a rename in settings.cc would otherwise silently make a
-  // key restart-only): the list in reload.cc has 77.
-  EXPECT_EQ(live, 77);
+  // key restart-only): the list in reload.cc has 78.
+  EXPECT_EQ(live, 78);
   EXPECT_TRUE(IsLiveSetting("ip_create_rate"));
   EXPECT_TRUE(IsLiveSetting("trusted_proxy"));
   EXPECT_TRUE(IsLiveSetting("log_level"));
@@ -36,8 +36,8 @@ TEST(ReloadTest, TheLadderTheStoreTimeoutsTheBreakersAndTheBudgetAreLive) {
        {"highlight_slots", "render_timeout", "render_delay", "large_paste_bytes",
         "highlight_utilization", "shed_release_rate", "put_timeout", "insert_timeout",
         "meta_get_timeout", "blob_get_timeout", "cache_timeout", "breaker_refusals",
-        "breaker_open_for", "retry_budget_ratio", "report_hide_threshold", "put_bytes_per_day_plan",
-        "verify_bodies", "local_cache_ttl"}) {
+        "breaker_open_for", "breaker_open_for_failover", "retry_budget_ratio",
+        "report_hide_threshold", "put_bytes_per_day_plan", "verify_bodies", "local_cache_ttl"}) {
     EXPECT_TRUE(IsLiveSetting(key)) << key;
   }
   // Each with its reason in reload.cc.

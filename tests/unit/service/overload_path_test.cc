@@ -340,6 +340,51 @@ TEST_F(OverloadPathTest, ARefusingStoreOpensTheBreakerAfterFiveAndLetsOneProbeAW
   EXPECT_EQ(blob_inner_.puts, 8);
 }
 
+// A primary failing over (docs/overload.md, "Retries, breakers, timeouts"): the server answered
+// each insert, read-only (25006), so nothing was refused before the send; those answers open the
+// breaker all the same, for breaker_open_for_failover (250 ms), and the first create after that
+// window is the probe that finds the new primary.
+TEST_F(OverloadPathTest, APrimaryFailingOverOpensTheBreakerForItsShortWindowThenOneProbe) {
+  Error read_only = MakeError(ErrorCode::kUnavailable,
+                              "postgres: cannot execute INSERT in a read-only transaction (25006)",
+                              std::string(store::kPrimaryFailover));
+  meta_inner_.insert_error = read_only;
+  for (int i = 1; i <= 5; ++i) {
+    auto created = Create("x");
+    ASSERT_FALSE(created.ok());
+    EXPECT_EQ(created.error().reason, store::kPrimaryFailover);
+    EXPECT_EQ(meta_dependency_.breaker_state(), i < 5 ? BreakerState::kClosed : BreakerState::kOpen)
+        << "after answer " << i;
+  }
+  const int inserts = meta_inner_.calls.load();
+  meta_inner_.insert_error.reset();  // promoted: the next insert that reaches the store lands
+
+  auto shed = Create("x");
+  ASSERT_FALSE(shed.ok());
+  EXPECT_EQ(shed.error().reason, store::kPrimaryFailover);
+  ExpectOverloadAnswer(shed.error());
+  Advance(std::chrono::milliseconds(250) - Duration(1));
+  EXPECT_EQ(Create("x").error().reason, store::kPrimaryFailover);
+  EXPECT_EQ(meta_inner_.calls.load(), inserts) << "nothing reaches the store while open";
+
+  Advance(Duration(1));
+  EXPECT_TRUE(Create("x").ok());
+  EXPECT_EQ(meta_dependency_.breaker_state(), BreakerState::kClosed);
+}
+
+// A blip on the same store (refused connects, a single-host URL) keeps breaker_open_for.
+TEST_F(OverloadPathTest, RefusedConnectsToThePrimaryStillOpenItForBreakerOpenFor) {
+  meta_inner_.insert_error = ConnectRefused();
+  for (int i = 1; i <= 5; ++i) ASSERT_FALSE(Create("x").ok());
+  ASSERT_EQ(meta_dependency_.breaker_state(), BreakerState::kOpen);
+  meta_inner_.insert_error.reset();
+  Advance(std::chrono::milliseconds(250));
+  EXPECT_EQ(Create("x").error().reason, "breaker_open");
+  Advance(std::chrono::seconds(5) - std::chrono::milliseconds(250));
+  EXPECT_TRUE(Create("x").ok());
+  EXPECT_EQ(meta_dependency_.breaker_state(), BreakerState::kClosed);
+}
+
 TEST_F(OverloadPathTest, ABlipSpendsTheRetryBudgetAndNoMore) {
   // The primary refuses every connect for a while. The breaker is set out of reach here, so the
   // budget alone limits the retries (the test above shows the breaker).

@@ -171,6 +171,45 @@ TEST_F(PasteServiceTest, DeleteNeedsTheTokenAndIsIdempotent) {
   EXPECT_EQ(RunSync(service_.Delete(p.id.view(), "wrong")).error().code, ErrorCode::kNotFound);
 }
 
+// An asynchronous promotion lost the row of a paste this process created and still caches. The
+// creator's delete cannot be proven (the token's hash was in the row) and is 404, but the paste
+// stops being served: the cache said yes where the store of record says no.
+TEST_F(PasteServiceTest, ADeleteThatFindsNoRowStopsServingTheCachedPaste) {
+  const CreatedPaste p = MustCreate("hello");
+  ASSERT_TRUE(Read(p.id.view()).ok());                                        // from the cache
+  std::unique_ptr<store::MetaStore> promoted = store::MakeMemoryMetaStore();  // never had it
+  PasteService after(*promoted, blobs_, cache_, admission_, clock_, metrics_, ServiceOptions{});
+  ASSERT_TRUE(RunSync(after.Read(FixedClient(), p.id.view())).ok()) << "served from the cache";
+  EXPECT_EQ(RunSync(after.Delete(p.id.view(), p.delete_token)).error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(cache_.Get(p.id).has_value());
+  EXPECT_EQ(RunSync(after.Read(FixedClient(), p.id.view())).error().code, ErrorCode::kNotFound);
+}
+
+// The same with a shared cache that a fill filled: every process would fill from it, so the
+// delete replaces it with a tombstone and tells them all.
+TEST_F(PasteServiceTest, ADeleteThatFindsNoRowDropsThePasteFromTheSharedCacheToo) {
+  std::unique_ptr<store::SharedState> shared = store::MakeMemorySharedState(clock_);
+  PasteCache first_cache(1 << 20);
+  PasteService first(meta_, blobs_, first_cache, admission_, clock_, metrics_, ServiceOptions{},
+                     shared.get());
+  auto ticket = RunSync(first.AdmitCreate("10.0.0.1", {5, false}));
+  ASSERT_TRUE(ticket.ok());
+  auto created = RunSync(first.Create(std::move(*ticket), "hello", ""));
+  ASSERT_TRUE(created.ok());
+  first_cache.Erase(created->id);
+  ASSERT_TRUE(RunSync(first.Read(FixedClient(), created->id.view())).ok());  // kept shared
+  std::unique_ptr<store::MetaStore> promoted = store::MakeMemoryMetaStore();
+  PasteCache other_cache(1 << 20);
+  PasteService other(*promoted, blobs_, other_cache, admission_, clock_, metrics_, ServiceOptions{},
+                     shared.get());
+  ASSERT_TRUE(RunSync(other.Read(FixedClient(), created->id.view())).ok()) << "from Redis";
+  EXPECT_EQ(RunSync(other.Delete(created->id.view(), created->delete_token)).error().code,
+            ErrorCode::kNotFound);
+  EXPECT_EQ(RunSync(other.Read(FixedClient(), created->id.view())).error().code,
+            ErrorCode::kNotFound);
+  EXPECT_FALSE(first_cache.Get(created->id).has_value());
+}
+
 TEST_F(PasteServiceTest, OutboxRemovesTheBodyOfADeletedPaste) {
   const CreatedPaste p = MustCreate("hello");
   ASSERT_TRUE(RunSync(service_.Delete(p.id.view(), p.delete_token)).ok());
