@@ -294,7 +294,12 @@ int RunPaste(const PasteCommandOptions& given) {
   if (!filename.empty()) request.headers.emplace_back("Sluice-Filename", filename);
 
   admission::Jitter jitter = FreshJitter();
-  Duration waited{};
+  // --max-wait counts the exchanges as well as the pauses, so a server that answers each 429
+  // slowly cannot stretch the command to rounds x exchange timeout.
+  const auto started = std::chrono::steady_clock::now();
+  const auto waited = [&started] {
+    return std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - started);
+  };
   bool connect_retried = false;
   for (;;) {
     const Attempt a = Exchange(*server, request);
@@ -334,15 +339,14 @@ int RunPaste(const PasteCommandOptions& given) {
     if ((a.status == 429 || a.status == 503) && doc.reason != "outcome_unknown") {
       const std::optional<int> retry_after = RetryAfterSeconds(a, doc);
       if (retry_after) {
-        if (const auto pause = PoliteWait(*retry_after, waited, *max_wait, jitter)) {
+        if (const auto pause = PoliteWait(*retry_after, waited(), *max_wait, jitter)) {
           Say("server busy ({}), retrying in {:.1f} s", doc.reason, Seconds(*pause));
           std::this_thread::sleep_for(*pause);
-          waited += *pause;
           continue;
         }
         Say("server busy ({}): {}; it asks to retry in {} s, which is past --max-wait {} (waited "
             "{:.1f} s so far). Nothing was created",
-            doc.reason, doc.error, *retry_after, options.max_wait, Seconds(waited));
+            doc.reason, doc.error, *retry_after, options.max_wait, Seconds(waited()));
         return kExitFailed;
       }
       if (a.status == 429) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -32,21 +33,23 @@ void Inform(std::string_view command, fmt::format_string<Args...> format, Args&&
 }
 
 // Get and delete may be sent again: both are idempotent. A 429 or 503 with a Retry-After is
-// waited out (with jitter, within --max-wait), as a create's is.
+// waited out (with jitter, within --max-wait), as a create's is; --max-wait counts the exchanges
+// as well as the pauses, so a server that answers each 429 slowly cannot stretch the command.
 Attempt Polite(std::string_view command, const ServerUrl& server, const CliRequest& request,
                Duration max_wait) {
   admission::Jitter jitter = FreshJitter();
-  Duration waited{};
+  const auto started = std::chrono::steady_clock::now();
   for (;;) {
     Attempt a = Exchange(server, request);
     if (!(a.status == 429 || a.status == 503)) return a;
     const std::optional<int> retry_after = RetryAfterField(a);
     if (!retry_after) return a;
+    const auto waited =
+        std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - started);
     const auto pause = PoliteWait(*retry_after, waited, max_wait, jitter);
     if (!pause) return a;
     Inform(command, "server busy ({}), retrying in {:.1f} s", a.status, Seconds(*pause));
     std::this_thread::sleep_for(*pause);
-    waited += *pause;
   }
 }
 
