@@ -567,6 +567,23 @@ class RefusedBeforeAnyRequestTest(CliTestCase):
         self.assertEqual(s.connections, 0)
 
 
+class SlowRefusalTest(CliTestCase):
+    def test_max_wait_counts_the_exchanges_not_only_the_pauses(self):
+        # Each 429 comes after 3 s and asks for 1 s: with --max-wait 5s the budget is spent after
+        # the second answer. Counting only the pauses, five rounds would fit.
+        refuse = HostileServer.answer(429, json.dumps({"error": "busy", "reason": "x"}),
+                                      headers={"Content-Type": "application/json",
+                                               "Retry-After": "1"})
+
+        def slow(server, conn, head):
+            server.stopping.wait(3)
+            refuse(server, conn, head)
+        s = self.server(slow)
+        run = self.run_cli(["get", "--max-wait", "5s", f"{s.url}/{ID}"])
+        self.assertEqual(run.returncode, 1, run)
+        self.assertLessEqual(len(s.requests), 2, run)
+
+
 class ReviewQueueTest(CliTestCase):
     def test_admin_reports_stops_when_a_page_adds_nothing(self):
         # Every page empty, every page naming a next one: a walk that only stops at --limit
