@@ -4,37 +4,19 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/beast/core/basic_stream.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
-#include <cctype>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_exchange.h"
+#include "cli_output.h"
 #include "crypt_command.h"
+#include "server_url.h"
+#include "sluice/store/paste.h"
 
 namespace sluice::app {
 
 namespace {
-
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using tcp = boost::asio::ip::tcp;
-using local = boost::asio::local::stream_protocol;
-
-// A paste id or a prefix goes into a path: only what the server itself would accept in one.
-bool SafeSegment(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0;
-  });
-}
 
 std::string JsonBody(std::initializer_list<std::pair<const char*, const std::string*>> fields) {
   nlohmann::json j = nlohmann::json::object();
@@ -42,17 +24,6 @@ std::string JsonBody(std::initializer_list<std::pair<const char*, const std::str
     if (!value->empty()) j[name] = *value;
   }
   return j.dump();
-}
-
-// One request on a connected stream (TCP or Unix), its response read whole.
-template <typename Stream>
-bhttp::response<bhttp::string_body> Exchange(Stream& stream,
-                                             const bhttp::request<bhttp::string_body>& req) {
-  bhttp::write(stream, req);
-  beast::flat_buffer buffer;
-  bhttp::response<bhttp::string_body> res;
-  bhttp::read(stream, buffer, res);
-  return res;
 }
 
 }  // namespace
@@ -140,141 +111,144 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
 }
 
 int RunAdmin(AdminCommandOptions& o) {
+  constexpr std::string_view kCommand = "sluice admin";
   if (o.path.starts_with("/admin/pastes/")) {
     const std::string rest = o.path.substr(std::string_view("/admin/pastes/").size());
-    if (!SafeSegment(rest.substr(0, rest.find('/')))) {
-      std::fprintf(stderr, "sluice admin: not a paste id\n");
+    const std::string id = rest.substr(0, rest.find('/'));
+    if (!store::PasteId::Parse(id)) {
+      Tell(kCommand, fmt::format("'{}' is not a paste id: 12 characters of A-Z, a-z and 0-9", id));
       return 2;
     }
   }
   // The same forms admin_listen takes (src/app/settings.cc, CheckAdminListen).
-  std::string socket_path;
+  ServerUrl server;
   if (o.admin.starts_with("unix:")) {
-    socket_path = o.admin.substr(5);
+    server.socket_path = o.admin.substr(5);
   } else if (o.admin.starts_with("/")) {
-    socket_path = o.admin;
+    server.socket_path = o.admin;
   }
-  constexpr std::string_view kHttp = "http://";
-  std::string authority = "localhost";
-  std::string host, port;
-  if (!socket_path.empty() || o.admin.starts_with("unix:")) {
-    if (!socket_path.starts_with("/")) {
-      std::fprintf(stderr, "sluice admin: --admin unix:PATH needs an absolute path\n");
+  if (!server.socket_path.empty() || o.admin.starts_with("unix:")) {
+    if (!server.socket_path.starts_with("/")) {
+      Tell(kCommand, "--admin unix:PATH needs an absolute path");
       return 2;
     }
-  } else if (!o.admin.starts_with(kHttp)) {
-    std::fprintf(stderr,
-                 "sluice admin: --admin must be http://HOST:PORT or a Unix socket, unix:/PATH\n");
+  } else if (!o.admin.starts_with("http://")) {
+    Tell(kCommand, "--admin must be http://HOST:PORT or a Unix socket, unix:/PATH");
     return 2;
   } else {
-    authority = o.admin.substr(kHttp.size(), o.admin.find('/', kHttp.size()) - kHttp.size());
+    auto parsed = ParseServerUrl(o.admin);
+    const std::string authority = o.admin.substr(7, o.admin.find('/', 7) - 7);
     const size_t colon = authority.rfind(':');
-    if (colon == std::string::npos || colon == 0) {
-      std::fprintf(stderr, "sluice admin: --admin must name a port: http://HOST:PORT\n");
+    if (colon == std::string::npos || colon == 0 || authority.back() == ']') {
+      Tell(kCommand, "--admin must name a port: http://HOST:PORT");
       return 2;
     }
-    host = authority.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    port = authority.substr(colon + 1);
+    if (!parsed.ok()) {
+      Tell(kCommand, parsed.error().message);
+      return 2;
+    }
+    server = std::move(*parsed);
   }
 
   std::string token;
   {
     std::ifstream in(o.token_file);
     if (!in || !std::getline(in, token)) {
-      std::fprintf(stderr, "sluice admin: cannot read the token from %s\n", o.token_file.c_str());
+      Tell(kCommand, fmt::format("cannot read the token from {}", o.token_file));
       return 2;
     }
     const size_t first = token.find_first_not_of(" \t\r\n");
     const size_t last = token.find_last_not_of(" \t\r\n");
     token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+    // It goes into a header line: a control character or a space would end or split it.
+    if (token.empty() ||
+        !std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+      Tell(kCommand,
+           fmt::format("the token in {} must be one word of printable ASCII", o.token_file));
+      return 2;
+    }
   }
 
-  // One request on a fresh connection; throws on a connection or protocol failure.
+  // One request on a fresh connection, with the limits of every CLI request (cli_exchange.h);
+  // an answer can carry a paste's text, so it may be as large as one.
   const auto exchange = [&](const std::string& path) {
-    boost::asio::io_context io;
-    bhttp::request<bhttp::string_body> req{
-        o.method == "POST" ? bhttp::verb::post : bhttp::verb::get, path, 11};
-    req.set(bhttp::field::host, authority);
-    req.set(bhttp::field::authorization, "Bearer " + token);
-    req.set(bhttp::field::user_agent, "sluice-admin");
+    CliRequest req;
+    req.method = o.method == "POST" ? "POST" : "GET";
+    req.target = server.base_path + path;
+    req.headers = {{"Authorization", "Bearer " + token}};
     if (o.method == "POST") {
-      req.set(bhttp::field::content_type, "application/json");
-      req.body() = o.body.empty() ? "{}" : o.body;
+      req.headers.emplace_back("Content-Type", "application/json");
+      req.body = o.body.empty() ? "{}" : o.body;
     }
-    req.prepare_payload();
-    bhttp::response<bhttp::string_body> res;
-    if (socket_path.empty()) {
-      tcp::resolver resolver(io);
-      beast::tcp_stream stream(io);
-      stream.expires_after(std::chrono::seconds(10));
-      stream.connect(resolver.resolve(host, port));
-      res = Exchange(stream, req);
-    } else {
-      beast::basic_stream<local> stream(io);
-      stream.expires_after(std::chrono::seconds(10));
-      stream.connect(local::endpoint(socket_path));
-      res = Exchange(stream, req);
-    }
-    return res;
+    req.answer_limit = kCliMaxPasteBytes;
+    req.user_agent = "sluice-admin";
+    return Exchange(server, req);
   };
-  const auto refused = [](const bhttp::response<bhttp::string_body>& res) {
-    const unsigned status = res.result_int();
-    if (status < 400) return false;
-    nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
+  // Says why an answer is not a success; false for a success.
+  const auto failed = [&](const Attempt& a) {
+    if (a.fate != Attempt::Fate::kAnswered || !a.body_complete) {
+      Tell(kCommand, fmt::format("{}: {}", o.admin, a.what));
+      return true;
+    }
+    if (a.status < 400) return false;
+    nlohmann::json doc = nlohmann::json::parse(a.body, nullptr, false);
     const std::string message =
         !doc.is_discarded() && doc.contains("error") && doc["error"].is_string()
             ? doc["error"].get<std::string>()
-            : res.body();
-    std::fprintf(stderr, "sluice admin: %u: %s\n", status, message.c_str());
+            : a.body;
+    Tell(kCommand, fmt::format("{}: {}", a.status, message));
     return true;
   };
 
   try {
     if (o.max_pastes == 0) {
-      bhttp::response<bhttp::string_body> res = exchange(o.path);
-      if (refused(res)) return 1;
-      nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
+      const Attempt res = exchange(o.path);
+      if (failed(res)) return 1;
+      nlohmann::json doc = nlohmann::json::parse(res.body, nullptr, false);
       if (!o.key.empty()) {
         // The metadata to stderr, the opened text to stdout, as `sluice get` prints it.
         if (doc.is_discarded() || !doc.contains("content") || !doc["content"].is_string()) {
-          std::fprintf(stderr, "sluice admin: the paste has no stored text to decrypt\n");
+          Tell(kCommand, "the paste has no stored text to decrypt");
           return 1;
         }
         const std::string envelope = doc["content"].get<std::string>();
         doc["content"] = "(decrypted below)";
-        std::fprintf(stderr, "%s\n", doc.dump(2).c_str());
-        return PrintOpened(envelope, o.key, "sluice admin");
+        std::fprintf(stderr, "%s\n", JsonForTerminal(doc.dump(2)).c_str());
+        return PrintOpened(envelope, o.key, kCommand);
       }
-      std::puts(doc.is_discarded() ? res.body().c_str() : doc.dump(2).c_str());
+      std::puts(doc.is_discarded() ? ForTerminal(res.body, kCliMaxPasteBytes).c_str()
+                                   : JsonForTerminal(doc.dump(2)).c_str());
       return 0;
     }
     // The review queue, a page at a time (each one is bounded by the server), until the queue
-    // ends or max_pastes are listed; `next` says where a later call would go on.
+    // ends or max_pastes are listed; `next` says where a later call would go on. A page that
+    // adds nothing ends the walk too: a server that keeps sending a `next` cannot keep us here.
     nlohmann::json pastes = nlohmann::json::array();
     nlohmann::json next = nullptr;
     nlohmann::json pending = nullptr;
+    bool grew = true;
     do {
       const size_t page = std::min<size_t>(1000, o.max_pastes - pastes.size());
       std::string path = o.path + "?limit=" + std::to_string(page);
-      if (next.is_string()) path += "&before=" + next.get<std::string>();
-      bhttp::response<bhttp::string_body> res = exchange(path);
-      if (refused(res)) return 1;
-      nlohmann::json doc = nlohmann::json::parse(res.body(), nullptr, false);
+      if (next.is_string()) path += "&before=" + PercentEncode(next.get<std::string>());
+      const Attempt res = exchange(path);
+      if (failed(res)) return 1;
+      nlohmann::json doc = nlohmann::json::parse(res.body, nullptr, false);
       if (doc.is_discarded() || !doc.contains("pastes") || !doc["pastes"].is_array()) {
-        std::fprintf(stderr, "sluice admin: not a page of the review queue: %s\n",
-                     res.body().c_str());
+        Tell(kCommand, "not a page of the review queue: " + res.body);
         return 1;
       }
+      grew = !doc["pastes"].empty();
       for (auto& p : doc["pastes"]) pastes.push_back(std::move(p));
       next = doc.value("next", nlohmann::json());
       pending = doc.value("pending", nlohmann::json());
-    } while (next.is_string() && pastes.size() < o.max_pastes);
-    std::puts(
-        nlohmann::json{{"pastes", pastes}, {"next", next}, {"pending", pending}}.dump(2).c_str());
+    } while (grew && next.is_string() && pastes.size() < o.max_pastes);
+    std::puts(JsonForTerminal(
+                  nlohmann::json{{"pastes", pastes}, {"next", next}, {"pending", pending}}.dump(2))
+                  .c_str());
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sluice admin: %s: %s\n", o.admin.c_str(), e.what());
+    Tell(kCommand, fmt::format("{}: {}", o.admin, e.what()));
     return 1;
   }
 }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli_output.h"
+
 namespace sluice::app {
 
 namespace {
@@ -68,19 +70,18 @@ Result<SealedPaste> SealForPaste(std::string_view text, bool with_password) {
 }
 
 int PrintOpened(std::string_view envelope, std::string_view key, std::string_view who) {
-  auto opened = OpenEnvelope(envelope, key, std::nullopt, kCliMaxPlaintextBytes);
+  auto opened = OpenEnvelope(envelope, key, std::nullopt, kCliMaxPasteBytes);
   if (!opened.ok() && opened.error().reason == "password_required") {
     auto password = ReadPassword("Password: ", false);
     if (!password.ok()) {
-      std::fprintf(stderr, "%.*s: this paste has a password: %s\n", static_cast<int>(who.size()),
-                   who.data(), password.error().message.c_str());
+      Tell(who, "this paste has a password: " + password.error().message);
       return 1;
     }
-    opened = OpenEnvelope(envelope, key, *password, kCliMaxPlaintextBytes);
+    opened = OpenEnvelope(envelope, key, *password, kCliMaxPasteBytes);
   }
   if (!opened.ok()) {
-    std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(who.size()), who.data(),
-                 opened.error().message.c_str());
+    // The reason may quote the envelope, which the server chose.
+    Tell(who, opened.error().message);
     return 1;
   }
   std::fwrite(opened->data(), 1, opened->size(), stdout);

@@ -14,9 +14,10 @@
 
 namespace sluice::app {
 
-/// Largest text the CLI inflates from an envelope: it cannot know the server's max_paste_bytes,
-/// and this bounds what a hostile envelope can make it hold.
-inline constexpr uint64_t kCliMaxPlaintextBytes = uint64_t{64} << 20;
+/// Largest paste the CLI holds: the most `sluice get` and `sluice admin` read of an answer, and
+/// the most it inflates from an envelope. The server does not state its max_paste_bytes (and a
+/// hostile one would state anything), so this is a constant: 64 times the default limit.
+inline constexpr uint64_t kCliMaxPasteBytes = uint64_t{64} << 20;
 
 /// A password: SLUICE_PASSWORD when set (scripts, tests), else asked on the terminal (/dev/tty,
 /// without echo; twice when `confirm`). InvalidArgument when there is neither.

@@ -22,6 +22,7 @@
 #include "reference.h"
 #include "server_process.h"
 #include "settings.h"
+#include "share_command.h"
 #include "sluice/admission/littles_law.h"
 #include "sluice/common/allocator.h"
 #include "sluice/common/duration.h"

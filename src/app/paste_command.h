@@ -2,7 +2,7 @@
 // 429 or 503 for the Retry-After the server named (plus jitter, within --max-wait), retries a
 // connect that failed before anything was sent once, and never re-sends a create whose fate it
 // does not know (docs/overload.md, "Retries, breakers, timeouts": nobody retries a create that may
-// have landed).
+// have landed). Its limits (connect 5 s, exchange 30 s, answer 1 MiB) are cli_exchange.h's.
 #pragma once
 
 #include <string>
@@ -37,21 +37,6 @@ struct PasteCommandOptions {
   /// Expire after this many views (?max_views=N); 0: no limit. Default: 0.
   int max_views = 0;
 };
-
-/// `sluice get URL`, `sluice delete URL` and `sluice list`.
-struct ShareCommandOptions {
-  /// A paste's link (http://HOST/ID, /ID.py, /raw/ID, ?lang=...). Required for get and delete.
-  std::string url;
-  /// Longest total time spent waiting out 429 and 503 answers. Default: 60s.
-  std::string max_wait = "60s";
-  /// get: spend one view of a burn or limited-views paste (POST .../claim). Default: false.
-  bool claim = false;
-};
-void AddGetFlags(CLI::App& command, ShareCommandOptions& options);
-void AddDeleteFlags(CLI::App& command, ShareCommandOptions& options);
-int RunGet(const ShareCommandOptions& options);
-int RunDelete(const ShareCommandOptions& options);
-int RunList();
 
 /// Adds the flags of `sluice paste` to `command`: FILE (positional, optional), --server (or the
 /// SLUICE_SERVER variable), --ttl, --max-wait, --json, --encrypt and --password.

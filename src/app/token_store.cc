@@ -5,11 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "server_url.h"
+#include "sluice/store/paste.h"
 
 namespace sluice::app {
 namespace {
@@ -40,9 +45,57 @@ Status WriteAll(int fd, const std::string& data, const std::string& path) {
   return Ok();
 }
 
+// Add's checks, which All applies to each line read as well: a line that fails them (written by
+// hand, or forged through an older sluice) is skipped, never obeyed.
+Status Check(const KeptPaste& p) {
+  const auto bad = [&](std::string_view what, std::string_view value) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        fmt::format("not keeping the token of '{}': {} '{}' is not one", p.id, what, value),
+        "token_store");
+  };
+  if (!store::PasteId::Parse(p.id)) return bad("the id", p.id);
+  if (!IsTokenText(p.token)) return bad("the token", p.token);
+  if (!IsLinkText(p.origin)) return bad("the origin", p.origin);
+  if (!p.url.empty() && !IsLinkText(p.url)) return bad("the link", p.url);
+  if (!p.expires_at.empty() && !IsTimestampText(p.expires_at))
+    return bad("the expiry", p.expires_at);
+  return Ok();
+}
+
 std::string Line(const KeptPaste& p) {
-  return fmt::format("{} {} {} {} {}\n", p.created_at, p.expires_at.empty() ? "-" : p.expires_at,
-                     p.id, p.token, p.url);
+  return fmt::format("{} {} {} {} {} {}\n", p.created_at, p.expires_at.empty() ? "-" : p.expires_at,
+                     p.id, p.token, p.url.empty() ? "-" : p.url, p.origin);
+}
+
+std::optional<KeptPaste> ParseLine(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t at = 0; at <= line.size();) {
+    const size_t space = std::min(line.find(' ', at), line.size());
+    fields.push_back(line.substr(at, space - at));
+    at = space + 1;
+  }
+  // 6 fields now; 5 from older versions (the URL last, maybe empty).
+  if (fields.size() != 5 && fields.size() != 6) return std::nullopt;
+  KeptPaste p;
+  const std::string_view created = fields[0];
+  if (created.empty() || created.size() > 18 ||
+      created.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  p.created_at = std::stoll(std::string(created));
+  if (fields[1] != "-") p.expires_at = fields[1];
+  p.id = fields[2];
+  p.token = fields[3];
+  if (fields[4] != "-") p.url = fields[4];
+  if (fields.size() == 6) {
+    p.origin = fields[5];
+  } else if (auto link = ParsePasteLink(p.url); link.ok()) {
+    // An older line: its token goes where the link it printed points, as it always did.
+    p.origin = link->server.Origin();
+  }
+  if (!Check(p).ok()) return std::nullopt;
+  return p;
 }
 
 }  // namespace
@@ -54,7 +107,23 @@ TokenStore TokenStore::Default() {
   return TokenStore(std::string(home != nullptr ? home : ".") + "/.local/state/sluice/pastes");
 }
 
+bool IsTimestampText(std::string_view text) {
+  return !text.empty() && text.size() <= 40 &&
+         text.find_first_not_of("0123456789TZ:.+-") == std::string_view::npos;
+}
+
+bool IsTokenText(std::string_view text) {
+  if (text.empty() || text.size() > 256) return false;
+  const size_t end = text.find_last_not_of('=') + 1;  // token68 may end in '=' padding
+  return end > 0 &&
+         std::all_of(text.begin(), text.begin() + static_cast<ptrdiff_t>(end), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
+                  c == '.' || c == '~' || c == '+' || c == '/';
+         });
+}
+
 Status TokenStore::Add(const KeptPaste& paste) const {
+  if (Status checked = Check(paste); !checked.ok()) return checked;
   const std::string dir = path_.substr(0, path_.find_last_of('/'));
   if (!dir.empty() && !MakeFolders(dir)) return Failed("cannot make", dir);
   const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -72,28 +141,23 @@ std::vector<KeptPaste> TokenStore::All() const {
   std::ifstream in(path_);
   std::string line;
   while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    KeptPaste p;
-    if (!(fields >> p.created_at >> p.expires_at >> p.id >> p.token)) continue;
-    std::getline(fields >> std::ws, p.url);
-    if (p.expires_at == "-") p.expires_at.clear();
-    out.push_back(std::move(p));
+    if (auto p = ParseLine(line)) out.push_back(std::move(*p));
   }
   return out;
 }
 
-std::optional<KeptPaste> TokenStore::Find(const std::string& id) const {
-  std::optional<KeptPaste> found;
+std::vector<KeptPaste> TokenStore::ForId(std::string_view id) const {
+  std::vector<KeptPaste> out;
   for (KeptPaste& p : All()) {
-    if (p.id == id) found = std::move(p);  // the last line wins
+    if (p.id == id) out.push_back(std::move(p));
   }
-  return found;
+  return out;
 }
 
-Status TokenStore::Remove(const std::string& id) const {
+Status TokenStore::Remove(std::string_view id, std::string_view origin) const {
   std::string kept;
   for (const KeptPaste& p : All()) {
-    if (p.id != id) kept += Line(p);
+    if (p.id != id || p.origin != origin) kept += Line(p);
   }
   const std::string temp = path_ + ".tmp";
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
