@@ -60,7 +60,8 @@ class SlowBodyAttackTest(SluiceTestCase):
         cut_at_cap = metric(m, "sluice_connections_reclaimed_total", reason="slow_body_at_cap")
         cut_by_rate = metric(m, "sluice_http_timeouts_total", phase="body_rate")
         self.assertGreater(cut_at_cap + cut_by_rate, 0)
-        self.assertEqual(attack.statuses.get(408, 0), cut_at_cap + cut_by_rate)
+        # At most as many as the server cut: a 408 written as the attack stops may go unread.
+        self.assertLessEqual(attack.statuses.get(408, 0), cut_at_cap + cut_by_rate)
         # Nothing of theirs was stored; every paste is the innocent's.
         self.assertEqual(s.query("SELECT count(*) FROM pastes")[0][0],
                          innocent.outcomes.get("create 201", 0))
