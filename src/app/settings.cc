@@ -211,17 +211,19 @@ constexpr SettingSpec kServeSettings[] = {
     DurationSetting("body_timeout", "30s", "1ms", "1h",
                     "Longest wait for an admitted request body, and for writing a response"),
     IntegerSetting("min_body_rate", "1024", "0", "1073741824",
-                   "Slowest a create body may arrive, in bytes per second averaged from its "
-                   "start, once min_body_rate_grace has passed (slower: 408; 0: off)"),
+                   "Slowest a request body (a create's, or the small one another route may "
+                   "carry) may arrive, in bytes per second averaged from its start, once "
+                   "min_body_rate_grace has passed (slower: 408; 0: off)"),
     DurationSetting("min_body_rate_grace", "5s", "0s", "1h",
-                    "How long a create body may arrive at any rate before min_body_rate applies"),
+                    "How long a request body may arrive at any rate before min_body_rate applies"),
     // Pressure (docs/overload.md, "Pressure"): as Envoy's overload manager scales its timeouts
     // down while a resource fills, the idle timeout shrinks as max_connections fills and the
-    // required body rate rises as the create slots fill, both along one curve.
+    // required body rate rises as the create slots fill with work and with faster bodies, both
+    // along one curve.
     NumberSetting("pressure_start", "0.5", "0", "1",
                   "Fill of max_connections (for the idle timeout) and of the create slots (for "
-                  "the body rate) at which pressure begins: below it, idle_timeout and "
-                  "min_body_rate hold as set"),
+                  "a body's rate: the slots held by work and by bodies faster than it) at which "
+                  "pressure begins: below it, idle_timeout and min_body_rate hold as set"),
     NumberSetting("pressure_full", "0.9", "0", "1",
                   "Fill at which pressure is full, linear from pressure_start: the idle timeout "
                   "is idle_timeout_floor and the required body rate min_body_rate_at_pressure "
@@ -231,10 +233,11 @@ constexpr SettingSpec kServeSettings[] = {
                     "(at the cap, a new connection also closes the one idle longest instead of "
                     "being refused)"),
     IntegerSetting("min_body_rate_at_pressure", "65536", "0", "1073741824",
-                   "Rate a create body must keep at full pressure on the create slots, in bytes "
-                   "per second averaged from its start (with every slot taken, a new create "
-                   "also cuts the slowest body under it with a 408; min_body_rate 0 turns both "
-                   "off)"),
+                   "Rate a create body must keep at full pressure on the create slots (counting "
+                   "only those held by work and by bodies faster than it), in bytes per second "
+                   "averaged from its start (with every slot, or its network's share, taken, a "
+                   "new create also cuts the slowest body under it with a 408; min_body_rate 0 "
+                   "turns both off)"),
     DurationSetting("drain_timeout", "10s", "0s", "1h",
                     "On SIGTERM, how long in-flight requests may take to finish"),
     IntegerSetting("max_connections", "10000", "1", "10000000",

@@ -112,13 +112,46 @@ std::vector<std::string_view> BeastFields::All(std::string_view name) const {
 namespace {
 
 // How often a body's read looks again at the rate required of it, which rises as the create
-// slots fill.
+// slots fill with work and with faster bodies.
 constexpr Duration kPressureRecheck = std::chrono::milliseconds(500);
 // A body is judged for a cut only once it has had this long: before, its first bytes may still
 // be on the wire, and it would look like one that sends nothing.
 constexpr Duration kJudgeBodyAfter = std::chrono::milliseconds(500);
 // How long a create at the cap waits for a body it may cut, and for that body's slot.
 constexpr Duration kCutWait = std::chrono::milliseconds(500);
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// The moment a body begun at `started`, of which `got` bytes have arrived, falls under `rate`
+// bytes per second on average since its start; never before the grace.
+SteadyTime FallsBehind(SteadyTime started, Duration grace, uint64_t got, double rate) {
+  return started + std::max<Duration>(
+                       grace, std::chrono::duration_cast<Duration>(
+                                  std::chrono::duration<double>(static_cast<double>(got) / rate)));
+}
+
+// The body's average so far, in bytes per second.
+double RateSince(SteadyTime started, uint64_t got) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return seconds > 0 ? static_cast<double>(got) / seconds : 0;
+}
+
+// A rate check cancels the pending read at `at`, instead of the stream's expiry, which would close
+// the socket and leave no way to answer. A wait already completed when the read ended may still
+// run; once the reader (`alive`) is gone, and with it, perhaps, the stream, it must not touch the
+// socket.
+void CancelReadAt(asio::steady_timer& timer, SteadyTime at, Stream& stream,
+                  std::weak_ptr<int> alive) {
+  timer.expires_at(at);
+  timer.async_wait(
+      [socket = &stream.socket(), alive = std::move(alive)](boost::system::error_code wait_ec) {
+        if (!wait_ec && !alive.expired()) {
+          boost::system::error_code ignored;
+          socket->cancel(ignored);
+        }
+      });
+}
 
 }  // namespace
 
@@ -140,12 +173,13 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   // moment the bytes so far stop sufficing (the average since `started` drops under the rate
   // required now, never before the grace), and moved on by every read. A client under the rate
   // gets a 408 and its create slot back at once instead of holding it for body_timeout. The
-  // required rate rises as the create slots fill (RequiredBodyRate), so the timer also wakes
-  // every kPressureRecheck to look again.
+  // required rate rises as the create slots fill with work and with bodies faster than this one
+  // (RequiredBodyRateOf), so the timer also wakes every kPressureRecheck to look again.
   asio::steady_timer behind(x_.stream.get_executor());
-  // While the body is read, a create at the cap may cut it (CutSlowestBody).
-  admission::BodiesInFlight<std::shared_ptr<Reclaimable>>::Entry in_flight =
-      x_.edge.bodies.Begin(started, client_.Key(), reclaimable_);
+  // While the body is read, the required rate judges it against the bodies faster than it, and a
+  // create at a full cap (or a full share of this network) may cut it (CutSlowestBody).
+  admission::BodiesInFlight<std::shared_ptr<Reclaimable>>::Entry in_flight = x_.edge.bodies.Begin(
+      started, client_.Key(), reclaimable_, admission::ClientNetwork(client_.Key(), o.networks));
   reclaimable_->cancel = [socket = &x_.stream.socket()] {
     boost::system::error_code ignored;
     socket->cancel(ignored);
@@ -158,26 +192,13 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   double required = 0;
   boost::system::error_code ec;
   while (!x_.parser.is_done()) {
-    std::optional<std::chrono::steady_clock::time_point> falls_behind;
-    required = RequiredBodyRate(o, x_.edge.context.service.CreateSlotSaturation());
+    std::optional<SteadyTime> falls_behind;
+    required = RequiredBodyRateOf(x_.edge, o, RateSince(started, got));
     if (required > 0) {
       const auto now = std::chrono::steady_clock::now();
-      falls_behind =
-          started + std::max<Duration>(
-                        o.min_body_rate_grace,
-                        std::chrono::duration_cast<Duration>(
-                            std::chrono::duration<double>(static_cast<double>(got) / required)));
+      falls_behind = FallsBehind(started, o.min_body_rate_grace, got, required);
       if (now >= *falls_behind) break;
-      behind.expires_at(std::min(*falls_behind, now + kPressureRecheck));
-      // A wait already completed when the read ended may still run; once the reader is gone
-      // (and with it, perhaps, the stream) it must not touch the socket.
-      behind.async_wait([socket = &x_.stream.socket(),
-                         live = std::weak_ptr<int>(alive_)](boost::system::error_code wait_ec) {
-        if (!wait_ec && !live.expired()) {
-          boost::system::error_code ignored;
-          socket->cancel(ignored);
-        }
-      });
+      CancelReadAt(behind, std::min(*falls_behind, now + kPressureRecheck), x_.stream, alive_);
     }
     const size_t n = co_await bhttp::async_read_some(x_.stream, x_.buffer, x_.parser,
                                                      asio::redirect_error(asio::use_awaitable, ec));
@@ -197,10 +218,11 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
         1e-3, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     co_return MakeError(
         ErrorCode::kDeadlineExceeded,
-        fmt::format("every create slot is taken and this body was the slowest in flight ({:.0f} "
-                    "bytes per second, under the {:.0f} required now): it was cut to admit "
-                    "another create; nothing was saved",
-                    static_cast<double>(got) / seconds, required),
+        fmt::format("every create slot, or every one of this network's share, is taken and this "
+                    "body was the slowest in flight ({:.0f} bytes per second, under the {:.0f} "
+                    "required at a full cap): it was cut to admit another create; nothing was "
+                    "saved",
+                    static_cast<double>(got) / seconds, BodyRateAtCap(o)),
         "body_too_slow");
   }
   if (ec == beast::error::timeout) {
@@ -225,12 +247,16 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   co_return std::move(x_.parser.get().body());
 }
 
-awaitable<bool> SessionBodyReader::CutSlowestBody() {
+awaitable<bool> SessionBodyReader::CutSlowestBody(bool own_network) {
   const std::shared_ptr<const ServerOptions> live = x_.edge.Live();
   service::PasteService& service = x_.edge.context.service;
-  if (RequiredBodyRate(*live, service.CreateSlotSaturation()) <= 0) {
-    co_return false;  // min_body_rate 0: no rate is required of anyone
-  }
+  // The cap that refused is full: bodies under the rate of full pressure may give way to this
+  // create, the slowest first. For a network's share, only the network's own bodies: another
+  // network's body frees no unit of it.
+  const double required = BodyRateAtCap(*live);
+  if (required <= 0) co_return false;  // min_body_rate 0: no rate is required of anyone
+  const std::string network =
+      own_network ? admission::ClientNetwork(client_.Key(), live->networks) : std::string();
   // Bodies that all began less than kJudgeBodyAfter ago cannot be judged yet (cut clients that
   // reconnect at once arrive together): while some body under the rate is in flight, this create
   // waits for one to become judgeable, or for a slot to free, at most kCutWait, with its slot
@@ -246,9 +272,8 @@ awaitable<bool> SessionBodyReader::CutSlowestBody() {
   };
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
-    const double required = RequiredBodyRate(*live, service.CreateSlotSaturation());
     std::optional<std::shared_ptr<Reclaimable>> slowest =
-        x_.edge.bodies.TakeSlowest(now, required, kJudgeBodyAfter, client_.Key());
+        x_.edge.bodies.TakeSlowest(now, required, kJudgeBodyAfter, client_.Key(), network);
     if (slowest) {
       Reclaim(*slowest, x_.edge.metrics.bodies_reclaimed);
       // Its 408 is answered on its own loop; its slot comes back when its create ends, within
@@ -260,10 +285,11 @@ awaitable<bool> SessionBodyReader::CutSlowestBody() {
       }
       co_return true;
     }
-    if (service.CreateSlotSaturation() < 1.0) co_return true;  // a slot freed meanwhile
+    // A slot freed meanwhile (of the network's share, the next admission finds out).
+    if (!own_network && service.CreateSlotSaturation() < 1.0) co_return true;
     // No trickle at all (the slots are held by creates whose bodies arrived, waiting on a slow
     // store, say): the 503 is answered now, as a full cap always was.
-    if (now >= give_up || !x_.edge.bodies.AnyUnder(now, required)) co_return false;
+    if (now >= give_up || !x_.edge.bodies.AnyUnder(now, required, network)) co_return false;
     co_await sleep(std::chrono::milliseconds(5));
   }
 }
@@ -278,10 +304,44 @@ awaitable<std::optional<Reply>> ReadSmallBody(Exchange& x) {
         .Closing();
   }
   x.parser.body_limit(kSmallBodyLimit);
-  x.stream.expires_after(x.edge.Live()->body_timeout);
+  // The create bodies' floor, without their pressure (this body holds no create slot, only a
+  // connection): after the grace, min_body_rate on average, so a byte a second holds the
+  // connection for the grace, not for body_timeout (docs/hostile-input.md).
+  const std::shared_ptr<const ServerOptions> live = x.edge.Live();
+  const auto rate = static_cast<double>(live->min_body_rate);
+  const auto started = std::chrono::steady_clock::now();
+  x.stream.expires_at(started + live->body_timeout);
+  asio::steady_timer behind(x.stream.get_executor());
+  const auto alive = std::make_shared<int>(0);
+  uint64_t got = 0;
   boost::system::error_code ec;
-  x.consumed += co_await bhttp::async_read(x.stream, x.buffer, x.parser,
-                                           asio::redirect_error(asio::use_awaitable, ec));
+  while (!x.parser.is_done()) {
+    if (rate > 0) {
+      const SteadyTime falls_behind = FallsBehind(started, live->min_body_rate_grace, got, rate);
+      if (std::chrono::steady_clock::now() >= falls_behind) break;
+      CancelReadAt(behind, falls_behind, x.stream, alive);
+    }
+    const size_t n = co_await bhttp::async_read_some(x.stream, x.buffer, x.parser,
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+    behind.cancel();
+    got += n;
+    x.consumed += n;
+    if (ec == asio::error::operation_aborted && rate > 0) {
+      ec.clear();  // our timer: the loop decides whether the client is behind
+      continue;
+    }
+    if (ec) break;
+  }
+  if (!ec && !x.parser.is_done()) {
+    x.edge.metrics.body_rate_cuts.Inc();
+    co_return Reply::Refuse(
+        ErrorCode::kDeadlineExceeded,
+        fmt::format("the body arrived slower than {:.0f} bytes per second; this route takes a "
+                    "small body, at that rate or faster once the first {} s have passed",
+                    rate, std::chrono::duration<double>(live->min_body_rate_grace).count()),
+        "body_too_slow", 408)
+        .Closing();
+  }
   if (!ec) co_return std::nullopt;
   if (ec == bhttp::error::body_limit) {
     co_return Reply::Refuse(ErrorCode::kTooLarge,

@@ -84,7 +84,7 @@ class SessionBodyReader final : public BodyReader {
   ~SessionBodyReader() { reclaimable_->released.store(true, std::memory_order_release); }
 
   boost::asio::awaitable<Result<std::string>> Read(uint64_t limit) override;
-  boost::asio::awaitable<bool> CutSlowestBody() override;
+  boost::asio::awaitable<bool> CutSlowestBody(bool own_network) override;
 
  private:
   Exchange& x_;

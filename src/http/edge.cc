@@ -28,11 +28,32 @@ Duration EffectiveIdleTimeout(const ServerOptions& o, int64_t connections) {
                                   o.pressure.Level(connections, o.max_connections));
 }
 
-double RequiredBodyRate(const ServerOptions& o, double create_slot_fill) {
+namespace {
+
+admission::BodyRateCurve BodyRates(const ServerOptions& o) {
+  return {o.pressure, static_cast<double>(o.min_body_rate),
+          static_cast<double>(o.min_body_rate_at_pressure)};
+}
+
+}  // namespace
+
+double RequiredBodyRate(const Edge& edge, const ServerOptions& o) {
   if (o.min_body_rate <= 0) return 0;
-  return admission::ScaledRate(static_cast<double>(o.min_body_rate),
-                               static_cast<double>(o.min_body_rate_at_pressure),
-                               o.pressure.Level(create_slot_fill));
+  const admission::SlotGauges slots = edge.context.service.CreateSlotGauges();
+  return edge.bodies.Required(std::chrono::steady_clock::now(), slots.in_use, slots.limit,
+                              BodyRates(o));
+}
+
+double RequiredBodyRateOf(const Edge& edge, const ServerOptions& o, double rate) {
+  if (o.min_body_rate <= 0) return 0;
+  const admission::SlotGauges slots = edge.context.service.CreateSlotGauges();
+  return edge.bodies.RequiredOf(std::chrono::steady_clock::now(), rate, slots.in_use, slots.limit,
+                                BodyRates(o));
+}
+
+double BodyRateAtCap(const ServerOptions& o) {
+  if (o.min_body_rate <= 0) return 0;
+  return BodyRates(o).At(1, 1);
 }
 
 std::optional<Held> Held::TryTake(std::atomic<int64_t>& count, Gauge& gauge, int64_t limit) {

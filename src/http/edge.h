@@ -127,10 +127,18 @@ void Reclaim(const std::shared_ptr<Reclaimable>& target, Counter& on_reclaim);
 /// The idle timeout now: idle_timeout while the connection cap is at most `pressure.start` full,
 /// shrinking to idle_timeout_floor at `pressure.full` (docs/overload.md, "Pressure").
 Duration EffectiveIdleTimeout(const ServerOptions& o, int64_t connections);
-/// The body rate a create must keep now: min_body_rate while the create slots are at most
-/// `pressure.start` full, rising to min_body_rate_at_pressure at `pressure.full`; 0 when
-/// min_body_rate is 0 (off).
-double RequiredBodyRate(const ServerOptions& o, double create_slot_fill);
+
+struct Edge;
+/// The rate under which a create body is cut now (admission::BodiesInFlight::Required): at least
+/// min_body_rate, raised toward min_body_rate_at_pressure only by the create slots held by work
+/// and by bodies that keep it (docs/overload.md, "Pressure"); 0 when min_body_rate is 0 (off).
+double RequiredBodyRate(const Edge& edge, const ServerOptions& o);
+/// The rate required now of a create body whose average so far is `rate` bytes per second
+/// (admission::BodiesInFlight::RequiredOf); 0 when min_body_rate is 0 (off).
+double RequiredBodyRateOf(const Edge& edge, const ServerOptions& o, double rate);
+/// The rate under which a body may be cut for a create that a full cap refused: the curve at
+/// full pressure, min_body_rate_at_pressure (never under min_body_rate); 0 when off.
+double BodyRateAtCap(const ServerOptions& o);
 
 /// What every connection of one server shares; sessions hold it by shared_ptr, so it outlives
 /// them all.
@@ -163,9 +171,9 @@ struct Edge {
                     });
     loop_gauges.Add(
         "sluice_http_required_body_rate_bytes",
-        "The average rate a create body must keep now (bytes per second), raised as "
-        "the create slots fill",
-        {}, [this] { return RequiredBodyRate(*Live(), context.service.CreateSlotSaturation()); });
+        "The average rate under which a create body is cut now (bytes per second), raised as "
+        "the create slots fill with work and with bodies that keep it",
+        {}, [this] { return RequiredBodyRate(*this, *Live()); });
   }
 
   /// As built: what cannot change while the server runs (listen, surface, public_url, the admin
@@ -188,7 +196,8 @@ struct Edge {
   /// Keep-alive connections waiting for their next request, longest-idle first: at the cap, a new
   /// connection closes the first of them instead of being refused.
   admission::IdleConnections<std::shared_ptr<Reclaimable>> idle;
-  /// Create bodies being read: with every create slot taken, a new create cuts the slowest.
+  /// Create bodies being read: what the required rate judges, and, with every create slot (or a
+  /// network's share) taken, the slowest of which a new create cuts.
   admission::BodiesInFlight<std::shared_ptr<Reclaimable>> bodies;
   /// Connections in the health reserve, and each address's part of them.
   std::atomic<int64_t> reserved{0};

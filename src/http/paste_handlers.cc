@@ -222,12 +222,16 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
   auto admitting = ctx.service.AdmitCreate(req.client.Key(), headers, allowance);
   auto ticket = co_await std::move(admitting);
-  if (!ticket.ok() && ticket.error().reason == "create_slots") {
-    // Every slot taken: the slowest body in flight, under the rate required now, gives its slot
-    // up to this create (docs/overload.md, "Pressure"), kept for it rather than for whoever asks
-    // first. A refusal spent no tokens, so asking again costs nothing twice.
-    service::CreateSlotPromise promise = ctx.service.PromiseCreateSlot();
-    auto cutting = req.body->CutSlowestBody();
+  const bool network_full = !ticket.ok() && ticket.error().reason == "create_slots_per_network";
+  if (!ticket.ok() && (network_full || ticket.error().reason == "create_slots")) {
+    // Every slot taken, or every unit of this client's network's share: the slowest body in
+    // flight (of that network, for its share), under the rate of a full cap, gives its slot up to
+    // this create (docs/overload.md, "Pressure"), kept for it rather than for whoever asks first.
+    // A refusal spent no tokens, so asking again costs nothing twice.
+    service::CreateSlotPromise promise = network_full
+                                             ? ctx.service.PromiseNetworkSlot(req.client.Key())
+                                             : ctx.service.PromiseCreateSlot();
+    auto cutting = req.body->CutSlowestBody(network_full);
     if (co_await std::move(cutting)) {
       auto again = ctx.service.AdmitCreate(req.client.Key(), headers, allowance, &promise);
       ticket = co_await std::move(again);

@@ -39,11 +39,12 @@ class BodyReader {
   /// `limit` bytes. A body that stops arriving fails with kDeadlineExceeded, one that breaks off
   /// or overruns with kInvalidArgument; either way the connection cannot be reused.
   virtual boost::asio::awaitable<Result<std::string>> Read(uint64_t limit) = 0;
-  /// For a create refused because every create slot is taken: cuts the slowest create body being
-  /// read on this server (the lowest average rate so far, under the rate required now) with a
-  /// 408, and returns once its create has ended, so its slot is free to ask for again; false if
-  /// no body qualifies (docs/overload.md, "Pressure"). The default cuts nothing.
-  virtual boost::asio::awaitable<bool> CutSlowestBody() { co_return false; }
+  /// For a create refused because every create slot is taken, or (`own_network`) every unit of
+  /// its network's share: cuts the slowest create body being read on this server (of the same
+  /// network, if `own_network`; the lowest average rate so far, under the rate required at a full
+  /// cap) with a 408, and returns once its create has ended, so its slot is free to ask for
+  /// again; false if no body qualifies (docs/overload.md, "Pressure"). The default cuts nothing.
+  virtual boost::asio::awaitable<bool> CutSlowestBody(bool /*own_network*/) { co_return false; }
 };
 
 struct Request {

@@ -49,6 +49,36 @@ constexpr Duration kFailOpenLogInterval = std::chrono::seconds(10);
 
 }  // namespace
 
+CreateSlotPromise::CreateSlotPromise(AdmissionControl* owner, std::string network)
+    : owner_(owner), network_(std::move(network)) {
+  if (network_.empty()) {
+    owner_->promised_slots_.fetch_add(1);
+    return;
+  }
+  std::lock_guard lock(owner_->promised_networks_mu_);
+  ++owner_->promised_networks_[network_];
+}
+
+void CreateSlotPromise::Release() {
+  AdmissionControl* owner = std::exchange(owner_, nullptr);
+  if (owner == nullptr) return;
+  if (network_.empty()) {
+    owner->promised_slots_.fetch_sub(1);
+    return;
+  }
+  std::lock_guard lock(owner->promised_networks_mu_);
+  auto it = owner->promised_networks_.find(network_);
+  if (it != owner->promised_networks_.end() && --it->second <= 0) {
+    owner->promised_networks_.erase(it);
+  }
+}
+
+int64_t AdmissionControl::PromisedToNetwork(const std::string& network) const {
+  std::lock_guard lock(promised_networks_mu_);
+  auto it = promised_networks_.find(network);
+  return it == promised_networks_.end() ? 0 : it->second;
+}
+
 AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
                                    MetricsRegistry& metrics, store::SharedState* shared)
     : options_(options),
@@ -354,16 +384,25 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
                   "retry later");
   }
   // Then its network's: client keys are IPv6 /64s, and one /48 holds 65,536 of them
-  // (docs/overload.md, "Pressure").
-  auto network_share = create_per_network_.TryAcquire(
-      admission::ClientNetwork(client_key, options_.Load()->networks));
+  // (docs/overload.md, "Pressure"). Units of it promised to a create of the network that cut one
+  // of the network's slow bodies are not for the network's other creates.
+  const std::string network = admission::ClientNetwork(client_key, options_.Load()->networks);
+  const bool network_promised =
+      promise != nullptr && promise->held() && promise->network_ == network;
+  const bool promised = promise != nullptr && promise->held() && promise->network_.empty();
+  std::optional<admission::KeyedSlots::Slot> network_share;
+  if (const int64_t kept = network_promised ? 0 : PromisedToNetwork(network);
+      kept == 0 ||
+      create_per_network_.InFlight(network) + kept < create_per_network_.max_per_key()) {
+    network_share = create_per_network_.TryAcquire(network);
+  }
+  if (network_promised) promise->Release();  // spent, or, if the share is taken after all, void
   if (!network_share) {
     return Refuse(ErrorCode::kUnavailable, "create_slots_per_network",
                   "this address's network already has its share of creates in flight; nothing "
                   "was saved, retry later");
   }
   // Slots promised to creates that cut a slow body to free them are not for anyone else.
-  const bool promised = promise != nullptr && promise->held();
   if (const int64_t kept = promised_slots_.load(std::memory_order_relaxed); kept > 0 && !promised) {
     const admission::SlotGauges g = create_slots_->Gauges();
     if (g.in_use + kept >= g.limit) {

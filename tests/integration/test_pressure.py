@@ -3,7 +3,9 @@ binary with many loopback source addresses (127.0.0.0/8 is all loopback, so 127.
 are two /24s) and forwarded IPv6 through a trusted proxy:
 
 - slow bodies trickling above min_body_rate from several addresses hold every create slot: the
-  required rate rises as the slots fill, and a create at the cap cuts the slowest body; an
+  required rate rises as the slots fill with bodies that keep it (bodies that send nothing raise
+  nothing: tests/integration/test_honest_uploads.py), and a create at the cap cuts the slowest
+  body; an
   innocent client's creates and reads still succeed (at least 99%), and the 408s go to the
   attackers;
 - idle keep-alive connections from several addresses fill max_connections: a new connection
@@ -58,25 +60,33 @@ class SlowBodyAttackTest(SluiceTestCase):
         cut_at_cap = metric(m, "sluice_connections_reclaimed_total", reason="slow_body_at_cap")
         cut_by_rate = metric(m, "sluice_http_timeouts_total", phase="body_rate")
         self.assertGreater(cut_at_cap + cut_by_rate, 0)
-        self.assertEqual(attack.statuses.get(408, 0), cut_at_cap + cut_by_rate)
+        # At most as many as the server cut: a 408 written as the attack stops may go unread.
+        self.assertLessEqual(attack.statuses.get(408, 0), cut_at_cap + cut_by_rate)
         # Nothing of theirs was stored; every paste is the innocent's.
         self.assertEqual(s.query("SELECT count(*) FROM pastes")[0][0],
                          innocent.outcomes.get("create 201", 0))
 
-    def test_the_required_body_rate_rises_as_the_create_slots_fill(self):
+    def test_the_required_body_rate_rises_as_the_create_slots_fill_with_bodies_that_keep_it(self):
         s = self.server(["--create-slots", "10", "--create-slots-per-client", "10",
                          "--min-body-rate", "100", "--min-body-rate-at-pressure", "8100",
                          "--min-body-rate-grace", "60s", "--body-timeout", "60s"]
                         + fast_limits())
         self.assertEqual(metric(s.metrics(), "sluice_http_required_body_rate_bytes"), 100)
+        # 7 bodies at 20 KB/s (five times the rate they raise): 70% full, half way from 50% to
+        # 90%, so 4,100 B/s.
+        working = SlowBodies(s.port, ["127.3.0.1"], 7, rate=20_000, declared=1_000_000).start()
+        self.addCleanup(working.stop)
+        wait_until(lambda: abs(metric(s.metrics(), "sluice_http_required_body_rate_bytes")
+                               - 4100) < 1, message="the required rate at 4,100 B/s")
+        # Three bodies that send nothing fill the slots and raise nothing (issue 43, item 2).
         conns = []
         self.addCleanup(lambda: [c.close() for c in conns])
-        for _ in range(7):  # 70% full: half way from 50% to 90%
-            conn = RawConnection("127.0.0.1", s.port, timeout=30, source="127.3.0.1")
+        for _ in range(3):
+            conn = RawConnection("127.0.0.1", s.port, timeout=30, source="127.3.0.2")
             conn.send_headers("POST", "/api/v1/pastes", {"Content-Length": "1000"})
             conns.append(conn)
-        wait_until(lambda: metric(s.metrics(), "sluice_pool_in_use", pool="create") == 7,
-                   message="seven bodies in flight")
+        wait_until(lambda: metric(s.metrics(), "sluice_pool_in_use", pool="create") == 10,
+                   message="ten bodies in flight")
         self.assertAlmostEqual(metric(s.metrics(), "sluice_http_required_body_rate_bytes"),
                                4100, delta=1)
 

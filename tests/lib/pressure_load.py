@@ -6,6 +6,8 @@ asserts on the load the benchmark measures.
   at a rate above min_body_rate, reconnecting as soon as the server cuts or refuses one.
 - IdleKeepAlive: N keep-alive connections that ask for /healthz once every `interval` seconds and
   sit idle between, reconnecting as soon as the server closes one.
+- Phone: one honest slow upload (400 KB at 30 KB/s), for tests/integration/test_honest_uploads.py
+  and bench/honest_uploads.py.
 - Innocent: one client creating a paste and reading it back, over and over, from its own address.
 
 Each attacker runs its connections on one thread with a selector, so a thousand connections cost
@@ -17,6 +19,8 @@ import selectors
 import socket
 import threading
 import time
+
+from rawhttp import RawConnection
 
 
 def _status_of(buf):
@@ -123,12 +127,16 @@ class _Attack:
 
 
 class SlowBodies(_Attack):
-    """Creates whose bodies trickle in at `rate` bytes per second (in ten sends a second)."""
+    """Creates whose bodies trickle in at `rate` bytes per second (in ten sends a second), each
+    going silent after `sends_at_most` bytes when that is given (a body that declares much and
+    sends next to nothing: it costs its sender nothing but a connection)."""
 
-    def __init__(self, port, sources, per_source, rate=1500, declared=100_000, **kw):
+    def __init__(self, port, sources, per_source, rate=1500, declared=100_000, sends_at_most=None,
+                 **kw):
         super().__init__(port, sources, per_source, **kw)
         self.rate = rate
         self.declared = declared
+        self.sends_at_most = declared if sends_at_most is None else sends_at_most
 
     def _on_open(self, c, now):
         c["sent"] = 0
@@ -139,7 +147,7 @@ class SlowBodies(_Attack):
 
     def _tick(self, sel, c, now):
         chunk = max(1, int(self.rate / 10))
-        left = self.declared - c["sent"]
+        left = self.sends_at_most - c["sent"]
         if left > 0 and self._send(sel, c, now, b"s" * min(chunk, left)):
             c["sent"] += min(chunk, left)
         if c["sock"] is not None:
@@ -297,3 +305,57 @@ class Innocent:
     def success_rate(self):
         total = self.ok + self.failed
         return self.ok / total if total else 0.0
+
+
+class Phone:
+    """One honest slow upload from `source` (issue 43): a create of `size` bytes sent at `rate`
+    bytes per second on a fixed schedule (ten sends a second, never ahead of it), then its
+    answer: `status` (201, a status, or "error ..."), `reason`, `seconds`."""
+
+    def __init__(self, port, source, size=400_000, rate=30_000):
+        self.port = port
+        self.source = source
+        self.size = size
+        self.rate = rate
+        self.status = None
+        self.reason = None
+        self.seconds = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        started = time.monotonic()
+        conn = RawConnection("127.0.0.1", self.port, timeout=60, source=self.source)
+        try:
+            conn.send_headers("POST", "/api/v1/pastes", {"Content-Length": str(self.size)})
+            sent = 0
+            tick = 0
+            while sent < self.size:
+                tick += 1
+                due = started + tick * 0.1
+                delay = due - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                # Never ahead of the schedule: a stalled phone catches up to `rate` at most.
+                chunk = min(self.size - sent, int(self.rate * (time.monotonic() - started)) - sent)
+                if chunk <= 0:
+                    continue
+                try:
+                    conn.send(b"p" * chunk)
+                except OSError:
+                    break  # answered (and closed) before the whole body: read why
+                sent += chunk
+            res = conn.read_response()
+            self.status = res.status
+            self.reason = res.json().get("reason") if res.status != 201 else None
+        except OSError as e:
+            self.status = f"error {type(e).__name__}"
+        finally:
+            self.seconds = time.monotonic() - started
+            conn.close()
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def join(self):
+        self.thread.join(timeout=60)

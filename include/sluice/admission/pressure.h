@@ -1,16 +1,18 @@
 // Pressure reclaims what idles (docs/overload.md, "Pressure"). A cap that only refuses can be
 // filled by clients that hold without working: idle keep-alive connections, bodies trickling in
 // just above the rate floor. As Envoy's overload manager scales its timeouts down while a
-// resource fills, the edge shrinks the idle timeout and raises the required body rate as the
-// connection cap and the create slots fill (PressureCurve); and as nginx reuses its idle
-// keep-alive connections first, a new connection at the cap closes the longest-idle one
-// (IdleConnections), and a new create with every slot taken cuts the slowest body in flight
-// (BodiesInFlight). Standard library only: what "close" or "cut" means is the caller's Handle.
+// resource fills, the edge shrinks the idle timeout as the connection cap fills (PressureCurve)
+// and raises the rate a create body must keep as the create slots fill with work
+// (BodiesInFlight::RequiredOf); and as nginx reuses its idle keep-alive connections first, a new
+// connection at the cap closes the longest-idle one (IdleConnections), and a new create refused
+// by a full cap cuts the slowest body in flight (BodiesInFlight::TakeSlowest). Standard library
+// only: what "close" or "cut" means is the caller's Handle.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -19,6 +21,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "sluice/common/clock.h"
 
@@ -61,6 +64,21 @@ inline double ScaledRate(double relaxed, double pressed, double level) {
   level = std::clamp(level, 0.0, 1.0);
   return relaxed + (pressed - relaxed) * level;
 }
+
+/// The body rate a fill of the create slots requires: `relaxed` (the floor) up to `curve.start`,
+/// rising to `pressed` at `curve.full`.
+struct BodyRateCurve {
+  PressureCurve curve;
+  /// Bytes per second. Default: 1024.
+  double relaxed = 1024;
+  /// Bytes per second; never lowers the rate below `relaxed`. Default: 65536.
+  double pressed = 65536;
+
+  /// The rate `in_use` of `cap` slots require. Pure function.
+  double At(int64_t in_use, int64_t cap) const {
+    return ScaledRate(relaxed, pressed, curve.Level(in_use, cap));
+  }
+};
 
 /// The connections waiting between requests, longest-idle first. A connection enters when it
 /// starts waiting for its next request and leaves (its Entry destroyed) when bytes arrive or it
@@ -149,10 +167,12 @@ class IdleConnections {
   std::unordered_map<std::string, Places> by_key_;  // guarded by mu_; no empty sets
 };
 
-/// The create bodies being read, so that the slowest can be cut to admit a create when every slot
-/// is taken. A body enters when its read starts, reports its bytes as they arrive, and leaves (its
-/// Entry destroyed) when the read ends. Thread-safe: one mutex; TakeSlowest scans every body, at
-/// most the create slots (tens), so a heap would only add work to every Progress.
+/// The create bodies being read: what pressure judges. A body enters when its read starts, reports
+/// its bytes as they arrive, and leaves (its Entry destroyed) when the read ends. The rate each
+/// must keep counts only the slots held by work and by bodies faster than it (RequiredOf), and a
+/// create refused by a full cap cuts the slowest (TakeSlowest). Thread-safe: one mutex; every
+/// question scans every body, at most the create slots (tens), so a heap would only add work to
+/// every Progress.
 template <typename Handle>
 class BodiesInFlight {
  public:
@@ -185,16 +205,53 @@ class BodiesInFlight {
   BodiesInFlight(const BodiesInFlight&) = delete;
   BodiesInFlight& operator=(const BodiesInFlight&) = delete;
 
-  /// Enters the body of a create of client `key`, started at `started`.
-  Entry Begin(TimePoint started, std::string key, Handle handle) {
+  /// Enters the body of a create of client `key`, of network `network` (network.h; empty: none
+  /// given), started at `started`.
+  Entry Begin(TimePoint started, std::string key, Handle handle, std::string network = {}) {
     std::lock_guard lock(mu_);
     const uint64_t id = next_id_++;
-    bodies_.emplace(id, Body{started, 0, std::move(key), std::move(handle)});
+    bodies_.emplace(id, Body{started, 0, std::move(key), std::move(network), std::move(handle)});
     return Entry(this, id);
   }
 
+  /// The rate required now of a body whose average so far is `rate` bytes per second, with
+  /// `slots_in_use` of `cap` create slots taken: `curve` at the fill of the slots held by work
+  /// (those taken by no body in flight here: creates whose bodies have arrived) and by the bodies
+  /// faster than `rate`. A body is judged by the pressure of those that outpace it: bodies that
+  /// send nothing, or less than it, raise nothing it must do, so slots filled at no cost cannot
+  /// be turned on an honest slow upload; and among bodies that all work, the slower go first.
+  double RequiredOf(TimePoint now, double rate, int64_t slots_in_use, int64_t cap,
+                    const BodyRateCurve& curve) const {
+    std::lock_guard lock(mu_);
+    int64_t faster = 0;
+    for (const auto& [id, body] : bodies_) {
+      if (RateLocked(body, now) > rate) ++faster;
+    }
+    return curve.At(WorkingLocked(slots_in_use) + faster, cap);
+  }
+
+  /// The rate under which a body is cut now (RequiredOf is above its own rate exactly when its
+  /// rate is under this): for the gauge. The highest, over the k fastest bodies, of the lesser of
+  /// the k-th fastest rate and what the work and those k require.
+  double Required(TimePoint now, int64_t slots_in_use, int64_t cap,
+                  const BodyRateCurve& curve) const {
+    std::lock_guard lock(mu_);
+    std::vector<double> rates;
+    rates.reserve(bodies_.size());
+    for (const auto& [id, body] : bodies_) rates.push_back(RateLocked(body, now));
+    std::sort(rates.begin(), rates.end(), std::greater<>());
+    const int64_t working = WorkingLocked(slots_in_use);
+    double required = curve.At(working, cap);
+    for (size_t k = 1; k <= rates.size(); ++k) {
+      required = std::max(required,
+                          std::min(rates[k - 1], curve.At(working + static_cast<int64_t>(k), cap)));
+    }
+    return required;
+  }
+
   /// For a create of client `asker`: the body with the lowest average rate since its start among
-  /// those at least `min_age` old and under `required_rate` bytes per second, removed from the
+  /// those at least `min_age` old and under `required_rate` bytes per second (and, when `network`
+  /// is not empty, of that network), removed from the
   /// set; nothing when none qualifies, or when `asker` has a body of its own in flight (it is
   /// using a slot, not waiting for one: without the rule, a client whose cut bodies reconnect at
   /// once would cut the next, round and round, and every body would stay too young to judge
@@ -202,12 +259,13 @@ class BodiesInFlight {
   /// the wire from looking like one that sends nothing. Ties go to the older body (it has held
   /// its slot longer).
   std::optional<Handle> TakeSlowest(TimePoint now, double required_rate, Duration min_age,
-                                    std::string_view asker = {}) {
+                                    std::string_view asker = {}, std::string_view network = {}) {
     std::lock_guard lock(mu_);
     if (!MayCutLocked(asker, now)) return std::nullopt;
     auto slowest = bodies_.end();
     double slowest_rate = 0;
     for (auto it = bodies_.begin(); it != bodies_.end(); ++it) {
+      if (!network.empty() && it->second.network != network) continue;
       const Duration age = now - it->second.started;
       if (age < min_age || age <= Duration::zero()) continue;
       const double rate = static_cast<double>(it->second.bytes) / ToSeconds(age);
@@ -225,12 +283,14 @@ class BodiesInFlight {
     return handle;
   }
 
-  /// Whether any body in flight, whatever its age, has arrived so far at under `required_rate`
-  /// bytes per second (one younger than TakeSlowest's `min_age` may qualify soon; with none, a
-  /// create at the cap has nothing to wait for: the slots are held by work, not by trickles).
-  bool AnyUnder(TimePoint now, double required_rate) const {
+  /// Whether any body in flight (of `network`, when not empty), whatever its age, has arrived so
+  /// far at under `required_rate` bytes per second (one younger than TakeSlowest's `min_age` may
+  /// qualify soon; with none, a create at the cap has nothing to wait for: the slots are held by
+  /// work, not by trickles).
+  bool AnyUnder(TimePoint now, double required_rate, std::string_view network = {}) const {
     std::lock_guard lock(mu_);
     for (const auto& [id, body] : bodies_) {
+      if (!network.empty() && body.network != network) continue;
       const Duration age = now - body.started;
       if (age <= Duration::zero()) return true;
       if (static_cast<double>(body.bytes) / ToSeconds(age) < required_rate) return true;
@@ -265,11 +325,23 @@ class BodiesInFlight {
     TimePoint started;
     uint64_t bytes;
     std::string key;
+    std::string network;
     Handle handle;
   };
   void Leave(uint64_t id) {
     std::lock_guard lock(mu_);
     bodies_.erase(id);
+  }
+  // Its average since its start; 0 before any time has passed.
+  static double RateLocked(const Body& body, TimePoint now) {
+    const Duration age = now - body.started;
+    if (age <= Duration::zero()) return 0;
+    return static_cast<double>(body.bytes) / ToSeconds(age);
+  }
+  // The slots in use that no body here holds. A body's slot is taken before its read begins and
+  // given back after it ends, so the count may briefly lag by a body either way: never below 0.
+  int64_t WorkingLocked(int64_t slots_in_use) const {
+    return std::max<int64_t>(0, slots_in_use - static_cast<int64_t>(bodies_.size()));
   }
   bool MayCutLocked(std::string_view asker, TimePoint now) {
     if (asker.empty()) return true;

@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "sluice/admission/concurrency_limiter.h"
 #include "sluice/admission/jitter.h"
@@ -127,30 +129,32 @@ struct CreateAdmission {
   uint64_t declared_bytes = 0;
 };
 
+class AdmissionControl;
+
 /// One create slot kept for the create that cut a slow body to free it (docs/overload.md,
 /// "Pressure"): while it is held, every other create sees the cap one slot lower, so the slot the
-/// cut frees is not taken by whoever asks first (the cut client reconnecting, say). The create it
-/// is for passes it to AdmitCreate, which spends it; given back on destruction if unspent.
-/// Move-only. Precondition: the AdmissionControl outlives it.
+/// cut frees is not taken by whoever asks first (the cut client reconnecting, say). A promise of a
+/// network's share (AdmissionControl::PromiseNetworkSlot) keeps a unit of that share the same way
+/// from the network's other creates. The create it is for passes it to AdmitCreate, which spends
+/// it; given back on destruction if unspent. Move-only. Precondition: the AdmissionControl
+/// outlives it.
 class CreateSlotPromise {
  public:
   CreateSlotPromise(CreateSlotPromise&& other) noexcept
-      : promised_(std::exchange(other.promised_, nullptr)) {}
+      : owner_(std::exchange(other.owner_, nullptr)), network_(std::move(other.network_)) {}
   CreateSlotPromise& operator=(CreateSlotPromise&&) = delete;
   CreateSlotPromise(const CreateSlotPromise&) = delete;
   ~CreateSlotPromise() { Release(); }
   /// True until spent or given back.
-  bool held() const { return promised_ != nullptr; }
-  void Release() {
-    if (promised_ != nullptr) std::exchange(promised_, nullptr)->fetch_sub(1);
-  }
+  bool held() const { return owner_ != nullptr; }
+  void Release();
 
  private:
   friend class AdmissionControl;
-  explicit CreateSlotPromise(std::atomic<int64_t>* promised) : promised_(promised) {
-    promised_->fetch_add(1);
-  }
-  std::atomic<int64_t>* promised_;
+  /// `network` empty: a slot of the create cap; else a unit of that network's share.
+  CreateSlotPromise(AdmissionControl* owner, std::string network);
+  AdmissionControl* owner_;
+  std::string network_;
 };
 
 /// Thread-safe.
@@ -177,7 +181,12 @@ class AdmissionControl {
                                             std::string_view client_key);
 
   /// A create slot kept from now on for one create (CreateSlotPromise).
-  CreateSlotPromise PromiseCreateSlot() { return CreateSlotPromise(&promised_slots_); }
+  CreateSlotPromise PromiseCreateSlot() { return CreateSlotPromise(this, std::string()); }
+  /// A unit of `client_key`'s network's share (create_slots_per_network) kept from now on for one
+  /// create of that network (CreateSlotPromise).
+  CreateSlotPromise PromiseNetworkSlot(std::string_view client_key) {
+    return CreateSlotPromise(this, admission::ClientNetwork(client_key, options_.Load()->networks));
+  }
 
   /// True while the last shared-store call failed and the create limits run on local shares.
   bool FailingOpen() const { return failing_open_.load(std::memory_order_relaxed); }
@@ -232,6 +241,8 @@ class AdmissionControl {
   /// Create slots in flight over the create cap now, 0 to 1 (docs/overload.md, "Abuse or
   /// growth").
   double CreateSlotSaturation() const;
+  /// The create slots in use and their cap now (the adaptive cap's current limit).
+  admission::SlotGauges CreateSlotGauges() const { return create_slots_->Gauges(); }
 
   /// A Retry-After for 503s, uniform in the configured band, so shed clients do not return as a
   /// wave.
@@ -310,8 +321,13 @@ class AdmissionControl {
   admission::KeyedSlots create_per_network_;
   admission::JitteredRetryAfter retry_after_;
   std::atomic<int64_t> create_peak_{0};
+  friend class CreateSlotPromise;
   // Create slots promised (CreateSlotPromise) and not yet spent or given back.
   std::atomic<int64_t> promised_slots_{0};
+  // Units of networks' shares promised, by network; a network with none is forgotten.
+  mutable std::mutex promised_networks_mu_;
+  std::unordered_map<std::string, int64_t> promised_networks_;  // guarded by promised_networks_mu_
+  int64_t PromisedToNetwork(const std::string& network) const;
   std::atomic<int64_t> read_peak_{0};
   std::atomic<int64_t> fill_peak_{0};
   std::atomic<bool> failing_open_{false};

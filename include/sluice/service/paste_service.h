@@ -159,6 +159,11 @@ class PasteService {
   /// A create slot kept from now on for one create: the one that cut a slow body to free it
   /// (AdmissionControl::PromiseCreateSlot).
   CreateSlotPromise PromiseCreateSlot() { return admission_.PromiseCreateSlot(); }
+  /// A unit of `client_key`'s network's share kept for one create
+  /// (AdmissionControl::PromiseNetworkSlot).
+  CreateSlotPromise PromiseNetworkSlot(std::string_view client_key) {
+    return admission_.PromiseNetworkSlot(client_key);
+  }
 
   /// Validates the body and TTL (InvalidArgument), stores the body, then the row. Nothing durable
   /// happens for a rejected create; a failed or timed-out PUT is Unavailable and leaves no row.
@@ -212,6 +217,8 @@ class PasteService {
 
   /// Create slots in flight over the create cap now, 0 to 1 (AdmissionControl).
   double CreateSlotSaturation() const { return admission_.CreateSlotSaturation(); }
+  /// The create slots in use and their cap now (AdmissionControl).
+  admission::SlotGauges CreateSlotGauges() const { return admission_.CreateSlotGauges(); }
 
   /// The caller's budgets in this process, spending nothing.
   ClientBudgets Budgets(std::string_view client_key) const {

@@ -225,5 +225,87 @@ TEST(BodiesInFlight, RemembersAtMostItsBoundOfSlowClients) {
   EXPECT_FALSE(bodies.MayCut("10.0.0.3", clock.Now()));
 }
 
+TEST(BodyRateCurve, IsTheFloorUpToTheStartAndThePressedRateFromTheFull) {
+  const BodyRateCurve curve{{0.5, 0.9}, 1024, 65536};
+  EXPECT_EQ(curve.At(25, 50), 1024);
+  EXPECT_NEAR(curve.At(40, 50), 49'408, 1e-6);  // 0.8 full: three quarters of the way
+  EXPECT_EQ(curve.At(50, 50), 65536);
+}
+
+// The attack (docs/overload.md, "Pressure"): 40 of 50 create slots held by bodies that
+// sent one byte each. Counted as fill they would require 49,408 B/s of every body, and an honest
+// upload at 30 KB/s, faster than all of them, would be cut at the grace.
+TEST(BodiesInFlight, BodiesThatSendNothingRaiseNothingAnotherBodyMustDo) {
+  ManualClock clock;
+  BodiesInFlight<int> bodies;
+  const BodyRateCurve curve{{0.5, 0.9}, 1024, 65536};
+  std::vector<BodiesInFlight<int>::Entry> trickles;
+  for (int i = 0; i < 40; ++i) {
+    trickles.push_back(bodies.Begin(clock.Now(), "10.1.0." + std::to_string(i), i));
+    trickles.back().Progress(1);
+  }
+  auto phone = bodies.Begin(clock.Now(), "10.9.0.1", 99);
+  clock.Advance(seconds(6));
+  phone.Progress(6 * 30'000);
+  EXPECT_EQ(bodies.RequiredOf(clock.Now(), 30'000, 41, 50, curve), 1024);
+  EXPECT_EQ(bodies.Required(clock.Now(), 41, 50, curve), 1024);
+  // The trickles themselves are each behind the phone: one of them is held to what the phone's
+  // slot raises, still the floor (1 of 50), and is cut at the grace by the floor.
+  EXPECT_EQ(bodies.RequiredOf(clock.Now(), 1.0 / 6, 41, 50, curve), 1024);
+}
+
+TEST(BodiesInFlight, ABodyIsHeldToWhatTheWorkAndTheBodiesFasterThanItRequire) {
+  ManualClock clock;
+  BodiesInFlight<int> bodies;
+  const BodyRateCurve curve{{0.5, 0.9}, 1024, 65536};
+  std::vector<BodiesInFlight<int>::Entry> fast;
+  for (int i = 0; i < 40; ++i) fast.push_back(bodies.Begin(clock.Now(), "10.1.0.1", i));
+  auto phone = bodies.Begin(clock.Now(), "10.9.0.1", 99);
+  clock.Advance(seconds(10));
+  for (auto& body : fast) body.Progress(10 * 40'000);  // 40 KB/s each
+  phone.Progress(10 * 30'000);
+  // 40 of 50 slots held by bodies faster than the phone: 49,408 B/s, and it is cut.
+  EXPECT_NEAR(bodies.RequiredOf(clock.Now(), 30'000, 41, 50, curve), 49'408, 1e-6);
+  // One of the fast bodies is outpaced by none: the floor.
+  EXPECT_EQ(bodies.RequiredOf(clock.Now(), 40'000, 41, 50, curve), 1024);
+  // The gauge: the rate under which a body is cut, the fast bodies' own (they justify no more).
+  EXPECT_NEAR(bodies.Required(clock.Now(), 41, 50, curve), 40'000, 1e-6);
+  // Slots held by creates whose bodies have arrived count for everyone: 9 more in use.
+  EXPECT_NEAR(bodies.RequiredOf(clock.Now(), 40'000, 50, 50, curve), curve.At(9, 50), 1e-6);
+}
+
+TEST(BodiesInFlight, TheRequiredRateRisesOnlyToTheRateOfTheBodiesThatRaiseIt) {
+  ManualClock clock;
+  BodiesInFlight<int> bodies;
+  const BodyRateCurve curve{{0.5, 0.9}, 1024, 65536};
+  std::vector<BodiesInFlight<int>::Entry> trickles;
+  for (int i = 0; i < 40; ++i) trickles.push_back(bodies.Begin(clock.Now(), "10.1.0.1", i));
+  clock.Advance(seconds(10));
+  for (auto& body : trickles) body.Progress(10 * 1'100);  // just above the floor
+  // Paying the floor for 40 slots raises the rate to the payers' own, not to 49,408 B/s: a
+  // phone at 30 KB/s is not touched.
+  EXPECT_NEAR(bodies.Required(clock.Now(), 40, 50, curve), 1'100, 1e-6);
+  EXPECT_EQ(bodies.RequiredOf(clock.Now(), 30'000, 41, 50, curve), 1024);
+}
+
+TEST(BodiesInFlight, ACutForANetworksShareTakesOnlyThatNetworksSlowestBody) {
+  ManualClock clock;
+  BodiesInFlight<std::string> bodies;
+  auto elsewhere = bodies.Begin(clock.Now(), "10.2.0.1", "another /24's trickle", "10.2.0.0/24");
+  auto slow = bodies.Begin(clock.Now(), "10.1.0.1", "slow", "10.1.0.0/24");
+  auto slower = bodies.Begin(clock.Now(), "10.1.0.2", "slower", "10.1.0.0/24");
+  clock.Advance(seconds(5));
+  elsewhere.Progress(0);
+  slow.Progress(5 * 500);
+  slower.Progress(5 * 100);
+  EXPECT_TRUE(bodies.AnyUnder(clock.Now(), 1024, "10.1.0.0/24"));
+  EXPECT_FALSE(bodies.AnyUnder(clock.Now(), 1024, "10.3.0.0/24"));
+  EXPECT_EQ(bodies.TakeSlowest(clock.Now(), 1024, seconds(1), "10.1.0.9", "10.1.0.0/24"), "slower");
+  EXPECT_EQ(bodies.TakeSlowest(clock.Now(), 1024, seconds(1), "10.1.0.8", "10.1.0.0/24"), "slow");
+  EXPECT_EQ(bodies.TakeSlowest(clock.Now(), 1024, seconds(1), "10.1.0.7", "10.1.0.0/24"),
+            std::nullopt);
+  EXPECT_EQ(bodies.size(), 1u);
+}
+
 }  // namespace
 }  // namespace sluice::admission

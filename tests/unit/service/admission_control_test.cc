@@ -148,6 +148,46 @@ TEST_F(AdmissionControlTest, CreateSlotsHoldEachNetworkToItsShare) {
   EXPECT_TRUE(RunSync(a.AdmitCreate("2001:db8:1:4::/64", 10)).ok());
 }
 
+TEST_F(AdmissionControlTest, AUnitOfANetworksSharePromisedToOneCreateIsKeptFromTheNetworksOthers) {
+  AdmissionOptions o = Small();
+  o.ip_create_count = {100, 100};
+  o.create_slots = 10;
+  o.create_slots_per_client = 1;
+  o.create_slots_per_network = 2;
+  AdmissionControl a(o, clock_, metrics_);
+  std::vector<CreateAdmission> held;
+  for (const char* key : {"198.51.100.1", "198.51.100.2"}) {
+    auto p = RunSync(a.AdmitCreate(key, 10));
+    ASSERT_TRUE(p.ok()) << key;
+    held.push_back(std::move(*p));
+  }
+  // 198.51.100.9 is refused by its /24's share, cuts one of its bodies, and the unit freed is
+  // promised to it: 198.51.100.3 of the same /24 does not take it; another /24 is untouched.
+  CreateSlotPromise promise = a.PromiseNetworkSlot("198.51.100.9");
+  held.pop_back();
+  auto other = RunSync(a.AdmitCreate("198.51.100.3", 10));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().reason, "create_slots_per_network");
+  EXPECT_TRUE(RunSync(a.AdmitCreate("203.0.113.7", 10)).ok());
+  auto mine = RunSync(a.AdmitCreate("198.51.100.9", 10, &promise));
+  ASSERT_TRUE(mine.ok());
+  EXPECT_FALSE(promise.held());  // spent
+  // Spent, it holds nothing back: when a unit frees, anyone of the /24 may take it.
+  held.pop_back();
+  EXPECT_TRUE(RunSync(a.AdmitCreate("198.51.100.3", 10)).ok());
+}
+
+TEST_F(AdmissionControlTest, AnUnspentNetworkPromiseGivesItsUnitBack) {
+  AdmissionOptions o = Small();
+  o.ip_create_count = {100, 100};
+  o.create_slots = 10;
+  o.create_slots_per_client = 1;
+  o.create_slots_per_network = 1;
+  AdmissionControl a(o, clock_, metrics_);
+  { CreateSlotPromise dropped = a.PromiseNetworkSlot("198.51.100.9"); }
+  EXPECT_TRUE(RunSync(a.AdmitCreate("198.51.100.3", 10)).ok());
+}
+
 TEST_F(AdmissionControlTest, FullCreateCapGivesBackTheClientsShare) {
   AdmissionOptions o = Small();
   o.create_slots_per_client = 1;
