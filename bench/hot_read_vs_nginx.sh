@@ -29,6 +29,8 @@
 #                  keepalive_requests (1,000), as bench/ configured it before 2026-12-04
 #   SLUICE_BIN=... the binary to measure (default: a fresh `cmake --preset release` build)
 #   OUT=bench/results/hot-read.md    the report (overwritten)
+#   NOTES=FILE     a file of notes the report ends with, under "Reading this run" (what was found,
+#                  written by hand: bench/results/hot-read-notes.md)
 #   KEEP_WORK=1    keep bench/work/hot-read.* (wrk's outputs, the server log) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -264,9 +266,9 @@ out += [
     "",
     "## Every run",
     "",
-    "In the order run. accepts: connections nginx accepted during the run (stub_status; wrk opens "
-    "$CONNS). Cores: the servers', wrk's, the rest of the machine's, and steal; load: the 1-minute",
-    "load average at the run's start.",
+    "In the order run. accepts: connections nginx accepted during the run (stub_status; wrk's $CONNS",
+    "and one more when they are kept). Cores: the servers', wrk's, the rest of the machine's, and",
+    "steal; load: the 1-minute load average at the run's start.",
     "",
     "| pair | server | requests/s | p50 ms | p99 ms | errors | accepts | servers | wrk | others | steal | load |",
     "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -277,6 +279,8 @@ for pair, server, *_ in rows:
                f"{r['accepts']} | {r['srv']:.2f} | {r['wrk']:.2f} | {r['others']:.2f} | "
                f"{r['steal']:.2f} | {r['load']:.2f} |")
 out.append("")
+if "${NOTES:-}":
+    out += ["## Reading this run", "", open("${NOTES:-}").read()]
 open(sys.argv[2], "w").write("\n".join(out))
 print(f"sluice / nginx requests/s, median (range) of {len(pairs)} pairs: {spread(ratio['rps'])}; "
       f"p99 {spread(ratio['p99'])}")
