@@ -393,7 +393,7 @@ class Growth:
         os.makedirs(tmp)
         # The yardstick keeps its connections as sluice does, as bench/lib.sh's start_static_nginx
         # says why: at nginx's default keepalive_requests (1,000, what runs before 2026-12-04 had)
-        # wrk reconnected about once a second per connection and the ratio flattered sluice.
+        # each wrk connection reconnected about once a second, work sluice never does.
         with open(conf, "w") as f:
             f.write(f"""user root; worker_processes auto; daemon off; pid {tmp}/nginx.pid;
 error_log {tmp}/error.log warn; events {{ worker_connections 1024; }}

@@ -47,7 +47,7 @@ OLD_NGINX=${OLD_NGINX:-0}
 OUT=${OUT:-bench/results/hot-read.md}
 BODY_BYTES=10240
 [ "$PAIRS" -ge 1 ] || { echo "PAIRS must be at least 1" >&2; exit 2; }
-command_line="PAIRS=$PAIRS DURATION=$DURATION CONNS=$CONNS WRK_THREADS=$WRK_THREADS WARMUP=$WARMUP OLD_NGINX=$OLD_NGINX bench/hot_read_vs_nginx.sh"
+command_line="${SLUICE_BIN:+SLUICE_BIN=$SLUICE_BIN }PAIRS=$PAIRS DURATION=$DURATION CONNS=$CONNS WRK_THREADS=$WRK_THREADS WARMUP=$WARMUP OLD_NGINX=$OLD_NGINX ${NOTES:+NOTES=$NOTES }bench/hot_read_vs_nginx.sh"
 
 bin=$(sluice_binary)
 

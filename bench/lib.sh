@@ -118,10 +118,11 @@ host_events_since() {
 # DIR; waits until ROOT/FILE is served and sets nginx_pid and nginx_url. The reference a sluice read
 # is compared with in the same run (bench/run_embedded_bench.sh, bench/read_pairs.sh,
 # bench/run_create_bench.sh, bench/hot_read_vs_nginx.sh). It keeps its connections as sluice does
-# (sluice has no per-connection request cap): at nginx's default keepalive_requests (1,000) a wrk
-# connection at 60,000 req/s reconnects about once a second and nginx pays for the handshakes,
-# which made it look 0.85x as fast as it is (bench/results/hot-read.md). KEEPALIVE_REQUESTS=1000
-# gives that default back. /nginx_status is stub_status (its "accepts" counts connections).
+# (sluice has no per-connection request cap): at nginx's default keepalive_requests (1,000) each
+# wrk connection reconnects about once a second, so the two would not do the same work. Measured
+# side by side the reconnects cost nginx nothing visible (bench/results/hot-read.md, OLD_NGINX=1),
+# but a ratio should not rest on that. KEEPALIVE_REQUESTS=1000 gives the default back.
+# /nginx_status is stub_status (its "accepts" counts connections).
 # Not in a subshell, so that nginx is this shell's child; stop it with kill -QUIT.
 start_static_nginx() {
   local dir=$1 root=$2 file=$3 keepalive_requests=${4:-1000000} port
