@@ -93,6 +93,7 @@ bench:
 	@scripts/install-deps.sh bench
 	bench/run_admission_bench.sh
 	bench/run_embedded_bench.sh
+	bench/hot_read_vs_nginx.sh
 	bench/run_shed_bench.sh
 	bench/run_stack_bench.sh
 

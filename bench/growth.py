@@ -391,13 +391,17 @@ class Growth:
         conf = os.path.join(self.work, "nginx.conf")
         tmp = os.path.join(self.work, "nginx-tmp")
         os.makedirs(tmp)
+        # The yardstick keeps its connections as sluice does, as bench/lib.sh's start_static_nginx
+        # says why: at nginx's default keepalive_requests (1,000, what runs before 2026-12-04 had)
+        # each wrk connection reconnected about once a second, work sluice never does.
         with open(conf, "w") as f:
             f.write(f"""user root; worker_processes auto; daemon off; pid {tmp}/nginx.pid;
 error_log {tmp}/error.log warn; events {{ worker_connections 1024; }}
 http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
   client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy; fastcgi_temp_path {tmp}/fcgi;
   uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {self.work}/static; }}
+  server {{ listen 127.0.0.1:{port}; root {self.work}/static;
+           keepalive_requests 1000000; keepalive_timeout 300s; }}
   {more_servers} }}
 """)
         self.nginx = subprocess.Popen(["nginx", "-c", conf], stderr=subprocess.DEVNULL)

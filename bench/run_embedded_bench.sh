@@ -256,7 +256,7 @@ out=$OUT
   echo "| data dir filesystem | $fs_line ($mount_opts) |"
   echo "| git commit | $commit |"
   echo "| sluice | $("$bin" --version 2>&1 | head -1), event-loop threads: $threads_note |"
-  echo "| nginx | $(nginx -v 2>&1 | sed 's/^nginx version: //'), worker_processes auto, sendfile on, access_log off |"
+  echo "| nginx | $(nginx -v 2>&1 | sed 's/^nginx version: //'), worker_processes auto, sendfile on, access_log off, keepalive_requests 1000000 (bench/lib.sh) |"
   echo "| wrk | $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), -t$WRK_THREADS, on the same machine |"
   echo "| command | \`DURATION=$DURATION ROUNDS=$ROUNDS CREATES=$CREATES bench/run_embedded_bench.sh\` |"
   echo "| load average (1 min) at the start of each read round | ${round_loads[*]} |"
