@@ -294,8 +294,8 @@ TEST_F(HandlersTest, APlainTextViewIsAPageWithItsRungAndAnEtagPerLanguage) {
   EXPECT_EQ(r.status, 200u);
   EXPECT_TRUE(r.content_type.starts_with("text/html"));
   EXPECT_EQ(r.Get("Vary"), "Accept");
-  EXPECT_EQ(r.body.find("<b>not bold"), std::string::npos);
-  EXPECT_NE(r.body.find("&lt;b&gt;not bold"), std::string::npos);
+  EXPECT_EQ(r.body_view().find("<b>not bold"), std::string::npos);
+  EXPECT_NE(r.body_view().find("&lt;b&gt;not bold"), std::string::npos);
   EXPECT_FALSE(r.Get("X-Sluice-Rung").empty());
   EXPECT_EQ(r.Get("ETag"), "\"" + id + "-text\"");
 }
@@ -439,7 +439,7 @@ TEST_F(HandlersTest, AViewFromTheRenderCacheIsOnePageSharedPerLanguage) {
   EXPECT_EQ(second.Get("Vary"), "Accept");
   EXPECT_FALSE(second.Get("Cache-Control").empty());
   // The same page as the one formatted for the first view, but for its rung.
-  std::string expected = first.body;
+  std::string expected(first.body_view());
   const size_t rung = expected.find(">highlighted<");
   if (rung != std::string::npos) expected.replace(rung, 13, ">cached<");
   EXPECT_EQ(second.body_view(), expected);
