@@ -3,7 +3,7 @@ JOBS ?= 2
 DEV := build/dev
 
 .PHONY: all deps build run test test-dev test-asan test-tsan build-dev build-dev-suite build-asan build-tsan check-dev \
-	check-dev-parallel check-dev-serial check-asan check-tsan test-fuzz bench chaos fuzz fuzz-run \
+	check-dev-parallel check-dev-serial check-asan check-tsan test-fuzz flake-hunt bench chaos fuzz fuzz-run \
 	stack stack-down lab format clean deb install
 
 all: build
@@ -58,19 +58,22 @@ SANITIZED_GTESTS := unit|admission|highlight|codec|sqlite
 build-dev-suite:
 	@$(STAGE_CLOCK) cmake --preset dev >/dev/null && cmake --build $(DEV) -j$(JOBS) --target dev_suite
 
+# CTEST_EXTRA reaches every check-X's ctest: tests/flake_hunt.py passes -R and --output-junit through it.
+CTEST_EXTRA ?=
+
 # The server suites labelled server_under_sanitizers (CMakeLists.txt) run on the sanitized server
 # (check-asan), not twice: SLUICE_DEV_ALL=1 runs them on the dev build too. check-dev is both halves.
 DEV_SKIP := $(if $(SLUICE_DEV_ALL),,server_under_sanitizers)
 check-dev:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
-	  $(if $(DEV_SKIP),-LE '$(DEV_SKIP)')
+	  $(if $(DEV_SKIP),-LE '$(DEV_SKIP)') $(CTEST_EXTRA)
 
 check-dev-parallel:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
-	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$'
+	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$' $(CTEST_EXTRA)
 
 check-dev-serial:
-	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -L serial
+	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -L serial $(CTEST_EXTRA)
 
 build-asan:
 	@$(STAGE_CLOCK) cmake --preset asan >/dev/null && cmake --build build/asan -j$(JOBS) \
@@ -80,13 +83,24 @@ build-asan:
 # concurrent views in every language, each report failing the test (tests/lib/sluice_harness.py).
 check-asan:
 	@$(STAGE_CLOCK) ctest --test-dir build/asan --output-on-failure -j$(JOBS) \
-	  -L 'unit|admission|highlight|codec|sqlite|fuzz|server_under_sanitizers'
+	  -L 'unit|admission|highlight|codec|sqlite|fuzz|server_under_sanitizers' $(CTEST_EXTRA)
 
 build-tsan:
 	@$(STAGE_CLOCK) cmake --preset tsan >/dev/null && cmake --build build/tsan -j$(JOBS)
 
 check-tsan:
-	@$(STAGE_CLOCK) ctest --test-dir build/tsan -L 'admission|highlight|codec|sqlite' --output-on-failure
+	@$(STAGE_CLOCK) ctest --test-dir build/tsan -L 'admission|highlight|codec|sqlite' --output-on-failure $(CTEST_EXTRA)
+
+# RUNS whole-suite runs in a row (make test's check stages, on trees built once), quiet or with LOAD=1
+# (stress-ng on every core and the disk), then the table of every test that failed and why; the
+# runs add up in bench/work/flake-hunt/ (tests/flake_hunt.py; TESTS=REGEX hunts in a part).
+RUNS ?= 1
+LOAD ?=
+TESTS ?=
+flake-hunt:
+	@scripts/install-deps.sh hunt
+	@$(MAKE) --no-print-directory build-dev-suite build-asan build-tsan
+	tests/flake_hunt.py --runs $(RUNS) $(if $(filter 1,$(LOAD)),--load) $(if $(TESTS),--tests '$(TESTS)')
 
 # Each writes its figures, with the machine's description, to bench/results/.
 bench:

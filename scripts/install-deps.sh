@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what sluice needs to build, test or benchmark, and only what is missing: Debian packages
 # (as root) and, for test and bench, the npm test tooling pinned by package-lock.json.
-# Usage: scripts/install-deps.sh [build|test|bench|lab|fuzz|deb]   (each includes build)
+# Usage: scripts/install-deps.sh [build|test|bench|lab|hunt|fuzz|deb]   (each includes build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,16 +34,18 @@ case "$profile" in
   bench) packages+=("${test_tools[@]}" wrk) ;;
   # The chaos lab's plots: Debian's matplotlib, for /usr/bin/python3.
   lab) packages+=("${test_tools[@]}" python3-matplotlib) ;;
+  # make flake-hunt (tests/flake_hunt.py): stress-ng is the CPU hog and the disk writer of a loaded run.
+  hunt) packages+=("${test_tools[@]}" stress-ng) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   deb) packages+=("${deb_tools[@]}") ;;
-  *) echo "usage: $0 [build|test|bench|lab|fuzz|deb]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench|lab|hunt|fuzz|deb]" >&2; exit 2 ;;
 esac
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ]; then
+if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ] || [ "$profile" = hunt ]; then
   command -v npm >/dev/null || missing+=(nodejs npm)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
@@ -57,7 +59,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ]; then
+if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ] || [ "$profile" = hunt ]; then
   # No browser download: the browser tests drive Debian's /usr/bin/chromium.
   if ! [ -d node_modules/s3rver ] || ! [ -d node_modules/playwright-core ] ||
     ! [ -d node_modules/hastebin-gen ] || ! [ -d node_modules/@redocly/cli ] ||
