@@ -33,7 +33,7 @@ PHONES = [f"127.83.0.{n}" for n in range(1, 8)]
 
 def run(binary):
     os.environ["SLUICE_BIN"] = os.path.abspath(binary)
-    server = SluiceServer(production_limits=True)
+    server = SluiceServer(production_limits=True, patient=False)
     server.start()
     try:
         def gauges():

@@ -97,7 +97,7 @@ def run_attack(binary, kind, seconds, warmup):
         args += ["--create-slots", "50"]
     else:
         args += ["--max-connections", "1000"]
-    server = SluiceServer(args=args, production_limits=True)
+    server = SluiceServer(args=args, production_limits=True, patient=False)
     server.start()
     try:
         sampler = Sampler(server).start()

@@ -111,7 +111,7 @@ def slow_reader_bytes(server):
 
 def measure(binary, seconds):
     os.environ["SLUICE_BIN"] = os.path.abspath(binary)
-    server = SluiceServer(patient=True)
+    server = SluiceServer()
     server.start()
     try:
         bystander = server.create_ok("b" * 10_240)["id"]

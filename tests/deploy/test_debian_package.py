@@ -232,7 +232,7 @@ class SystemCallsTest(unittest.TestCase):
         return allow
 
     def test_what_a_server_calls_is_allowed(self):
-        server = SluiceServer(patient=True)
+        server = SluiceServer()
         self.addCleanup(server.cleanup)
         trace = os.path.join(server.root, "strace")
         # -f follows the highlight workers; the server is the traced command, so the harness's

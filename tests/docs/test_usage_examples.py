@@ -62,12 +62,12 @@ class UsageExamplesTest(SluiceTestCase):
         return blocks, ran
 
     def test_every_sh_block_of_usage_md_runs_against_a_server(self):
-        server = self.server(patient=True)
+        server = self.server()
         blocks, ran = self.run_blocks("usage.md", {"SLUICE": server.url}, at_least=10)
         self.assertEqual(ran, len(blocks), "docs/usage.md: every ```sh block must run")
 
     def test_every_sh_block_of_moderation_md_runs_against_a_server(self):
-        server = self.server(patient=True)
+        server = self.server()
         blocks, ran = self.run_blocks("moderation.md", {
             "SLUICE": server.url,
             "SLUICE_ADMIN": f"http://127.0.0.1:{server.admin_port}",

@@ -5,7 +5,7 @@ waits at a barrier so that all of them ask at once."""
 import shutil
 import tempfile
 
-from sluice_harness import PatientTestCase
+from sluice_harness import SluiceTestCase
 from test_postgres import PostgresServer
 
 
@@ -15,7 +15,7 @@ def claim(server, paste_id, results, index, start):
                                     timeout=30)
 
 
-class ClaimRaceOnPostgres(PatientTestCase):
+class ClaimRaceOnPostgres(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.pg = PostgresServer.for_class(cls)

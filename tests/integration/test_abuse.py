@@ -15,7 +15,7 @@ import json
 import re
 import unittest
 
-from sluice_harness import PatientTestCase, RedisServer, run_sluice, wait_until
+from sluice_harness import SluiceTestCase, RedisServer, run_sluice, wait_until
 # The module, not its classes: a TestCase imported by name would run here too.
 import test_postgres
 
@@ -26,7 +26,7 @@ def forwarded(client):
     return {"X-Forwarded-For": client}
 
 
-class AbuseStatusTest(PatientTestCase):
+class AbuseStatusTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.s = cls.start_class_server([
@@ -156,7 +156,7 @@ class AbuseStatusTest(PatientTestCase):
                                         headers=forwarded("192.0.2.79")), 204)
 
 
-class SharedModerationTest(PatientTestCase):
+class SharedModerationTest(SluiceTestCase):
     def test_dismissed_paste_is_served_again_by_the_other_process(self):
         # One primary (PostgreSQL) and one bucket (a shared folder of bodies) for both processes,
         # one Redis between them. Local entries are trusted for an hour, so only what moderation

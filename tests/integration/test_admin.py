@@ -15,7 +15,7 @@ import unittest
 import os
 import tempfile
 
-from sluice_harness import PatientTestCase, run_sluice, wait_until
+from sluice_harness import SluiceTestCase, run_sluice, wait_until
 
 
 def form_token(s, paste_id, client):
@@ -33,7 +33,7 @@ def report(s, paste_id, client, reason="spam", note=""):
                      headers={"Content-Type": "application/json", "X-Forwarded-For": client})
 
 
-class ModerationTest(PatientTestCase):
+class ModerationTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.s = cls.start_class_server(["--trusted-proxy", "127.0.0.1", "--report-hide-threshold",
@@ -221,7 +221,7 @@ class ModerationTest(PatientTestCase):
         self.assertIn("401", res.stderr)
 
 
-class AdminWithoutTokenTest(PatientTestCase):
+class AdminWithoutTokenTest(SluiceTestCase):
     def test_refuses_everything_and_says_so(self):
         s = self.server(["--admin-token-file", "", "--metrics-on-public", "false"])
         self.assertJsonError(s.admin_request("GET", "/metrics"), 401, "admin_token_unset")

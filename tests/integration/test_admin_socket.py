@@ -18,7 +18,7 @@ import stat
 import tempfile
 import unittest
 
-from sluice_harness import PatientTestCase, SluiceServer, clean_env, run_sluice
+from sluice_harness import SluiceTestCase, SluiceServer, clean_env, run_sluice
 
 import subprocess
 
@@ -60,7 +60,7 @@ def start_refused(s, timeout=20):
     return done.returncode, done.stdout + done.stderr
 
 
-class AdminSocketTest(PatientTestCase):
+class AdminSocketTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="sluice-sock-", dir="/tmp")
@@ -92,7 +92,7 @@ class AdminSocketTest(PatientTestCase):
         self.assertEqual(st.st_uid, os.getuid())
 
     def test_a_second_server_on_the_same_path_refuses_to_start(self):
-        other = SluiceServer(patient=True, args=["--admin-listen", self.path])
+        other = SluiceServer(args=["--admin-listen", self.path])
         self.addCleanup(other.cleanup)
         code, output = start_refused(other)
         self.assertNotEqual(code, 0, output)
@@ -118,7 +118,7 @@ class AdminSocketTest(PatientTestCase):
         self.assertIn("unix:/PATH", help_text)
 
 
-class AdminSocketLockTest(PatientTestCase):
+class AdminSocketLockTest(SluiceTestCase):
     def test_a_held_lock_on_the_path_refuses_the_start_and_keeps_a_stale_file(self):
         # A server starting on a killed one's file holds PATH.lock through the stale check: a
         # second one started at that moment must neither remove the file nor bind beside it.
@@ -129,7 +129,7 @@ class AdminSocketLockTest(PatientTestCase):
         inode = os.lstat(path).st_ino
         with open(path + ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            s = SluiceServer(patient=True, args=["--admin-listen", f"unix:{path}"])
+            s = SluiceServer(args=["--admin-listen", f"unix:{path}"])
             self.addCleanup(s.cleanup)
             code, output = start_refused(s)
             self.assertNotEqual(code, 0, output)
@@ -137,13 +137,13 @@ class AdminSocketLockTest(PatientTestCase):
                           f"there, or starting to ({path}.lock is locked)", output)
             self.assertEqual(os.lstat(path).st_ino, inode, "the stale file was touched")
         # Once the lock is free, the next server takes the path, stale file and all.
-        s = SluiceServer(patient=True, args=["--admin-listen", f"unix:{path}"]).start()
+        s = SluiceServer(args=["--admin-listen", f"unix:{path}"]).start()
         self.addCleanup(s.cleanup)
         self.assertIn("removing a stale socket file", s.log())
         self.assertStatus(admin(s, path, "GET", "/admin/reports"), 200)
 
 
-class AdminSocketLifecycleTest(PatientTestCase):
+class AdminSocketLifecycleTest(SluiceTestCase):
     def test_sigterm_removes_the_file_and_a_killed_servers_file_is_replaced(self):
         path = os.path.join(socket_dir(self), "admin.sock")
         s = self.server(["--admin-listen", f"unix:{path}"])
@@ -163,7 +163,7 @@ class AdminSocketLifecycleTest(PatientTestCase):
         path = os.path.join(socket_dir(self), "admin.sock")
         with open(path, "w") as f:
             f.write("not a socket\n")
-        s = SluiceServer(patient=True, args=["--admin-listen", path])
+        s = SluiceServer(args=["--admin-listen", path])
         self.addCleanup(s.cleanup)
         code, output = start_refused(s)
         self.assertNotEqual(code, 0, output)

@@ -16,7 +16,7 @@ import unittest
 import yaml
 
 from promtext import metric
-from sluice_harness import RedisServer, PatientTestCase, wait_until
+from sluice_harness import RedisServer, SluiceTestCase, wait_until
 
 RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
                      "prometheus", "sluice.rules.yml")
@@ -38,7 +38,7 @@ def rule_selectors():
     return out
 
 
-class AlertRulesTest(PatientTestCase):
+class AlertRulesTest(SluiceTestCase):
     def test_every_metric_and_label_in_the_rules_is_exported(self):
         redis = RedisServer().start()
         self.addCleanup(redis.stop)

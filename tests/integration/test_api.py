@@ -15,7 +15,7 @@ import unittest
 
 from promtext import metric
 from rawhttp import free_port
-from sluice_harness import PatientTestCase, run_sluice, wait_until
+from sluice_harness import SluiceTestCase, run_sluice, wait_until
 
 ID_RE = re.compile(r"^[0-9A-Za-z]{12}$")
 TTLS = {"10m": 600, "1h": 3600, "1d": 86400, "1w": 7 * 86400, "30d": 30 * 86400}
@@ -66,7 +66,7 @@ def id_from_url(url):
     return url.rstrip("\n").rsplit("/", 1)[1]
 
 
-class ApiTestCase(PatientTestCase):
+class ApiTestCase(SluiceTestCase):
     # Short sweep so background work is observable within a test.
     ARGS = ("--sweep-interval", "200ms")
 
@@ -920,7 +920,7 @@ class LifecycleTest(ApiTestCase):
 
 
 # ------------------------------------------------------------------------------------------------
-class ConfigTest(PatientTestCase):
+class ConfigTest(SluiceTestCase):
 
     def test_version_prints_name_and_version(self):
         res = run_sluice(["--version"])

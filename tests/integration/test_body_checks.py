@@ -10,12 +10,12 @@ import sqlite3
 import unittest
 
 from promtext import metric
-from sluice_harness import PatientTestCase
+from sluice_harness import SluiceTestCase
 
 TEXT = "the original text of this paste — with ünïcödé, ✓\n".encode() * 40
 
 
-class BodyChecksTest(PatientTestCase):
+class BodyChecksTest(SluiceTestCase):
     TIER = []  # the default: bodies this small are rows of meta.db, beside theirs
     WHERE = "inline"
 

@@ -10,7 +10,7 @@ import unittest
 
 from claim_race import ClaimRaceOnPostgres, claim
 from promtext import metric
-from sluice_harness import PatientTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
@@ -83,7 +83,7 @@ class BurnOnPostgresTest(ClaimRaceOnPostgres):
             self.assertStatus(s.request("POST", f"/api/v1/pastes/{doc['id']}/claim", body=b""), 404)
 
 
-class BurnEmbeddedTest(PatientTestCase):
+class BurnEmbeddedTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.s = cls.start_class_server()
@@ -130,7 +130,7 @@ class BurnEmbeddedTest(PatientTestCase):
         self.assertJsonError(res, 400, "bad_json")
 
 
-class BurnModeratedTest(PatientTestCase):
+class BurnModeratedTest(SluiceTestCase):
     """Moderation comes first (docs/usage.md, "Burn after reading"): a withheld or taken-down burn paste
     answers 451 to reads and claims, and no claim burns it while it is withheld."""
 
@@ -173,7 +173,7 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class StorageQuotaTest(PatientTestCase):
+class StorageQuotaTest(SluiceTestCase):
     """max_storage_bytes (docs/operations.md, "The storage quota"): 507 from the headers, reads and deletes go on,
     a delete frees room without a restart."""
 

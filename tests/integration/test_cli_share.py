@@ -13,11 +13,11 @@ import tempfile
 import time
 import unittest
 
-from sluice_harness import PatientTestCase, clean_env, sluice_bin
+from sluice_harness import SluiceTestCase, clean_env, sluice_bin
 from test_paste_client import FakeServer
 
 
-class CliShareTest(PatientTestCase):
+class CliShareTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
         self.state = tempfile.mkdtemp(prefix="sluice-cli-state-")

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import unittest
 
-from sluice_harness import PatientTestCase, clean_env, sluice_bin
+from sluice_harness import SluiceTestCase, clean_env, sluice_bin
 
 
 def openssl(*args, cwd):
@@ -97,7 +97,7 @@ class TlsFront:
         backend.close()
 
 
-class CliOverTlsTest(PatientTestCase):
+class CliOverTlsTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
         self.dir = tempfile.mkdtemp(prefix="sluice-cli-tls-")

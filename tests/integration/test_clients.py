@@ -36,7 +36,7 @@ def multipart(name, value, filename=None):
 class ClientsTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
-        self.s = self.server(ROOMY, patient=True)
+        self.s = self.server(ROOMY)
 
     def raw(self, paste_id):
         res = self.s.get(f"/raw/{paste_id}")
@@ -89,7 +89,7 @@ class ClientsTest(SluiceTestCase):
             self.assertEqual(self.s.query("SELECT COUNT(*) FROM pastes"), [(0,)])
 
     def test_json_envelope_counts_against_the_declared_length(self):
-        s = self.server(["--max-paste-bytes", "100", *ROOMY], patient=True)
+        s = self.server(["--max-paste-bytes", "100", *ROOMY])
         small = json.dumps({"content": "x" * 100})
         self.assertEqual(s.create(small, headers={"Content-Type": "application/json"}).status, 201)
         # Refused from the headers: over the limit plus the envelope's allowance, body unread.
@@ -116,7 +116,7 @@ class ClientsTest(SluiceTestCase):
         self.assertIn("Python", page.text)
 
     def test_haste_refusal_keeps_a_message(self):
-        s = self.server(["--max-paste-bytes", "10", *ROOMY], patient=True)
+        s = self.server(["--max-paste-bytes", "10", *ROOMY])
         res = s.request("POST", "/documents", body="x" * 11)
         self.assertEqual(res.status, 413, res)
         self.assertTrue(res.json()["message"])

@@ -9,7 +9,7 @@ import os
 import sqlite3
 import unittest
 
-from sluice_harness import PatientTestCase, decode_stored_body, wait_until
+from sluice_harness import SluiceTestCase, decode_stored_body, wait_until
 
 OLD = "written when small bodies had a file of their own ✓\n".encode() * 20
 NEW = b"written beside its row\n" * 20
@@ -29,7 +29,7 @@ def bodies_in(path):
         conn.close()
 
 
-class DataDirUpgradeTest(PatientTestCase):
+class DataDirUpgradeTest(SluiceTestCase):
     def test_a_bodies_db_from_before_is_read_and_emptied_never_written(self):
         s = self.server(["--cache-bytes", "0"])
         old = s.create_ok(OLD)

@@ -13,7 +13,7 @@ import re
 import subprocess
 import unittest
 
-from sluice_harness import PatientTestCase, clean_env, sluice_bin
+from sluice_harness import SluiceTestCase, clean_env, sluice_bin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.path.join(HERE, "..", "vectors", "envelope_v1.json")
@@ -32,7 +32,7 @@ def run(args, data=None, env=None, timeout=60):
                           env=clean_env(env), timeout=timeout)
 
 
-class EncryptedPasteTest(PatientTestCase):
+class EncryptedPasteTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.srv = cls.start_class_server(["--max-paste-bytes", "2000000"])

@@ -13,7 +13,7 @@ import time
 import unittest
 
 from promtext import metric, parse_metrics
-from sluice_harness import PatientTestCase, SluiceTestCase
+from sluice_harness import SluiceTestCase
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 
@@ -60,7 +60,7 @@ def apply(parent, diff):
     return "".join(line + "\n" for line in out)
 
 
-class ForkAndMarkdownTest(PatientTestCase):
+class ForkAndMarkdownTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.s = cls.start_class_server()

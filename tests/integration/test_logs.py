@@ -13,7 +13,7 @@ import json
 import re
 import unittest
 
-from sluice_harness import PatientTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until
 
 MINTED = re.compile(r"^[0-9a-f]{16}$")
 
@@ -23,7 +23,7 @@ def server_lines(server):
     return [l for l in server.log().splitlines() if l and not l.startswith("=====")]
 
 
-class JsonAccessLogTest(PatientTestCase):
+class JsonAccessLogTest(SluiceTestCase):
     def start(self, *args):
         return self.server(["--log-format", "json", "--access-log", "true", *args])
 
@@ -74,7 +74,7 @@ class JsonAccessLogTest(PatientTestCase):
                          (minted, "view", 404, "not_found"))
 
 
-class RequestIdTest(PatientTestCase):
+class RequestIdTest(SluiceTestCase):
     def test_a_client_that_is_not_a_trusted_proxy_cannot_choose_its_id(self):
         server = self.server()
         ids = set()
@@ -97,7 +97,7 @@ class RequestIdTest(PatientTestCase):
                          .header("X-Request-Id"), longest)
 
 
-class AccessLogSamplingTest(PatientTestCase):
+class AccessLogSamplingTest(SluiceTestCase):
     def test_without_the_setting_there_is_no_access_log(self):
         server = self.server()
         server.get("/healthz")

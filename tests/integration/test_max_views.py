@@ -9,7 +9,7 @@ import threading
 import unittest
 
 from claim_race import ClaimRaceOnPostgres, claim
-from sluice_harness import PatientTestCase
+from sluice_harness import SluiceTestCase
 
 from test_burn import BROWSER, create_on_every_route
 FORM = "application/x-www-form-urlencoded"
@@ -65,7 +65,7 @@ class MaxViewsOnPostgresTest(ClaimRaceOnPostgres):
             self.assertStatus(s.get(f"/{doc['id']}", headers=BROWSER), 404)
 
 
-class MaxViewsEmbeddedTest(PatientTestCase):
+class MaxViewsEmbeddedTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.s = cls.start_class_server()
@@ -128,7 +128,7 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class MaxViewsThroughACrashTest(PatientTestCase):
+class MaxViewsThroughACrashTest(SluiceTestCase):
     """docs/sharing.md, "At most N, not exactly N, when a server dies": a kill -9 among concurrent
     claims may spend views unread, but never gives the text to more than N readers, and a reader
     whose claim was cut may claim again while views are left."""

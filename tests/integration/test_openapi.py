@@ -42,8 +42,7 @@ class OpenApiTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
         self.spec = load_spec()
-        self.s = self.server(["--ip-create-rate", "1000", "--ip-create-burst", "1000"],
-                             patient=True)
+        self.s = self.server(["--ip-create-rate", "1000", "--ip-create-burst", "1000"])
 
     def check(self, path, method, res):
         """res must be an answer documented for path/method."""

@@ -12,13 +12,13 @@ import tempfile
 import unittest
 from urllib.parse import quote
 
-from sluice_harness import PatientTestCase, run_sluice
+from sluice_harness import SluiceTestCase, run_sluice
 from test_postgres import PostgresServer
 
 RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "2s", "--read-budget", "5s"]
 
 
-class PostgresOverTlsTest(PatientTestCase):
+class PostgresOverTlsTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.pg = PostgresServer(tls=True)

@@ -73,8 +73,11 @@ class RedisLatencyTest(SluiceTestCase):
         self.addCleanup(redis.stop)
         proxy = FaultProxy(redis.port)
         self.addCleanup(proxy.stop)
+        # The limiter's own budget is what this test is about: the spec's 5 ms, stated, since
+        # the harness's servers are otherwise patient.
         args = ["--cache", f"redis://127.0.0.1:{proxy.port}", "--processes", str(PROCESSES),
-                "--global-create-rate", str(RATE), "--global-create-burst", str(RATE)]
+                "--global-create-rate", str(RATE), "--global-create-burst", str(RATE),
+                "--cache-timeout", "5ms"]
         tier = [self.server(args) for _ in range(PROCESSES)]
         for i, s in enumerate(tier):
             def answered(s=s, i=i):

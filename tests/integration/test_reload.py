@@ -12,7 +12,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 from promtext import metric
-from sluice_harness import PatientTestCase, SluiceServer, wait_until
+from sluice_harness import SluiceTestCase, SluiceServer, wait_until
 
 CREATE = "/api/v1/pastes"
 
@@ -37,7 +37,7 @@ class ConfiguredServer(SluiceServer):
         return cmd[:i] + cmd[i + 2:]
 
 
-class ReloadTest(PatientTestCase):
+class ReloadTest(SluiceTestCase):
     def start(self, patient=True, **settings):
         # patient: the harness's generous store timeouts, as flags (which win over the file).
         server = ConfiguredServer(args=[], production_limits=True, patient=patient)

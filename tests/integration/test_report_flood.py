@@ -21,7 +21,7 @@ import time
 import unittest
 
 from report_seed import seed_open_reports
-from sluice_harness import PatientTestCase, _embedded_only
+from sluice_harness import SluiceTestCase, _embedded_only
 
 SEEDED = 10_000
 FLOOD_SECONDS = 12.0
@@ -40,7 +40,7 @@ def pct(values, p):
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else 0
 
 
-class ReportFloodTest(PatientTestCase):
+class ReportFloodTest(SluiceTestCase):
     def test_a_flood_on_10000_open_reports_leaves_reads_alone(self):
         _embedded_only()
         s = self.server(["--trusted-proxy", "127.0.0.1", "--cache-bytes", "0",

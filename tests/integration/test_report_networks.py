@@ -17,13 +17,13 @@ import re
 import unittest
 
 from promtext import metric
-from sluice_harness import PatientTestCase, run_sluice
+from sluice_harness import SluiceTestCase, run_sluice
 
 CREATOR = "192.0.2.250"
 FORM = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"}
 
 
-class ReportNetworksTest(PatientTestCase):
+class ReportNetworksTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.s = cls.start_class_server([
@@ -234,7 +234,7 @@ class ReportNetworksTest(PatientTestCase):
         self.assertEqual(json.loads(res.stdout)["keep"], True)
 
 
-class WithholdRateTest(PatientTestCase):
+class WithholdRateTest(SluiceTestCase):
     """Past report_withholds_per_hour the process queues reported pastes instead of hiding them,
     and says so on /metrics (the alert deploy/prometheus/sluice.rules.yml raises on it)."""
 

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from sluice_harness import PatientTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fakes"))
 from fake_s3 import FakeS3  # noqa: E402
@@ -27,7 +27,7 @@ S3_ENV = {"AWS_ACCESS_KEY_ID": "FAKE", "AWS_SECRET_ACCESS_KEY": "FAKE", "AWS_REG
 NO_BATCH_DELETE = "does not implement DeleteObjects"
 
 
-class S3SweepTest(PatientTestCase):
+class S3SweepTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
         self.s3 = FakeS3(BUCKET)

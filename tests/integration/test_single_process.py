@@ -85,7 +85,7 @@ class SingleProcessTest(SluiceTestCase):
     def test_the_lock_goes_with_the_process_even_after_kill_9(self):
         # Patient: the read after the restart checks the lock, not the speed of a cold process on
         # a busy machine (a 20 ms metadata read once timed out in CI beside the sanitizer builds).
-        first = self.server(patient=True)
+        first = self.server()
         paste = first.create_ok("still here\n")["id"]
         first.kill()
         first.start()

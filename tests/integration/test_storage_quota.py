@@ -17,7 +17,7 @@ import unittest
 
 from promtext import metric
 from rawhttp import RawConnection
-from sluice_harness import PatientTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until
 from test_postgres import PostgresServer
 
 SIZE = 90_000
@@ -76,7 +76,7 @@ class ConcurrentCreatesAgainstTheQuota:
         self.assertJsonError(servers[0].create(b"s"), 507, "storage_quota")
 
 
-class EmbeddedQuotaTest(ConcurrentCreatesAgainstTheQuota, PatientTestCase):
+class EmbeddedQuotaTest(ConcurrentCreatesAgainstTheQuota, SluiceTestCase):
     def stored_bytes(self, servers):
         return metric(servers[0].metrics(), "sluice_storage_live_bytes")
 
@@ -85,7 +85,7 @@ class EmbeddedQuotaTest(ConcurrentCreatesAgainstTheQuota, PatientTestCase):
         self.run_creates([s])
 
 
-class PostgresQuotaTest(ConcurrentCreatesAgainstTheQuota, PatientTestCase):
+class PostgresQuotaTest(ConcurrentCreatesAgainstTheQuota, SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.pg = PostgresServer.for_class(cls)

@@ -15,7 +15,7 @@ import unittest
 
 from loadgen import rss_bytes
 from rawhttp import RawConnection
-from sluice_harness import PatientTestCase
+from sluice_harness import SluiceTestCase
 
 BROWSER = {"Accept": "text/html"}
 MIB = 1 << 20
@@ -26,7 +26,7 @@ LESS_THAN = b"<" * 999_999
 QUOTES = b">" * 999_990 + b" deep\n"
 
 
-class ViewCostTest(PatientTestCase):
+class ViewCostTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         # The production read budget (50 a second, burst 50): the harness relaxes it by default.
@@ -119,7 +119,7 @@ class ViewCostTest(PatientTestCase):
         self.assertStatus(other, 200)
 
 
-class MarkdownCostTest(PatientTestCase):
+class MarkdownCostTest(SluiceTestCase):
     """One line of nested quotes renders to 27 bytes a character. Its rendering is larger than the
     view's bounds, so the view is its source, tagged too_large; and it cannot empty the render
     cache of everything else (a 6 MiB cache here: before, the 5.4 MB rendering was kept and

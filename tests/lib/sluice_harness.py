@@ -52,11 +52,13 @@ _live = set()  # servers not yet stopped: killed at exit whatever happened
 BACKEND_ARGS = shlex.split(os.environ.get("SLUICE_TEST_BACKEND_ARGS", ""))
 
 
-# For suites that check what the API answers, not how fast: the timeouts sized for a quiet
-# production host (a 20 ms metadata read, a 50 ms insert) would turn a scheduling hiccup of a shared
-# CI machine into a 503. The overload suites (tests/scenario, tests/stack, the chaos lab) keep the
-# defaults or set their own.
-# `SluiceServer(patient=True)` adds each unless the test sets it itself.
+# Every server a test starts is patient unless the test says otherwise: the timeouts sized for a
+# quiet production host (a 20 ms metadata read, a 50 ms insert) turn a scheduling hiccup of a shared
+# CI machine into a 503, and most suites check what the API answers, not how fast. The flake hunt
+# (tests/flake_hunt.py) found test after test that had simply not asked to be patient. A test about
+# the timeouts themselves sets the ones it tests (a flag here always yields to the test's own) or
+# passes `patient=False` to run on the spec's defaults; the overload suites (tests/scenario,
+# tests/stack, the chaos lab) start their servers their own way.
 PATIENT_TIMEOUTS = {
     "--read-budget": "5s", "--meta-get-timeout": "2s", "--blob-get-timeout": "3s",
     "--insert-timeout": "2s", "--put-timeout": "5s", "--create-budget": "10s",
@@ -168,7 +170,7 @@ class SluiceServer:
     """One sluice process (and its restarts) over one data dir."""
 
     def __init__(self, args=(), env=None, data_dir=None, port=0, keep_root=False,
-                 data_dir_flag=True, production_limits=False, cache=None, patient=False):
+                 data_dir_flag=True, production_limits=False, cache=None, patient=True):
         self.args = list(args)
         if cache is not None:  # a RedisServer, or a URL such as redis://127.0.0.1:6379
             self.args += ["--cache", cache if isinstance(cache, str) else cache.url]
@@ -600,21 +602,11 @@ class SluiceTestCase(unittest.TestCase):
             self.assertEqual(doc["reason"], reason, doc)
         return doc
 
-
-class PatientTestCase(SluiceTestCase):
-    """Every server of these suites is patient (PATIENT_TIMEOUTS): they check what the API answers,
-    not how fast, so a busy machine or a server under the sanitizers must not turn a test's
-    create into a 503."""
-
-    def server(self, args=(), env=None, start=True, **kw):
-        kw.setdefault("patient", True)
-        return super().server(args, env=env, start=start, **kw)
-
     @classmethod
     def start_class_server(cls, args=()):
-        """One patient server shared by the class's tests: started now, stopped (it must exit 0)
-        and removed after the last test, even when one fails."""
-        server = SluiceServer(patient=True, args=list(args))
+        """One server shared by the class's tests: started now, stopped (it must exit 0) and
+        removed after the last test, even when one fails."""
+        server = SluiceServer(args=list(args))
         cls.addClassCleanup(server.cleanup)
         server.start()
         cls.addClassCleanup(server.stop, expect_code=0)
