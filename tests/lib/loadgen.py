@@ -872,15 +872,29 @@ class HarnessFailure(AssertionError):
     the harness, not the server."""
 
 
-def _harness_relaxes_limits():
-    import inspect
-    from sluice_harness import SluiceServer
-    return "production_limits" in inspect.signature(SluiceServer.__init__).parameters
+# The scenarios time their arrivals to the millisecond and measure the server's overload
+# behaviour, not the machine's: a CPU hog at the same priority (another job on a shared machine,
+# stress-ng in tests/flake_hunt.py) held the load generator up to 150 ms behind its schedule in
+# every scenario. A suite, its load generator's threads and the servers it starts (which inherit
+# it) therefore run ahead of ordinary work, when the system lets them (root or CAP_SYS_NICE);
+# elsewhere they run as they are and a busy machine shows as a harness failure.
+SCENARIO_NICE = -10
+
+
+def run_ahead_of_background_work():
+    """Lowers the calling thread's nice value to SCENARIO_NICE; threads and processes it starts
+    afterwards inherit it. Returns whether it could."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, SCENARIO_NICE)
+        return True
+    except PermissionError:
+        return False
 
 
 class ScenarioTestCase(SluiceTestCase):
     """A SluiceTestCase whose servers have fault injection on and trust 127.0.0.1 as their balancer
-    (so `X-Forwarded-For` names the simulated client), and whose suites never overlap each other."""
+    (so `X-Forwarded-For` names the simulated client), whose suites never overlap each other, and
+    which runs ahead of the machine's other work (run_ahead_of_background_work)."""
 
     COMMON_ARGS = ("--fault-injection", "true", "--trusted-proxy", "127.0.0.1")
     _lock = None
@@ -889,6 +903,7 @@ class ScenarioTestCase(SluiceTestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls._lock = ScenarioLock().acquire()
+        run_ahead_of_background_work()
 
     @classmethod
     def tearDownClass(cls):
@@ -903,10 +918,9 @@ class ScenarioTestCase(SluiceTestCase):
         args = list(self.COMMON_ARGS)
         for name, value in settings.items():
             args += [f"--{name.replace('_', '-')}", str(value)]
-        # The scenarios run with the design's limits unless they set their own: a harness that
-        # relaxes limits for the API suites is told not to.
-        kw = {"production_limits": True} if _harness_relaxes_limits() else {}
-        s = self.server(args, **kw)
+        # The scenarios run with the design's limits and timeouts unless they set their own: the
+        # harness, which relaxes both for the API suites, is told not to.
+        s = self.server(args, production_limits=True, patient=False)
         self.addCleanup(self._clear_faults, s)
         return s
 
@@ -939,22 +953,6 @@ class ScenarioTestCase(SluiceTestCase):
         problem = run.schedule_problem()
         if problem:
             raise HarnessFailure(f"HARNESS FAILURE, not a server result: {problem}")
-
-    # A run whose load generator fell behind measured nothing: it is run again (once by default,
-    # $SLUICE_SCENARIO_ATTEMPTS in all) on fresh servers before it counts as a failure.
-    def _callTestMethod(self, method):
-        attempts = max(1, int(os.environ.get("SLUICE_SCENARIO_ATTEMPTS", "2")))
-        for attempt in range(1, attempts + 1):
-            try:
-                return method()
-            except HarnessFailure as e:
-                if attempt == attempts:
-                    raise
-                print(f"\n[harness] {self.id()}: attempt {attempt} did not keep its schedule "
-                      f"({e}); running it again", flush=True)
-                self.doCleanups()
-                time.sleep(2.0)
-                self.setUp()
 
     def assertStatuses(self, records, allowed, what="answers"):
         bad = [r for r in records if r.status not in allowed]
