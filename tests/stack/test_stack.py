@@ -23,8 +23,14 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 PROCESSES = 2
 # Small tier-wide create budget, so the per-process fallback share (20 / 2 x 1.2 = 12) is
 # reachable in a test; per-client limits stay at their defaults (burst 10, 1/s).
+# The store timeouts are ten times the production ones: these tests are about the limits, the
+# breaker and the edge, and a 50 ms insert on a busy machine turned a create of the Redis-down flood
+# into a 503 (the flake hunt, tests/flake_hunt.py); the tests that stop PostgreSQL or freeze s3rver
+# still see every create fail, only later.
 STACK_ARGS = ["--global-create-rate", "20", "--global-create-burst", "20",
-              "--breaker-open-for", "1s", "--breaker-refusals", "3", "--ip-read-rate", "1000", "--ip-read-burst", "1000"]
+              "--breaker-open-for", "1s", "--breaker-refusals", "3", "--ip-read-rate", "1000",
+              "--ip-read-burst", "1000", "--insert-timeout", "500ms", "--meta-get-timeout", "200ms",
+              "--read-budget", "3s"]
 
 
 
