@@ -5,7 +5,7 @@ how often it failed and why: flakes are found here rather than in CI (`make flak
 Each run calls the same stages as `make test` (the Makefile's check-* targets) on trees that are
 already built, so a run measures the tests and not the compiler. Under --load, stress-ng holds both
 cores with a CPU hog and writes to the disk (a writer syncing 64 MiB files) for the whole run, at
-the tests' own priority: what a shared CI machine does to a suite on a bad day.
+the tests' own priority and in their session: what a busy shared machine does to a suite.
 
 Every run leaves DIR/run-N.json (the tests, their outcome and the lines that say why) and the
 stages' logs; the report reads every run in DIR, so hunts on different days add up:
@@ -46,13 +46,15 @@ REASON_PATTERNS = [
 
 
 def start_load(work_dir):
-    """Two CPU hogs (one per core) and a disk writer, in their own process group."""
+    """Two CPU hogs (one per core) and a disk writer, in their own process group but the tests'
+    session: the kernel's autogroups share the CPU between sessions first, and a hog in a session
+    of its own would take half of it at most, not the cores."""
     temp = work_dir / "stress"
     temp.mkdir(parents=True, exist_ok=True)
     command = ["stress-ng", "--cpu", str(os.cpu_count() or 2), "--cpu-method", "matrixprod",
                "--hdd", "1", "--hdd-bytes", "64m", "--hdd-opts", "sync", "--temp-path", str(temp),
                "--timeout", "0", "--quiet"]
-    return subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
+    return subprocess.Popen(command, process_group=0, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
