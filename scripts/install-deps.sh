@@ -61,6 +61,7 @@ if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ]; then
   # No browser download: the browser tests drive Debian's /usr/bin/chromium.
   if ! [ -d node_modules/s3rver ] || ! [ -d node_modules/playwright-core ] ||
     ! [ -d node_modules/hastebin-gen ] || ! [ -d node_modules/@redocly/cli ] ||
+    ! [ -d node_modules/eslint ] || ! [ -d node_modules/prettier ] || ! [ -d node_modules/jsqr ] ||
     [ package-lock.json -nt node_modules/.package-lock.json ]; then
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
   fi

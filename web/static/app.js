@@ -4,10 +4,14 @@
   function flash(button, text) {
     const old = button.textContent;
     button.textContent = text;
-    setTimeout(function () { button.textContent = old; }, 1500);
+    setTimeout(function () {
+      button.textContent = old;
+    }, 1500);
   }
   function copy(text, button) {
-    const done = function () { flash(button, 'Copied'); };
+    const done = function () {
+      flash(button, 'Copied');
+    };
     const fallback = function () {
       const area = document.createElement('textarea');
       area.value = text;
@@ -16,7 +20,12 @@
       area.style.opacity = '0';
       document.body.appendChild(area);
       area.select();
-      try { document.execCommand('copy'); done(); } catch (e) { flash(button, 'Copy failed'); }
+      try {
+        document.execCommand('copy');
+        done();
+      } catch {
+        flash(button, 'Copy failed');
+      }
       area.remove();
     };
     if (navigator.clipboard && window.isSecureContext) {
@@ -25,12 +34,15 @@
       fallback();
     }
   }
-  document.querySelectorAll('.js-only').forEach(function (el) { el.hidden = false; });
+  document.querySelectorAll('.js-only').forEach(function (el) {
+    el.hidden = false;
+  });
   document.querySelectorAll('[data-copy-from]').forEach(function (button) {
     button.addEventListener('click', function () {
       const source = document.getElementById(button.getAttribute('data-copy-from'));
       if (!source) return;
-      const text = 'value' in source && source.tagName !== 'PRE' ? source.value : source.textContent;
+      const text =
+        'value' in source && source.tagName !== 'PRE' ? source.value : source.textContent;
       copy(text, button);
     });
   });
@@ -45,11 +57,14 @@
     const range = function () {
       const m = /^#L(\d+)(?:-L(\d+))?$/.exec(location.hash);
       if (!m) return null;
-      const a = parseInt(m[1], 10), b = m[2] ? parseInt(m[2], 10) : a;
+      const a = parseInt(m[1], 10),
+        b = m[2] ? parseInt(m[2], 10) : a;
       return [Math.min(a, b), Math.max(a, b)];
     };
     const mark = function (scroll) {
-      code.querySelectorAll('.l.sel').forEach(function (el) { el.classList.remove('sel'); });
+      code.querySelectorAll('.l.sel').forEach(function (el) {
+        el.classList.remove('sel');
+      });
       const r = range();
       if (!r) return;
       if (scroll) anchor = r[0];
@@ -64,18 +79,23 @@
     code.addEventListener('click', function (e) {
       const line = e.target;
       if (!line.classList || !line.classList.contains('l')) return;
-      const gutter = code.getBoundingClientRect().left + parseFloat(getComputedStyle(code).paddingLeft);
+      const gutter =
+        code.getBoundingClientRect().left + parseFloat(getComputedStyle(code).paddingLeft);
       if (e.clientX >= gutter) return;
       const n = parseInt(line.id.slice(1), 10);
-      const hash = e.shiftKey && anchor && anchor !== n
-        ? '#L' + Math.min(anchor, n) + '-L' + Math.max(anchor, n) : '#L' + n;
+      const hash =
+        e.shiftKey && anchor && anchor !== n
+          ? '#L' + Math.min(anchor, n) + '-L' + Math.max(anchor, n)
+          : '#L' + n;
       if (!e.shiftKey) anchor = n;
       // replaceState keeps the page still (a new hash would jump); :target then lags, .sel leads.
       history.replaceState(null, '', hash);
       mark(false);
       e.preventDefault();
     });
-    window.addEventListener('hashchange', function () { mark(true); });
+    window.addEventListener('hashchange', function () {
+      mark(true);
+    });
     mark(true);
   }
   const form = document.getElementById('create');
@@ -87,8 +107,13 @@
     if (from) {
       area.disabled = true;
       fetch(from, { credentials: 'same-origin' })
-        .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.text(); })
-        .then(function (text) { area.value = text; })
+        .then(function (r) {
+          if (!r.ok) throw new Error(String(r.status));
+          return r.text();
+        })
+        .then(function (text) {
+          area.value = text;
+        })
         .catch(function () {
           const problem = document.getElementById('create-problem');
           if (problem) {
@@ -96,7 +121,9 @@
             problem.hidden = false;
           }
         })
-        .finally(function () { area.disabled = false; });
+        .finally(function () {
+          area.disabled = false;
+        });
     }
     area.addEventListener('keydown', function (e) {
       if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
@@ -108,7 +135,8 @@
       if (e.key === 'Tab' && !e.shiftKey && !e.ctrlKey && !e.altKey) {
         // A tab in a paste is text; Escape then Tab still leaves the box.
         e.preventDefault();
-        const s = area.selectionStart, t = area.selectionEnd;
+        const s = area.selectionStart,
+          t = area.selectionEnd;
         area.setRangeText('\t', s, t, 'end');
       }
     });
