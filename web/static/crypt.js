@@ -428,6 +428,8 @@
     form.hidden = true;
     form.reset();
     form.parentNode.insertBefore(box, form);
+    // Its QR code, drawn here from the link with its key (/static/qr.js).
+    if (window.sluiceShowQr) window.sluiceShowQr(document.getElementById('share-link'));
   }
 
   // ---- the page of an encrypted paste ----
