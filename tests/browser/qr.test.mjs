@@ -30,7 +30,13 @@ async function newPage(options = {}) {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  // A script refused (integrity, CSP) or not found never throws in the page: it is only said.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /integrity|Content Security Policy/.test(m.text())) errors.push(m.text());
+  });
+  page.on('response', (r) => {
+    if (r.url().includes('/static/') && r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
+  });
   page.errors = errors;
   return page;
 }
