@@ -52,6 +52,10 @@ function(content_type file out)
   endif()
 endfunction()
 
+# Included (tests/web/embed_assets_test.cmake tests the functions above), it writes nothing.
+if(NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  return()
+endif()
 if(NOT OUT OR NOT ASSETS)
   message(FATAL_ERROR "embed_assets: set OUT and ASSETS")
 endif()
