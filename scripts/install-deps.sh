@@ -10,7 +10,10 @@ packages=(g++ cmake make pkg-config ccache mold
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev liblz4-dev
   libcmark-gfm-dev libcmark-gfm-extensions-dev libdtl-dev
-  libjemalloc-dev zlib1g-dev)
+  libjemalloc-dev zlib1g-dev
+  node-qrcode-generator)
+# node-qrcode-generator: the share link's QR code is drawn in the browser by Debian's library, which
+# the build embeds from /usr/share/nodejs like the files in web/static (docs/web.md).
 # make deb (scripts/build-deb.sh): debhelper builds the package, lintian judges it.
 deb_tools=(dpkg-dev debhelper lintian)
 # The real servers the tests start (each test starts and stops its own) and the browser of the UI
@@ -63,6 +66,7 @@ if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ] || [ 
   # No browser download: the browser tests drive Debian's /usr/bin/chromium.
   if ! [ -d node_modules/s3rver ] || ! [ -d node_modules/playwright-core ] ||
     ! [ -d node_modules/hastebin-gen ] || ! [ -d node_modules/@redocly/cli ] ||
+    ! [ -d node_modules/eslint ] || ! [ -d node_modules/prettier ] || ! [ -d node_modules/jsqr ] ||
     [ package-lock.json -nt node_modules/.package-lock.json ]; then
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
   fi

@@ -14,16 +14,29 @@ namespace sluice::http {
 
 namespace {
 
-// The crypt script carries its Subresource Integrity: a page that decrypts must run exactly the
-// script this binary shipped, whatever a cache or a proxy on the way holds.
-std::string CryptScript() {
-  const Asset* crypt = FindAsset("/static/crypt.js");
-  return fmt::format("<script src=\"{}\" integrity=\"{}\" defer></script>", crypt->versioned_path,
-                     crypt->integrity);
+// The scripts a page loads after app.js (docs/web.md).
+struct PageScripts {
+  bool status = false;  // status.js: the live panels of /status
+  bool crypt = false;   // crypt.js: encryption in the browser
+  bool share = false;   // qrcode.js and qr.js: the QR code of a share link
+};
+
+// A script with its Subresource Integrity, for the scripts that see an encrypted paste's key: a
+// page that holds one must run exactly the script this binary shipped, whatever a cache or a proxy
+// on the way holds.
+std::string PinnedScript(std::string_view path) {
+  const Asset* asset = FindAsset(path);
+  return fmt::format("<script src=\"{}\" integrity=\"{}\" defer></script>", asset->versioned_path,
+                     asset->integrity);
 }
 
-std::string Layout(std::string_view title, std::string_view body, bool status_script = false,
-                   bool crypt_script = false) {
+std::string Layout(std::string_view title, std::string_view body, PageScripts scripts = {}) {
+  std::string extra;
+  if (scripts.status) {
+    extra += fmt::format("<script src=\"{}\" defer></script>", AssetUrl("/static/status.js"));
+  }
+  if (scripts.share) extra += PinnedScript("/static/qrcode.js") + PinnedScript("/static/qr.js");
+  if (scripts.crypt) extra += PinnedScript("/static/crypt.js");
   return fmt::format(
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -35,12 +48,7 @@ std::string Layout(std::string_view title, std::string_view body, bool status_sc
       "<span class=\"meta\">a pastebin that stays up</span>"
       "<nav><a href=\"/\">New paste</a><a href=\"/status\">Status</a></nav></header>\n"
       "<main>\n{}\n</main>\n</body></html>\n",
-      EscapeHtml(title), AssetUrl("/static/style.css"), AssetUrl("/static/app.js"),
-      status_script
-          ? fmt::format("<script src=\"{}\" defer></script>", AssetUrl("/static/status.js"))
-      : crypt_script ? CryptScript()
-                     : "",
-      body);
+      EscapeHtml(title), AssetUrl("/static/style.css"), AssetUrl("/static/app.js"), extra, body);
 }
 
 std::string SizeInWords(uint64_t bytes) {
@@ -271,7 +279,7 @@ std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
 <p class="meta">From a terminal: <code>curl --data-binary @file.txt HOST/</code> or <code>curl -F file=@file.txt HOST/</code></p>)",
                             languages, ttls, fork, prefill ? EscapeHtml(prefill->text) : "",
                             max_paste_bytes, load_from),
-                false, true);
+                {.crypt = true, .share = true});
 }
 
 std::string PastePage(const PasteView& view) {
@@ -341,7 +349,8 @@ std::string PastePage(const PasteView& view) {
               ? fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)",
                             EscapeHtml(view.id))
               : std::string(),
-          extra_buttons));
+          extra_buttons),
+      {.share = view.created.has_value()});
 }
 
 std::string DerivedPage(const DerivedView& view) {
@@ -418,7 +427,7 @@ std::string EncryptedPastePage(const EncryptedView& view) {
               ? std::string()
               : fmt::format(R"(<a class="button" id="report" href="/report/{}">Report</a>)", id),
           view.burn ? 1 : 0, view.max_paste_bytes),
-      false, true);
+      {.crypt = true});
 }
 
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
@@ -476,14 +485,16 @@ std::string BurnCreatedPage(std::string_view url, std::string_view delete_url, u
                       "<h1>Paste created: burns after reading</h1>\n<p>Share this link. The "
                       "first person to open it (and confirm) sees the text once; then it is "
                       "deleted. Opening it yourself burns it.</p>");
-  return Layout("paste created", fmt::format(
-                                     R"(<section class="notice" id="created">{2}
+  return Layout("paste created",
+                fmt::format(
+                    R"(<section class="notice" id="created">{2}
 <div class="linkrow"><input id="share-link" readonly value="{0}" aria-label="Link to this paste"><button type="button" class="js-only" hidden data-copy-from="share-link">Copy link</button></div>
 <p>Delete link, <strong>shown only this once</strong>:</p>
 <div class="linkrow"><input id="delete-link" readonly value="{1}" aria-label="Delete link"><a class="button" id="delete" href="{1}">Delete</a></div>
 </section>
 <p><a href="/">New paste</a></p>)",
-                                     EscapeHtml(url), EscapeHtml(delete_url), what));
+                    EscapeHtml(url), EscapeHtml(delete_url), what),
+                {.share = true});
 }
 
 std::string ReportFormPage(std::string_view id, std::string_view token) {
@@ -565,7 +576,7 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
 <div class="grid"><section class="card" id="storage"><h2>Storage against the quota</h2><table>{}</table><p class="meta">Creates that would pass the quota answer 507 <code>storage_quota</code>.</p></section></div></noscript>
 <div class="grid" id="live"></div>)",
                     FormatUnixTime(now_unix), storage),
-                true);
+                {.status = true});
 }
 
 }  // namespace sluice::http

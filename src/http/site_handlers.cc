@@ -155,7 +155,7 @@ awaitable<Reply> HandleStatic(const Request& req, Context&) {
                     ? Reply::Empty(304)
                     : Reply::Text(200, std::string(asset->body));
   if (reply.status == 200) reply.content_type = std::string(asset->content_type);
-  reply.Set("ETag", asset->etag);
+  reply.Set("ETag", std::string(asset->etag));
   // Pages link the versioned URL, so a long lifetime never serves an old build's file.
   reply.Set("Cache-Control", req.target.find("?v=") != std::string_view::npos
                                  ? "public, max-age=31536000, immutable"
