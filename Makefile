@@ -183,3 +183,20 @@ format:
 
 clean:
 	rm -rf build
+
+# --- Images (issue 50) ---
+# The OCI image (Containerfile) from this version's .deb (`make deb` first when build/deb/ has
+# none), on a base built here from Debian's packages with mmdebstrap and kept between runs
+# (scripts/build-image.sh): tagged localhost/sluice:VERSION and :latest. `make image-services`:
+# the PostgreSQL, Redis and nginx image of deploy/compose/compose.yaml. podman on runc: crun
+# refuses the hybrid cgroups of some hosts.
+IMAGE_DEB = build/deb/sluice_$(shell dpkg-parsechangelog -S Version 2>/dev/null)_$(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null).deb
+.PHONY: image image-services
+image:
+	@scripts/install-deps.sh image
+	@[ -f $(IMAGE_DEB) ] || $(MAKE) --no-print-directory deb
+	PODMAN_RUNTIME=$${PODMAN_RUNTIME-runc} scripts/build-image.sh $(IMAGE_DEB)
+
+image-services:
+	@scripts/install-deps.sh image
+	PODMAN_RUNTIME=$${PODMAN_RUNTIME-runc} scripts/build-image.sh services
