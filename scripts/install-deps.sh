@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what sluice needs to build, test or benchmark, and only what is missing: Debian packages
 # (as root) and, for test and bench, the npm test tooling pinned by package-lock.json.
-# Usage: scripts/install-deps.sh [build|test|bench|lab|hunt|fuzz|deb]   (each includes build)
+# Usage: scripts/install-deps.sh [build|test|bench|lab|hunt|fuzz|deb|image]   (each includes build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +28,14 @@ deb_tools=(dpkg-dev debhelper lintian)
 # the PostgreSQL backend suite runs once more through it in transaction pooling mode. patroni and
 # etcd-server: the HA stack's Patroni variant (scripts/testenv/patroni.sh, tests/stack/
 # test_stack_ha.py) and the chaos lab's "primary fails over".
+# The image and the compose file (make image, scripts/build-image.sh; tests/deploy/test_image.py
+# and test_compose.py): mmdebstrap builds the base from Debian's packages (eatmydata speeds it up),
+# since no image registry is reachable; podman builds and runs it, on runc (crun refuses these
+# machines' hybrid cgroups) with netavark and aardvark-dns (the compose services find each other
+# by name); podman-compose runs the compose file. The Kubernetes test uses kubectl's Kustomize (v4
+# or later: Debian 12's kubernetes-client has v2, so it is not installed here) and npm's
+# kubernetes-models.
+image_tools=(podman runc netavark aardvark-dns mmdebstrap eatmydata podman-compose)
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server)
@@ -41,7 +49,8 @@ case "$profile" in
   hunt) packages+=("${test_tools[@]}" stress-ng) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   deb) packages+=("${deb_tools[@]}") ;;
-  *) echo "usage: $0 [build|test|bench|lab|hunt|fuzz|deb]" >&2; exit 2 ;;
+  image) packages+=("${deb_tools[@]}" "${image_tools[@]}") ;;
+  *) echo "usage: $0 [build|test|bench|lab|hunt|fuzz|deb|image]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -67,6 +76,7 @@ if [ "$profile" = test ] || [ "$profile" = bench ] || [ "$profile" = lab ] || [ 
   if ! [ -d node_modules/s3rver ] || ! [ -d node_modules/playwright-core ] ||
     ! [ -d node_modules/hastebin-gen ] || ! [ -d node_modules/@redocly/cli ] ||
     ! [ -d node_modules/eslint ] || ! [ -d node_modules/prettier ] || ! [ -d node_modules/jsqr ] ||
+    ! [ -d node_modules/kubernetes-models ] ||
     [ package-lock.json -nt node_modules/.package-lock.json ]; then
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
   fi
