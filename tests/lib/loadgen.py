@@ -27,6 +27,7 @@ import math
 import os
 import select
 import socket
+import subprocess
 import threading
 import time
 
@@ -892,6 +893,11 @@ def run_ahead_of_background_work():
         os.setpriority(os.PRIO_PROCESS, 0, SCENARIO_NICE)
     except PermissionError:
         return None
+    # The disk too: a writer syncing its files (stress-ng --hdd) queued the servers' fsyncs behind
+    # its own and a failed create of test_primary_blip took 1.1 s instead of its 50 ms insert
+    # timeout. The real-time I/O class goes first in mq-deadline's and BFQ's queues.
+    subprocess.run(["ionice", "-c", "1", "-n", "4", "-p", str(threading.get_native_id())],
+                   capture_output=True)
     try:
         with open("/proc/self/autogroup") as f:  # "/autogroup-123 nice 0"
             before = int(f.read().split()[-1])

@@ -38,8 +38,12 @@ def cold_id(i):
 class NeighbourCrawlTest(lg.ScenarioTestCase):
 
     def test_crawl_is_held_by_the_fill_cap_while_hot_reads_and_creates_continue(self):
+        # The creates show that the crawl takes none of their slots, not how fast a disk commits:
+        # beside a writer syncing its files (the flake hunt's load), a commit took over the 1 s
+        # put timeout. Their timeouts are test_slow_bucket's and test_primary_blip's subject.
         s = self.start_server(fill_cap=FILL_CAP, fill_cap_per_client=PER_CLIENT,
-                              meta_get_timeout="200ms", read_budget="1s")
+                              meta_get_timeout="200ms", read_budget="1s", put_timeout="10s",
+                              insert_timeout="5s", create_budget="15s")
         hot = s.create_ok("the viral paste\n" * 100)["id"]
         self.assertEqual(s.get(f"/raw/{hot}").status, 200)
         before = self.scrape(s)
