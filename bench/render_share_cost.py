@@ -57,7 +57,7 @@ def main():
     binary, out = sys.argv[1], sys.argv[2]
     os.environ["SLUICE_BIN"] = binary
     s = SluiceServer(args=["--render-timeout", "60s", "--max-paste-bytes",
-                                          "2000000"], patient=True).start()
+                                          "2000000"]).start()
     rows = []
     try:
         def measure(kind, label, make_path, size):
