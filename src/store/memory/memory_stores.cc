@@ -126,8 +126,8 @@ class MemoryMetaStore final : public MetaStore {
     co_return ids;
   }
 
-  // Moderation: the same rows as the SQL stores keep (src/store/sqlite/sqlite_meta_moderation.cc), in
-  // maps; the reference the contract suite holds them to.
+  // Moderation: the same rows as the SQL stores keep (src/store/sqlite/sqlite_meta_moderation.cc),
+  // in maps; the reference the contract suite holds them to.
 
   awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
                                              admission::Deadline) override {

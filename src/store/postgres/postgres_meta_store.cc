@@ -1,6 +1,5 @@
 // PgMetaStore (postgres_meta_store.h): its pools and I/O thread, the statements' plumbing, and the
 // factory.
-#include "pg_rows.h"
 #include "postgres_meta_store.h"
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "pg_rows.h"
 #include "sluice/common/thread_name.h"
 
 namespace sluice::store::pg {
@@ -27,8 +27,8 @@ PgMetaStore::PgMetaStore(PostgresOptions options)
     // bytea_output pinned because the rows are parsed as text: a server configured for the
     // old escape format must not garble token hashes.
     ConnectSpec spec{options_.url, std::string("sluice-") + name,
-                         fmt::format("-c statement_timeout={} -c bytea_output=hex",
-                                     DurationSetting(StatementTimeoutFor(pool.call_timeout)))};
+                     fmt::format("-c statement_timeout={} -c bytea_output=hex",
+                                 DurationSetting(StatementTimeoutFor(pool.call_timeout)))};
     return std::make_unique<Pool>(io_.get_executor(), std::move(spec), pool,
                                   options_.connect_timeout, clock_);
   };
