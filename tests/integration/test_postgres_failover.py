@@ -302,7 +302,7 @@ class LossyFailoverTest(SluiceTestCase):
     walreceiver are killed -9, and the standby is promoted without it. The paste's row is gone;
     both processes still hold it in memory, a because it created it, b because it read it. Its
     creator's delete cannot be checked (the token's hash was in the row), so it is 404; what must
-    hold is that the paste stops being served (src/service/paste_service.cc, ForgetRowless)."""
+    hold is that the paste stops being served (src/service/paste_service_delete.cc, ForgetRowless)."""
 
     # a trusts its memory for an hour, so only the delete can make it stop serving the paste; b
     # for the default 5 s, after which it asks the new primary, which has no row.

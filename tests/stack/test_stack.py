@@ -256,7 +256,7 @@ class StackTest(unittest.TestCase):
             elapsed = time.monotonic() - started
             # A create whose Redis call misses the 5 ms limiter budget on a busy machine is decided
             # on the process's local share, which an answered create leaves empty (src/service/
-            # admission_control.cc): it may honestly get 429. Each such miss excuses one 429, and
+            # admission_control_create.cc): it may honestly get 429. Each such miss excuses one 429, and
             # no create may be admitted past a paused primary.
             missed = s.fail_open_decisions() - missed_before
             self.assertEqual(set(statuses) - {429}, {503}, statuses)
