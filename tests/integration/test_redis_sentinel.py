@@ -270,6 +270,18 @@ class RedisSentinelTest(SluiceTestCase):
             self.assertEqual(server.create(b"s", headers=forwarded(client)).status, 201)
         return n
 
+    def test_an_unknown_master_name_is_not_a_connection(self):
+        url = self.sentinels.url.replace("/mymaster", "/nosuchmaster")
+        server = self.server(["--trusted-proxy", "127.0.0.1"], cache=url)
+        self.assertEqual(server.create(b"x", headers=forwarded("10.1.0.1")).status, 201)
+        wait_until(lambda: "does not know nosuchmaster" in server.log(), timeout=10,
+                   message="the log says why")
+        self.assertEqual(metric(server.metrics(), "sluice_limiter_fail_open"), 1)
+
+
+class NoSentinelTest(SluiceTestCase):
+    """Sentinel addresses where nothing listens: no sentinels are started for it."""
+
     def test_no_sentinel_answering_fails_open_and_says_why(self):
         dead = [free_port(), free_port()]
         url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in dead) + "/mymaster"
@@ -278,14 +290,6 @@ class RedisSentinelTest(SluiceTestCase):
         self.assertEqual(metric(server.metrics(), "sluice_limiter_fail_open"), 1)
         wait_until(lambda: "no sentinel named a master" in server.log(), timeout=10,
                    message="the log says why")
-
-    def test_an_unknown_master_name_is_not_a_connection(self):
-        url = self.sentinels.url.replace("/mymaster", "/nosuchmaster")
-        server = self.server(["--trusted-proxy", "127.0.0.1"], cache=url)
-        self.assertEqual(server.create(b"x", headers=forwarded("10.1.0.1")).status, 201)
-        wait_until(lambda: "does not know nosuchmaster" in server.log(), timeout=10,
-                   message="the log says why")
-        self.assertEqual(metric(server.metrics(), "sluice_limiter_fail_open"), 1)
 
 
 class RedisSentinelTlsTest(SluiceTestCase):
