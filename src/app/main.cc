@@ -18,6 +18,7 @@
 #include "build_commit.h"
 #include "crypt_command.h"
 #include "log_format.h"
+#include "log_queue.h"
 #include "paste_command.h"
 #include "reference.h"
 #include "server_process.h"
@@ -36,6 +37,8 @@ namespace sluice::app {
 namespace {
 
 int Serve(const Settings& s, const SettingsLoader& loader) {
+  // Before any thread of the server exists, and gone after they have all stopped (log_queue.h).
+  const LogQueue log_queue;
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
   SetLogFormat(s.String("log_format"));
   // SIGHUP reads the same sources again: the config file anew, flags and environment as parsed.

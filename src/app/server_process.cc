@@ -9,6 +9,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -19,6 +20,7 @@
 
 #include "backends.h"
 #include "build_commit.h"
+#include "log_queue.h"
 #include "reload.h"
 #include "sluice/common/allocator.h"
 #include "sluice/common/thread_name.h"
@@ -271,6 +273,11 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
           return held ? bytes->held : bytes->allocated;
         });
   }
+  process_gauges_.AddCounter(
+      "sluice_log_lines_dropped_total",
+      "Log lines dropped because the log writer was behind by a full queue (src/app/log_queue.h): "
+      "the event loops never wait for the log",
+      {}, [] { return static_cast<double>(LogLinesDropped()); });
   process_gauges_.Add(
       "sluice_build_info", "The running build: its version, its commit and its malloc",
       {{"version", SLUICE_VERSION}, {"commit", kBuildCommit}, {"allocator", AllocatorName()}},
@@ -424,7 +431,7 @@ int ServerProcess::Run() {
         SLUICE_VERSION, kBuildCommit, server_->bound_address(), server_->port(),
         server_->base_url(), options_.threads,
         std::filesystem::absolute(options_.data_dir).string(), settings_.Describe());
-    spdlog::default_logger()->flush();
+    DrainLog(std::chrono::seconds(1));
     // After the line, as a supervisor reading the log would see it: systemd starts the units
     // ordered after sluice.service (deploy/systemd/sluice.service) once the listeners are bound.
     systemd::NotifyReady(

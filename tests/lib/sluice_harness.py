@@ -170,7 +170,8 @@ class SluiceServer:
     """One sluice process (and its restarts) over one data dir."""
 
     def __init__(self, args=(), env=None, data_dir=None, port=0, keep_root=False,
-                 data_dir_flag=True, production_limits=False, cache=None, patient=True):
+                 data_dir_flag=True, production_limits=False, cache=None, patient=True,
+                 in_memory_disk=False):
         self.args = list(args)
         if cache is not None:  # a RedisServer, or a URL such as redis://127.0.0.1:6379
             self.args += ["--cache", cache if isinstance(cache, str) else cache.url]
@@ -183,7 +184,10 @@ class SluiceServer:
             if flag not in self.args and env_name not in env_names:
                 self.args += [flag, value]
         self.env = dict(env or {})
-        self.root = tempfile.mkdtemp(prefix="sluice-test-")
+        # in_memory_disk: the data dir and log on tmpfs, where an fsync is never held up by
+        # another process's writes (for tests that assert the design's timeouts on a busy disk).
+        shm = "/dev/shm" if in_memory_disk and os.path.isdir("/dev/shm") else None
+        self.root = tempfile.mkdtemp(prefix="sluice-test-", dir=shm)
         self.data_dir = data_dir or os.path.join(self.root, "data")
         self.log_path = os.path.join(self.root, "server.log")
         self.requested_port = port
