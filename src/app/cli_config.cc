@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-// As src/app/settings.cc: toml++'s parse_key() assertion is not one a file may trip.
+// As src/app/settings_loader.cc: toml++'s parse_key() assertion is not one a file may trip.
 #define TOML_ASSERT(expr) static_assert(true)
 #include <toml++/toml.h>
 
@@ -25,7 +25,7 @@ Result<std::optional<std::string>> ConfiguredServer() {
   if (!std::filesystem::exists(path, ec)) return std::optional<std::string>();
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // As src/app/settings.cc's ParseConfig: toml++ 3.3.0 reaches undefined behaviour on some
+  // As src/app/settings_loader.cc's ParseConfig: toml++ 3.3.0 reaches undefined behaviour on some
   // non-ASCII input, and no URL here needs more than ASCII.
   for (const char c : text) {
     if (static_cast<unsigned char>(c) >= 0x80) {

@@ -2,10 +2,8 @@
 // (session.cc) or refuses it over the cap, and drains on shutdown.
 #include "sluice/http/server.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +24,7 @@
 #include "session.h"
 #include "sluice/admission/client_key.h"
 #include "sluice/asio/spawn.h"
+#include "unix_socket.h"
 
 namespace sluice::http {
 
@@ -39,71 +38,6 @@ namespace {
 // Who may connect to the admin socket: the server's user and group (docs/moderation.md). The
 // bearer token is still asked of every request; the mode only keeps other users from reaching it.
 constexpr mode_t kUnixSocketMode = 0660;
-
-std::string ErrnoText(int error) {
-  return std::error_code(error, std::system_category()).message();
-}
-
-// The socket file at `path` before binding there. Nothing: free. A socket nobody accepts on
-// (connect refused) was left by a process that was killed and is removed; one a process listens on
-// is refused, as a TCP port in use is; anything else (a regular file, a socket that cannot be
-// probed) is never removed. A plain non-blocking connect, so a live server whose queue is full
-// answers at once (EAGAIN) rather than stalling the start.
-void ClearStaleSocket(const std::string& path) {
-  const std::string where = "cannot listen on unix:" + path;
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;
-    throw std::runtime_error(where + ": " + ErrnoText(errno));
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    throw std::runtime_error(where +
-                             ": the path exists and is not a socket; remove it or choose "
-                             "another admin_listen");
-  }
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.data(), path.size());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) throw std::runtime_error(where + ": " + ErrnoText(errno));
-  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  const int error = rc == 0 ? 0 : errno;
-  ::close(fd);
-  if (rc == 0 || error == EAGAIN || error == EINPROGRESS) {
-    throw std::runtime_error(where + ": another process is already listening there");
-  }
-  if (error != ECONNREFUSED) {
-    throw std::runtime_error(
-        where + ": cannot tell whether another process listens there: " + ErrnoText(error));
-  }
-  spdlog::warn("unix:{}: removing a stale socket file that no process listens on", path);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    throw std::runtime_error(where + ": cannot remove the stale socket file: " + ErrnoText(errno));
-  }
-}
-
-// Holds PATH.lock, exclusively, from before the stale-socket check until this server is gone:
-// without it, two servers started at once on a killed one's file could both find it stale, and
-// the second would remove the socket the first had just bound. A lock held means another server
-// listens there or is starting to. The file stays (removing a lock file races its next taker).
-int LockSocketPath(const std::string& path) {
-  const std::string lock_path = path + ".lock";
-  const std::string where = "cannot listen on unix:" + path;
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw std::runtime_error(where + ": cannot open " + lock_path + ": " + ErrnoText(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
-    ::close(fd);
-    if (error == EWOULDBLOCK) {
-      throw std::runtime_error(where +
-                               ": another process is already listening there, or starting to (" +
-                               lock_path + " is locked)");
-    }
-    throw std::runtime_error(where + ": cannot lock " + lock_path + ": " + ErrnoText(error));
-  }
-  return fd;
-}
 
 // The client's address as text, from a TCP connection's socket; empty when it cannot be read (the
 // client left already).

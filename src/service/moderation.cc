@@ -301,9 +301,9 @@ awaitable<Status> ModerationService::Moderate(store::PasteMeta meta, store::Mode
 
 awaitable<void> ModerationService::ForgetCached(store::PasteMeta meta, store::Moderation state,
                                                 Deadline deadline) {
-  // As a delete does (src/service/paste_service.cc): this process's cache keeps a tombstone, so
-  // a racing fill cannot put the old row back, and reads go to the row, which says 451; the
-  // shared cache gets the new row and tells every process to drop its copy.
+  // As a delete does (src/service/paste_service_delete.cc): this process's cache keeps a
+  // tombstone, so a racing fill cannot put the old row back, and reads go to the row, which says
+  // 451; the shared cache gets the new row and tells every process to drop its copy.
   cache_.MarkDeleted(meta.id);
   if (!shared_) co_return;
   meta.moderation = state;

@@ -942,7 +942,7 @@ TYPED_TEST_P(StoreContract, LiveBytesFollowInsertsDeletesClaimsAndPurges) {
 }
 
 // Moderation and burn together: a withheld or taken-down burn row is never claimed (the read
-// answers 451 for it, src/service/paste_service.cc), and a dismissed one can be claimed again.
+// answers 451 for it, src/service/paste_service_read.cc), and a dismissed one can be claimed again.
 TYPED_TEST_P(StoreContract, ClaimNeverBurnsAModeratedRow) {
   ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("held00000001", 5000), this->deadline())).ok());
   ASSERT_TRUE(RunSync(this->meta().Insert(BurnRow("down00000001", 5000), this->deadline())).ok());

@@ -150,7 +150,7 @@ TEST_F(ColocatedInsert, WritesTheRowAndTheBodyTogether) {
             ErrorCode::kNotFound);
 }
 
-// A row finds its body by number (src/store/sqlite/sqlite_meta_store.cc, migration 8). A body
+// A row finds its body by number (src/store/sqlite/sqlite_meta_store.h, migration 8). A body
 // deleted before its row is purged must never be replaced, under that number, by a later paste's:
 // the tombstone would then lead to another paste's text.
 TEST_F(ColocatedInsert, ARowWhoseBodyWasDeletedNeverFindsAnotherPastes) {

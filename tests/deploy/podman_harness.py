@@ -13,8 +13,9 @@ import resource
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
+
+from sluice_harness import wait_until  # noqa: F401  (the suites import it from here)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -113,14 +114,3 @@ class Http:
             return self.request("GET", "/healthz", timeout=2)[0] == 200
         except OSError:
             return False
-
-
-def wait_until(predicate, timeout, message):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{message}: not within {timeout} s")
-        time.sleep(0.1)

@@ -47,7 +47,7 @@ class ImageTest(unittest.TestCase):
         self.addCleanup(podman, "rm", "-f", "-t", "0", name)
         port = int(podman("port", name, "8080/tcp", check=True).stdout.strip().rsplit(":", 1)[1])
         client = Http(port)
-        wait_until(lambda: client.healthy() or self.exited(name), 60, f"{name} serving")
+        wait_until(lambda: client.healthy() or self.exited(name), 60, message=f"{name} serving")
         if self.exited(name):
             raise AssertionError(f"{name} exited:\n{podman('logs', name).stdout}"
                                  f"{podman('logs', name).stderr}")
@@ -135,7 +135,7 @@ class ImageTest(unittest.TestCase):
             f.truncate(0)
             f.write("max_paste_bytes = 1000\n")
         podman("kill", "-s", "HUP", name, check=True)
-        wait_until(lambda: "reload" in self.logs(name).lower(), 10, "the reload logged")
+        wait_until(lambda: "reload" in self.logs(name).lower(), 10, message="the reload logged")
         status, body = client.request("POST", "/api/v1/pastes", body=b"x" * 5000,
                                       headers={"Content-Type": "text/plain"})
         self.assertEqual(status, 413, body)
@@ -152,7 +152,7 @@ class ImageTest(unittest.TestCase):
                      body[:len(body) // 2])
         signalled = time.monotonic()
         podman("kill", "-s", "TERM", name, check=True)
-        wait_until(lambda: "draining" in self.logs(name), 10, "the drain logged")
+        wait_until(lambda: "draining" in self.logs(name), 10, message="the drain logged")
         # New connections are refused while the one in flight finishes.
         self.assertFalse(client.healthy())
         sock.sendall(body[len(body) // 2:])

@@ -302,7 +302,7 @@ class LossyFailoverTest(SluiceTestCase):
     walreceiver are killed -9, and the standby is promoted without it. The paste's row is gone;
     both processes still hold it in memory, a because it created it, b because it read it. Its
     creator's delete cannot be checked (the token's hash was in the row), so it is 404; what must
-    hold is that the paste stops being served (src/service/paste_service.cc, ForgetRowless)."""
+    hold is that the paste stops being served (src/service/paste_service_delete.cc, ForgetRowless)."""
 
     # a trusts its memory for an hour, so only the delete can make it stop serving the paste; b
     # for the default 5 s, after which it asks the new primary, which has no row.
@@ -322,15 +322,20 @@ class LossyFailoverTest(SluiceTestCase):
         kept = a.create_ok(b"replicated before the stall")
         wait_until(lambda: kept["id"] in cluster.ids_on_new_primary(), message="replicated")
 
-        receiver = int(psql(cluster.standby_url, "SELECT pid FROM pg_stat_wal_receiver"))
+        # The walreceiver may be between connections (it restarts on its own): wait for its pid.
+        receiver = int(wait_until(lambda: psql(cluster.standby_url,
+                                               "SELECT pid FROM pg_stat_wal_receiver"),
+                                  message="a walreceiver running"))
         os.kill(receiver, signal.SIGSTOP)
         lost = a.create_ok(b"acknowledged, then lost by the promotion")
         for _ in range(2):  # the second read is from b's memory
             self.assertStatus(b.get(f"/raw/{lost['id']}"), 200)
         with open(os.path.join(cluster.primary, "data", "postmaster.pid")) as f:
             os.kill(int(f.readline()), signal.SIGKILL)
-        os.kill(receiver, signal.SIGKILL)  # the WAL it had buffered dies with it
-        os.kill(receiver, signal.SIGCONT)
+        # The WAL it had buffered dies with it. SIGKILL ends a stopped process too, and nothing
+        # may follow it: the standby's postmaster reaps the pid at once, and a SIGCONT sent after
+        # it raised ProcessLookupError whenever this process lost the CPU between the two calls.
+        os.kill(receiver, signal.SIGKILL)
         with open(os.path.join(cluster.standby, "port")) as f:
             port = f.read().strip()
         wait_until(lambda: subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", port])

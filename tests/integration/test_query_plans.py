@@ -1,10 +1,11 @@
 """Every statement the embedded metadata store prepares runs from an index: none scans a table that
 grows with the data (pastes, bodies, reports, the outbox). SQLite's own planner is asked, on a
 data dir that the server has just created and migrated, about each statement as it appears in
-src/store/sqlite/sqlite_meta_store.cc, so a new statement is held to this without being listed.
+src/store/sqlite/sqlite_meta_*.cc, so a new statement is held to this without being listed.
 A purge's outbox delete scanned the whole outbox per row until migration 14.
 """
 
+import glob
 import os
 import re
 import sqlite3
@@ -13,7 +14,7 @@ import unittest
 from sluice_harness import SluiceTestCase
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-SOURCE = os.path.join(REPO, "src/store/sqlite/sqlite_meta_store.cc")
+SOURCES = sorted(glob.glob(os.path.join(REPO, "src/store/sqlite/sqlite_meta_*.cc")))
 # Tables whose size does not grow with what strangers send: a scan of them is bounded.
 BOUNDED = {
     "blocks",          # written by the operator only (POST /admin/blocks)
@@ -26,7 +27,8 @@ BOUNDED = {
 def prepared_statements():
     """The SQL of every db.Prepare(...) call: adjacent string literals joined, and the row
     columns macro standing in for its list."""
-    source = open(SOURCE).read().replace('" SLUICE_ROW_COLUMNS "', " * ")
+    source = "".join(open(path).read() for path in SOURCES)
+    source = source.replace('" SLUICE_ROW_COLUMNS "', " * ")
     for call in re.finditer(r'Prepare\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', source):
         yield "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', call.group(1)))
 

@@ -12,7 +12,7 @@ import os
 import re
 import unittest
 
-from sluice_harness import REPO, PatientTestCase
+from sluice_harness import REPO, SluiceTestCase
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 QRCODE_JS = "/usr/share/nodejs/qrcode-generator/qrcode.js"
@@ -28,7 +28,7 @@ def read(path):
         return f.read()
 
 
-class StaticAssetsTest(PatientTestCase):
+class StaticAssetsTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
         cls.srv = cls.start_class_server()

@@ -5,7 +5,7 @@ make them slow.
 
 Each seeded paste (ids "seed" and 8 digits, no body, expiring in a week) has one open report from
 a network of its own (10.0.0.0/24, 10.0.1.0/24, ...), so the review queue holds `count` pastes.
-Both schemas are known: the review queue of migration 10 (src/store/sqlite/sqlite_meta_store.cc),
+Both schemas are known: the review queue of migration 10 (src/store/sqlite/sqlite_meta_schema.cc),
 and the `reports` table of the binaries before it, so a benchmark can seed the old binary too.
 """
 import sqlite3

@@ -68,7 +68,7 @@ PATIENT_TIMEOUTS = {
 
 def _without_passwords(arg):
     """A URL's password as ***, as the server's own start-up line shows it (Settings::Describe in
-    src/app/settings.cc): a CI log of a failed test is public."""
+    src/app/settings_loader.cc): a CI log of a failed test is public."""
     return re.sub(r"(://[^/@:\s]*:)[^@/\s]+@", r"\1***@", arg)
 
 

@@ -9,6 +9,7 @@ Run: cd tests/scenario && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -
 (SLUICE_SCENARIO_SCALE=long for the long version.)
 """
 
+import statistics
 import time
 import unittest
 
@@ -99,9 +100,17 @@ class SlowBucketTest(lg.ScenarioTestCase):
 
         # Every create is answered, either created or shed; nothing else.
         self.assertStatuses(creates, {201, 503}, "creates")
-        # Little's law: slots / L creates a second, within 15%.
-        self.assertLessEqual(abs(goodput - predicted), GOODPUT_TOLERANCE * predicted,
-                             f"goodput {goodput:.2f}/s, predicted {predicted:.2f}/s")
+        # Little's law: every slot busy, so slots / (the time a create holds one) creates a
+        # second, within 15%. That time is L plus the server's own commit, which a quiet machine
+        # makes negligible (the spec's slots / L, reported above) and a disk busy with someone
+        # else's syncs does not: a hunt's loaded run measured 6.8/s against 8/s with every slot
+        # full. Holding it to the measured time keeps the assertion on the cap; a cap that
+        # admitted fewer or more than its slots still misses.
+        held = statistics.mean(r.latency for r in ok if t_from <= r.start and r.end <= t_to)
+        self.assertGreaterEqual(held, L, "the injected latency did not apply")
+        self.assertLessEqual(abs(goodput - SLOTS / held), GOODPUT_TOLERANCE * SLOTS / held,
+                             f"goodput {goodput:.2f}/s, slots / held {SLOTS / held:.2f}/s "
+                             f"(each create held its slot {held:.2f} s)")
         # The rest are shed at admission, in milliseconds, with a jittered Retry-After in [5, 15].
         self.assertTrue(shed, "nothing was shed")
         self.assertEqual(lg.by_reason(shed), {"create_slots": len(shed)})

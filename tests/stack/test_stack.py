@@ -27,10 +27,11 @@ PROCESSES = 2
 # breaker and the edge, and a 50 ms insert on a busy machine turned a create of the Redis-down flood
 # into a 503 (the flake hunt, tests/flake_hunt.py); the tests that stop PostgreSQL or freeze s3rver
 # still see every create fail, only later.
+PATIENT_STORE_TIMEOUTS = ["--insert-timeout", "500ms", "--meta-get-timeout", "200ms",
+                          "--read-budget", "3s"]
 STACK_ARGS = ["--global-create-rate", "20", "--global-create-burst", "20",
               "--breaker-open-for", "1s", "--breaker-refusals", "3", "--ip-read-rate", "1000",
-              "--ip-read-burst", "1000", "--insert-timeout", "500ms", "--meta-get-timeout", "200ms",
-              "--read-budget", "3s"]
+              "--ip-read-burst", "1000", *PATIENT_STORE_TIMEOUTS]
 
 
 
@@ -255,7 +256,7 @@ class StackTest(unittest.TestCase):
             elapsed = time.monotonic() - started
             # A create whose Redis call misses the 5 ms limiter budget on a busy machine is decided
             # on the process's local share, which an answered create leaves empty (src/service/
-            # admission_control.cc): it may honestly get 429. Each such miss excuses one 429, and
+            # admission_control_create.cc): it may honestly get 429. Each such miss excuses one 429, and
             # no create may be admitted past a paused primary.
             missed = s.fail_open_decisions() - missed_before
             self.assertEqual(set(statuses) - {429}, {503}, statuses)

@@ -21,14 +21,17 @@ import unittest
 from promtext import metric, parse_metrics
 from rawhttp import free_port_range, request
 from sluice_harness import sluice_bin
+from test_stack import PATIENT_STORE_TIMEOUTS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 STACK = os.path.join(ROOT, "scripts", "stack.sh")
 POSTGRES = os.path.join(ROOT, "scripts", "testenv", "postgres.sh")
 # A 1 s breaker window, so the test's failover is over in about a second (the default 5 s bounds
-# it otherwise: bench/results/pg-failover.md).
-STACK_ARGS = ["--breaker-open-for", "1s"]
+# it otherwise: bench/results/pg-failover.md). The store timeouts are test_stack's: a commit that
+# waits for a synchronous standby on a busy disk outlived the production 50 ms and the first create
+# answered 503 outcome_unknown before anything failed over (the flake hunt).
+STACK_ARGS = ["--breaker-open-for", "1s", *PATIENT_STORE_TIMEOUTS]
 # Creates are back within this of the promotion (breaker window + slack for a loaded machine).
 RECOVERY_LIMIT = 10.0
 
@@ -151,7 +154,10 @@ class PatroniHaStackTest(StackCase):
         killed = time.monotonic()
         statuses = self.create_until_201(killed, PATRONI_RECOVERY_LIMIT, pause=0.2)
         recovered = time.monotonic() - killed
-        self.assertEqual(self.patroni("leader"), standby, "the synchronous standby took over")
+        # Patroni may hand the synchronous role to the other standby between the look above and
+        # the kill (it did, once, beside a busy disk); either way the new leader was synchronous
+        # when it took over, and the paste reading back below is what that guarantees.
+        self.assertNotIn(self.patroni("leader"), ("", lost), "a standby took over")
         print(f"\npatroni stack figures: {{'lost_leader': '{lost}', 'first_201_s': "
               f"{recovered:.2f}, 'creates_503': {statuses.count(503)}}}", flush=True)
         # The acknowledged paste was on the standby (synchronous_mode): both processes read it,

@@ -1,8 +1,8 @@
 // PasteCache: recently created or read pastes (row and body) held in process memory, so a hot read
 // costs no store call and no thread hop. Bounded by bytes; least recently used entries go first.
 // It holds only bodies the service vouches for: the creator's own, or one fetched from the blob
-// store that matched its row's size and checksum (src/service/paste_service.cc), so a hit is served
-// without checking again.
+// store that matched its row's size and checksum (src/service/paste_service_read.cc), so a hit is
+// served without checking again.
 #pragma once
 
 #include <atomic>

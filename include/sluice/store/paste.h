@@ -54,7 +54,7 @@ struct PasteMeta {
   /// checked by size alone.
   std::optional<BodyDigest> body_sha256;
   /// Burn after reading: one reader gets the text through MetaStore::Claim, and then the row is a
-  /// tombstone. Never served by a plain read, never cached (src/service/paste_service.cc).
+  /// tombstone. Never served by a plain read, never cached (src/service/paste_service_read.cc).
   bool burn = false;
   /// Of a burn row: the readers still to get the text (max_views at create, 1 for burn after
   /// reading). Each MetaStore::Claim takes one, atomically across processes; the claim that takes

@@ -126,8 +126,8 @@ class MemoryMetaStore final : public MetaStore {
     co_return ids;
   }
 
-  // Moderation: the same rows as the SQL stores keep (src/store/sqlite/sqlite_meta_store.cc), in
-  // maps; the reference the contract suite holds them to.
+  // Moderation: the same rows as the SQL stores keep (src/store/sqlite/sqlite_meta_moderation.cc),
+  // in maps; the reference the contract suite holds them to.
 
   awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
                                              admission::Deadline) override {
@@ -314,7 +314,7 @@ class MemoryMetaStore final : public MetaStore {
   awaitable<Result<PasteMeta>> Claim(PasteId id, int64_t now, admission::Deadline) override {
     std::lock_guard lock(mu_);
     auto it = rows_.find(id);
-    // A withheld or taken-down row is never claimed (src/store/sqlite/sqlite_meta_store.cc).
+    // A withheld or taken-down row is never claimed (src/store/sqlite/sqlite_meta_writes.cc).
     if (it == rows_.end() || !it->second.burn || it->second.deleted ||
         it->second.moderation != Moderation::kNone || it->second.expires_at <= now) {
       co_return NotFound();

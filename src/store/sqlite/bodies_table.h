@@ -1,4 +1,4 @@
-// The table of small paste bodies, the same in meta.db (beside their rows, sqlite_meta_store.cc)
+// The table of small paste bodies, the same in meta.db (beside their rows, sqlite_meta_store.h)
 // and in bodies.db (sqlite_blob_store.cc): one place for its statements. Each function runs on the
 // thread that owns `db` (a committer for writes, a reader for reads) and names a failure with the
 // calling store's own error.
@@ -36,7 +36,7 @@ inline Status DeleteBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
 }
 
 /// The body `sql` selects (one blob column, the id bound to its one parameter), NotFound if none:
-/// by id from this table, or (sqlite_meta_store.cc) through a row's body number.
+/// by id from this table, or (sqlite_meta_reads.cc) through a row's body number.
 inline Result<std::string> ReadBodyWith(Db& db, const char* sql, const PasteId& id,
                                         BodyTableError fail) {
   Statement& s = db.Prepare(sql);

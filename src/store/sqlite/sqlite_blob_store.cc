@@ -5,7 +5,7 @@
 // own thread (sqlite::WalCheckpointer).
 //
 // The embedded store keeps its small bodies in meta.db instead, beside their rows
-// (sqlite_meta_store.cc); this one is bodies.db, for small bodies next to a PostgreSQL primary and
+// (sqlite_meta_store.h); this one is bodies.db, for small bodies next to a PostgreSQL primary and
 // for bodies.db files written before.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

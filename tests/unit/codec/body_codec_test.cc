@@ -128,7 +128,8 @@ TEST(BodyCodec, DamageOnDiskIsAnErrorNotACrash) {
 }
 
 // Encoders and decoders on many threads at once, with bodies of different shapes and sizes: the
-// read pool decodes while the event loops encode (src/store/sqlite/sqlite_meta_store.cc).
+// read pool decodes while the event loops encode (src/store/sqlite/sqlite_meta_store.h,
+// sqlite_meta_reads.cc).
 TEST(BodyCodec, ManyThreadsEncodeAndDecodeAtOnce) {
   constexpr int kThreads = 8;
   constexpr int kRounds = 150;

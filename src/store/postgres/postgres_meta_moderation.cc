@@ -1,0 +1,168 @@
+// PgMetaStore's moderation (postgres_meta_store.h; docs/moderation.md). Every call is on the
+// moderation pool, whose few connections and statement timeout are its own (a report flood cannot
+// take a connection that creates or reads need), except the retention sweep, which is the cleanup
+// pool's. A report and a review are one function each (migration 8), so a report costs one round
+// trip and a bounded number of index lookups.
+#include <limits>
+
+#include "pg_rows.h"
+#include "postgres_meta_store.h"
+
+namespace sluice::store::pg {
+
+awaitable<Result<ReportOutcome>> PgMetaStore::AddReport(AbuseReport report, ReportPolicy policy,
+                                                        admission::Deadline deadline) {
+  const int64_t reason_bit = ReportReasonBit(report.reason);
+  return Query<ReportOutcome>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT * FROM sluice_add_report($1, $2, $3, $4, $5, $6::boolean, $7, $8, $9, $10, "
+      "$11::boolean, $12, $13)",
+      {P(report.id.view()), P(report.network), P(report.reason), P(report.note), P(report.at),
+       P(report.from_creator ? "true" : "false"), P(reason_bit), P(policy.hide_threshold),
+       P(policy.withholds_per_network), P(policy.max_open_reports),
+       P(policy.may_withhold ? "true" : "false"), P(kWithholdWindowSeconds), P(kSpareVoters)},
+      [](const PGresult* r) -> Result<ReportOutcome> {
+        if (PQntuples(r) == 0 || !Bool(r, 0, 0)) {
+          return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+        }
+        ReportOutcome out;
+        out.counted = Bool(r, 0, 1);
+        out.stored = Bool(r, 0, 2);
+        out.vote = Bool(r, 0, 3);
+        out.open_reports = Int(r, 0, 4);
+        out.votes = Int(r, 0, 5);
+        out.withheld = Bool(r, 0, 6);
+        out.withhold_deferred = Bool(r, 0, 7);
+        out.kept = Bool(r, 0, 8);
+        for (std::string_view left = Text(r, 0, 9); !left.empty();) {
+          const size_t comma = std::min(left.find(','), left.size());
+          out.charged.emplace_back(left.substr(0, comma));
+          left.remove_prefix(std::min(comma + 1, left.size()));
+        }
+        return out;
+      });
+}
+
+awaitable<Status> PgMetaStore::SetModeration(PasteId id, ModerationChange change,
+                                             admission::Deadline deadline) {
+  return Command(PostgresPurpose::kModeration, deadline,
+                 "SELECT sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean)",
+                 {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason),
+                  P(change.at), P(change.keep ? "true" : "false")},
+                 [](const PGresult* r) -> Result<std::monostate> {
+                   if (PQntuples(r) > 0 && Bool(r, 0, 0)) return std::monostate{};
+                   return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+                 });
+}
+
+awaitable<Result<size_t>> PgMetaStore::PurgeReports(int64_t closed_before, int64_t now,
+                                                    size_t limit, admission::Deadline deadline) {
+  // One batch of at most `limit` rows per statement, so one sweep never holds many row locks;
+  // both walk an index from its old end.
+  return Query<size_t>(
+      PostgresPurpose::kCleanup, deadline,
+      "WITH doomed AS (SELECT paste_id, network FROM paste_reports WHERE NOT open "
+      "AND closed_at <= $1 LIMIT $3), "
+      "gone AS (DELETE FROM paste_reports r USING doomed d WHERE r.paste_id = d.paste_id "
+      "AND r.network = d.network RETURNING 1), "
+      "old AS (SELECT network, at, paste_id FROM withhold_charges WHERE at <= $2 "
+      "LIMIT GREATEST($3 - (SELECT count(*) FROM doomed), 0)), "
+      "expired AS (DELETE FROM withhold_charges w USING old o WHERE w.network = o.network "
+      "AND w.at = o.at AND w.paste_id = o.paste_id RETURNING 1) "
+      "SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM expired)",
+      {P(closed_before), P(now - kWithholdWindowSeconds), P(static_cast<int64_t>(limit))},
+      [](const PGresult* r) -> Result<size_t> {
+        if (PQntuples(r) == 0) return size_t{0};
+        return static_cast<size_t>(std::max<int64_t>(0, Int(r, 0, 0)));
+      });
+}
+
+awaitable<Result<ReportPage>> PgMetaStore::OpenReports(std::optional<ReportCursor> after,
+                                                       size_t limit, admission::Deadline deadline) {
+  // One range of the queue's index and a row lookup per paste listed; no cursor starts above
+  // every id ('~' sorts after base62 in the "C" collation of the queue's ids).
+  return Query<ReportPage>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT q.paste_id, q.reports, q.notes, q.votes, q.reasons, q.latest_at, q.latest_note, "
+      "COALESCE(p.moderation, 0), COALESCE(p.review_keep, false) "
+      "FROM report_queue q LEFT JOIN pastes p ON p.id = q.paste_id "
+      "WHERE (q.latest_at, q.paste_id) < ($1::bigint, $2::text) "
+      "ORDER BY q.latest_at DESC, q.paste_id DESC LIMIT $3",
+      {P(after ? after->latest_at : std::numeric_limits<int64_t>::max()),
+       P(after ? after->id.view() : std::string_view("~")), P(static_cast<int64_t>(limit) + 1)},
+      [limit](const PGresult* r) -> Result<ReportPage> {
+        ReportPage page;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          auto id = PasteId::Parse(Text(r, i, 0));
+          if (!id) continue;
+          if (page.pastes.size() == limit) {
+            page.next = ReportCursor{page.pastes.back().latest_at, page.pastes.back().id};
+            break;
+          }
+          ReportSummary s{*id};
+          s.reports = Int(r, i, 1);
+          s.networks = Int(r, i, 2);
+          s.votes = Int(r, i, 3);
+          s.reasons = ReportReasonNames(Int(r, i, 4));
+          s.latest_at = Int(r, i, 5);
+          s.latest_note = std::string(Text(r, i, 6));
+          s.moderation = ModerationOf(Int(r, i, 7));
+          s.keep = Bool(r, i, 8);
+          page.pastes.push_back(std::move(s));
+        }
+        return page;
+      });
+}
+
+awaitable<Result<ReportCounts>> PgMetaStore::CountReports(admission::Deadline deadline) {
+  return Query<ReportCounts>(PostgresPurpose::kModeration, deadline,
+                             "SELECT pending, open_reports FROM report_counts WHERE slot = 0", {},
+                             [](const PGresult* r) -> Result<ReportCounts> {
+                               if (PQntuples(r) == 0) return ReportCounts{};
+                               return ReportCounts{Int(r, 0, 0), Int(r, 0, 1)};
+                             });
+}
+
+awaitable<Status> PgMetaStore::AddBlock(ClientBlock block, admission::Deadline deadline) {
+  return Command(PostgresPurpose::kModeration, deadline,
+                 "INSERT INTO blocks (prefix, reason, created_at, until) VALUES ($1, $2, $3, $4)",
+                 {P(block.prefix), P(block.reason), P(block.created_at), P(block.until)});
+}
+
+awaitable<Result<std::vector<ClientBlock>>> PgMetaStore::ActiveBlocks(
+    int64_t now, admission::Deadline deadline) {
+  return Query<std::vector<ClientBlock>>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT prefix, reason, created_at, until FROM blocks WHERE until > $1 ORDER BY seq",
+      {P(now)}, [](const PGresult* r) -> Result<std::vector<ClientBlock>> {
+        std::vector<ClientBlock> out;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          out.push_back(ClientBlock{std::string(Text(r, i, 0)), std::string(Text(r, i, 1)),
+                                    Int(r, i, 2), Int(r, i, 3)});
+        }
+        return out;
+      });
+}
+
+awaitable<Status> PgMetaStore::AddAudit(AuditEntry entry, admission::Deadline deadline) {
+  return Command(PostgresPurpose::kModeration, deadline,
+                 "INSERT INTO audit (at, action, target, detail) VALUES ($1, $2, $3, $4)",
+                 {P(entry.at), P(entry.action), P(entry.target), P(entry.detail)});
+}
+
+awaitable<Result<std::vector<AuditEntry>>> PgMetaStore::AuditTrail(size_t limit,
+                                                                   admission::Deadline deadline) {
+  return Query<std::vector<AuditEntry>>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT at, action, target, detail FROM audit ORDER BY seq DESC LIMIT $1",
+      {P(static_cast<int64_t>(limit))}, [](const PGresult* r) -> Result<std::vector<AuditEntry>> {
+        std::vector<AuditEntry> out;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          out.push_back(AuditEntry{Int(r, i, 0), std::string(Text(r, i, 1)),
+                                   std::string(Text(r, i, 2)), std::string(Text(r, i, 3))});
+        }
+        return out;
+      });
+}
+
+}  // namespace sluice::store::pg
