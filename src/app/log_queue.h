@@ -25,15 +25,14 @@ class thread_pool;
 
 namespace sluice::app {
 
-/// Lines held before the oldest is dropped: at ~200 bytes a line, under 2 MiB.
-inline constexpr std::size_t kLogQueueLines = 8192;
-
 /// For its lifetime, spdlog's default logger is asynchronous over the same sinks. Create it before
 /// any other thread exists and destroy it after they have all stopped: spdlog's default logger may
 /// not be swapped while another thread logs. Its destructor writes every queued line.
 class LogQueue {
  public:
-  explicit LogQueue(std::size_t lines = kLogQueueLines);
+  /// `lines` (log_queue_lines, 8,192 by default: under 2 MiB at ~200 bytes a line) are held
+  /// before the oldest is dropped.
+  explicit LogQueue(std::size_t lines);
   ~LogQueue();
   LogQueue(const LogQueue&) = delete;
   LogQueue& operator=(const LogQueue&) = delete;

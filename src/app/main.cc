@@ -38,7 +38,9 @@ namespace {
 
 int Serve(const Settings& s, const SettingsLoader& loader) {
   // Before any thread of the server exists, and gone after they have all stopped (log_queue.h).
-  const LogQueue log_queue;
+  std::optional<LogQueue> log_queue;
+  if (const int64_t lines = s.Integer("log_queue_lines"); lines > 0)
+    log_queue.emplace(static_cast<std::size_t>(lines));
   spdlog::set_level(spdlog::level::from_str(s.String("log_level")));
   SetLogFormat(s.String("log_format"));
   // SIGHUP reads the same sources again: the config file anew, flags and environment as parsed.

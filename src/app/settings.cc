@@ -446,6 +446,11 @@ constexpr SettingSpec kServeSettings[] = {
                    "key prefix, latency (5xx always, the rest sampled)"),
     NumberSetting("access_log_sample", "1", "0", "1",
                   "Share of requests below 500 the access log writes, e.g. 0.01 (1: every one)"),
+    IntegerSetting("log_queue_lines", "8192", "0", "1000000",
+                   "Log lines queued for the log writer thread; when full the oldest is dropped "
+                   "(sluice_log_lines_dropped_total) so no request waits for the log. 0: each "
+                   "line written by the thread that logs it, none dropped, a stalled stdout "
+                   "stalls requests"),
 };
 
 }  // namespace

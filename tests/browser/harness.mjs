@@ -32,11 +32,15 @@ const PATIENT = ['--read-budget', '5s', '--meta-get-timeout', '2s', '--blob-get-
   '--insert-timeout', '2s', '--put-timeout', '5s', '--create-budget', '10s', '--delete-budget', '5s',
   '--cache-timeout', '1s'];
 
+// Tests read the log right after a page's requests (crypt, qr: the key never reaches it): each line
+// written before its request is answered, as tests/lib/sluice_harness.py's SYNCHRONOUS_LOG.
+const SYNCHRONOUS_LOG = ['--log-queue-lines', '0'];
+
 export async function startSluice(extraArgs = [], { relaxed = true } = {}) {
   const bin = process.env.SLUICE_BIN || join(repoRoot, 'build', 'dev', 'sluice');
   const dir = mkdtempSync(join(tmpdir(), 'sluice-browser-'));
   const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'),
-    '--admin-listen', '127.0.0.1:0', '--threads', '2', ...PATIENT, ...(relaxed ? RELAXED : []),
+    '--admin-listen', '127.0.0.1:0', '--threads', '2', ...PATIENT, ...SYNCHRONOUS_LOG, ...(relaxed ? RELAXED : []),
     ...extraArgs];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

@@ -65,6 +65,14 @@ PATIENT_TIMEOUTS = {
     "--delete-budget": "5s", "--cache-timeout": "1s",
 }
 
+# The same suites read a server's log right after the request that wrote a line (a reload's, a
+# warning's). With the log queue (src/app/log_queue.h) a line lands a moment after the request
+# returns, and such a read was a race (the flake hunt: an access line not yet written). Their servers
+# write each line on the thread that logs it (log_queue_lines 0). The queue itself is tested by
+# tests/unit/logging and tests/integration/test_log_stall.py, and every scenario and stack server
+# runs it.
+SYNCHRONOUS_LOG = {"--log-queue-lines": "0"}
+
 
 def _without_passwords(arg):
     """A URL's password as ***, as the server's own start-up line shows it (Settings::Describe in
@@ -178,6 +186,7 @@ class SluiceServer:
         defaults = {} if production_limits else dict(RELAXED_LIMITS)
         if patient:
             defaults.update(PATIENT_TIMEOUTS)
+            defaults.update(SYNCHRONOUS_LOG)
         env_names = set((env or {}).keys())
         for flag, value in defaults.items():
             env_name = "SLUICE_" + flag[2:].upper().replace("-", "_")

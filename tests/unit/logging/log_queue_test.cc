@@ -116,7 +116,7 @@ TEST_F(LogQueueTest, EveryLineOfManyThreadsIsWrittenWhenNoneOverflows) {
 
 TEST_F(LogQueueTest, DrainReturnsOnceTheWriterHasTakenEveryLine) {
   sink_->Open();
-  const LogQueue queue;
+  const LogQueue queue(8192);
   for (int i = 0; i < 100; ++i) spdlog::info("before ready {}", i);
   spdlog::info("listening");
   ASSERT_TRUE(queue.Drain(std::chrono::seconds(60)));
@@ -137,7 +137,7 @@ TEST_F(LogQueueTest, TheSynchronousLoggerIsBackAfterwards) {
   sink_->Open();
   const auto before = spdlog::default_logger();
   {
-    const LogQueue queue;
+    const LogQueue queue(8192);
     EXPECT_NE(spdlog::default_logger(), before);
   }
   EXPECT_EQ(spdlog::default_logger(), before);
