@@ -69,106 +69,62 @@ std::string ClockTime(int64_t unix_seconds) {
   return buf;
 }
 
-// What a person should read for each refusal reason (the `reason` of the JSON error).
-struct Explanation {
-  const char* title;
-  const char* text;
-};
+// What a person reads about an error: its section of problem.html, by the refusal's reason (the
+// `reason` of the JSON error), else by its status. The words are in the template.
+using ProblemSection = bool templates::Problem::*;
 
-Explanation Explain(unsigned status, std::string_view reason) {
-  static const std::map<std::string_view, Explanation> kReasons = {
-      {"ip_create_count",
-       {"You are creating pastes too quickly",
-        "This is a rate limit on how many pastes one visitor may create, not an error with your "
-        "paste. Nothing was saved."}},
-      {"ip_create_bytes",
-       {"You are sending too much text too quickly",
-        "This is a rate limit on how much text one visitor may paste per second. Nothing was "
-        "saved."}},
-      {"global_count",
-       {"The server is taking as many new pastes as it can",
-        "Everyone together is creating pastes faster than this server accepts. This is a limit, "
-        "not a problem with your paste. Nothing was saved."}},
-      {"global_bytes",
-       {"The server is taking as much new text as it can",
-        "Everyone together is pasting more text per second than this server accepts. Nothing was "
-        "saved."}},
-      {"origin_get_ip",
-       {"You are opening pastes too quickly",
-        "This is a rate limit on how many pastes one visitor may open per second. The paste is "
-        "fine and still there."}},
-      {"create_slots",
-       {"The server is overloaded", "Too many pastes are being saved at once. Nothing was saved."}},
-      {"create_bytes",
-       {"The server is overloaded", "Too much text is being saved at once. Nothing was saved."}},
-      {"read_slots",
-       {"The server is overloaded",
-        "Too many pastes are being read from storage at once. The paste itself is not missing."}},
-      {"fill_cap",
-       {"The server is overloaded",
-        "Too many pastes are being looked up at once. The paste itself is not missing."}},
-      {"connections",
-       {"The server is overloaded", "It has as many open connections as it can take."}},
-      {"outcome_unknown",
-       {"Your paste may or may not have been saved",
-        "The storage service stopped answering while it recorded your paste, so the server cannot "
-        "tell. Its link was not given out: if you need the paste, send it again."}},
-      {"body_mismatch",
-       {"This paste cannot be shown right now",
-        "The storage service returned text that is not this paste's, so it is not shown. Try "
-        "again later."}},
-      {"burn_after_reading",
-       {"This paste is shown once",
-        "It burns after reading: open its link in a browser and confirm, or POST to "
-        "/api/v1/pastes/ID/claim. The first reader who does gets the text; then it is gone."}},
-      {"storage_quota",
-       {"The server is full",
-        "It holds as much text as its operator allows. Nothing was saved; space frees up as "
-        "pastes expire or are deleted."}},
-      {"body_missing",
-       {"This paste cannot be shown right now",
-        "The storage service did not return this paste's text. Try again later."}},
-      {"under_review",
-       {"This paste is under review",
-        "Visitors from several networks reported it, so it is withheld until the operator has "
-        "looked at it."}},
-      {"taken_down",
-       {"This paste was taken down",
-        "The operator removed it after a report. It will not be shown again."}},
-      {"blocked",
-       {"This address may not create pastes",
-        "The operator blocked new pastes from it for a while. Reading pastes is not affected."}},
-      {"report_rate",
-       {"You are sending reports too quickly",
-        "This is a rate limit on how many reports one visitor may send. Try again later."}},
-      {"report_global_rate",
-       {"This server takes no more reports for now",
-        "Many reports arrived at once. Nothing was recorded; try again in a little while."}},
-      {"cross_site",
-       {"This report did not come from this site",
-        "Reports are taken only from the report form on this site's own pages. Open the paste, "
-        "choose Report and send the form from there."}},
-      {"delete_rate",
-       {"You are deleting too quickly",
-        "This is a rate limit on how many deletes one visitor may send. Try again later."}},
+ProblemSection ProblemOf(unsigned status, std::string_view reason) {
+  static const std::map<std::string_view, ProblemSection> kReasons = {
+      {"ip_create_count", &templates::Problem::ip_create_count},
+      {"ip_create_bytes", &templates::Problem::ip_create_bytes},
+      {"global_count", &templates::Problem::global_count},
+      {"global_bytes", &templates::Problem::global_bytes},
+      {"origin_get_ip", &templates::Problem::origin_get_ip},
+      {"create_slots", &templates::Problem::create_slots},
+      {"create_bytes", &templates::Problem::create_bytes},
+      {"read_slots", &templates::Problem::read_slots},
+      {"fill_cap", &templates::Problem::fill_cap},
+      {"connections", &templates::Problem::connections},
+      {"outcome_unknown", &templates::Problem::outcome_unknown},
+      {"body_mismatch", &templates::Problem::body_mismatch},
+      {"burn_after_reading", &templates::Problem::burn_after_reading},
+      {"storage_quota", &templates::Problem::storage_quota},
+      {"body_missing", &templates::Problem::body_missing},
+      {"under_review", &templates::Problem::under_review},
+      {"taken_down", &templates::Problem::taken_down},
+      {"blocked", &templates::Problem::blocked},
+      {"report_rate", &templates::Problem::report_rate},
+      {"report_global_rate", &templates::Problem::report_global_rate},
+      {"cross_site", &templates::Problem::cross_site},
+      {"delete_rate", &templates::Problem::delete_rate},
   };
   if (auto it = kReasons.find(reason); it != kReasons.end()) return it->second;
   switch (status) {
     case 404:
-      return {"No such paste", "It never existed, it has expired, or its owner deleted it."};
+      return &templates::Problem::status_404;
     case 429:
-      return {"Slow down: you have reached a limit", "This is a rate limit, not a missing paste."};
+      return &templates::Problem::status_429;
     case 503:
     case 504:
-      return {"The server is overloaded or a storage service is slow",
-              "This is temporary and says nothing about whether the paste exists."};
+      return &templates::Problem::status_503;
     case 400:
     case 411:
     case 413:
-      return {"The request could not be accepted", "Check what was sent and try again."};
+      return &templates::Problem::status_400;
     default:
-      return {"Something went wrong on the server", "The error has been counted."};
+      return &templates::Problem::other;
   }
+}
+
+// The problem's title or its explanation, as markup (its template's text, escaped there).
+std::string ProblemHtml(ProblemSection section, bool title) {
+  templates::Problem problem;
+  problem.*section = true;
+  problem.title = title;
+  std::string html;
+  templates::Render(problem, html);
+  while (!html.empty() && html.back() == '\n') html.pop_back();
+  return html;
 }
 
 }  // namespace
@@ -304,7 +260,9 @@ std::string EncryptedPastePage(const EncryptedView& view) {
 
 std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
                       std::optional<int64_t> retry_after_seconds, int64_t now_unix) {
-  const Explanation e = Explain(status, reason);
+  const ProblemSection section = ProblemOf(status, reason);
+  const std::string title = ProblemHtml(section, true);
+  const std::string text = ProblemHtml(section, false);
   const std::string status_text = std::to_string(status);
   const std::string retry_in =
       retry_after_seconds ? DurationInWords(*retry_after_seconds) : std::string();
@@ -312,8 +270,8 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
       retry_after_seconds ? ClockTime(now_unix + *retry_after_seconds) : std::string();
   templates::Error page;
   page.status = status_text;
-  page.title = e.title;
-  page.text = e.text;
+  page.title_html = title;
+  page.text_html = text;
   page.retry = retry_after_seconds.has_value();
   page.retry_in = retry_in;
   page.retry_at = retry_at;
@@ -323,7 +281,7 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
   page.rejected = !page.limit && !page.overload && !page.not_found;
   page.reason = reason;
   page.message = message;
-  return WholePage({.error = true, .status = status_text, .problem = e.title}, page);
+  return WholePage({.error = true, .status = status_text, .problem_html = title}, page);
 }
 
 std::string BurnConfirmPage(std::string_view id, uint32_t views_left) {

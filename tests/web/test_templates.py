@@ -21,6 +21,9 @@ COMPILER = os.path.join(ROOT, "tools", "compile_templates.py")
 # reason, after making sure what fills it is markup the server made.
 ALLOWED_RAW = {
     ("layout.html", "title_html"): "title.html, rendered (its slots escaped)",
+    ("title.html", "problem_html"): "problem.html's title of the error, rendered",
+    ("error.html", "title_html"): "problem.html's title of the error, rendered",
+    ("error.html", "text_html"): "problem.html's explanation of the error, rendered",
     ("layout.html", "body_html"): "the page's own template, rendered",
     ("index.html", "language_options_html"): "option.html, rendered per language",
     ("index.html", "ttl_options_html"): "option.html, rendered per expiry",
