@@ -23,8 +23,8 @@ laid out for a reader without changing the page.
 Each template becomes a struct named after its file (paste.html: `Paste`) with one member per
 field, in the order they first appear (`std::string_view` for a slot, `bool` for a section), and
 `Render(const Paste&, std::string& out)` that appends the page. There is nothing to parse at run
-time: a render is the appends the page needs, and a misspelt field is a compile error, not an
-empty slot.
+time: a render is the appends the page needs, and a field the C++ sets that the template does not
+have (misspelt, or renamed in the template) is a compile error, not a slot that stays empty.
 """
 
 import argparse
