@@ -6,12 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile="${1:-build}"
-packages=(g++ cmake make pkg-config ccache mold
+packages=(g++ cmake make pkg-config ccache mold python3
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev liblz4-dev
   libcmark-gfm-dev libcmark-gfm-extensions-dev libdtl-dev
   libjemalloc-dev zlib1g-dev
   node-qrcode-generator)
+# python3: tools/compile_templates.py compiles the page templates (web/templates) at build time.
 # node-qrcode-generator: the share link's QR code is drawn in the browser by Debian's library, which
 # the build embeds from /usr/share/nodejs like the files in web/static (docs/web.md).
 # make deb (scripts/build-deb.sh): debhelper builds the package, lintian judges it.

@@ -1,6 +1,6 @@
 // The language a file name's extension names ("x.rs" -> rust), for haste's /ID.ext links, a
 // multipart upload's filename and the Sluice-Filename header. Nothing about it is stored: the
-// extension travels in the link (src/http/paste_handlers.cc).
+// extension travels in the link (src/http/create_handlers.cc).
 #pragma once
 
 #include <string>

@@ -1,6 +1,8 @@
 // The handlers: each turns a Request into a Reply by asking the service layer, knowing nothing of
-// sockets or Beast. The paste routes live in paste_handlers.cc, the site's and operator's pages in
-// site_handlers.cc.
+// sockets or Beast. The paste routes live in one file per family (create_handlers.cc,
+// read_handlers.cc, claim_handlers.cc, delete_handlers.cc, fork_handlers.cc; what they answer alike
+// in paste_answers.h, a hot read's prepared answers in prepared_answers.h), the site's and
+// operator's pages in site_handlers.cc and admin_handlers.cc.
 #pragma once
 
 #include <array>

@@ -1,6 +1,8 @@
-// The HTML pages of the web UI. Paste text only ever enters a page through EscapeHtml or through
-// the highlighter's fragment, which escapes every character itself (render/highlighter.h).
-// Pages carry no inline script or style: the CSP below allows only the binary's own /static files.
+// The HTML pages of the web UI. Their markup is in web/templates, compiled at build time by
+// tools/compile_templates.py into page_templates.h, which escapes every slot unless its name ends
+// in _html: paste text enters a page escaped, or as the highlighter's fragment, which escapes every
+// character itself (render/highlighter.h). Pages carry no inline script or style: the CSP below
+// allows only the binary's own /static files (docs/web.md).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +13,6 @@
 #include <vector>
 
 namespace sluice::http {
-
-/// Escapes the five HTML-significant characters, so text is shown and never interpreted.
-std::string EscapeHtml(std::string_view text);
 
 /// Content-Security-Policy of every HTML page: scripts, styles and fetches from this origin only,
 /// nothing inline, no plugins, no framing.
