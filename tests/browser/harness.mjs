@@ -97,13 +97,21 @@ export const ABUSE = {
 };
 
 // The same abuse figures the sketch would send (or `abuse`), merged into the server's real answer.
+// The status page polls, so a poll may be in this route when the test closes the page or its
+// context: Playwright then rejects the fetch ("Request context disposed"), an unhandled rejection
+// that failed a passing test (a fresh clone's browser.a11y). A closed page wants no answer; any
+// other error still fails.
 export async function withAbuseFixture(page, abuse = ABUSE) {
   await page.route('**/api/v1/status', async (route) => {
-    const response = await route.fetch();
-    const json = await response.json();
-    json.abuse = abuse;
-    json.reports_pending = 4;
-    json.metrics.sluice_reports_pending = 4;
-    await route.fulfill({ response, json });
+    try {
+      const response = await route.fetch();
+      const json = await response.json();
+      json.abuse = abuse;
+      json.reports_pending = 4;
+      json.metrics.sluice_reports_pending = 4;
+      await route.fulfill({ response, json });
+    } catch (error) {
+      if (!page.isClosed()) throw error;
+    }
   });
 }

@@ -278,6 +278,9 @@ TYPED_TEST_P(StoreContract, ConcurrentWritersAreAllDurable) {
   boost::asio::io_context io;
   constexpr int kWriters = 300;
   std::atomic<int> ok{0};
+  // What each failed writer was told: a failure here must say which call refused and why.
+  std::mutex failures_mutex;
+  std::vector<std::string> failures;
   std::vector<std::string> bodies;
   for (int i = 0; i < kWriters; ++i) bodies.push_back("body-" + std::to_string(i));
   for (int i = 0; i < kWriters; ++i) {
@@ -290,14 +293,22 @@ TYPED_TEST_P(StoreContract, ConcurrentWritersAreAllDurable) {
           auto put_op = this->blobs().Put(Id(id), Body(bodies[i]), this->deadline());
           Status put = co_await std::move(put_op);
           Status insert = co_await this->meta().Insert(Row(id, 5000), this->deadline());
-          if (put.ok() && insert.ok()) ++ok;
+          if (put.ok() && insert.ok()) {
+            ++ok;
+          } else {
+            const std::lock_guard lock(failures_mutex);
+            failures.push_back(std::string(id) + ": put " +
+                               (put.ok() ? "ok" : put.error().message) + ", insert " +
+                               (insert.ok() ? "ok" : insert.error().message));
+          }
         },
         boost::asio::detached);
   }
   std::thread second([&io] { io.run(); });
   io.run();
   second.join();
-  ASSERT_EQ(ok.load(), kWriters);
+  ASSERT_EQ(ok.load(), kWriters) << failures.size() << " failed, the first: "
+                                 << (failures.empty() ? "" : failures.front());
   this->backend_.Reopen();
   for (int i = 0; i < kWriters; ++i) {
     char id[24];
