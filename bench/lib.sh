@@ -61,6 +61,36 @@ wait_for_sluice_url() {
   exit 1
 }
 
+# paste_of_10k SOURCE OUT: OUT holds SOURCE repeated and cut to 10 KiB: a paste of real lines.
+paste_of_10k() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+text = open(sys.argv[1], "rb").read()
+while len(text) < 10240:
+    text += text
+open(sys.argv[2], "wb").write(text[:10240])
+PY
+}
+
+# start_labelled_sluice LABEL BIN: BIN serving from $work/LABEL (data and log) with the lifted limits
+# and no admin listener, its pid added to the caller's pids; sets sluice_url. Not in a subshell:
+# the server must be this shell's child to be waited.
+# shellcheck disable=SC2154  # work and pids are the calling script's
+start_labelled_sluice() {
+  local label=$1 bin=$2
+  mkdir -p "$work/$label"
+  "$bin" serve --listen 127.0.0.1:0 --admin-listen "" --data-dir "$work/$label/data" \
+    "${lifted_limits[@]}" >"$work/$label/log" 2>&1 &
+  pids+=($!)
+  sluice_url=$(wait_for_sluice_url "$work/$label/log" "$!")
+}
+
+# create_paste URL FILE [QUERY]: creates a paste of FILE through the API and prints its id.
+create_paste() {
+  curl -fsS -X POST -H 'Content-Type: text/plain; charset=utf-8' --data-binary @"$2" \
+    "$1/api/v1/pastes${3:+?$3}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+
 # start_lifted_sluice BIN DATA_DIR LOG: starts BIN on an empty DATA_DIR (made afresh) with the
 # lifted limits, on free ports (the default admin port may belong to another sluice), and sets
 # sluice_pid and sluice_url. Not in a subshell: the server must be this shell's child to be waited.

@@ -33,26 +33,15 @@ cleanup() {
 trap cleanup EXIT
 
 # The same text in every server: 10 KiB of this repository's C++ (a usual line length).
-python3 - src/http/read_handlers.cc "$work/paste10k.txt" <<'PY'
-import sys
-text = open(sys.argv[1], "rb").read()
-while len(text) < 10240:
-    text += text
-open(sys.argv[2], "wb").write(text[:10240])
-PY
+paste_of_10k src/http/read_handlers.cc "$work/paste10k.txt"
 labels=()
 declare -A url
 for pair in "$@"; do
   label=${pair%%=*}
   bin=$(realpath "${pair#*=}")
-  mkdir -p "$work/$label"
-  "$bin" serve --listen 127.0.0.1:0 --admin-listen "" --data-dir "$work/$label/data" \
-    "${lifted_limits[@]}" >"$work/$label/log" 2>&1 &
-  pids+=($!)
-  base=$(wait_for_sluice_url "$work/$label/log" "$!")
-  id=$(curl -fsS -X POST -H 'Content-Type: text/plain; charset=utf-8' \
-    --data-binary @"$work/paste10k.txt" "$base/api/v1/pastes?lang=cpp" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  start_labelled_sluice "$label" "$bin"
+  base=$sluice_url
+  id=$(create_paste "$base" "$work/paste10k.txt" lang=cpp)
   url[$label/view]="$base/$id"
   url[$label/create]="$base/"
   url[$label/fork]="$base/new?from=$id"

@@ -33,27 +33,16 @@ trap cleanup EXIT
 
 mkdir -p "$work/www"
 body_source=${BODY:-$0}
-python3 - "$body_source" "$work/www/paste10k.txt" <<'PY'
-import sys
-text = open(sys.argv[1], "rb").read()
-while len(text) < 10240:
-    text += text
-open(sys.argv[2], "wb").write(text[:10240])
-PY
+paste_of_10k "$body_source" "$work/www/paste10k.txt"
 start_static_nginx "$work/nginx" "$work/www" paste10k.txt
 labels=(nginx)
 urls=("$nginx_url/paste10k.txt")
 for pair in "$@"; do
   label=${pair%%=*}
   bin=$(realpath "${pair#*=}")
-  mkdir -p "$work/$label"
-  "$bin" serve --listen 127.0.0.1:0 --admin-listen "" --data-dir "$work/$label/data" \
-    "${lifted_limits[@]}" >"$work/$label/log" 2>&1 &
-  pids+=($!)
-  url=$(wait_for_sluice_url "$work/$label/log" "$!")
-  id=$(curl -fsS -X POST -H 'Content-Type: text/plain; charset=utf-8' \
-    --data-binary @"$work/www/paste10k.txt" "$url/api/v1/pastes" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  start_labelled_sluice "$label" "$bin"
+  url=$sluice_url
+  id=$(create_paste "$url" "$work/www/paste10k.txt")
   curl -fsS -o "$work/$label/body" "$url/raw/$id"
   cmp "$work/www/paste10k.txt" "$work/$label/body"
   labels+=("$label")

@@ -29,26 +29,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python3 - "${BODY:-src/http/pages.cc}" "$work/paste10k.txt" <<'PY'
-import sys
-text = open(sys.argv[1], "rb").read()
-while len(text) < 10240:
-    text += text
-open(sys.argv[2], "wb").write(text[:10240])
-PY
+paste_of_10k "${BODY:-src/http/pages.cc}" "$work/paste10k.txt"
 labels=()
 urls=()
 for pair in "$@"; do
   label=${pair%%=*}
   bin=$(realpath "${pair#*=}")
-  mkdir -p "$work/$label"
-  "$bin" serve --listen 127.0.0.1:0 --admin-listen "" --data-dir "$work/$label/data" \
-    "${lifted_limits[@]}" >"$work/$label/log" 2>&1 &
-  pids+=($!)
-  url=$(wait_for_sluice_url "$work/$label/log" "$!")
-  id=$(curl -fsS -X POST -H 'Content-Type: text/plain; charset=utf-8' \
-    --data-binary @"$work/paste10k.txt" "$url/api/v1/pastes?lang=$PASTE_LANG" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  start_labelled_sluice "$label" "$bin"
+  url=$sluice_url
+  id=$(create_paste "$url" "$work/paste10k.txt" "lang=$PASTE_LANG")
   curl -fsS -H 'Accept: text/html' -o "$work/$label/page" "$url/$id"
   echo "# $label: page of $(wc -c <"$work/$label/page") bytes, $(grep -c 'class="l"' "$work/$label/page") lines"
   labels+=("$label")
