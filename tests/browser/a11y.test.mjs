@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSluice, launchBrowser, repoRoot, withAbuseFixture } from './harness.mjs';
+import { startSluice, launchBrowser, repoRoot, withAbuseFixture, closeWithFixtures } from './harness.mjs';
 
 const AXE = readFileSync(join(repoRoot, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
@@ -121,5 +121,5 @@ test('axe finds nothing on any page, light and dark', async () => {
 
   assert.deepEqual(errors, [], 'no script errors');
   assert.deepEqual(found, [], `axe violations:\n${found.join('\n')}`);
-  await context.close();
+  await closeWithFixtures(context);
 });

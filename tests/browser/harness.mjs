@@ -97,21 +97,25 @@ export const ABUSE = {
 };
 
 // The same abuse figures the sketch would send (or `abuse`), merged into the server's real answer.
-// The status page polls, so a poll may be in this route when the test closes the page or its
-// context: Playwright then rejects the fetch ("Request context disposed"), an unhandled rejection
-// that failed a passing test (a fresh clone's browser.a11y). A closed page wants no answer; any
-// other error still fails.
+// Close a page that has one with closeWithFixtures.
 export async function withAbuseFixture(page, abuse = ABUSE) {
   await page.route('**/api/v1/status', async (route) => {
-    try {
-      const response = await route.fetch();
-      const json = await response.json();
-      json.abuse = abuse;
-      json.reports_pending = 4;
-      json.metrics.sluice_reports_pending = 4;
-      await route.fulfill({ response, json });
-    } catch (error) {
-      if (!page.isClosed()) throw error;
-    }
+    const response = await route.fetch();
+    const json = await response.json();
+    json.abuse = abuse;
+    json.reports_pending = 4;
+    json.metrics.sluice_reports_pending = 4;
+    await route.fulfill({ response, json });
   });
+}
+
+// The status page polls, so a fixture's handler may be mid-fetch when its page or context closes.
+// Playwright then disposes the response under it, and the rejection surfaced as an unhandled one
+// that failed a passing suite in CI (browser.a11y: "Response has been disposed"; checking
+// page.isClosed() in the handler missed it, since the context closes before the page says so).
+// Unrouting with ignoreErrors first is playwright's own way to end handlers still running.
+export async function closeWithFixtures(pageOrContext) {
+  const pages = 'pages' in pageOrContext ? pageOrContext.pages() : [pageOrContext];
+  await Promise.all(pages.map((page) => page.unrouteAll({ behavior: 'ignoreErrors' })));
+  await pageOrContext.close();
 }

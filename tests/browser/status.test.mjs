@@ -3,7 +3,7 @@
 // through playwright's route() where the server has no such data yet): aggregates that name nobody.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSluice, launchBrowser, withAbuseFixture, ABUSE } from './harness.mjs';
+import { startSluice, launchBrowser, withAbuseFixture, closeWithFixtures, ABUSE } from './harness.mjs';
 
 let server;
 let chrome;
@@ -78,7 +78,7 @@ test('/status names things in words, with units and time axes', async () => {
   assert.match(budget, /global create cap used\s*42 %/);
   assert.equal(await page.locator('#card-budget svg rect').count(), 5);
   assert.deepEqual(errors, []);
-  await page.close();
+  await closeWithFixtures(page);
 });
 
 test('/status draws no name even from an answer that carries some', async () => {
@@ -98,5 +98,5 @@ test('/status draws no name even from an answer that carries some', async () => 
   }
   assert.match(await page.textContent('#card-budget'), /sluice admin top/);
   assert.deepEqual(errors, []);
-  await page.close();
+  await closeWithFixtures(page);
 });
