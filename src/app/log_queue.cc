@@ -30,14 +30,30 @@ LogQueue::LogQueue(std::size_t lines) : previous_(spdlog::default_logger()) {
 }
 
 LogQueue::~LogQueue() {
-  g_active.store(nullptr);
-  spdlog::set_default_logger(previous_);
-  // The pool's destructor queues a stop behind every line still waiting and joins its thread.
-  pool_.reset();
-  previous_->flush();
+  if (!closed_.valid()) Close(std::chrono::milliseconds(0));
+  closed_.wait();
 }
 
-std::uint64_t LogQueue::Dropped() const { return pool_->overrun_counter(); }
+bool LogQueue::Close(std::chrono::milliseconds within) {
+  if (!closed_.valid()) {
+    g_active.store(nullptr);
+    spdlog::set_default_logger(previous_);
+    dropped_at_close_ = pool_->overrun_counter();
+    // The pool's destructor queues a stop behind every line still waiting and joins its writer,
+    // which a stalled sink holds for good: on a thread of its own, so the wait can be bounded.
+    closed_ =
+        std::async(std::launch::async, [pool = std::move(pool_), previous = previous_]() mutable {
+          NameThisThread("log-close");
+          pool.reset();
+          previous->flush();
+        });
+  }
+  return closed_.wait_for(within) == std::future_status::ready;
+}
+
+std::uint64_t LogQueue::Dropped() const {
+  return pool_ ? pool_->overrun_counter() : dropped_at_close_;
+}
 
 bool LogQueue::Drain(std::chrono::milliseconds within) const {
   const auto deadline = std::chrono::steady_clock::now() + within;

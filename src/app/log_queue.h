@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
 
 namespace spdlog {
@@ -26,8 +27,9 @@ class thread_pool;
 namespace sluice::app {
 
 /// For its lifetime, spdlog's default logger is asynchronous over the same sinks. Create it before
-/// any other thread exists and destroy it after they have all stopped: spdlog's default logger may
-/// not be swapped while another thread logs. Its destructor writes every queued line.
+/// any other thread exists and destroy it (or Close it) after they have all stopped: spdlog's
+/// default logger may not be swapped while another thread logs. Its destructor writes every queued
+/// line, however long that takes.
 class LogQueue {
  public:
   /// `lines` (log_queue_lines, 8,192 by default: under 2 MiB at ~200 bytes a line) are held
@@ -45,9 +47,18 @@ class LogQueue {
   /// False, without flushing, when the queue did not empty in time.
   bool Drain(std::chrono::milliseconds within) const;
 
+  /// Puts the synchronous logger back and writes every queued line, waiting at most `within`.
+  /// False when the sink still holds the writer then (stdout a pipe nobody reads): the lines are
+  /// still being written by a thread of their own, which the destructor waits for. A process
+  /// that is about to exit leaves with std::_Exit instead, since exit() flushes stdout too and
+  /// would wait for that reader just the same. Closing again waits again.
+  bool Close(std::chrono::milliseconds within);
+
  private:
   std::shared_ptr<spdlog::logger> previous_;
   std::shared_ptr<spdlog::details::thread_pool> pool_;
+  std::uint64_t dropped_at_close_ = 0;
+  std::future<void> closed_;
 };
 
 /// The active LogQueue's Dropped(), 0 when none is active (sluice's subcommands log directly).

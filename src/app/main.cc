@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -36,6 +38,10 @@
 namespace sluice::app {
 namespace {
 
+// Ample for 8,192 lines to a disk or a journald that reads; a supervisor's stop timeout
+// (systemd's TimeoutStopSec, a container runtime's grace period) is longer.
+constexpr std::chrono::seconds kLogCloseTimeout{5};
+
 int Serve(const Settings& s, const SettingsLoader& loader) {
   // Before any thread of the server exists, and gone after they have all stopped (log_queue.h).
   std::optional<LogQueue> log_queue;
@@ -46,6 +52,10 @@ int Serve(const Settings& s, const SettingsLoader& loader) {
   // SIGHUP reads the same sources again: the config file anew, flags and environment as parsed.
   const int code = ServerProcess(s, [&loader] { return loader.Resolve(); }).Run();
   spdlog::info("sluice stopped");
+  // A stdout nobody reads holds the log's writer, and would hold exit()'s flush of stdout after
+  // it: a stop must not wait for a reader that may never come
+  // (tests/integration/test_log_stall.py).
+  if (log_queue && !log_queue->Close(kLogCloseTimeout)) std::_Exit(code);
   return code;
 }
 

@@ -133,6 +133,24 @@ TEST_F(LogQueueTest, DrainGivesUpOnAStalledSink) {
   sink_->Open();
 }
 
+// A stop with stdout unread: the server's last lines wait for a reader that may never come, and
+// the stop must not (src/app/main.cc leaves with std::_Exit when Close gives up).
+TEST_F(LogQueueTest, CloseGivesUpOnAStalledSinkAndFinishesOnceItOpens) {
+  LogQueue queue(16);
+  for (int i = 0; i < 10; ++i) spdlog::info("last words {}", i);
+  auto closing = std::async(std::launch::async,
+                            [&queue] { return queue.Close(std::chrono::milliseconds(50)); });
+  ASSERT_EQ(closing.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "Close waited for the stalled sink";
+  EXPECT_FALSE(closing.get());
+  EXPECT_EQ(LogLinesDropped(), 0u) << "the queue is no longer the active one";
+  sink_->Open();
+  ASSERT_TRUE(queue.Close(std::chrono::seconds(60)));
+  const auto lines = sink_->Lines();
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_EQ(lines.back(), "last words 9");
+}
+
 TEST_F(LogQueueTest, TheSynchronousLoggerIsBackAfterwards) {
   sink_->Open();
   const auto before = spdlog::default_logger();
