@@ -19,6 +19,12 @@
 namespace sluice::app {
 namespace {
 
+Error Homeless() {
+  return MakeError(ErrorCode::kUnavailable,
+                   "no place to keep it: neither XDG_STATE_HOME nor HOME is an absolute path",
+                   "token_store");
+}
+
 Error Failed(const std::string& what, const std::string& path) {
   return MakeError(ErrorCode::kUnavailable,
                    fmt::format("{} {}: {}", what, path, std::strerror(errno)), "token_store");
@@ -101,10 +107,15 @@ std::optional<KeptPaste> ParseLine(std::string_view line) {
 }  // namespace
 
 TokenStore TokenStore::Default() {
+  // The XDG base directory rules: a relative path is to be ignored. Without an absolute one of
+  // either, nothing is kept rather than a .local/state in whatever folder the command ran from (a
+  // cron job, a CI step, `env -i`): the token is printed either way.
   const char* state = std::getenv("XDG_STATE_HOME");
   if (state != nullptr && state[0] == '/') return TokenStore(std::string(state) + "/sluice/pastes");
   const char* home = std::getenv("HOME");
-  return TokenStore(std::string(home != nullptr ? home : ".") + "/.local/state/sluice/pastes");
+  if (home != nullptr && home[0] == '/')
+    return TokenStore(std::string(home) + "/.local/state/sluice/pastes");
+  return TokenStore("");
 }
 
 bool IsTimestampText(std::string_view text) {
@@ -124,6 +135,7 @@ bool IsTokenText(std::string_view text) {
 
 Status TokenStore::Add(const KeptPaste& paste) const {
   if (Status checked = Check(paste); !checked.ok()) return checked;
+  if (path_.empty()) return Homeless();
   const std::string dir = path_.substr(0, path_.find_last_of('/'));
   if (!dir.empty() && !MakeFolders(dir)) return Failed("cannot make", dir);
   const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -155,6 +167,7 @@ std::vector<KeptPaste> TokenStore::ForId(std::string_view id) const {
 }
 
 Status TokenStore::Remove(std::string_view id, std::string_view origin) const {
+  if (path_.empty()) return Homeless();
   std::string kept;
   for (const KeptPaste& p : All()) {
     if (p.id != id || p.origin != origin) kept += Line(p);

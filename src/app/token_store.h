@@ -42,7 +42,8 @@ bool IsTimestampText(std::string_view text);
 class TokenStore {
  public:
   explicit TokenStore(std::string path) : path_(std::move(path)) {}
-  /// The file named by $XDG_STATE_HOME or $HOME.
+  /// The file named by $XDG_STATE_HOME or $HOME; with neither an absolute path, a store that
+  /// holds nothing and refuses to keep anything.
   static TokenStore Default();
 
   const std::string& path() const { return path_; }

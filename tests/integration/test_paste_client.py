@@ -11,6 +11,7 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -186,6 +187,26 @@ class PasteClientTest(SluiceTestCase):
         self.assertReadsBack(s, doc["url"], "short-lived\n")
         self.assertIn(f"delete token: {doc['delete_token']}", proc.stderr)
         self.assertStatus(s.delete(doc["id"], token=doc["delete_token"]), 204)
+
+    def test_without_a_home_the_token_is_printed_and_nothing_is_written_here(self):
+        # A cron job or `env -i`: no HOME, no XDG_STATE_HOME. The token file must not appear in
+        # whatever folder the command ran from.
+        s = self.server()
+        here = tempfile.mkdtemp(prefix="sluice-paste-homeless-")
+        self.addCleanup(shutil.rmtree, here, ignore_errors=True)
+        env = {k: v for k, v in clean_env().items() if k not in ("HOME", "XDG_STATE_HOME")}
+        for home in (None, "relative/home"):
+            with self.subTest(HOME=home):
+                proc = subprocess.run(
+                    [sluice_bin(), "paste", "--server", s.url], input=TEXT.encode(),
+                    capture_output=True, cwd=here, timeout=PASTE_TIMEOUT,
+                    env=env if home is None else {**env, "HOME": home})
+                stderr = proc.stderr.decode()
+                self.assertEqual(proc.returncode, 0, stderr)
+                self.assertReadsBack(s, proc.stdout.decode(), TEXT)
+                self.assertRegex(stderr, r"(?m)^delete token: \S+$")
+                self.assertIn("the delete token was not kept: no place to keep it", stderr)
+                self.assertEqual(os.listdir(here), [])
 
     def test_too_large_exits_1_and_says_why(self):
         s = self.server(["--max-paste-bytes", "100"])
