@@ -21,6 +21,7 @@ import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
+from loopback_server import LoopbackServer
 from sluice_harness import clean_env, sluice_bin
 
 CONNECT_TIMEOUT = 5
@@ -109,7 +110,7 @@ def _rss_kb(pid):
     return 0
 
 
-class HostileServer:
+class HostileServer(LoopbackServer):
     """A loopback HTTP server whose `play(conn, head)` decides what each connection gets after
     the request head (and its Content-Length body) is read. Records each request's head and body,
     serves connections on threads, and closes them all at stop()."""
@@ -117,46 +118,7 @@ class HostileServer:
     def __init__(self, play, family=socket.AF_INET, path=None):
         self.play = play
         self.requests = []  # (head bytes, body bytes)
-        self.connections = 0
-        self.stopping = threading.Event()
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        if family == socket.AF_UNIX:
-            self.sock.bind(path)
-            self.path = path
-        else:
-            self.sock.bind(("127.0.0.1", 0))
-            self.port = self.sock.getsockname()[1]
-        self.sock.listen(16)
-        self.sock.settimeout(0.1)
-        self.conns = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self):
-        self.stopping.set()
-        self.thread.join(timeout=10)
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-        self.sock.close()
-
-    def _accept(self):
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            self.conns.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__(threaded=True, family=family, path=path)
 
     def _recv(self, conn):
         """The next bytes from `conn`, waiting as long as the test runs; b"" at its end."""
@@ -167,32 +129,29 @@ class HostileServer:
                 continue
         return b""
 
-    def _serve(self, conn):
-        try:
-            conn.settimeout(0.5)
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = self._recv(conn)
-                if not chunk:
-                    return
-                buf += chunk
-            head, body = buf.split(b"\r\n\r\n", 1)
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value.strip())
-            # sluice paste sends its body after one second without "100 Continue": this server
-            # plays one that ignores Expect, and waits for the body however long it takes.
-            while len(body) < length:
-                chunk = self._recv(conn)
-                if not chunk:
-                    break
-                body += chunk
-            self.requests.append((head, body))
-            self.play(self, conn, head)
-        except OSError:
-            pass
+    def handle(self, conn):
+        conn.settimeout(0.5)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = self._recv(conn)
+            if not chunk:
+                return
+            buf += chunk
+        head, body = buf.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        # sluice paste sends its body after one second without "100 Continue": this server
+        # plays one that ignores Expect, and waits for the body however long it takes.
+        while len(body) < length:
+            chunk = self._recv(conn)
+            if not chunk:
+                break
+            body += chunk
+        self.requests.append((head, body))
+        self.play(self, conn, head)
 
     # ---- what a connection can get ----
 

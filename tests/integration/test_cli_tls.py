@@ -15,6 +15,7 @@ import tempfile
 import threading
 import unittest
 
+from loopback_server import LoopbackServer
 from sluice_harness import SluiceTestCase, clean_env, sluice_bin
 
 
@@ -36,36 +37,16 @@ def make_ca(folder, name):
     return tuple(os.path.join(folder, f) for f in ("ca.crt", "server.crt", "server.key"))
 
 
-class TlsFront:
+class TlsFront(LoopbackServer):
     """Terminates TLS on 127.0.0.1 and relays each connection to `backend_port`."""
 
     def __init__(self, cert, key, backend_port):
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
         self.backend_port = backend_port
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__(threaded=True)
 
-    def stop(self):
-        self.stopping.set()
-        self.thread.join(timeout=5)
-        self.sock.close()
-
-    def _run(self):
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            threading.Thread(target=self._relay, args=(conn,), daemon=True).start()
-
-    def _relay(self, conn):
+    def handle(self, conn):
         try:
             conn.settimeout(10)
             tls = self.ctx.wrap_socket(conn, server_side=True)

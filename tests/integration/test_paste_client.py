@@ -12,13 +12,12 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
+from loopback_server import LoopbackServer
 from rawhttp import free_port
 from sluice_harness import SluiceTestCase, clean_env, run_sluice, sluice_bin
 
@@ -62,7 +61,7 @@ def paste(server_url, args=(), stdin=None, timeout=PASTE_TIMEOUT):
     return proc, time.monotonic() - started
 
 
-class FakeServer:
+class FakeServer(LoopbackServer):
     """A one-thread HTTP/1.1 server that reads each request in full (headers, then the
     Content-Length body, which sluice paste sends after its Expect wait) and then plays the next
     scripted action: "close" (hang up without a word) or (status, headers dict, body str). Counts
@@ -72,40 +71,13 @@ class FakeServer:
     def __init__(self, script, send_continue=True):
         self.script = list(script)
         self.send_continue = send_continue
-        self.connections = 0
         self.requests = []  # (request line, headers dict, body bytes)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.1)
-        self.port = self.sock.getsockname()[1]
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__()
 
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self):
-        self.stopping.set()
-        self.thread.join(timeout=10)
-        self.sock.close()
-
-    def _run(self):
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            self.connections += 1
-            with conn:
-                conn.settimeout(10)
-                try:
-                    self._serve(conn)
-                except OSError:
-                    pass
+    def handle(self, conn):
+        with conn:
+            conn.settimeout(10)
+            self._serve(conn)
 
     def _serve(self, conn):
         buf = b""
