@@ -48,6 +48,14 @@ def token_bound(burst, rate, seconds, cost=1.0):
     return math.floor((burst + rate * seconds) / cost) + 1
 
 
+# The bounds take their seconds from what was sent (loadgen.Run.window: the span the server can
+# have admitted the arrivals over), not from the plan, and the runs skip the schedule check
+# (on_time=False). A token bucket admits by the time that passed, so a late arrival moves the
+# bound with it: on a busy machine the load generator sent 3 of 240 arrivals 53-86 ms late (a
+# fresh clone beside other builds), which says nothing of the caps, and a cap that does not hold
+# still fails the bounds.
+
+
 class AbuseTest(lg.ScenarioTestCase):
     # What is tested here is who is admitted, not how fast the disk commits: an insert that a
     # shared CI machine's disk stall holds past the 50 ms default would answer 503 outcome_unknown
@@ -71,7 +79,7 @@ class AbuseTest(lg.ScenarioTestCase):
         body = b"x" * MAX_BODY
         before = self.bytes_received(s)
         run, _ = self.load(s, [Stream("flood", FLOOD_RATE, FLOOD_DURATION,
-                                      lambda i: create(i, "10.0.3.7", body))])
+                                      lambda i: create(i, "10.0.3.7", body))], on_time=False)
         after = self.bytes_received(s)
         recs = run.records("flood")
         ok = [r for r in recs if r.status == 201]
@@ -82,7 +90,8 @@ class AbuseTest(lg.ScenarioTestCase):
         # bodies (so it also carries the accepted requests' headers and the /metrics scrapes).
         per_reject = (received - len(ok) * MAX_BODY) / max(1, len(limited))
         client_sent = sum(r.bytes_sent for r in limited)
-        bound = token_bound(IP_BYTES_BURST, IP_BYTES_RATE, FLOOD_DURATION, MAX_BODY)
+        _, longest = run.window("flood")
+        bound = token_bound(IP_BYTES_BURST, IP_BYTES_RATE, longest, MAX_BODY)
         lg.report("abuse_one_key_1mb_flood", {
             "requests": len(recs), "201": len(ok), "429": len(limited),
             "reasons": lg.by_reason(limited),
@@ -108,11 +117,12 @@ class AbuseTest(lg.ScenarioTestCase):
     def test_one_key_gets_429_after_its_count_burst_and_other_keys_do_not(self):
         s = self.start_server()
         run, _ = self.load(s, [Stream("burst", SMALL_RATE, SMALL_DURATION,
-                                      lambda i: create(i, "10.0.4.1", f"small {i}\n"))])
+                                      lambda i: create(i, "10.0.4.1", f"small {i}\n"))],
+                           on_time=False)
         recs = run.records("burst")
         ok = [r for r in recs if r.status == 201]
         limited = [r for r in recs if r.status == 429]
-        bound = token_bound(IP_BURST, IP_RATE, SMALL_DURATION)
+        bound = token_bound(IP_BURST, IP_RATE, run.window("burst")[1])
         other = s.create("another key\n", headers=xff("10.0.4.2"))
         lg.report("abuse_one_key_count", {"requests": len(recs), "201": len(ok),
                                           "429": len(limited), "reasons": lg.by_reason(limited),
@@ -139,18 +149,21 @@ class AbuseTest(lg.ScenarioTestCase):
         s = self.start_server(global_create_rate=GLOBAL_RATE, global_create_burst=GLOBAL_BURST)
         rate = 3 * GLOBAL_RATE
         run, _ = self.load(s, [Stream("spread", rate, SPREAD_DURATION,
-                                      lambda i: create(i, client_ip(i, 10), f"spread {i}\n"))])
+                                      lambda i: create(i, client_ip(i, 10), f"spread {i}\n"))],
+                           on_time=False)
         recs = run.records("spread")
         ok = [r for r in recs if r.status == 201]
         limited = [r for r in recs if r.status == 429]
-        bound = token_bound(GLOBAL_BURST, GLOBAL_RATE, SPREAD_DURATION)
+        shortest, longest = run.window("spread")
+        bound = token_bound(GLOBAL_BURST, GLOBAL_RATE, longest)
+        least = token_bound(GLOBAL_BURST, GLOBAL_RATE, shortest) - 1
         lg.report("abuse_many_keys_count", {"requests": len(recs), "keys": len(recs),
                                             "201": len(ok), "429": len(limited),
                                             "reasons": lg.by_reason(limited)},
                   predicted={"201": f"~{bound - 1} (burst {GLOBAL_BURST} + {GLOBAL_RATE}/s)"})
         self.assertStatuses(recs, {201, 429}, "spread flood")
         self.assertLessEqual(len(ok), bound)
-        self.assertGreaterEqual(len(ok), 0.85 * (bound - 1), "the global cap shed honest headroom")
+        self.assertGreaterEqual(len(ok), 0.85 * least, "the global cap shed honest headroom")
         self.assertRejected(limited, 429, "global_count")
 
     def test_flood_across_many_keys_is_held_by_the_global_byte_cap(self):
@@ -161,12 +174,14 @@ class AbuseTest(lg.ScenarioTestCase):
         rate = 30.0  # 3 MB/s against 1 MB/s
         before = self.bytes_received(s)
         run, _ = self.load(s, [Stream("spread_bytes", rate, SPREAD_DURATION,
-                                      lambda i: create(i, client_ip(i, 11), body))])
+                                      lambda i: create(i, client_ip(i, 11), body))], on_time=False)
         received = self.bytes_received(s) - before
         recs = run.records("spread_bytes")
         ok = [r for r in recs if r.status == 201]
         limited = [r for r in recs if r.status == 429]
-        bound = token_bound(GLOBAL_BYTES_BURST, GLOBAL_BYTES_RATE, SPREAD_DURATION, size)
+        shortest, longest = run.window("spread_bytes")
+        bound = token_bound(GLOBAL_BYTES_BURST, GLOBAL_BYTES_RATE, longest, size)
+        least = token_bound(GLOBAL_BYTES_BURST, GLOBAL_BYTES_RATE, shortest, size) - 1
         lg.report("abuse_many_keys_bytes", {
             "requests": len(recs), "201": len(ok), "429": len(limited),
             "admitted_bytes": len(ok) * size, "reasons": lg.by_reason(limited),
@@ -174,7 +189,7 @@ class AbuseTest(lg.ScenarioTestCase):
             predicted={"201": f"~{bound - 1} (1 MB burst + 1 MB/s of 100 KB bodies)"})
         self.assertStatuses(recs, {201, 429}, "spread flood")
         self.assertLessEqual(len(ok), bound)
-        self.assertGreaterEqual(len(ok), 0.85 * (bound - 1))
+        self.assertGreaterEqual(len(ok), 0.85 * least)
         self.assertRejected(limited, 429, "global_bytes")
         self.assertLessEqual(received, len(ok) * (size + 1024) + len(limited) * READ_PER_REJECT
                              + 64 * 1024)
@@ -185,12 +200,13 @@ class AbuseTest(lg.ScenarioTestCase):
         and the answer to one create from `other_key` afterwards."""
         s = self.start_server()
         run, _ = self.load(s, [Stream(name, SMALL_RATE, SMALL_DURATION, lambda i: create(
-            i, make_key(i), f"{name} {i}\n", {"User-Agent": f"client-{i % clients}"}))])
+            i, make_key(i), f"{name} {i}\n", {"User-Agent": f"client-{i % clients}"}))],
+                           on_time=False)
         other = s.create(f"{name} other\n", headers=xff(other_key))
         recs = run.records(name)
         ok = [r for r in recs if r.status == 201]
         limited = [r for r in recs if r.status == 429]
-        bound = token_bound(IP_BURST, IP_RATE, SMALL_DURATION)
+        bound = token_bound(IP_BURST, IP_RATE, run.window(name)[1])
         lg.report(f"abuse_{name}", {"requests": len(recs),
                                     "distinct_header_values": len({r.tag for r in recs}),
                                     "201": len(ok), "429": len(limited),
