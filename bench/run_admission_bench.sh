@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the admission benchmarks alone (no Boost, no server) in Release and writes the figures
-# to bench/results/admission.txt. Usage: bench/run_admission_bench.sh [extra benchmark flags]
+# to bench/results/admission.txt (or $OUT). Usage: bench/run_admission_bench.sh [extra benchmark flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/bench-adm
@@ -9,7 +9,7 @@ cmake -S . -B "$build" -DSLUICE_ONLY_ADMISSION=ON -DSLUICE_BUILD_BENCH=ON -DSLUI
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$jobs" --target admission_bench
 mkdir -p bench/results
-out=bench/results/admission.txt
+out=${OUT:-bench/results/admission.txt}
 cmd=("$build/admission_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@")
 {
   echo "# sluice admission benchmarks"

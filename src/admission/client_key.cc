@@ -25,6 +25,8 @@ std::optional<IpAddress> ParseBare(std::string_view text) {
   // INET6_ADDRSTRLEN is 46; anything longer is not an address, and the copy needs a terminator.
   char buf[64];
   if (text.empty() || text.size() >= sizeof(buf)) return std::nullopt;
+  // inet_pton would stop at a NUL and take "1.2.3.4\0junk" for 1.2.3.4.
+  if (text.find('\0') != std::string_view::npos) return std::nullopt;
   std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';
   IpAddress address;
@@ -76,39 +78,44 @@ std::optional<IpAddress> IpAddress::Parse(std::string_view text) {
   return ParseBare(text);
 }
 
+std::optional<Cidr> Cidr::Parse(std::string_view text) {
+  text = Trim(text);
+  int bits = -1;
+  if (const size_t slash = text.find('/'); slash != std::string_view::npos) {
+    const std::string_view digits = text.substr(slash + 1);
+    if (!AllDigits(digits) || digits.size() > 3) return std::nullopt;
+    bits = 0;
+    for (const char c : digits) bits = bits * 10 + (c - '0');
+    text = text.substr(0, slash);
+  }
+  std::optional<IpAddress> address = ParseBare(text);
+  if (!address) return std::nullopt;
+  // The spelling says how the bits count: "::ffff:192.0.2.0/120" is an IPv6 block, whose bits
+  // already count the 96 mapped ones; "192.0.2.0/24" counts them on top.
+  const bool v4_spelling = text.find(':') == std::string_view::npos;
+  const int width = v4_spelling ? 32 : 128;
+  if (bits < 0) bits = width;
+  if (bits > width) return std::nullopt;
+  const int bits128 = v4_spelling ? bits + 96 : bits;
+  return Cidr{Masked(*address, bits128), bits128};
+}
+
 Result<TrustedProxies> TrustedProxies::Parse(std::span<const std::string> entries) {
   TrustedProxies proxies;
   for (const std::string& entry : entries) {
-    std::string_view text = Trim(entry);
-    int prefix_bits = -1;
-    const size_t slash = text.find('/');
-    if (slash != std::string_view::npos) {
-      std::string_view bits = text.substr(slash + 1);
-      if (!AllDigits(bits) || bits.size() > 3) {
-        return MakeError(ErrorCode::kInvalidArgument, "bad trusted proxy prefix: " + entry);
-      }
-      prefix_bits = std::stoi(std::string(bits));
-      text = text.substr(0, slash);
+    std::optional<Cidr> block = Cidr::Parse(entry);
+    if (!block) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "bad trusted proxy: " + entry + " (an address or a CIDR block)");
     }
-    std::optional<IpAddress> address = ParseBare(text);
-    if (!address) {
-      return MakeError(ErrorCode::kInvalidArgument, "bad trusted proxy address: " + entry);
-    }
-    const int width = address->IsV4() ? 32 : 128;
-    if (prefix_bits < 0) prefix_bits = width;
-    if (prefix_bits > width) {
-      return MakeError(ErrorCode::kInvalidArgument, "trusted proxy prefix too long: " + entry);
-    }
-    // IPv4 blocks live in the mapped range, so their prefix counts the 96 mapped bits too.
-    const int bits128 = address->IsV4() ? prefix_bits + 96 : prefix_bits;
-    proxies.blocks_.push_back(Block{Masked(*address, bits128), bits128});
+    proxies.blocks_.push_back(*block);
   }
   return proxies;
 }
 
 bool TrustedProxies::Contains(const IpAddress& address) const {
-  return std::any_of(blocks_.begin(), blocks_.end(), [&](const Block& block) {
-    return Masked(address, block.prefix_bits).bytes == block.base.bytes;
+  return std::any_of(blocks_.begin(), blocks_.end(), [&](const Cidr& block) {
+    return Masked(address, block.bits).bytes == block.base.bytes;
   });
 }
 

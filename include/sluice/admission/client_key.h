@@ -27,6 +27,17 @@ struct IpAddress {
   static std::optional<IpAddress> Parse(std::string_view text);
 };
 
+/// A network: an address with its low bits cleared and how many bits lead, counted over the
+/// 128-bit form (an IPv4 /24 is 96 + 24 = 120 bits). A value type.
+struct Cidr {
+  IpAddress base;
+  int bits = 128;
+  /// Parses "10.0.0.0/8", "fd00::/8" and a bare address (all its bits). Bits below the prefix
+  /// that are set are cleared ("10.1.2.3/8" is 10.0.0.0/8), as every list writer expects. Spaces
+  /// around it are ignored; anything else is nullopt.
+  static std::optional<Cidr> Parse(std::string_view text);
+};
+
 /// A set of trusted proxy addresses and CIDR blocks ("10.0.0.0/8", "::1", "fd00::/8").
 /// Immutable after Parse, so thread-safe to share.
 class TrustedProxies {
@@ -40,11 +51,7 @@ class TrustedProxies {
   bool empty() const { return blocks_.empty(); }
 
  private:
-  struct Block {
-    IpAddress base;   // already masked
-    int prefix_bits;  // over the 128-bit (mapped) form
-  };
-  std::vector<Block> blocks_;
+  std::vector<Cidr> blocks_;
 };
 
 /// The limiter key of a request.
