@@ -76,7 +76,7 @@ check-dev:
 
 check-dev-parallel:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
-	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|image|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$' $(CTEST_EXTRA)
+	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$' $(CTEST_EXTRA)
 
 check-dev-serial:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -L serial $(CTEST_EXTRA)
@@ -212,12 +212,13 @@ clean:
 # refuses the hybrid cgroups of some hosts.
 IMAGE_DEB = build/deb/sluice_$(shell dpkg-parsechangelog -S Version 2>/dev/null)_$(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null).deb
 .PHONY: image image-services test-image
-# The image test alone (tests/deploy/test_image.py, ctest label `image`): not in `make test` yet.
+# The image and compose tests alone (tests/deploy/test_image.py, test_compose.py, ctest label
+# `image`); make test runs them in its parallel stage.
 test-image:
-	@scripts/install-deps.sh image
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build-dev-suite
 	ctest --test-dir $(DEV) --output-on-failure -L image
+
 image:
 	@scripts/install-deps.sh image
 	@[ -f $(IMAGE_DEB) ] || $(MAKE) --no-print-directory deb
