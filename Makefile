@@ -19,7 +19,8 @@ build: deps
 run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
-# Everything: integration, scenario, stack, browser and backend tests on the dev build; then the
+# Everything: integration, scenario, stack, browser and backend tests on the dev build, and the
+# image and the compose fleet under podman (their bases kept between runs); then the
 # unit tests (the highlighter's worker pool included), every fuzz target's corpus and its mutations
 # (fuzz/replay_main.cc) and the server's API and hostile-input suites under AddressSanitizer+UBSan;
 # then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
