@@ -108,9 +108,9 @@ previous=$("${podman[@]}" image inspect --format '{{.Id}}' "$image:latest" 2>/de
 # The image this one replaced under the tag, once nothing else names it: make test builds one for
 # every binary it tests (tests/deploy/podman_harness.py), and untagged images would pile up in the
 # store run after run. One a container still uses stays (podman refuses).
-if [ -n "$previous" ] &&
-  [ "$("${podman[@]}" image inspect --format '{{.Id}} {{len .RepoTags}}' "$previous" 2>/dev/null)" = "$previous 0" ]; then
-  "${podman[@]}" image rm "$previous" >/dev/null 2>&1 || true
+if [ -n "$previous" ]; then
+  names=$("${podman[@]}" image inspect --format '{{len .RepoTags}}' "$previous" 2>/dev/null || true)
+  [ "$names" != 0 ] || "${podman[@]}" image rm "$previous" >/dev/null 2>&1 || true
 fi
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image:latest")
 echo "built $image:$package_version ($((size / 1000000)) MB) in $(($(date +%s) - started)) s"
