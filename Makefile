@@ -19,7 +19,8 @@ build: deps
 run: build
 	$(DEV)/sluice serve --listen 127.0.0.1:8080 --data-dir ./sluice-data
 
-# Everything: integration, scenario, stack, browser and backend tests on the dev build; then the
+# Everything: integration, scenario, stack, browser and backend tests on the dev build, and the
+# image and the compose fleet under podman (their bases kept between runs); then the
 # unit tests (the highlighter's worker pool included), every fuzz target's corpus and its mutations
 # (fuzz/replay_main.cc) and the server's API and hostile-input suites under AddressSanitizer+UBSan;
 # then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
@@ -76,7 +77,7 @@ check-dev:
 
 check-dev-parallel:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -j$(JOBS) \
-	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|image|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$' $(CTEST_EXTRA)
+	  -LE '$(if $(DEV_SKIP),$(DEV_SKIP)|)serial|$(SANITIZED_GTESTS)' -E '_NOT_BUILT$$' $(CTEST_EXTRA)
 
 check-dev-serial:
 	@$(STAGE_CLOCK) ctest --test-dir $(DEV) --output-on-failure -L serial $(CTEST_EXTRA)
@@ -212,12 +213,13 @@ clean:
 # refuses the hybrid cgroups of some hosts.
 IMAGE_DEB = build/deb/sluice_$(shell dpkg-parsechangelog -S Version 2>/dev/null)_$(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null).deb
 .PHONY: image image-services test-image
-# The image test alone (tests/deploy/test_image.py, ctest label `image`): not in `make test` yet.
+# The image and compose tests alone (tests/deploy/test_image.py, test_compose.py, ctest label
+# `image`); make test runs them in its parallel stage.
 test-image:
-	@scripts/install-deps.sh image
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build-dev-suite
 	ctest --test-dir $(DEV) --output-on-failure -L image
+
 image:
 	@scripts/install-deps.sh image
 	@[ -f $(IMAGE_DEB) ] || $(MAKE) --no-print-directory deb

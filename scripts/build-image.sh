@@ -100,9 +100,17 @@ context=$(mktemp -d "${TMPDIR:-/tmp}/sluice-image.XXXXXX")
 trap 'rm -rf "$context"' EXIT
 cp "$deb" "$context/"
 package_version=$(dpkg-deb -f "$deb" Version)
+previous=$("${podman[@]}" image inspect --format '{{.Id}}' "$image:latest" 2>/dev/null || true)
 "${podman[@]}" build --pull=never --format docker -f Containerfile --build-arg "BASE=$base_tag" \
   --label "org.opencontainers.image.version=$package_version" \
   --label "org.opencontainers.image.source=sluice $(git describe --always --dirty 2>/dev/null || echo unknown)" \
   -t "$image:$package_version" -t "$image:latest" "$context" >&2
+# The image this one replaced under the tag, once nothing else names it: make test builds one for
+# every binary it tests (tests/deploy/podman_harness.py), and untagged images would pile up in the
+# store run after run. One a container still uses stays (podman refuses).
+if [ -n "$previous" ]; then
+  names=$("${podman[@]}" image inspect --format '{{len .RepoTags}}' "$previous" 2>/dev/null || true)
+  [ "$names" != 0 ] || "${podman[@]}" image rm "$previous" >/dev/null 2>&1 || true
+fi
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image:latest")
 echo "built $image:$package_version ($((size / 1000000)) MB) in $(($(date +%s) - started)) s"

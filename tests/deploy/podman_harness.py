@@ -5,16 +5,15 @@ podman here needs runc (crun refuses the machine's hybrid cgroups) and limits no
 process has (raising them is not permitted), which is the harness's business, not the user's.
 """
 
-import glob
 import http.client
 import json
 import os
 import resource
 import shutil
 import subprocess
-import tempfile
 import unittest
 
+from package_under_test import deb_under_test
 from sluice_harness import wait_until  # noqa: F401  (the suites import it from here)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,30 +56,18 @@ def require_podman(*tools):
 
 
 def build_image():
-    """Builds TEST_IMAGE from the build under test: its .deb (scripts/build-deb.sh packaging
-    SLUICE_BIN's build dir, as tests/deploy/test_debian_package.py does), then
-    scripts/build-image.sh, whose base is kept between runs. Returns the image's name and the
-    build's last line (its size and time)."""
-    binary = os.environ.get("SLUICE_BIN") or os.path.join(REPO, "build", "dev", "sluice")
-    if not os.path.isfile(binary):
-        raise unittest.SkipTest(f"no sluice binary at {binary}")
-    build_dir = os.path.dirname(os.path.abspath(binary))
-    run(["cmake", "--build", build_dir, "--target", "sluice_reference"], timeout=600, check=True)
-    out = tempfile.mkdtemp(prefix="sluice-image-deb-")
+    """Builds TEST_IMAGE from the build under test: its .deb, the one the package test installs
+    (package_under_test.py), on scripts/build-image.sh's base, which is kept between runs.
+    Returns the image's name and the build's last line (its size and time)."""
+    deb, folder, owned = deb_under_test()
     try:
-        env = dict(os.environ, SLUICE_DEB_PREBUILT=build_dir, SLUICE_DEB_OUT=out,
-                   SLUICE_DEB_LINTIAN="0")
-        run([os.path.join(REPO, "scripts", "build-deb.sh"), "--no-check-builddeps"], env=env,
-            cwd=REPO, timeout=600, check=True)
-        deb = glob.glob(os.path.join(out, "sluice_*.deb"))
-        if len(deb) != 1:
-            raise AssertionError(f"packages {os.listdir(out)}")
         # A cold machine builds the base first (mmdebstrap): minutes.
-        built = run([os.path.join(REPO, "scripts", "build-image.sh"), deb[0]],
+        built = run([os.path.join(REPO, "scripts", "build-image.sh"), deb],
                     env=dict(podman_env(), SLUICE_IMAGE=TEST_IMAGE), cwd=REPO, timeout=1800,
                     check=True)
     finally:
-        shutil.rmtree(out, ignore_errors=True)
+        if owned:
+            shutil.rmtree(folder, ignore_errors=True)
     return f"{TEST_IMAGE}:latest", built.stdout.strip().splitlines()[-1]
 
 

@@ -1,7 +1,8 @@
 """The Debian package, built from the build under test and installed without touching this machine.
 
 `make deb` builds a release build first; to stay within a minute this packages the build of
-SLUICE_BIN instead, through the same debian/ (scripts/build-deb.sh with SLUICE_DEB_PREBUILT). The
+SLUICE_BIN instead, through the same debian/ (scripts/build-deb.sh with SLUICE_DEB_PREBUILT), once
+for this suite and the image's (package_under_test.py, ctest's fixture `deb`). The
 package's contents and control data are checked with dpkg-deb, then it is installed, checked, run
 and purged in a chroot over an overlay of / in a private mount namespace
 (tests/deploy/install_in_overlay.sh), and the unit is held to `systemd-analyze verify` and to a
@@ -20,7 +21,9 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sluice_harness import SluiceServer  # noqa: E402
+from package_under_test import deb_under_test  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -57,34 +60,14 @@ class DebianPackageTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_tools()
-        binary = os.environ.get("SLUICE_BIN") or os.path.join(REPO, "build", "dev", "sluice")
-        if not os.path.isfile(binary):
-            raise unittest.SkipTest(f"no sluice binary at {binary}")
-        cls.build_dir = os.path.dirname(os.path.abspath(binary))
-        # sluice.1, sluice.toml and the completions come from the binary (CMakeLists.txt,
-        # sluice_reference).
-        built = run(["cmake", "--build", cls.build_dir, "--target", "sluice_reference"])
-        if built.returncode != 0:
-            raise AssertionError(f"cmake --build --target sluice_reference:\n{built.stdout}"
-                                 f"{built.stderr}")
-        cls.out = tempfile.mkdtemp(prefix="sluice-deb-test-")
-        # lintian runs in `make deb`; here the package is judged by what it installs. The build
-        # dependencies are those of a compile this packaging does not do.
-        env = dict(os.environ, SLUICE_DEB_PREBUILT=cls.build_dir, SLUICE_DEB_OUT=cls.out,
-                   SLUICE_DEB_LINTIAN="0")
-        cls.build = run([os.path.join(REPO, "scripts", "build-deb.sh"), "--no-check-builddeps"],
-                        env=env, cwd=REPO)
-        debs = [p for p in glob.glob(os.path.join(cls.out, "sluice_*.deb"))]
-        if cls.build.returncode != 0 or len(debs) != 1:
-            shutil.rmtree(cls.out, ignore_errors=True)
-            raise AssertionError(f"scripts/build-deb.sh failed ({cls.build.returncode}), "
-                                 f"packages {debs}:\n{cls.build.stdout[-4000:]}"
-                                 f"{cls.build.stderr[-4000:]}")
-        cls.deb = debs[0]
+        # The package of the build under test, made once for this suite and the image's
+        # (package_under_test.py): a failed build fails here with its output.
+        cls.deb, cls.out, cls.owns_out = deb_under_test()
 
     @classmethod
     def tearDownClass(cls):
-        shutil.rmtree(getattr(cls, "out", ""), ignore_errors=True)
+        if getattr(cls, "owns_out", False):
+            shutil.rmtree(cls.out, ignore_errors=True)
 
     def test_the_package_holds_the_service_files(self):
         listing = run(["dpkg-deb", "-c", self.deb]).stdout
