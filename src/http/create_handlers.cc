@@ -281,7 +281,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   } else if (browser && views > 0) {
     // No rendering: the render cache must never hold a counted paste's text (src/render/).
     reply = Reply::Html(
-        201, BurnCreatedPage(
+        201, BurnCreatedPage(ReaderOf(req), 
                  url, fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token),
                  views));
   } else if (browser) {
@@ -291,7 +291,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                                    store::PasteId::Parse(in.parent));
     page.created = CreatedNotice{
         fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token)};
-    reply = Reply::Html(201, PastePage(page));
+    reply = Reply::Html(201, PastePage(ReaderOf(req), page));
     reply.Set("X-Sluice-Rung", view.Tag());
   } else {
     reply = Reply::Text(201, url + "\n");
