@@ -36,10 +36,12 @@ deb_tools=(dpkg-dev debhelper lintian)
 # by name); podman-compose runs the compose file. The Kubernetes test uses kubectl's Kustomize (v4
 # or later: Debian 12's kubernetes-client has v2, so it is not installed here) and npm's
 # kubernetes-models.
+# gettext: the translations' checks (tests/web/test_catalogs.py: msgfmt --check, msgcmp) and
+# tools/extract_messages.py's msgmerge; the build reads the catalogs itself (tools/po.py).
 image_tools=(podman runc netavark aardvark-dns mmdebstrap eatmydata podman-compose)
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
-  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server)
+  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server gettext)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;
