@@ -126,9 +126,10 @@ void Prepare(Answer& answer, Reply reply, const Exchange& x, bool wants_html, co
 awaitable<Answer> AnswerOrFail(Exchange& x, const RequestClient& client, const HeaderFields& fields,
                                bool must_close, size_t& label_index, std::string& head) {
   const bool wants_html = WantsHtml(fields);
-  // Only a page has a language: a program's JSON is English whatever the headers say.
-  const Reader reader{wants_html ? PageLanguage(fields) : Lang::kEn,
-                      TargetPath(View(x.parser.get().target()))};
+  // Only a page has a language: a program's JSON is English whatever the headers say. The
+  // reader's path is for the error page the presenter may make: its language switch goes back to
+  // the create page, so a path no route took (the client's bytes) is never written into a form.
+  const Reader reader{wants_html ? PageLanguage(fields) : Lang::kEn, "/"};
   Answer answer;
   std::string failure;
   try {
