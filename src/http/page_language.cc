@@ -1,8 +1,9 @@
 #include "page_language.h"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cctype>
-#include <strings.h>
 
 namespace sluice::http {
 

@@ -280,9 +280,8 @@ std::string PastePage(const Reader& reader, const PasteView& view) {
   page.share_url = view.url;
   if (view.created) page.delete_url = view.created->delete_url;
   page.id = view.id;
-  page.language_label = view.language_label.empty()
-                            ? i18n::Translate(reader.lang, "Plain text")
-                            : std::string_view(view.language_label);
+  page.language_label = view.language_label.empty() ? i18n::Translate(reader.lang, "Plain text")
+                                                    : std::string_view(view.language_label);
   page.size = size;
   page.expires_at = expires_at;
   page.rung = view.rung_tag;
@@ -340,8 +339,9 @@ std::string EncryptedPastePage(const Reader& reader, const EncryptedView& view) 
   return WholePage(reader, {.paste = true, .id = view.id}, page, {.crypt = true});
 }
 
-std::string ErrorPage(const Reader& reader, unsigned status, std::string_view reason, std::string_view message,
-                      std::optional<int64_t> retry_after_seconds, int64_t now_unix) {
+std::string ErrorPage(const Reader& reader, unsigned status, std::string_view reason,
+                      std::string_view message, std::optional<int64_t> retry_after_seconds,
+                      int64_t now_unix) {
   const ProblemSection section = ProblemOf(status, reason);
   const std::string title = ProblemHtml(section, true, reader.lang);
   const std::string text = ProblemHtml(section, false, reader.lang);
@@ -373,7 +373,8 @@ std::string BurnConfirmPage(const Reader& reader, std::string_view id, uint32_t 
                    templates::BurnConfirm{.burn = burn, .id = id, .views_left = left});
 }
 
-std::string BurnCreatedPage(const Reader& reader, std::string_view url, std::string_view delete_url, uint32_t views) {
+std::string BurnCreatedPage(const Reader& reader, std::string_view url, std::string_view delete_url,
+                            uint32_t views) {
   const std::string count = std::to_string(views);
   return WholePage(
       reader, {.created = true},
@@ -391,14 +392,16 @@ std::string ReportedPage(const Reader& reader, std::string_view id) {
 }
 
 std::string DeleteConfirmPage(const Reader& reader, std::string_view id, std::string_view token) {
-  return WholePage(reader, {.delete_paste = true}, templates::DeleteConfirm{.id = id, .token = token});
+  return WholePage(reader, {.delete_paste = true},
+                   templates::DeleteConfirm{.id = id, .token = token});
 }
 
 std::string DeletedPage(const Reader& reader, std::string_view id) {
   return WholePage(reader, {.deleted = true}, templates::Deleted{.id = id});
 }
 
-std::string StatusPage(const Reader& reader, const std::vector<std::pair<std::string, double>>& metrics,
+std::string StatusPage(const Reader& reader,
+                       const std::vector<std::pair<std::string, double>>& metrics,
                        int64_t now_unix) {
   double live = 0, quota = 0, day = 0;
   for (const auto& [key, value] : metrics) {

@@ -1,8 +1,9 @@
-// The HTML pages of the web UI, in the reader's language (docs/translations.md). Their markup is in web/templates, compiled at build time by
-// tools/compile_templates.py into page_templates.h, which escapes every slot unless its name ends
-// in _html: paste text enters a page escaped, or as the highlighter's fragment, which escapes every
-// character itself (render/highlighter.h). Pages carry no inline script or style: the CSP below
-// allows only the binary's own /static files (docs/web.md).
+// The HTML pages of the web UI, in the reader's language (docs/translations.md). Their markup is in
+// web/templates, compiled at build time by tools/compile_templates.py into page_templates.h, which
+// escapes every slot unless its name ends in _html: paste text enters a page escaped, or as the
+// highlighter's fragment, which escapes every character itself (render/highlighter.h). Pages carry
+// no inline script or style: the CSP below allows only the binary's own /static files
+// (docs/web.md).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,6 @@
 #include "page_language.h"
 
 namespace sluice::http {
-
 
 /// Content-Security-Policy of every HTML page: scripts, styles and fetches from this origin only,
 /// nothing inline, no plugins, no framing.
@@ -35,8 +35,8 @@ struct CreatePrefill {
   uint64_t size_bytes = 0;
 };
 /// The create page. `max_paste_bytes` bounds what its script encrypts (docs/encryption.md).
-std::string IndexPage(const Reader& reader, std::string_view default_ttl, uint64_t max_paste_bytes = 1'000'000,
-                      const CreatePrefill* prefill = nullptr);
+std::string IndexPage(const Reader& reader, std::string_view default_ttl,
+                      uint64_t max_paste_bytes = 1'000'000, const CreatePrefill* prefill = nullptr);
 
 /// What the paste page shows beyond the paste: present only on the answer to the create.
 struct CreatedNotice {
@@ -111,8 +111,9 @@ std::string DerivedPage(const Reader& reader, const DerivedView& view);
 
 /// An error a person reads: what happened, whether it is a limit, an overload or a missing paste,
 /// and when to try again.
-std::string ErrorPage(const Reader& reader, unsigned status, std::string_view reason, std::string_view message,
-                      std::optional<int64_t> retry_after_seconds, int64_t now_unix);
+std::string ErrorPage(const Reader& reader, unsigned status, std::string_view reason,
+                      std::string_view message, std::optional<int64_t> retry_after_seconds,
+                      int64_t now_unix);
 
 /// What a browser sees at a burn-after-reading paste's link: a warning and a button whose POST
 /// (to /claim/ID) burns it and shows the text. A GET never burns (chat link previews).
@@ -121,7 +122,8 @@ std::string BurnConfirmPage(const Reader& reader, std::string_view id, uint32_t 
 /// The answer to a browser's burn-after-reading create: the links, never the text (showing it
 /// would need the render cache, and the creator has it anyway).
 /// `views`: the paste's max_views (1 for burn after reading).
-std::string BurnCreatedPage(const Reader& reader, std::string_view url, std::string_view delete_url, uint32_t views = 1);
+std::string BurnCreatedPage(const Reader& reader, std::string_view url, std::string_view delete_url,
+                            uint32_t views = 1);
 
 std::string DeleteConfirmPage(const Reader& reader, std::string_view id, std::string_view token);
 /// The report form of a paste (GET /report/{id}), carrying the form's `token` (the value of its
@@ -132,7 +134,8 @@ std::string DeletedPage(const Reader& reader, std::string_view id);
 
 /// The operator's page: the numbers now (`metrics`, from MetricsRegistry::Collect); the script
 /// then keeps them and the charts live.
-std::string StatusPage(const Reader& reader, const std::vector<std::pair<std::string, double>>& metrics,
+std::string StatusPage(const Reader& reader,
+                       const std::vector<std::pair<std::string, double>>& metrics,
                        int64_t now_unix);
 
 /// RFC 3339 UTC ("2026-12-07T10:00:00Z") for expiry times in JSON and pages.

@@ -76,8 +76,9 @@ PreparedPage SharedPage(std::string_view id, std::string_view kind, i18n::Lang l
   if (new_bytes <= kPreparedPageLimit &&
       held_bytes - old_bytes + new_bytes <= kPreparedPageBudget) {
     held_bytes = held_bytes - old_bytes + new_bytes;
-    slot = Slot{view.html,         view.html.get(), std::string(id), std::string(kind), tag, lang,
-                expires_at,        made};
+    slot =
+        Slot{view.html, view.html.get(), std::string(id), std::string(kind), tag, lang, expires_at,
+             made};
   }
   return made;
 }

@@ -86,10 +86,10 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
     // A GET never burns: a chat's link preview or a prefetch must not eat the one reading. A
     // browser at the paste's link confirms with a POST; everything else is told where to POST.
     if (as == ReadAs::kView && req.WantsHtml()) {
-      co_return std::move(
-          Reply::Html(200, BurnConfirmPage(ReaderOf(req), paste->meta.id.view(), paste->meta.views_left))
-              .Set("Cache-Control", "no-store")
-              .Set("Vary", "Accept"));
+      co_return std::move(Reply::Html(200, BurnConfirmPage(ReaderOf(req), paste->meta.id.view(),
+                                                           paste->meta.views_left))
+                              .Set("Cache-Control", "no-store")
+                              .Set("Vary", "Accept"));
     }
     Reply refused = Reply::Refuse(
         ErrorCode::kInvalidArgument,
@@ -119,8 +119,8 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   // under load revalidates into colours once the load is gone.
   const std::string_view id = paste->meta.id.view();
   const Reader reader = ReaderOf(req);
-  const std::string etag = raw ? fmt::format("\"{}\"", id)
-                               : PageEtag(fmt::format("{}-{}", id, language), reader.lang);
+  const std::string etag =
+      raw ? fmt::format("\"{}\"", id) : PageEtag(fmt::format("{}-{}", id, language), reader.lang);
   const int64_t max_age = std::max<int64_t>(0, paste->meta.expires_at - ctx.clock.UnixSeconds());
   std::string cache_control = fmt::format("public, max-age={}", max_age);
   const std::string_view if_none_match = req.headers.Get("If-None-Match");
@@ -148,8 +148,8 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
   if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
   const auto page = [&] {
-    return PastePage(reader, MakePasteView(ctx, id, language, paste->meta.expires_at, paste->body->size(),
-                                   view, paste->meta.parent));
+    return PastePage(reader, MakePasteView(ctx, id, language, paste->meta.expires_at,
+                                           paste->body->size(), view, paste->meta.parent));
   };
   const bool full_quality = view.rung != admission::Rung::kPlain || view.language.empty() ||
                             view.reason == admission::RungReason::kTooLarge;

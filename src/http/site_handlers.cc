@@ -23,8 +23,8 @@ std::string_view DefaultTtlName(const Context& ctx) {
 }
 
 awaitable<Reply> HandleIndex(const Request& req, Context& ctx) {
-  co_return Reply::Html(200,
-                        IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+  co_return Reply::Html(
+      200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
 }
 
 awaitable<Reply> HandleSetLanguage(const Request& req, Context&) {
@@ -99,7 +99,8 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
 }
 
 awaitable<Reply> HandleStatusPage(const Request& req, Context& ctx) {
-  co_return Uncached(Reply::Html(200, StatusPage(ReaderOf(req), ctx.metrics.Collect(), ctx.clock.UnixSeconds())));
+  co_return Uncached(
+      Reply::Html(200, StatusPage(ReaderOf(req), ctx.metrics.Collect(), ctx.clock.UnixSeconds())));
 }
 
 namespace {

@@ -134,7 +134,9 @@
         .catch(function () {
           const problem = document.getElementById('create-problem');
           if (problem) {
-            problem.textContent = t('The text could not be loaded: copy it from the raw link above.');
+            problem.textContent = t(
+              'The text could not be loaded: copy it from the raw link above.',
+            );
             problem.hidden = false;
           }
         })

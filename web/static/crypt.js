@@ -188,7 +188,10 @@
         total += r.value.length;
         if (total > cap) {
           reader.cancel().catch(function () {});
-          throw new CryptError('too_large', t('the text inflates past {cap} bytes; not opened', { cap: cap }));
+          throw new CryptError(
+            'too_large',
+            t('the text inflates past {cap} bytes; not opened', { cap: cap }),
+          );
         }
         parts.push(r.value);
       }
@@ -282,7 +285,10 @@
     }
     if (e.z === 'none') {
       if (clear.length > cap)
-        throw new CryptError('too_large', t('the text is over {cap} bytes; not opened', { cap: cap }));
+        throw new CryptError(
+          'too_large',
+          t('the text is over {cap} bytes; not opened', { cap: cap }),
+        );
       return clear;
     }
     return inflate(clear, cap);
@@ -347,7 +353,10 @@
       if (bytes.length > max) {
         say(
           problem,
-          t('The paste is {size} bytes; this server keeps at most {max}.', { size: bytes.length, max: max }),
+          t('The paste is {size} bytes; this server keeps at most {max}.', {
+            size: bytes.length,
+            max: max,
+          }),
           true,
         );
         return;
@@ -373,7 +382,11 @@
         const j = await r.json();
         created(j, sealed.key, !!body.burn, !!password.value);
       } catch (x) {
-        say(problem, t('Not created: {why}', { why: x && x.message ? x.message : String(x) }), true);
+        say(
+          problem,
+          t('Not created: {why}', { why: x && x.message ? x.message : String(x) }),
+          true,
+        );
       } finally {
         button.disabled = false;
       }
@@ -485,8 +498,10 @@
     code.hidden = false;
     const download = document.getElementById('download');
     download.href = URL.createObjectURL(new Blob([bytes], { type: 'text/plain;charset=utf-8' }));
-    document.getElementById('decrypted-meta').textContent =
-      t('Decrypted in this browser: {size} bytes', { size: bytes.length });
+    document.getElementById('decrypted-meta').textContent = t(
+      'Decrypted in this browser: {size} bytes',
+      { size: bytes.length },
+    );
     const copy = document.getElementById('copy');
     copy.addEventListener('click', function () {
       const done = function () {

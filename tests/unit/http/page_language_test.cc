@@ -83,7 +83,8 @@ TEST(PageLanguageTest, TheCookieWinsOverAcceptLanguage) {
 }
 
 TEST(PageLanguageTest, ACookieThatIsNoShippedLanguageIsIgnored) {
-  for (const char* cookie : {"sluice_lang=xx", "sluice_lang=DE", "sluice_lang=", "sluice_lang=de-CH"}) {
+  for (const char* cookie :
+       {"sluice_lang=xx", "sluice_lang=DE", "sluice_lang=", "sluice_lang=de-CH"}) {
     EXPECT_EQ(PageLanguage(Fields{{"Accept-Language", "fr"}, {"Cookie", cookie}}), Lang::kFr)
         << cookie;
   }

@@ -4,9 +4,8 @@
 // filling it does.
 #include "../../../src/http/pages.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <string>
 #include <utility>
@@ -43,7 +42,8 @@ TEST(PagesTest, IndexPageEscapesTheFork) {
       prefill.load_from = kText;
       prefill.size_bytes = 1 << 20;
     }
-    ExpectNothingInterpreted(IndexPage(kReader, kText, 1000, &prefill), large ? "fork, large" : "fork");
+    ExpectNothingInterpreted(IndexPage(kReader, kText, 1000, &prefill),
+                             large ? "fork, large" : "fork");
   }
 }
 
@@ -129,8 +129,8 @@ TEST(PagesTest, EveryOtherPageEscapesItsFields) {
 TEST(PagesTest, StatusPageShowsNoScriptButItsOwn) {
   // Its fields are numbers; what it must not gain is an inline script (the CSP forbids them).
   for (const double quota : {0.0, 1e9}) {
-    const std::string page =
-        StatusPage(kReader, {{"sluice_storage_quota_bytes", quota}, {"sluice_storage_live_bytes", 5e8}}, 0);
+    const std::string page = StatusPage(
+        kReader, {{"sluice_storage_quota_bytes", quota}, {"sluice_storage_live_bytes", 5e8}}, 0);
     EXPECT_EQ(page.find("<script>"), std::string::npos);
     EXPECT_NE(page.find(quota > 0 ? "50.0% of the quota" : "none"), std::string::npos);
   }
@@ -199,12 +199,29 @@ std::vector<std::pair<std::string, std::string>> EveryPage(const Reader& reader)
   for (const bool burn : {false, true}) {
     pages.emplace_back("encrypted", EncryptedPastePage(reader, {"AAAA", 0, 10, burn, 1000}));
   }
-  const char* const kReasons[] = {
-      "ip_create_count", "ip_create_bytes", "global_count", "global_bytes", "origin_get_ip",
-      "create_slots", "create_bytes", "read_slots", "fill_cap", "connections", "outcome_unknown",
-      "body_mismatch", "burn_after_reading", "storage_quota", "body_missing", "under_review",
-      "taken_down", "blocked", "report_rate", "report_global_rate", "cross_site", "delete_rate",
-      "other"};
+  const char* const kReasons[] = {"ip_create_count",
+                                  "ip_create_bytes",
+                                  "global_count",
+                                  "global_bytes",
+                                  "origin_get_ip",
+                                  "create_slots",
+                                  "create_bytes",
+                                  "read_slots",
+                                  "fill_cap",
+                                  "connections",
+                                  "outcome_unknown",
+                                  "body_mismatch",
+                                  "burn_after_reading",
+                                  "storage_quota",
+                                  "body_missing",
+                                  "under_review",
+                                  "taken_down",
+                                  "blocked",
+                                  "report_rate",
+                                  "report_global_rate",
+                                  "cross_site",
+                                  "delete_rate",
+                                  "other"};
   for (const unsigned status : {400u, 404u, 409u, 429u, 500u, 503u}) {
     for (const char* reason : kReasons) {
       pages.emplace_back("error", ErrorPage(reader, status, reason, "m", 3725, 0));
@@ -212,18 +229,19 @@ std::vector<std::pair<std::string, std::string>> EveryPage(const Reader& reader)
   }
   for (const uint32_t views : {1u, 3u}) {
     pages.emplace_back("burn confirm", BurnConfirmPage(reader, "AAAA", views));
-    pages.emplace_back("burn created", BurnCreatedPage(reader, "http://h/AAAA", "http://h/d", views));
+    pages.emplace_back("burn created",
+                       BurnCreatedPage(reader, "http://h/AAAA", "http://h/d", views));
   }
   pages.emplace_back("report form", ReportFormPage(reader, "AAAA", "t"));
   pages.emplace_back("reported", ReportedPage(reader, "AAAA"));
   pages.emplace_back("delete confirm", DeleteConfirmPage(reader, "AAAA", "t"));
   pages.emplace_back("deleted", DeletedPage(reader, "AAAA"));
   for (const double quota : {0.0, 1e9}) {
-    pages.emplace_back(
-        "status", StatusPage(reader, {{"sluice_storage_quota_bytes", quota},
-                                      {"sluice_storage_live_bytes", 5e8},
-                                      {"sluice_storage_created_bytes_24h", 300}},
-                             0));
+    pages.emplace_back("status", StatusPage(reader,
+                                            {{"sluice_storage_quota_bytes", quota},
+                                             {"sluice_storage_live_bytes", 5e8},
+                                             {"sluice_storage_created_bytes_24h", 300}},
+                                            0));
   }
   return pages;
 }
@@ -240,12 +258,23 @@ std::string Escaped(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
