@@ -10,6 +10,9 @@
 #
 #   bench/page_pairs.sh 5 before=/tmp/sluice-before after=build/dev/sluice
 #
+# A binary given as LABEL=BINARY@LANG is asked for its pages with Accept-Language: LANG
+# (bench/results/i18n.md: the same binary in English and in German).
+#
 # DURATION=5 CONNS=32 WRK_THREADS=2 PAGES="view create fork error"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,9 +39,13 @@ trap cleanup EXIT
 paste_of_10k src/http/read_handlers.cc "$work/paste10k.txt"
 labels=()
 declare -A url
+declare -A language
 for pair in "$@"; do
   label=${pair%%=*}
-  bin=$(realpath "${pair#*=}")
+  spec=${pair#*=}
+  bin=$(realpath "${spec%@*}")
+  language[$label]=""
+  [[ $spec == *@* ]] && language[$label]=${spec##*@}
   start_labelled_sluice "$label" "$bin"
   base=$sluice_url
   id=$(create_paste "$base" "$work/paste10k.txt" lang=cpp)
@@ -48,10 +55,11 @@ for pair in "$@"; do
   url[$label/error]="$base/AAAAAAAAAAAAAAAA"
   sizes=""
   for page in "${pages[@]}"; do
-    size=$(curl -sS -H 'Accept: text/html' -o /dev/null -w '%{size_download}' "${url[$label/$page]}")
+    size=$(curl -sS -H 'Accept: text/html' ${language[$label]:+-H "Accept-Language: ${language[$label]}"} \
+      -o /dev/null -w '%{size_download}' "${url[$label/$page]}")
     sizes+=" $page $size"
   done
-  echo "# $label ($bin): bytes of each page:$sizes"
+  echo "# $label ($bin${language[$label]:+, Accept-Language: ${language[$label]}}): bytes of each page:$sizes"
   labels+=("$label")
 done
 
@@ -62,6 +70,7 @@ for r in $(seq "$rounds"); do
     for label in "${labels[@]}"; do
       out="$work/$label-$page-round$r.txt"
       wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -H 'Accept: text/html' \
+        ${language[$label]:+-H "Accept-Language: ${language[$label]}"} \
         "${url[$label/$page]}" >"$out" 2>&1
       printf '%s %s round %d: %s req/s, p50 %s ms, p99 %s ms\n' "$label" "$page" "$r" \
         "$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")" \

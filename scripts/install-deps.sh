@@ -37,10 +37,12 @@ deb_tools=(dpkg-dev debhelper lintian)
 # or later: Debian 12's kubernetes-client has v2, so it is not installed here) and npm's
 # kubernetes-models.
 # make test runs both, so the test profile has these too.
+# gettext: the translations' checks (tests/web/test_catalogs.py: msgfmt --check, msgcmp) and
+# tools/extract_messages.py's msgmerge; the build reads the catalogs itself (tools/po.py).
 image_tools=(podman runc netavark aardvark-dns mmdebstrap eatmydata podman-compose)
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
-  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server "${image_tools[@]}")
+  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server gettext "${image_tools[@]}")
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;

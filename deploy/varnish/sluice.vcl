@@ -31,8 +31,14 @@ sub vcl_recv {
     return (pass);
   }
   if (req.url ~ "^/(raw/)?[0-9A-Za-z]{12}$") {
-    # A paste is the same for everyone: no cookie or authorization makes it personal.
-    unset req.http.Cookie;
+    # A paste is the same for everyone: no cookie or authorization makes it personal, but for the
+    # language of its page (docs/translations.md), which the app's Vary: Accept-Language, Cookie
+    # keeps apart: of the cookies only sluice_lang, the reader's choice, goes on to the app.
+    if (req.url !~ "^/raw/" && req.http.Cookie ~ "(^|;\s*)sluice_lang=") {
+      set req.http.Cookie = regsub(req.http.Cookie, "^(.*;\s*)?(sluice_lang=[^;]*).*$", "\2");
+    } else {
+      unset req.http.Cookie;
+    }
     unset req.http.Authorization;
     if (req.url !~ "^/raw/") {
       # /{id} answers a page to browsers and the text to everyone else, with Vary: Accept

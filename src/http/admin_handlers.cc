@@ -108,21 +108,6 @@ bool IsApplicationJson(std::string_view content_type) {
 // form; a POST must carry both, equal. Stateless, so any process of a fleet checks it.
 constexpr std::string_view kFormCookie = "sluice_report";
 
-std::optional<std::string_view> CookieValue(const HeaderFields& headers, std::string_view name) {
-  for (std::string_view line : headers.All("Cookie")) {
-    while (!line.empty()) {
-      const size_t semicolon = std::min(line.find(';'), line.size());
-      std::string_view pair = line.substr(0, semicolon);
-      line.remove_prefix(std::min(semicolon + 1, line.size()));
-      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
-      if (pair.size() > name.size() && pair.starts_with(name) && pair[name.size()] == '=') {
-        return pair.substr(name.size() + 1);
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 // A token as MintDeleteToken makes them (base64url, 22 characters), so a cookie a client wrote
 // is never echoed into the page unless it could be ours.
 bool IsFormToken(std::string_view t) {
@@ -222,7 +207,7 @@ awaitable<Reply> HandleReportForm(const Request& req, Context& ctx) {
     const std::optional<std::string_view> known = CookieValue(req.headers, kFormCookie);
     const std::string token =
         known && IsFormToken(*known) ? std::string(*known) : service::MintDeleteToken();
-    Reply form = Uncached(Reply::Html(200, ReportFormPage(req.id, token)));
+    Reply form = Uncached(Reply::Html(200, ReportFormPage(ReaderOf(req), req.id, token)));
     form.Set(
         "Set-Cookie",
         fmt::format("{}={}; Path=/report; Max-Age=86400; HttpOnly; SameSite=Strict{}", kFormCookie,
@@ -236,7 +221,7 @@ awaitable<Reply> HandleReportForm(const Request& req, Context& ctx) {
                                           FormValue(req.small_body, "note").value_or(""));
   Result<service::ReportReceipt> receipt = co_await std::move(reporting);
   if (!receipt.ok()) co_return Reply::Refuse(receipt.error());
-  co_return Uncached(Reply::Html(200, ReportedPage(req.id)));
+  co_return Uncached(Reply::Html(200, ReportedPage(ReaderOf(req), req.id)));
 }
 
 // One page of the review queue, newest first; `next` is the `before` of the page after it

@@ -47,11 +47,10 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
     PasteView page =
         MakePasteView(ctx, id, "text", paste->meta.expires_at, paste->body->size(), view);
     page.rung_tag = "plain; burn after reading";
-    page.language_label = "Plain text";
     page.raw_url = "/";  // the raw link answers the confirmation (or 404), never the text
     page.reportable = left > 0;
     page.views_left = left;
-    reply = Reply::Html(200, PastePage(page));
+    reply = Reply::Html(200, PastePage(ReaderOf(req), page));
   } else if (as == ClaimAs::kRaw) {
     reply = Reply::Text(200, "");
     reply.shared_body = paste->body;

@@ -280,10 +280,10 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
     reply = Reply::Json(201, JsonText(j));
   } else if (browser && views > 0) {
     // No rendering: the render cache must never hold a counted paste's text (src/render/).
-    reply = Reply::Html(
-        201, BurnCreatedPage(
-                 url, fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token),
-                 views));
+    reply = Reply::Html(201, BurnCreatedPage(ReaderOf(req), url,
+                                             fmt::format("{}/delete/{}?token={}", ctx.base_url, id,
+                                                         created->delete_token),
+                                             views));
   } else if (browser) {
     auto rendering = ctx.renderer.Render(id, text, in.language, req.client.Key());
     const render::RenderedView view = co_await std::move(rendering);
@@ -291,7 +291,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                                    store::PasteId::Parse(in.parent));
     page.created = CreatedNotice{
         fmt::format("{}/delete/{}?token={}", ctx.base_url, id, created->delete_token)};
-    reply = Reply::Html(201, PastePage(page));
+    reply = Reply::Html(201, PastePage(ReaderOf(req), page));
     reply.Set("X-Sluice-Rung", view.Tag());
   } else {
     reply = Reply::Text(201, url + "\n");

@@ -66,11 +66,11 @@ awaitable<Reply> HandleDeleteForm(const Request& req, Context& ctx) {
     // unchanged, and bytes that could be no token cannot make the page invalid UTF-8.
     const std::string token =
         service::QuotedClientText(req.Query("token").value_or(""), kQuotedTokenBytes);
-    co_return std::move(
-        Reply::Html(200, DeleteConfirmPage(req.id, token)).Set("Cache-Control", "no-store"));
+    co_return std::move(Reply::Html(200, DeleteConfirmPage(ReaderOf(req), req.id, token))
+                            .Set("Cache-Control", "no-store"));
   }
   const std::string token = FormValue(req.small_body, "token").value_or("");
-  co_return co_await Delete(req, ctx, token, Reply::Html(200, DeletedPage(req.id)));
+  co_return co_await Delete(req, ctx, token, Reply::Html(200, DeletedPage(ReaderOf(req), req.id)));
 }
 
 }  // namespace sluice::http

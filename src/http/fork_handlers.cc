@@ -22,8 +22,8 @@ Reply RefuseUnforkable(const Status& forkable) { return Reply::Refuse(forkable.e
 
 // The ETag of a derived view: the paste and its parent are immutable, so the id and the kind
 // name the page (full quality only: the plain rung carries none, as the view's).
-Reply DerivedReply(DerivedView& page, const render::RenderedView& view, std::string_view etag,
-                   int64_t expires_at, int64_t max_age) {
+Reply DerivedReply(const Reader& reader, DerivedView& page, const render::RenderedView& view,
+                   std::string_view etag, int64_t expires_at, int64_t max_age) {
   page.rung_tag = view.Tag();
   page.plain = view.rung == admission::Rung::kPlain;
   page.too_large = view.reason == admission::RungReason::kTooLarge;
@@ -41,8 +41,8 @@ Reply DerivedReply(DerivedView& page, const render::RenderedView& view, std::str
     }
   }
   PreparedPage prepared =
-      SharedPage(page.id, page.kind == DerivedView::Kind::kDiff ? "diff" : "markdown", expires_at,
-                 view, std::move(fields), [&] { return DerivedPage(page); });
+      SharedPage(page.id, page.kind == DerivedView::Kind::kDiff ? "diff" : "markdown", reader.lang,
+                 expires_at, view, std::move(fields), [&] { return DerivedPage(reader, page); });
   Reply reply = Reply::Html(200, "");
   reply.shared_body = std::move(prepared.page);
   reply.fixed = std::move(prepared.fields);
@@ -58,8 +58,8 @@ constexpr size_t kPrefillPageBytes = size_t{256} << 10;
 awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
   const std::optional<std::string> from = req.Query("from");
   if (!from || from->empty())
-    co_return Reply::Html(200,
-                          IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+    co_return Reply::Html(
+        200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
   auto reading = ctx.service.Read(req.client, *from);
   auto paste = co_await std::move(reading);
   if (!paste.ok()) co_return Reply::Refuse(paste.error());
@@ -77,8 +77,8 @@ awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
     prefill.load_from = fmt::format("/raw/{}", parent);
     prefill.size_bytes = paste->body->size();
   }
-  Reply reply = Reply::Html(
-      200, IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes, &prefill));
+  Reply reply = Reply::Html(200, IndexPage(ReaderOf(req), DefaultTtlName(ctx),
+                                           ctx.service.options()->max_paste_bytes, &prefill));
   // The page holds the text: as private as the paste's own view is public, but never kept.
   reply.Set("Cache-Control", "no-store");
   co_return reply;
@@ -111,7 +111,8 @@ awaitable<Reply> HandleDiff(const Request& req, Context& ctx) {
     co_return RefuseUnforkable(forkable);
   }
   const std::string id = child->meta.id.str();
-  const std::string etag = fmt::format("\"{}-diff\"", id);
+  const Reader reader = ReaderOf(req);
+  const std::string etag = PageEtag(fmt::format("{}-diff", id), reader.lang);
   const std::string_view if_none_match = req.headers.Get("If-None-Match");
   const int64_t expires_at = std::min(child->meta.expires_at, parent->meta.expires_at);
   const int64_t max_age = std::max<int64_t>(0, expires_at - ctx.clock.UnixSeconds());
@@ -131,7 +132,7 @@ awaitable<Reply> HandleDiff(const Request& req, Context& ctx) {
   page.parent = parent_id;
   auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
   if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
-  co_return DerivedReply(page, view, etag, expires_at, max_age);
+  co_return DerivedReply(reader, page, view, etag, expires_at, max_age);
 }
 
 awaitable<Reply> HandleRendered(const Request& req, Context& ctx) {
@@ -142,7 +143,8 @@ awaitable<Reply> HandleRendered(const Request& req, Context& ctx) {
     co_return RefuseUnforkable(forkable);
   }
   const std::string id = paste->meta.id.str();
-  const std::string etag = fmt::format("\"{}-rendered\"", id);
+  const Reader reader = ReaderOf(req);
+  const std::string etag = PageEtag(fmt::format("{}-rendered", id), reader.lang);
   const int64_t max_age = std::max<int64_t>(0, paste->meta.expires_at - ctx.clock.UnixSeconds());
   const std::string_view if_none_match = req.headers.Get("If-None-Match");
   if (!if_none_match.empty() && if_none_match.find(etag) != std::string_view::npos) {
@@ -158,7 +160,7 @@ awaitable<Reply> HandleRendered(const Request& req, Context& ctx) {
   page.id = id;
   auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
   if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
-  co_return DerivedReply(page, view, etag, paste->meta.expires_at, max_age);
+  co_return DerivedReply(reader, page, view, etag, paste->meta.expires_at, max_age);
 }
 
 }  // namespace sluice::http

@@ -70,6 +70,9 @@ awaitable<Reply> HandleClaimApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleClaimForm(const Request& req, Context& ctx);
 
 awaitable<Reply> HandleIndex(const Request& req, Context& ctx);
+/// POST /settings/language (the footer's form: ui, back): sets the language cookie
+/// (page_language.h) and sends the reader back to the page.
+awaitable<Reply> HandleSetLanguage(const Request& req, Context& ctx);
 awaitable<Reply> HandleHealthz(const Request& req, Context& ctx);
 awaitable<Reply> HandleMetrics(const Request& req, Context& ctx);
 awaitable<Reply> HandleLimits(const Request& req, Context& ctx);

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <ctime>
 #include <map>
 
 #include "assets.h"
+#include "page_language.h"
 #include "page_templates.h"
 #include "sluice/render/highlighter.h"
 #include "sluice/service/text.h"
@@ -21,22 +23,75 @@ struct PageScripts {
   bool share = false;   // qrcode.js and qr.js: the QR code of a share link
 };
 
+// A message of a C++ source in `lang` with its {name} placeholders filled (fmt's named
+// arguments): tools/compile_catalogs.py refuses a translation whose placeholders differ, so the
+// format cannot fail on a shipped catalog.
+template <class... Args>
+std::string Translated(i18n::Lang lang, std::string_view msgid, const Args&... args) {
+  return fmt::format(fmt::runtime(i18n::Translate(lang, msgid)), args...);
+}
+
+// "1.5": the decimal mark is the language's.
+std::string Decimal(i18n::Lang lang, double value) {
+  const auto tenths = static_cast<int64_t>(value * 10 + 0.5);
+  return Translated(lang, "{whole}.{tenth}", fmt::arg("whole", tenths / 10),
+                    fmt::arg("tenth", tenths % 10));
+}
+
+// The footer's language switch: every shipped language, the reader's selected. Made once per
+// language: the list never changes.
+std::string_view LanguageChoices(i18n::Lang lang) {
+  static const auto choices = [] {
+    std::array<std::string, i18n::kLangCount> made;
+    for (size_t shown = 0; shown < i18n::kLangCount; ++shown) {
+      for (size_t i = 0; i < i18n::kLangCount; ++i) {
+        templates::Render(templates::LanguageChoice{.tag = i18n::kLanguages[i].tag,
+                                                    .selected = i == shown,
+                                                    .name = i18n::kLanguages[i].name},
+                          made[shown]);
+      }
+    }
+    return made;
+  }();
+  return choices[static_cast<size_t>(lang)];
+}
+
+// The scripts' messages in the reader's language (i18n::ScriptMessages): JSON data blocks, which
+// the CSP lets a page carry because a browser never runs them; each script reads its own.
+void AppendScriptMessages(i18n::Lang lang, std::string_view script, std::string& out) {
+  const std::string_view json = i18n::ScriptMessages(lang, script);
+  if (json.empty()) return;
+  out.append("<script type=\"application/json\" id=\"i18n-");
+  out.append(script);
+  out.append("\">");
+  out.append(json);
+  out.append("</script>\n");
+}
+
 // Renders `page` inside the layout: the title, the stylesheet, app.js and the page's own scripts.
 // The scripts that see an encrypted paste's key carry their Subresource Integrity: a page that
 // holds one must run exactly the script this binary shipped, whatever a cache or a proxy on the
 // way holds.
 template <class Page>
-std::string WholePage(const templates::Title& title, const Page& page, PageScripts scripts = {}) {
+std::string WholePage(const Reader& reader, const templates::Title& title, const Page& page,
+                      PageScripts scripts = {}) {
   std::string title_html;
-  templates::Render(title, title_html);
+  templates::Render(title, reader.lang, title_html);
   std::string body;
-  templates::Render(page, body);
+  templates::Render(page, reader.lang, body);
   static const Asset* const qrcode = FindAsset("/static/qrcode.js");
   static const Asset* const qr = FindAsset("/static/qr.js");
   static const Asset* const crypt = FindAsset("/static/crypt.js");
+  std::string messages;
+  AppendScriptMessages(reader.lang, "app", messages);
+  if (scripts.status) AppendScriptMessages(reader.lang, "status", messages);
+  if (scripts.share) AppendScriptMessages(reader.lang, "qr", messages);
+  if (scripts.crypt) AppendScriptMessages(reader.lang, "crypt", messages);
   templates::Layout layout;
+  layout.lang = LanguageTag(reader.lang);
   layout.title_html = title_html;
   layout.style_url = AssetUrl("/static/style.css");
+  layout.messages_html = messages;
   layout.app_url = AssetUrl("/static/app.js");
   layout.status = scripts.status;
   layout.status_url = AssetUrl("/static/status.js");
@@ -49,15 +104,11 @@ std::string WholePage(const templates::Title& title, const Page& page, PageScrip
   layout.crypt_url = crypt->versioned_path;
   layout.crypt_integrity = crypt->integrity;
   layout.body_html = body;
+  layout.back = reader.path;
+  layout.language_choices_html = LanguageChoices(reader.lang);
   std::string out;
-  templates::Render(layout, out);
+  templates::Render(layout, reader.lang, out);
   return out;
-}
-
-std::string SizeInWords(uint64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} bytes", bytes);
-  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
 }
 
 std::string ClockTime(int64_t unix_seconds) {
@@ -117,12 +168,12 @@ ProblemSection ProblemOf(unsigned status, std::string_view reason) {
 }
 
 // The problem's title or its explanation, as markup (its template's text, escaped there).
-std::string ProblemHtml(ProblemSection section, bool title) {
+std::string ProblemHtml(ProblemSection section, bool title, i18n::Lang lang) {
   templates::Problem problem;
   problem.*section = true;
   problem.title = title;
   std::string html;
-  templates::Render(problem, html);
+  templates::Render(problem, lang, html);
   while (!html.empty() && html.back() == '\n') html.pop_back();
   return html;
 }
@@ -138,29 +189,57 @@ std::string FormatUnixTime(int64_t unix_seconds) {
   return buf;
 }
 
-std::string DurationInWords(int64_t seconds) {
-  auto unit = [](int64_t n, const char* name) {
-    return fmt::format("{} {}{}", n, name, n == 1 ? "" : "s");
+std::string SizeInWords(uint64_t bytes, i18n::Lang lang) {
+  if (bytes < 1024) return Translated(lang, "{n} bytes", fmt::arg("n", bytes));
+  if (bytes < 1024 * 1024) {
+    return Translated(lang, "{n} KiB", fmt::arg("n", Decimal(lang, bytes / 1024.0)));
+  }
+  return Translated(lang, "{n} MiB", fmt::arg("n", Decimal(lang, bytes / (1024.0 * 1024))));
+}
+
+std::string DurationInWords(int64_t seconds, i18n::Lang lang) {
+  // One message for 1 and one for more of each unit: every shipped language says a duration with
+  // those two forms (Japanese and Chinese translate both alike). A language with more plural
+  // forms would need ngettext's rules here (docs/translations.md).
+  const auto seconds_text = [lang](int64_t n) {
+    return n == 1 ? Translated(lang, "{n} second", fmt::arg("n", n))
+                  : Translated(lang, "{n} seconds", fmt::arg("n", n));
   };
-  if (seconds < 60) return unit(std::max<int64_t>(seconds, 1), "second");
+  const auto minutes_text = [lang](int64_t n) {
+    return n == 1 ? Translated(lang, "{n} minute", fmt::arg("n", n))
+                  : Translated(lang, "{n} minutes", fmt::arg("n", n));
+  };
+  const auto hours_text = [lang](int64_t n) {
+    return n == 1 ? Translated(lang, "{n} hour", fmt::arg("n", n))
+                  : Translated(lang, "{n} hours", fmt::arg("n", n));
+  };
+  const auto days_text = [lang](int64_t n) {
+    return n == 1 ? Translated(lang, "{n} day", fmt::arg("n", n))
+                  : Translated(lang, "{n} days", fmt::arg("n", n));
+  };
+  const auto both = [lang](const std::string& larger, const std::string& smaller) {
+    return Translated(lang, "{larger} {smaller}", fmt::arg("larger", larger),
+                      fmt::arg("smaller", smaller));
+  };
+  if (seconds < 60) return seconds_text(std::max<int64_t>(seconds, 1));
   if (seconds < 3600) {
     const int64_t rest = seconds % 60;
-    return rest == 0 ? unit(seconds / 60, "minute")
-                     : unit(seconds / 60, "minute") + " " + unit(rest, "second");
+    return rest == 0 ? minutes_text(seconds / 60)
+                     : both(minutes_text(seconds / 60), seconds_text(rest));
   }
   if (seconds < 86400) {
     const int64_t rest = (seconds % 3600) / 60;
-    return rest == 0 ? unit(seconds / 3600, "hour")
-                     : unit(seconds / 3600, "hour") + " " + unit(rest, "minute");
+    return rest == 0 ? hours_text(seconds / 3600)
+                     : both(hours_text(seconds / 3600), minutes_text(rest));
   }
-  return unit(seconds / 86400, "day");
+  return days_text(seconds / 86400);
 }
 
-std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
+std::string IndexPage(const Reader& reader, std::string_view default_ttl, uint64_t max_paste_bytes,
                       const CreatePrefill* prefill) {
   std::string ttls;
   for (const auto& [name, seconds] : service::TtlAllowList()) {
-    const std::string label = DurationInWords(seconds.count());
+    const std::string label = DurationInWords(seconds.count(), reader.lang);
     templates::Render(
         templates::Option{.value = name, .selected = name == default_ttl, .label = label}, ttls);
   }
@@ -173,7 +252,7 @@ std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
         languages);
   }
   const std::string max_bytes = std::to_string(max_paste_bytes);
-  const std::string size = prefill ? SizeInWords(prefill->size_bytes) : std::string();
+  const std::string size = prefill ? SizeInWords(prefill->size_bytes, reader.lang) : std::string();
   templates::Index page;
   page.max_bytes = max_bytes;
   page.fork = prefill != nullptr;
@@ -188,11 +267,11 @@ std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes,
     page.size = size;
     page.text = prefill->text;
   }
-  return WholePage({.new_paste = true}, page, {.crypt = true, .share = true});
+  return WholePage(reader, {.new_paste = true}, page, {.crypt = true, .share = true});
 }
 
-std::string PastePage(const PasteView& view) {
-  const std::string size = SizeInWords(view.size_bytes);
+std::string PastePage(const Reader& reader, const PasteView& view) {
+  const std::string size = SizeInWords(view.size_bytes, reader.lang);
   const std::string expires_at = FormatUnixTime(view.expires_at);
   const std::string views_left = view.views_left ? std::to_string(*view.views_left) : "";
   const std::string shown_lines = std::to_string(view.shown_lines);
@@ -201,7 +280,8 @@ std::string PastePage(const PasteView& view) {
   page.share_url = view.url;
   if (view.created) page.delete_url = view.created->delete_url;
   page.id = view.id;
-  page.language_label = view.language_label;
+  page.language_label = view.language_label.empty() ? i18n::Translate(reader.lang, "Plain text")
+                                                    : std::string_view(view.language_label);
   page.size = size;
   page.expires_at = expires_at;
   page.rung = view.rung_tag;
@@ -222,10 +302,11 @@ std::string PastePage(const PasteView& view) {
   page.one_line = view.shown_lines == 1;
   page.shown_lines = shown_lines;
   page.lines_html = view.lines;
-  return WholePage({.paste = true, .id = view.id}, page, {.share = view.created.has_value()});
+  return WholePage(reader, {.paste = true, .id = view.id}, page,
+                   {.share = view.created.has_value()});
 }
 
-std::string DerivedPage(const DerivedView& view) {
+std::string DerivedPage(const Reader& reader, const DerivedView& view) {
   const bool diff = view.kind == DerivedView::Kind::kDiff;
   const std::string shown_lines = std::to_string(view.shown_lines);
   templates::Derived page;
@@ -242,11 +323,11 @@ std::string DerivedPage(const DerivedView& view) {
   page.code = view.plain || diff;
   page.diff_lines = !view.plain && diff;
   page.fragment_html = view.html;
-  return WholePage({.paste = !diff, .id = view.id, .changes = diff}, page);
+  return WholePage(reader, {.paste = !diff, .id = view.id, .changes = diff}, page);
 }
 
-std::string EncryptedPastePage(const EncryptedView& view) {
-  const std::string size = SizeInWords(view.size_bytes);
+std::string EncryptedPastePage(const Reader& reader, const EncryptedView& view) {
+  const std::string size = SizeInWords(view.size_bytes, reader.lang);
   const std::string expires_at = FormatUnixTime(view.expires_at);
   const std::string max_bytes = std::to_string(view.max_paste_bytes);
   templates::Encrypted page;
@@ -255,17 +336,18 @@ std::string EncryptedPastePage(const EncryptedView& view) {
   page.expires_at = expires_at;
   page.burn = view.burn;
   page.max_bytes = max_bytes;
-  return WholePage({.paste = true, .id = view.id}, page, {.crypt = true});
+  return WholePage(reader, {.paste = true, .id = view.id}, page, {.crypt = true});
 }
 
-std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
-                      std::optional<int64_t> retry_after_seconds, int64_t now_unix) {
+std::string ErrorPage(const Reader& reader, unsigned status, std::string_view reason,
+                      std::string_view message, std::optional<int64_t> retry_after_seconds,
+                      int64_t now_unix) {
   const ProblemSection section = ProblemOf(status, reason);
-  const std::string title = ProblemHtml(section, true);
-  const std::string text = ProblemHtml(section, false);
+  const std::string title = ProblemHtml(section, true, reader.lang);
+  const std::string text = ProblemHtml(section, false, reader.lang);
   const std::string status_text = std::to_string(status);
   const std::string retry_in =
-      retry_after_seconds ? DurationInWords(*retry_after_seconds) : std::string();
+      retry_after_seconds ? DurationInWords(*retry_after_seconds, reader.lang) : std::string();
   const std::string retry_at =
       retry_after_seconds ? ClockTime(now_unix + *retry_after_seconds) : std::string();
   templates::Error page;
@@ -281,42 +363,45 @@ std::string ErrorPage(unsigned status, std::string_view reason, std::string_view
   page.rejected = !page.limit && !page.overload && !page.not_found;
   page.reason = reason;
   page.message = message;
-  return WholePage({.error = true, .status = status_text, .problem_html = title}, page);
+  return WholePage(reader, {.error = true, .status = status_text, .problem_html = title}, page);
 }
 
-std::string BurnConfirmPage(std::string_view id, uint32_t views_left) {
+std::string BurnConfirmPage(const Reader& reader, std::string_view id, uint32_t views_left) {
   const std::string left = std::to_string(views_left);
   const bool burn = views_left <= 1;
-  return WholePage({.limited_views = !burn, .burn_after_reading = burn},
+  return WholePage(reader, {.limited_views = !burn, .burn_after_reading = burn},
                    templates::BurnConfirm{.burn = burn, .id = id, .views_left = left});
 }
 
-std::string BurnCreatedPage(std::string_view url, std::string_view delete_url, uint32_t views) {
+std::string BurnCreatedPage(const Reader& reader, std::string_view url, std::string_view delete_url,
+                            uint32_t views) {
   const std::string count = std::to_string(views);
   return WholePage(
-      {.created = true},
+      reader, {.created = true},
       templates::BurnCreated{
           .burn = views <= 1, .views = count, .share_url = url, .delete_url = delete_url},
       {.share = true});
 }
 
-std::string ReportFormPage(std::string_view id, std::string_view token) {
-  return WholePage({.report = true}, templates::ReportForm{.id = id, .token = token});
+std::string ReportFormPage(const Reader& reader, std::string_view id, std::string_view token) {
+  return WholePage(reader, {.report = true}, templates::ReportForm{.id = id, .token = token});
 }
 
-std::string ReportedPage(std::string_view id) {
-  return WholePage({.reported = true}, templates::Reported{.id = id});
+std::string ReportedPage(const Reader& reader, std::string_view id) {
+  return WholePage(reader, {.reported = true}, templates::Reported{.id = id});
 }
 
-std::string DeleteConfirmPage(std::string_view id, std::string_view token) {
-  return WholePage({.delete_paste = true}, templates::DeleteConfirm{.id = id, .token = token});
+std::string DeleteConfirmPage(const Reader& reader, std::string_view id, std::string_view token) {
+  return WholePage(reader, {.delete_paste = true},
+                   templates::DeleteConfirm{.id = id, .token = token});
 }
 
-std::string DeletedPage(std::string_view id) {
-  return WholePage({.deleted = true}, templates::Deleted{.id = id});
+std::string DeletedPage(const Reader& reader, std::string_view id) {
+  return WholePage(reader, {.deleted = true}, templates::Deleted{.id = id});
 }
 
-std::string StatusPage(const std::vector<std::pair<std::string, double>>& metrics,
+std::string StatusPage(const Reader& reader,
+                       const std::vector<std::pair<std::string, double>>& metrics,
                        int64_t now_unix) {
   double live = 0, quota = 0, day = 0;
   for (const auto& [key, value] : metrics) {
@@ -324,13 +409,13 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
     if (key == "sluice_storage_quota_bytes") quota = value;
     if (key == "sluice_storage_created_bytes_24h") day = value;
   }
-  auto bytes = [](double value) {
-    return SizeInWords(static_cast<uint64_t>(std::max(0.0, value)));
+  auto bytes = [&reader](double value) {
+    return SizeInWords(static_cast<uint64_t>(std::max(0.0, value)), reader.lang);
   };
   const std::string updated = FormatUnixTime(now_unix);
   const std::string live_text = bytes(live);
   const std::string quota_text = bytes(quota);
-  const std::string used = quota > 0 ? fmt::format("{:.1f}", 100.0 * live / quota) : "";
+  const std::string used = quota > 0 ? Decimal(reader.lang, 100.0 * live / quota) : "";
   const std::string day_text = bytes(day);
   templates::Status page;
   page.updated = updated;
@@ -339,7 +424,7 @@ std::string StatusPage(const std::vector<std::pair<std::string, double>>& metric
   page.quota_size = quota_text;
   page.used_percent = used;
   page.created_day = day_text;
-  return WholePage({.status_page = true}, page, {.status = true});
+  return WholePage(reader, {.status_page = true}, page, {.status = true});
 }
 
 }  // namespace sluice::http

@@ -1,8 +1,9 @@
-// The HTML pages of the web UI. Their markup is in web/templates, compiled at build time by
-// tools/compile_templates.py into page_templates.h, which escapes every slot unless its name ends
-// in _html: paste text enters a page escaped, or as the highlighter's fragment, which escapes every
-// character itself (render/highlighter.h). Pages carry no inline script or style: the CSP below
-// allows only the binary's own /static files (docs/web.md).
+// The HTML pages of the web UI, in the reader's language (docs/translations.md). Their markup is in
+// web/templates, compiled at build time by tools/compile_templates.py into page_templates.h, which
+// escapes every slot unless its name ends in _html: paste text enters a page escaped, or as the
+// highlighter's fragment, which escapes every character itself (render/highlighter.h). Pages carry
+// no inline script or style: the CSP below allows only the binary's own /static files
+// (docs/web.md).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "page_language.h"
 
 namespace sluice::http {
 
@@ -32,8 +35,8 @@ struct CreatePrefill {
   uint64_t size_bytes = 0;
 };
 /// The create page. `max_paste_bytes` bounds what its script encrypts (docs/encryption.md).
-std::string IndexPage(std::string_view default_ttl, uint64_t max_paste_bytes = 1'000'000,
-                      const CreatePrefill* prefill = nullptr);
+std::string IndexPage(const Reader& reader, std::string_view default_ttl,
+                      uint64_t max_paste_bytes = 1'000'000, const CreatePrefill* prefill = nullptr);
 
 /// What the paste page shows beyond the paste: present only on the answer to the create.
 struct CreatedNotice {
@@ -46,7 +49,7 @@ struct PasteView {
   std::string raw_url;  // "/raw/ID"
   int64_t expires_at = 0;
   uint64_t size_bytes = 0;
-  std::string language_label;  // "Python", "Plain text"
+  std::string language_label;  // "Python"; "" for plain text, which the page says in its language
   std::string rung_tag;        // the X-Sluice-Rung value, shown small
   bool shed = false;           // on the plain rung: say why, so nobody thinks highlighting broke
   /// On the plain rung because highlighted it outgrew the view's bounds (reason too_large).
@@ -69,7 +72,7 @@ struct PasteView {
   std::string_view lines;
   std::optional<CreatedNotice> created;
 };
-std::string PastePage(const PasteView& view);
+std::string PastePage(const Reader& reader, const PasteView& view);
 
 /// What the page of an end-to-end encrypted paste knows: nothing of its text.
 struct EncryptedView {
@@ -85,7 +88,7 @@ struct EncryptedView {
 /// the envelope (or, for a burn paste, claims it after a confirmation), decrypts it with the key
 /// in the link's fragment, asking for the password when the envelope has one, and shows the text
 /// through textContent only. Without JavaScript it says that this paste needs it.
-std::string EncryptedPastePage(const EncryptedView& view);
+std::string EncryptedPastePage(const Reader& reader, const EncryptedView& view);
 /// A view derived from a paste and rendered in the workers like its highlighting: a fork's diff
 /// against its parent, or a Markdown paste's rendered view.
 struct DerivedView {
@@ -104,38 +107,44 @@ struct DerivedView {
   /// on the plain rung the paste's plain lines.
   std::string_view html;
 };
-std::string DerivedPage(const DerivedView& view);
+std::string DerivedPage(const Reader& reader, const DerivedView& view);
 
 /// An error a person reads: what happened, whether it is a limit, an overload or a missing paste,
 /// and when to try again.
-std::string ErrorPage(unsigned status, std::string_view reason, std::string_view message,
-                      std::optional<int64_t> retry_after_seconds, int64_t now_unix);
+std::string ErrorPage(const Reader& reader, unsigned status, std::string_view reason,
+                      std::string_view message, std::optional<int64_t> retry_after_seconds,
+                      int64_t now_unix);
 
 /// What a browser sees at a burn-after-reading paste's link: a warning and a button whose POST
 /// (to /claim/ID) burns it and shows the text. A GET never burns (chat link previews).
 /// `views_left`: how many readers may still open it (1 for burn after reading).
-std::string BurnConfirmPage(std::string_view id, uint32_t views_left = 1);
+std::string BurnConfirmPage(const Reader& reader, std::string_view id, uint32_t views_left = 1);
 /// The answer to a browser's burn-after-reading create: the links, never the text (showing it
 /// would need the render cache, and the creator has it anyway).
 /// `views`: the paste's max_views (1 for burn after reading).
-std::string BurnCreatedPage(std::string_view url, std::string_view delete_url, uint32_t views = 1);
+std::string BurnCreatedPage(const Reader& reader, std::string_view url, std::string_view delete_url,
+                            uint32_t views = 1);
 
-std::string DeleteConfirmPage(std::string_view id, std::string_view token);
+std::string DeleteConfirmPage(const Reader& reader, std::string_view id, std::string_view token);
 /// The report form of a paste (GET /report/{id}), carrying the form's `token` (the value of its
 /// cookie, src/http/admin_handlers.cc), and the thanks after it (POST).
-std::string ReportFormPage(std::string_view id, std::string_view token);
-std::string ReportedPage(std::string_view id);
-std::string DeletedPage(std::string_view id);
+std::string ReportFormPage(const Reader& reader, std::string_view id, std::string_view token);
+std::string ReportedPage(const Reader& reader, std::string_view id);
+std::string DeletedPage(const Reader& reader, std::string_view id);
 
 /// The operator's page: the numbers now (`metrics`, from MetricsRegistry::Collect); the script
 /// then keeps them and the charts live.
-std::string StatusPage(const std::vector<std::pair<std::string, double>>& metrics,
+std::string StatusPage(const Reader& reader,
+                       const std::vector<std::pair<std::string, double>>& metrics,
                        int64_t now_unix);
 
 /// RFC 3339 UTC ("2026-12-07T10:00:00Z") for expiry times in JSON and pages.
 std::string FormatUnixTime(int64_t unix_seconds);
 
-/// "12 seconds", "3 minutes", "1 hour 5 minutes".
-std::string DurationInWords(int64_t seconds);
+/// "12 seconds", "3 minutes", "1 hour 5 minutes", in `lang`.
+std::string DurationInWords(int64_t seconds, i18n::Lang lang = i18n::Lang::kEn);
+
+/// "512 bytes", "1.5 KiB", "2.0 MiB", in `lang`.
+std::string SizeInWords(uint64_t bytes, i18n::Lang lang = i18n::Lang::kEn);
 
 }  // namespace sluice::http

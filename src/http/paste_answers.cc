@@ -13,7 +13,7 @@ std::string LanguageLabel(std::string_view language) {
   for (const render::Language& l : render::Languages()) {
     if (l.name == language) return l.label;
   }
-  return "Plain text";
+  return "";  // plain text: the page says so in its language
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "page_catalog.h"
 #include "presenter.h"
 #include "sluice/common/identity_memo.h"
 #include "sluice/render/view_renderer.h"
@@ -35,32 +36,36 @@ std::shared_ptr<const FixedFields> RawFields(std::string_view id,
                                              const std::string& etag);
 
 // The page and fixed fields of a view or a derived view: everything in them follows from the
-// paste (immutable), the page asked for (`kind`: the language, "diff" or "markdown"), the shared
-// rendering and its rung tag (which decides the ETag).
+// paste (immutable), the page asked for (`kind`: the language, "diff" or "markdown"), the
+// reader's language (`lang`: the page's words; a German page must never reach an English reader),
+// the shared rendering and its rung tag (which decides the ETag).
 struct PreparedPage {
   std::shared_ptr<const std::string> page;
   std::shared_ptr<const FixedFields> fields;
 };
 
 template <class MakePage>
-PreparedPage SharedPage(std::string_view id, std::string_view kind, int64_t expires_at,
-                        const render::RenderedView& view, std::vector<Header> fields,
-                        MakePage make_page) {
+PreparedPage SharedPage(std::string_view id, std::string_view kind, i18n::Lang lang,
+                        int64_t expires_at, const render::RenderedView& view,
+                        std::vector<Header> fields, MakePage make_page) {
   struct Slot {
     std::weak_ptr<const std::string> html;
     const std::string* seen = nullptr;
     std::string id;
     std::string kind;
     std::string tag;
+    i18n::Lang lang = i18n::Lang::kEn;
     int64_t expires_at = 0;
     PreparedPage prepared;
   };
   thread_local std::array<Slot, kPreparedSlots> slots;
   thread_local size_t held_bytes = 0;
   const std::string tag = view.Tag();
-  Slot& slot = slots[PreparedSlotOf(view.html.get())];
+  // A paste read in two languages takes two slots, not turns at one.
+  Slot& slot =
+      slots[(PreparedSlotOf(view.html.get()) + static_cast<size_t>(lang)) % kPreparedSlots];
   if (IdentifiesString(slot.html, slot.seen, view.html.get()) && slot.id == id &&
-      slot.kind == kind && slot.tag == tag && slot.expires_at == expires_at) {
+      slot.kind == kind && slot.lang == lang && slot.tag == tag && slot.expires_at == expires_at) {
     return slot.prepared;
   }
   fields.insert(fields.begin(), Header{"X-Sluice-Rung", tag});
@@ -72,7 +77,8 @@ PreparedPage SharedPage(std::string_view id, std::string_view kind, int64_t expi
       held_bytes - old_bytes + new_bytes <= kPreparedPageBudget) {
     held_bytes = held_bytes - old_bytes + new_bytes;
     slot =
-        Slot{view.html, view.html.get(), std::string(id), std::string(kind), tag, expires_at, made};
+        Slot{view.html, view.html.get(), std::string(id), std::string(kind), tag, lang, expires_at,
+             made};
   }
   return made;
 }

@@ -127,10 +127,18 @@ void AppendNumber(std::string& out, uint64_t n) {
   out.append(digits, end);
 }
 
+// A page's words follow Accept-Language and the language cookie (page_language.h): a shared
+// cache must keep one copy per language. A field of its own, since a negotiated view already
+// varies on Accept (RFC 9110 12.5.5: several Vary fields combine).
+void AddPageVary(std::vector<Header>& headers) {
+  headers.push_back({"Vary", "Accept-Language, Cookie"});
+}
+
 void AddPageSecurity(std::vector<Header>& headers) {
   headers.push_back({"Content-Security-Policy", std::string(kPageCsp)});
   headers.push_back({"X-Content-Type-Options", "nosniff"});
   headers.push_back({"Referrer-Policy", "no-referrer"});
+  AddPageVary(headers);
 }
 
 }  // namespace
@@ -170,7 +178,7 @@ std::string JsonText(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
+Reply Present(Reply reply, bool wants_html, int64_t now_unix, const Reader& reader) {
   if (reply.error) {
     const Error& e = *reply.error;
     const std::string reason = e.reason.empty() ? std::string(ErrorCodeName(e.code)) : e.reason;
@@ -179,7 +187,8 @@ Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
     const std::string message = service::ReplaceInvalidUtf8(e.message);
     if (wants_html) {
       reply.content_type = "text/html; charset=utf-8";
-      reply.body = ErrorPage(reply.status, reason, message, e.retry_after_seconds, now_unix);
+      reply.body =
+          ErrorPage(reader, reply.status, reason, message, e.retry_after_seconds, now_unix);
     } else {
       // "message" repeats "error" for haste's clients, which print that field of a refusal.
       nlohmann::json j = {{"error", message}, {"message", message}, {"reason", reason}};
@@ -196,6 +205,7 @@ Reply Present(Reply reply, bool wants_html, int64_t now_unix) {
     reply.Set("Content-Security-Policy", kPageCsp);
     reply.Set("X-Content-Type-Options", "nosniff");
     reply.Set("Referrer-Policy", "no-referrer");
+    AddPageVary(reply.headers);
   }
   return reply;
 }

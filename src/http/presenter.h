@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "page_language.h"
 #include "reply.h"
 
 namespace sluice::http {
@@ -21,8 +22,9 @@ namespace sluice::http {
 std::string JsonText(const nlohmann::json& j, int indent = -1);
 
 /// `wants_html`: the client navigates (Request::WantsHtml). `now_unix` dates the error page's
-/// "try again at".
-Reply Present(Reply reply, bool wants_html, int64_t now_unix);
+/// "try again at"; `reader` says its language. Every HTML answer varies on Accept-Language and
+/// Cookie.
+Reply Present(Reply reply, bool wants_html, int64_t now_unix, const Reader& reader = {});
 
 /// Answers that carry content, and so a Content-Length (RFC 9110 6.4.1: not a 1xx, 204 or 304).
 inline bool HasContent(unsigned status) { return status >= 200 && status != 204 && status != 304; }

@@ -31,7 +31,7 @@ Reply ReadEncrypted(const Request& req, Context& ctx, const service::CachedPaste
   if (negotiated && req.WantsHtml()) {
     EncryptedView view{std::string(id), paste.meta.expires_at, paste.meta.size_bytes,
                        paste.meta.burn, ctx.service.options()->max_paste_bytes};
-    Reply reply = Reply::Html(200, EncryptedPastePage(view));
+    Reply reply = Reply::Html(200, EncryptedPastePage(ReaderOf(req), view));
     reply.Set("Vary", "Accept").Set("X-Robots-Tag", "noindex");
     // A burn paste's page must not be kept: the claim it offers works once.
     reply.Set("Cache-Control", paste.meta.burn ? std::string("no-store")
@@ -86,10 +86,10 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
     // A GET never burns: a chat's link preview or a prefetch must not eat the one reading. A
     // browser at the paste's link confirms with a POST; everything else is told where to POST.
     if (as == ReadAs::kView && req.WantsHtml()) {
-      co_return std::move(
-          Reply::Html(200, BurnConfirmPage(paste->meta.id.view(), paste->meta.views_left))
-              .Set("Cache-Control", "no-store")
-              .Set("Vary", "Accept"));
+      co_return std::move(Reply::Html(200, BurnConfirmPage(ReaderOf(req), paste->meta.id.view(),
+                                                           paste->meta.views_left))
+                              .Set("Cache-Control", "no-store")
+                              .Set("Vary", "Accept"));
     }
     Reply refused = Reply::Refuse(
         ErrorCode::kInvalidArgument,
@@ -118,7 +118,9 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   // The view's ETag names full quality only: a plain-rung answer carries none, so a visitor shed
   // under load revalidates into colours once the load is gone.
   const std::string_view id = paste->meta.id.view();
-  const std::string etag = raw ? fmt::format("\"{}\"", id) : fmt::format("\"{}-{}\"", id, language);
+  const Reader reader = ReaderOf(req);
+  const std::string etag =
+      raw ? fmt::format("\"{}\"", id) : PageEtag(fmt::format("{}-{}", id, language), reader.lang);
   const int64_t max_age = std::max<int64_t>(0, paste->meta.expires_at - ctx.clock.UnixSeconds());
   std::string cache_control = fmt::format("public, max-age={}", max_age);
   const std::string_view if_none_match = req.headers.Get("If-None-Match");
@@ -146,15 +148,15 @@ awaitable<Reply> Read(const Request& req, Context& ctx, ReadAs as) {
   auto paying = ctx.service.AdmitPageBytes(req.client.Key(), view.html->size());
   if (Status paid = co_await std::move(paying); !paid.ok()) co_return Reply::Refuse(paid.error());
   const auto page = [&] {
-    return PastePage(MakePasteView(ctx, id, language, paste->meta.expires_at, paste->body->size(),
-                                   view, paste->meta.parent));
+    return PastePage(reader, MakePasteView(ctx, id, language, paste->meta.expires_at,
+                                           paste->body->size(), view, paste->meta.parent));
   };
   const bool full_quality = view.rung != admission::Rung::kPlain || view.language.empty() ||
                             view.reason == admission::RungReason::kTooLarge;
   std::vector<Header> fields = {{"Vary", "Accept"}};
   if (full_quality) fields.push_back({"ETag", etag});
   PreparedPage prepared =
-      SharedPage(id, language, paste->meta.expires_at, view, std::move(fields), page);
+      SharedPage(id, language, reader.lang, paste->meta.expires_at, view, std::move(fields), page);
   Reply reply = Reply::Html(200, "");
   reply.shared_body = std::move(prepared.page);
   reply.fixed = std::move(prepared.fields);

@@ -70,4 +70,19 @@ std::optional<std::string> FormValue(std::string_view encoded, std::string_view 
   return std::nullopt;
 }
 
+std::optional<std::string_view> CookieValue(const HeaderFields& headers, std::string_view name) {
+  for (std::string_view line : headers.All("Cookie")) {
+    while (!line.empty()) {
+      const size_t semicolon = std::min(line.find(';'), line.size());
+      std::string_view pair = line.substr(0, semicolon);
+      line.remove_prefix(std::min(semicolon + 1, line.size()));
+      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+      if (pair.size() > name.size() && pair.starts_with(name) && pair[name.size()] == '=') {
+        return pair.substr(name.size() + 1);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace sluice::http

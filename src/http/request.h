@@ -91,6 +91,8 @@ class RequestClient final : public service::ClientKeySource {
 std::string_view TargetPath(std::string_view target);
 /// Form and query decoding: "%41" is "A" and "+" is a space.
 std::string PercentDecode(std::string_view s);
+/// The value of cookie `name` in the request's Cookie fields, as sent; nullopt if absent.
+std::optional<std::string_view> CookieValue(const HeaderFields& headers, std::string_view name);
 /// The decoded value of `name` in an application/x-www-form-urlencoded string.
 std::optional<std::string> FormValue(std::string_view encoded, std::string_view name);
 

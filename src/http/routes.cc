@@ -118,6 +118,7 @@ std::vector<Route> DefaultRoutes(bool metrics) {
       {"/metrics", read, HandleMetrics, "metrics"},
       {"/api/v1/limits", read, HandleLimits, "limits"},
       {"/status", read, HandleStatusPage, "status"},
+      {"/settings/language", {kPost}, HandleSetLanguage, "language"},
       {"/api/v1/status", read, HandleStatusApi, "status_api"},
       {"/static/{path...}", read, HandleStatic, "static"},
       {"/new", read, HandleNewFrom, "new"},

@@ -105,13 +105,14 @@ struct Answer {
   bool close = false;
 };
 
-void Prepare(Answer& answer, Reply reply, const Exchange& x, bool wants_html, bool must_close,
-             std::string& head) {
+void Prepare(Answer& answer, Reply reply, const Exchange& x, bool wants_html, const Reader& reader,
+             bool must_close, std::string& head) {
   answer.status = reply.status;
   answer.reason = reply.error ? reply.error->reason : std::string();
   // Read now, not before the route ran: a drain that began meanwhile closes this connection.
   answer.close = reply.close || must_close || x.edge.draining.load();
-  answer.presented = Present(std::move(reply), wants_html, x.edge.context.clock.UnixSeconds());
+  answer.presented =
+      Present(std::move(reply), wants_html, x.edge.context.clock.UnixSeconds(), reader);
   if (auto hook = g_before_write_hook.load(std::memory_order_relaxed)) hook(answer.presented);
   head.clear();
   SerializeHead(answer.presented, x.request_id, answer.close, head);
@@ -125,11 +126,15 @@ void Prepare(Answer& answer, Reply reply, const Exchange& x, bool wants_html, bo
 awaitable<Answer> AnswerOrFail(Exchange& x, const RequestClient& client, const HeaderFields& fields,
                                bool must_close, size_t& label_index, std::string& head) {
   const bool wants_html = WantsHtml(fields);
+  // Only a page has a language: a program's JSON is English whatever the headers say. The
+  // reader's path is for the error page the presenter may make: its language switch goes back to
+  // the create page, so a path no route took (the client's bytes) is never written into a form.
+  const Reader reader{wants_html ? PageLanguage(fields) : Lang::kEn, "/"};
   Answer answer;
   std::string failure;
   try {
     Reply reply = co_await Dispatch(x, client, fields, label_index);
-    Prepare(answer, std::move(reply), x, wants_html, must_close, head);
+    Prepare(answer, std::move(reply), x, wants_html, reader, must_close, head);
     co_return answer;
   } catch (const std::exception& e) {
     failure = e.what();
@@ -145,7 +150,7 @@ awaitable<Answer> AnswerOrFail(Exchange& x, const RequestClient& client, const H
   failed.close = !x.parser.is_done();
   answer = Answer{};
   try {
-    Prepare(answer, std::move(failed), x, wants_html, must_close, head);
+    Prepare(answer, std::move(failed), x, wants_html, reader, must_close, head);
   } catch (...) {
     // The hook again (a test's), or memory exhausted: the plainest answer there is.
     static constexpr std::string_view kBody =

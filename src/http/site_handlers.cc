@@ -1,5 +1,6 @@
 // The site's pages and the operator's endpoints: index, health, metrics, limits, status, static
 // files and fault injection.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -21,9 +22,38 @@ std::string_view DefaultTtlName(const Context& ctx) {
   return "1w";
 }
 
-awaitable<Reply> HandleIndex(const Request&, Context& ctx) {
-  co_return Reply::Html(200,
-                        IndexPage(DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+awaitable<Reply> HandleIndex(const Request& req, Context& ctx) {
+  co_return Reply::Html(
+      200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+}
+
+awaitable<Reply> HandleSetLanguage(const Request& req, Context&) {
+  const std::string ui = FormValue(req.small_body, "ui").value_or("");
+  std::string tags;
+  for (const i18n::LangInfo& shipped : i18n::kLanguages) {
+    if (ui == shipped.tag) {
+      // Back to the page the form was on; anything but a path of this site goes to the create
+      // page, so the form cannot be made to send a reader elsewhere (an open redirect).
+      std::string back = FormValue(req.small_body, "back").value_or("/");
+      if (!back.starts_with('/') || back.starts_with("//") || back.starts_with("/\\") ||
+          back.find_first_of("\r\n") != std::string::npos) {
+        back = "/";
+      }
+      Reply reply = Reply::Empty(303);
+      reply.Set("Location", std::move(back));
+      // A year, for every path; readable by no script, since none needs it; Lax, so a link from
+      // elsewhere opens the page in the reader's language.
+      reply.Set("Set-Cookie", fmt::format("{}={}; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax",
+                                          kLanguageCookie, shipped.tag));
+      reply.Set("Cache-Control", "no-store");
+      co_return reply;
+    }
+    tags += tags.empty() ? "" : ", ";
+    tags += shipped.tag;
+  }
+  co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                          fmt::format("ui must be one of the page languages: {}", tags),
+                          "bad_language", 400);
 }
 
 awaitable<Reply> HandleHealthz(const Request&, Context&) { co_return Reply::Text(200, "ok\n"); }
@@ -68,8 +98,9 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
   co_return Uncached(Reply::Json(200, JsonText(j, 2)));
 }
 
-awaitable<Reply> HandleStatusPage(const Request&, Context& ctx) {
-  co_return Uncached(Reply::Html(200, StatusPage(ctx.metrics.Collect(), ctx.clock.UnixSeconds())));
+awaitable<Reply> HandleStatusPage(const Request& req, Context& ctx) {
+  co_return Uncached(
+      Reply::Html(200, StatusPage(ReaderOf(req), ctx.metrics.Collect(), ctx.clock.UnixSeconds())));
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // Accessibility: axe-core (npm) runs on every page sluice renders, in light and in dark, and any
-// violation fails the test with its list.
+// violation fails the test with its list; then on the pages most read in each other shipped
+// language (docs/translations.md), fewer of them, so six languages do not multiply the time.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -123,3 +124,40 @@ test('axe finds nothing on any page, light and dark', async () => {
   assert.deepEqual(found, [], `axe violations:\n${found.join('\n')}`);
   await closeWithFixtures(context);
 });
+
+// The other languages: the create form, a paste just created (its notices, copy buttons and QR
+// code, whose label comes from qr.js's messages), the burn confirmation and the 404 page, in each
+// theme. Longer words and other scripts must not break a label, a contrast or the lang markup.
+test('axe finds nothing in every other language, light and dark', async () => {
+  const languages = { de: 'de-CH', es: 'es', fr: 'fr-FR', ja: 'ja', 'zh-Hans': 'zh-CN' };
+  const found = [];
+  const errors = [];
+  for (const [tag, accept] of Object.entries(languages)) {
+    const context = await chrome.browser.newContext({
+      colorScheme: 'light', viewport: { width: 1100, height: 800 },
+      extraHTTPHeaders: { 'Accept-Language': accept },
+    });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(`${tag}: ${e.message}`));
+    const check = async (name, status, response) => {
+      if (status !== undefined) assert.equal(response.status(), status, `${tag} ${name} answers ${status}`);
+      assert.equal(await page.getAttribute('html', 'lang'), tag, `${name} is in ${tag}`);
+      for (const colorScheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme });
+        found.push(...await violations(page, `${tag} ${name} (${colorScheme})`));
+      }
+    };
+    await page.goto(server.url + '/');
+    await check('new paste form');
+    await check('just created', 201, await submit(page, server.url, 'plain words\n'));
+    const label = await page.getAttribute('#share-link-qr', 'aria-label');
+    assert.ok(label && label !== 'QR code of the link', `${tag}: the QR code's label is translated (${label})`);
+    await check('burn confirmation', 200, await page.goto(
+      (await submit(page, server.url, 'once\n', { burn: true }), await page.inputValue('#share-link'))));
+    await check('404: no such paste', 404, await page.goto(server.url + '/AAAAAAAAAAAA'));
+    await context.close();
+  }
+  assert.deepEqual(errors, [], 'no script errors');
+  assert.deepEqual(found, [], `axe violations:\n${found.join('\n')}`);
+});
+

@@ -224,6 +224,23 @@ class ClientsTest(SluiceTestCase):
         self.assertTrue(get(f"/{key}", "text/html")[1].startswith("text/html"))
         self.assertTrue(get(f"/{key}", "application/json")[1].startswith("text/plain"))
 
+        # The page's language is a variant too (docs/translations.md): Accept-Language, and of the
+        # cookies only the switch's, which Varnish passes on.
+        def lang_of(headers):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                conn.request("GET", f"/{key}", headers={"Accept": browser, **headers})
+                res = conn.getresponse()
+                return re.search(r'<html lang="([^"]+)">', res.read().decode()).group(1)
+            finally:
+                conn.close()
+
+        for _ in range(2):
+            self.assertEqual("de", lang_of({"Accept-Language": "de"}))
+            self.assertEqual("en", lang_of({}))
+            self.assertEqual("fr", lang_of({"Accept-Language": "de",
+                                             "Cookie": "other=1; sluice_lang=fr; x=2"}))
+
     # ---- every awkward byte through every create and read route -----------------------------
 
     def test_awkward_bytes_round_trip_through_every_route(self):

@@ -1,6 +1,23 @@
 // sluice: conveniences only; every page works without this file.
 'use strict';
 (function () {
+  // The page's messages in its language: a JSON data block the server puts in the page
+  // (src/http/pages.cc, docs/translations.md); without one, the English msgids themselves.
+  const messages = (function () {
+    const block = document.getElementById('i18n-app');
+    try {
+      return block ? JSON.parse(block.textContent) : {};
+    } catch {
+      return {};
+    }
+  })();
+  function t(msgid, values) {
+    const text = Object.prototype.hasOwnProperty.call(messages, msgid) ? messages[msgid] : msgid;
+    return text.replace(/\{([a-z_]+)\}/g, function (whole, name) {
+      return values && name in values ? String(values[name]) : whole;
+    });
+  }
+
   function flash(button, text) {
     const old = button.textContent;
     button.textContent = text;
@@ -10,7 +27,7 @@
   }
   function copy(text, button) {
     const done = function () {
-      flash(button, 'Copied');
+      flash(button, t('Copied'));
     };
     const fallback = function () {
       const area = document.createElement('textarea');
@@ -24,7 +41,7 @@
         document.execCommand('copy');
         done();
       } catch {
-        flash(button, 'Copy failed');
+        flash(button, t('Copy failed'));
       }
       area.remove();
     };
@@ -117,7 +134,9 @@
         .catch(function () {
           const problem = document.getElementById('create-problem');
           if (problem) {
-            problem.textContent = 'The text could not be loaded: copy it from the raw link above.';
+            problem.textContent = t(
+              'The text could not be loaded: copy it from the raw link above.',
+            );
             problem.hidden = false;
           }
         })

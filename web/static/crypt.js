@@ -4,6 +4,23 @@
 // the page through textContent only.
 'use strict';
 (function () {
+  // The page's messages in its language: a JSON data block the server puts in the page
+  // (src/http/pages.cc, docs/translations.md); without one, the English msgids themselves.
+  const messages = (function () {
+    const block = document.getElementById('i18n-crypt');
+    try {
+      return block ? JSON.parse(block.textContent) : {};
+    } catch {
+      return {};
+    }
+  })();
+  function t(msgid, values) {
+    const text = Object.prototype.hasOwnProperty.call(messages, msgid) ? messages[msgid] : msgid;
+    return text.replace(/\{([a-z_]+)\}/g, function (whole, name) {
+      return values && name in values ? String(values[name]) : whole;
+    });
+  }
+
   const ALG = 'A256GCM',
     KDF = 'PBKDF2-SHA256',
     ITER = 600000;
@@ -154,7 +171,9 @@
     if (!canDeflate())
       throw new CryptError(
         'unsupported',
-        'this browser cannot decompress this paste (no DecompressionStream("deflate-raw")); use a current browser or sluice get',
+        t(
+          'this browser cannot decompress this paste (no DecompressionStream("deflate-raw")); use a current browser or sluice get',
+        ),
       );
     const reader = new Blob([bytes])
       .stream()
@@ -169,13 +188,16 @@
         total += r.value.length;
         if (total > cap) {
           reader.cancel().catch(function () {});
-          throw new CryptError('too_large', 'the text inflates past ' + cap + ' bytes; not opened');
+          throw new CryptError(
+            'too_large',
+            t('the text inflates past {cap} bytes; not opened', { cap: cap }),
+          );
         }
         parts.push(r.value);
       }
     } catch (x) {
       if (x instanceof CryptError) throw x;
-      throw new CryptError('damaged', 'the compressed text is damaged');
+      throw new CryptError('damaged', t('the compressed text is damaged'));
     }
     const out = new Uint8Array(total);
     let at = 0;
@@ -232,12 +254,12 @@
     if (!linkKey || linkKey.length !== KEY_BYTES) {
       throw new CryptError(
         'bad_key',
-        "the link's key (the part after #) is damaged: copy the whole link",
+        t("the link's key (the part after #) is damaged: copy the whole link"),
       );
     }
     const e = parseEnvelope(envelopeText);
     if (e.kdf && (password === null || password === undefined)) {
-      throw new CryptError('password_required', 'this paste is protected by a password');
+      throw new CryptError('password_required', t('this paste is protected by a password'));
     }
     const key = await aesKey(linkKey, e.kdf, password, 'decrypt');
     let clear;
@@ -253,13 +275,20 @@
       throw new CryptError(
         'wrong_key',
         e.kdf
-          ? "Wrong password, or the link's key is not this paste's (the link may be cut short or altered)."
-          : "The link's key does not open this paste: the link may be cut short or altered, or the paste is damaged.",
+          ? t(
+              "Wrong password, or the link's key is not this paste's (the link may be cut short or altered).",
+            )
+          : t(
+              "The link's key does not open this paste: the link may be cut short or altered, or the paste is damaged.",
+            ),
       );
     }
     if (e.z === 'none') {
       if (clear.length > cap)
-        throw new CryptError('too_large', 'the text is over ' + cap + ' bytes; not opened');
+        throw new CryptError(
+          'too_large',
+          t('the text is over {cap} bytes; not opened', { cap: cap }),
+        );
       return clear;
     }
     return inflate(clear, cap);
@@ -318,13 +347,16 @@
       const max = Number(form.getAttribute('data-max-bytes')) || 1000000;
       const bytes = utf8.encode(area.value);
       if (bytes.length === 0) {
-        say(problem, 'The paste is empty.', true);
+        say(problem, t('The paste is empty.'), true);
         return;
       }
       if (bytes.length > max) {
         say(
           problem,
-          'The paste is ' + bytes.length + ' bytes; this server keeps at most ' + max + '.',
+          t('The paste is {size} bytes; this server keeps at most {max}.', {
+            size: bytes.length,
+            max: max,
+          }),
           true,
         );
         return;
@@ -344,13 +376,17 @@
           credentials: 'omit',
         });
         if (r.status !== 201) {
-          say(problem, 'Not created: ' + (await errorText(r)), true);
+          say(problem, t('Not created: {why}', { why: await errorText(r) }), true);
           return;
         }
         const j = await r.json();
         created(j, sealed.key, !!body.burn, !!password.value);
       } catch (x) {
-        say(problem, 'Not created: ' + (x && x.message ? x.message : String(x)), true);
+        say(
+          problem,
+          t('Not created: {why}', { why: x && x.message ? x.message : String(x) }),
+          true,
+        );
       } finally {
         button.disabled = false;
       }
@@ -368,14 +404,14 @@
     row.appendChild(input);
     const copy = document.createElement('button');
     copy.type = 'button';
-    copy.textContent = 'Copy';
-    copy.setAttribute('aria-label', 'Copy: ' + label);
+    copy.textContent = t('Copy');
+    copy.setAttribute('aria-label', t('Copy: {what}', { what: label }));
     copy.addEventListener('click', function () {
       input.select();
       const done = function () {
-        copy.textContent = 'Copied';
+        copy.textContent = t('Copied');
         setTimeout(function () {
-          copy.textContent = 'Copy';
+          copy.textContent = t('Copy');
         }, 1500);
       };
       if (navigator.clipboard && window.isSecureContext)
@@ -403,26 +439,26 @@
     box.id = 'created';
     const h = document.createElement('h1');
     h.textContent = burn
-      ? 'Encrypted paste created: burns after reading'
-      : 'Encrypted paste created';
+      ? t('Encrypted paste created: burns after reading')
+      : t('Encrypted paste created');
     box.appendChild(h);
     const p = document.createElement('p');
     p.textContent =
-      'Share this whole link: the key after # opens it, and the server never had it.' +
-      (withPassword ? ' Send the password another way.' : '') +
-      (burn ? ' Opening it yourself burns it.' : '');
+      t('Share this whole link: the key after # opens it, and the server never had it.') +
+      (withPassword ? ' ' + t('Send the password another way.') : '') +
+      (burn ? ' ' + t('Opening it yourself burns it.') : '');
     box.appendChild(p);
-    box.appendChild(linkRow('share-link', link, 'Link to this paste, with its key'));
+    box.appendChild(linkRow('share-link', link, t('Link to this paste, with its key')));
     const d = document.createElement('p');
-    d.textContent = 'Delete link, shown only this once:';
+    d.textContent = t('Delete link, shown only this once:');
     box.appendChild(d);
-    box.appendChild(linkRow('delete-link', remove, 'Delete link'));
+    box.appendChild(linkRow('delete-link', remove, t('Delete link')));
     if (!burn) {
       const a = document.createElement('a');
       a.className = 'button';
       a.id = 'open-created';
       a.href = link;
-      a.textContent = 'Open it';
+      a.textContent = t('Open it');
       box.appendChild(a);
     }
     form.hidden = true;
@@ -462,19 +498,21 @@
     code.hidden = false;
     const download = document.getElementById('download');
     download.href = URL.createObjectURL(new Blob([bytes], { type: 'text/plain;charset=utf-8' }));
-    document.getElementById('decrypted-meta').textContent =
-      'Decrypted in this browser: ' + bytes.length + ' bytes';
+    document.getElementById('decrypted-meta').textContent = t(
+      'Decrypted in this browser: {size} bytes',
+      { size: bytes.length },
+    );
     const copy = document.getElementById('copy');
     copy.addEventListener('click', function () {
       const done = function () {
-        copy.textContent = 'Copied';
+        copy.textContent = t('Copied');
         setTimeout(function () {
-          copy.textContent = 'Copy';
+          copy.textContent = t('Copy');
         }, 1500);
       };
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(text).then(done, function () {
-          copy.textContent = 'Copy failed';
+          copy.textContent = t('Copy failed');
         });
       } else {
         const t = document.createElement('textarea');
@@ -487,7 +525,7 @@
           document.execCommand('copy');
           done();
         } catch {
-          copy.textContent = 'Copy failed';
+          copy.textContent = t('Copy failed');
         }
         t.remove();
       }
@@ -507,7 +545,7 @@
       render(await open(envelope, key, password, cap), performance.now() - t0);
     } catch (x) {
       if (x instanceof CryptError && x.code === 'password_required') {
-        say(status, 'Enter the password to decrypt this paste.', false);
+        say(status, t('Enter the password to decrypt this paste.'), false);
         show(unlock, true);
         root.setAttribute('data-state', 'password');
         pw.focus();
@@ -522,8 +560,8 @@
       }
       fail(
         x instanceof CryptError
-          ? 'Cannot decrypt this paste: ' + x.message
-          : 'Cannot decrypt this paste: ' + (x && x.message ? x.message : String(x)),
+          ? t('Cannot decrypt this paste: {why}', { why: x.message })
+          : t('Cannot decrypt this paste: {why}', { why: x && x.message ? x.message : String(x) }),
       );
     }
   }
@@ -538,11 +576,11 @@
     return r.text();
   }
   async function start(url, method) {
-    say(status, 'Decrypting in this browser\u2026', false);
+    say(status, t('Decrypting in this browser…'), false);
     try {
       envelope = await fetchEnvelope(url, method);
     } catch (x) {
-      fail('Cannot fetch this paste: ' + x.message);
+      fail(t('Cannot fetch this paste: {why}', { why: x.message }));
       return;
     }
     await attempt(null);
@@ -553,13 +591,17 @@
   });
   if (!key) {
     fail(
-      'This link has no key (the part after #), so the paste cannot be decrypted. Ask whoever shared it for the whole link.',
+      t(
+        'This link has no key (the part after #), so the paste cannot be decrypted. Ask whoever shared it for the whole link.',
+      ),
     );
     return;
   }
   if (!window.crypto || !crypto.subtle) {
     fail(
-      'This browser has no WebCrypto here (it needs a secure context: https or localhost), so the paste cannot be decrypted.',
+      t(
+        'This browser has no WebCrypto here (it needs a secure context: https or localhost), so the paste cannot be decrypted.',
+      ),
     );
     return;
   }

@@ -5,6 +5,23 @@
 /* global qrcode */
 'use strict';
 (function () {
+  // The page's messages in its language: a JSON data block the server puts in the page
+  // (src/http/pages.cc, docs/translations.md); without one, the English msgids themselves.
+  const messages = (function () {
+    const block = document.getElementById('i18n-qr');
+    try {
+      return block ? JSON.parse(block.textContent) : {};
+    } catch {
+      return {};
+    }
+  })();
+  function t(msgid, values) {
+    const text = Object.prototype.hasOwnProperty.call(messages, msgid) ? messages[msgid] : msgid;
+    return text.replace(/\{([a-z_]+)\}/g, function (whole, name) {
+      return values && name in values ? String(values[name]) : whole;
+    });
+  }
+
   if (typeof qrcode !== 'function') return;
   // The link's bytes as UTF-8 (the library's default keeps only each character's low byte).
   qrcode.stringToBytes = qrcode.stringToBytesFuncs['UTF-8'];
@@ -52,7 +69,7 @@
     canvas.id = input.id + '-qr';
     canvas.className = 'qr';
     canvas.setAttribute('role', 'img');
-    canvas.setAttribute('aria-label', 'QR code of the link');
+    canvas.setAttribute('aria-label', t('QR code of the link'));
     const row = input.closest('.linkrow') || input;
     row.after(canvas);
   }

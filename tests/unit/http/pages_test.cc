@@ -4,9 +4,11 @@
 // filling it does.
 #include "../../../src/http/pages.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::http {
@@ -27,10 +29,12 @@ void ExpectNothingInterpreted(const std::string& page, std::string_view what) {
 }
 
 const std::string kText(kHostile);
+// The footer's form carries the page's path back: hostile too.
+const Reader kReader{Lang::kEn, kHostile};
 
 TEST(PagesTest, IndexPageEscapesTheFork) {
   // The create page without a fork shows no client text: a hostile TTL name selects nothing.
-  EXPECT_EQ(IndexPage(kText, 1000, nullptr).find("<script>alert"), std::string::npos);
+  EXPECT_EQ(IndexPage(kReader, kText, 1000, nullptr).find("<script>alert"), std::string::npos);
   for (const bool large : {false, true}) {
     CreatePrefill prefill{kText, kText, kText};
     if (large) {
@@ -38,7 +42,8 @@ TEST(PagesTest, IndexPageEscapesTheFork) {
       prefill.load_from = kText;
       prefill.size_bytes = 1 << 20;
     }
-    ExpectNothingInterpreted(IndexPage(kText, 1000, &prefill), large ? "fork, large" : "fork");
+    ExpectNothingInterpreted(IndexPage(kReader, kText, 1000, &prefill),
+                             large ? "fork, large" : "fork");
   }
 }
 
@@ -68,7 +73,7 @@ TEST(PagesTest, PastePageEscapesEveryFieldInEveryState) {
           view.shed = shed;
           view.too_large = !shed;
           view.markdown = true;
-          const std::string page = PastePage(view);
+          const std::string page = PastePage(kReader, view);
           ExpectNothingInterpreted(page, "paste");
           // The highlighter's fragment is the one slot shown as it is.
           EXPECT_NE(page.find(kSafeMarkup), std::string::npos);
@@ -93,7 +98,7 @@ TEST(PagesTest, DerivedPageEscapesEveryFieldInEveryState) {
           view.cut = cut;
           view.shown_lines = 1;
           view.html = kSafeMarkup;
-          const std::string page = DerivedPage(view);
+          const std::string page = DerivedPage(kReader, view);
           ExpectNothingInterpreted(page, "derived");
           EXPECT_NE(page.find(kSafeMarkup), std::string::npos);
         }
@@ -104,31 +109,267 @@ TEST(PagesTest, DerivedPageEscapesEveryFieldInEveryState) {
 
 TEST(PagesTest, EveryOtherPageEscapesItsFields) {
   for (const bool burn : {false, true}) {
-    ExpectNothingInterpreted(EncryptedPastePage({kText, 0, 10, burn, 1000}), "encrypted");
+    ExpectNothingInterpreted(EncryptedPastePage(kReader, {kText, 0, 10, burn, 1000}), "encrypted");
   }
   for (const std::optional<int64_t> retry : {std::optional<int64_t>(), std::optional<int64_t>(3)}) {
     for (const unsigned status : {400u, 404u, 429u, 503u}) {
-      ExpectNothingInterpreted(ErrorPage(status, kText, kText, retry, 0), "error");
+      ExpectNothingInterpreted(ErrorPage(kReader, status, kText, kText, retry, 0), "error");
     }
   }
   for (const uint32_t views : {1u, 3u}) {
-    ExpectNothingInterpreted(BurnConfirmPage(kText, views), "burn confirm");
-    ExpectNothingInterpreted(BurnCreatedPage(kText, kText, views), "burn created");
+    ExpectNothingInterpreted(BurnConfirmPage(kReader, kText, views), "burn confirm");
+    ExpectNothingInterpreted(BurnCreatedPage(kReader, kText, kText, views), "burn created");
   }
-  ExpectNothingInterpreted(ReportFormPage(kText, kText), "report form");
-  ExpectNothingInterpreted(ReportedPage(kText), "reported");
-  ExpectNothingInterpreted(DeleteConfirmPage(kText, kText), "delete confirm");
-  ExpectNothingInterpreted(DeletedPage(kText), "deleted");
+  ExpectNothingInterpreted(ReportFormPage(kReader, kText, kText), "report form");
+  ExpectNothingInterpreted(ReportedPage(kReader, kText), "reported");
+  ExpectNothingInterpreted(DeleteConfirmPage(kReader, kText, kText), "delete confirm");
+  ExpectNothingInterpreted(DeletedPage(kReader, kText), "deleted");
 }
 
 TEST(PagesTest, StatusPageShowsNoScriptButItsOwn) {
   // Its fields are numbers; what it must not gain is an inline script (the CSP forbids them).
   for (const double quota : {0.0, 1e9}) {
-    const std::string page =
-        StatusPage({{"sluice_storage_quota_bytes", quota}, {"sluice_storage_live_bytes", 5e8}}, 0);
+    const std::string page = StatusPage(
+        kReader, {{"sluice_storage_quota_bytes", quota}, {"sluice_storage_live_bytes", 5e8}}, 0);
     EXPECT_EQ(page.find("<script>"), std::string::npos);
     EXPECT_NE(page.find(quota > 0 ? "50.0% of the quota" : "none"), std::string::npos);
   }
+}
+
+// Every page in every state its template has, for `reader`, with ordinary (not hostile) values:
+// what a reader of that language can be shown.
+std::vector<std::pair<std::string, std::string>> EveryPage(const Reader& reader) {
+  std::vector<std::pair<std::string, std::string>> pages;
+  pages.emplace_back("index", IndexPage(reader, "1w", 1000));
+  for (const bool large : {false, true}) {
+    CreatePrefill prefill{"x", "AAAA", "python"};
+    if (large) {
+      prefill.text = {};
+      prefill.load_from = "/raw/AAAA";
+      prefill.size_bytes = 3 << 20;
+    }
+    pages.emplace_back("fork", IndexPage(reader, "1w", 1000, &prefill));
+  }
+  for (const bool created : {false, true}) {
+    for (const std::optional<uint32_t> views_left :
+         {std::optional<uint32_t>(), std::optional(0u), std::optional(1u), std::optional(5u)}) {
+      for (const bool cut : {false, true}) {
+        for (const bool shed : {false, true}) {
+          for (const size_t lines : {size_t{1}, size_t{3}}) {
+            PasteView view;
+            view.id = "AAAA";
+            view.url = "http://h/AAAA";
+            view.raw_url = "/raw/AAAA";
+            view.size_bytes = 1536;
+            view.parent = "BBBB";
+            if (created) view.created = CreatedNotice{"http://h/delete/AAAA?token=t"};
+            view.views_left = views_left;
+            view.cut = cut;
+            view.shown_lines = lines;
+            view.shed = shed;
+            view.too_large = !shed;
+            view.markdown = true;
+            pages.emplace_back("paste", PastePage(reader, view));
+          }
+        }
+      }
+    }
+  }
+  for (const auto kind : {DerivedView::Kind::kDiff, DerivedView::Kind::kMarkdown}) {
+    for (const bool plain : {false, true}) {
+      for (const bool too_large : {false, true}) {
+        for (const size_t lines : {size_t{1}, size_t{3}}) {
+          for (const bool same : {false, true}) {
+            DerivedView view;
+            view.kind = kind;
+            view.id = "AAAA";
+            view.parent = "BBBB";
+            view.rung_tag = "full";
+            view.plain = plain;
+            view.too_large = too_large;
+            view.cut = true;
+            view.shown_lines = lines;
+            view.html = same ? "" : "<span>x</span>";
+            pages.emplace_back("derived", DerivedPage(reader, view));
+          }
+        }
+      }
+    }
+  }
+  for (const bool burn : {false, true}) {
+    pages.emplace_back("encrypted", EncryptedPastePage(reader, {"AAAA", 0, 10, burn, 1000}));
+  }
+  const char* const kReasons[] = {"ip_create_count",
+                                  "ip_create_bytes",
+                                  "global_count",
+                                  "global_bytes",
+                                  "origin_get_ip",
+                                  "create_slots",
+                                  "create_bytes",
+                                  "read_slots",
+                                  "fill_cap",
+                                  "connections",
+                                  "outcome_unknown",
+                                  "body_mismatch",
+                                  "burn_after_reading",
+                                  "storage_quota",
+                                  "body_missing",
+                                  "under_review",
+                                  "taken_down",
+                                  "blocked",
+                                  "report_rate",
+                                  "report_global_rate",
+                                  "cross_site",
+                                  "delete_rate",
+                                  "other"};
+  for (const unsigned status : {400u, 404u, 409u, 429u, 500u, 503u}) {
+    for (const char* reason : kReasons) {
+      pages.emplace_back("error", ErrorPage(reader, status, reason, "m", 3725, 0));
+    }
+  }
+  for (const uint32_t views : {1u, 3u}) {
+    pages.emplace_back("burn confirm", BurnConfirmPage(reader, "AAAA", views));
+    pages.emplace_back("burn created",
+                       BurnCreatedPage(reader, "http://h/AAAA", "http://h/d", views));
+  }
+  pages.emplace_back("report form", ReportFormPage(reader, "AAAA", "t"));
+  pages.emplace_back("reported", ReportedPage(reader, "AAAA"));
+  pages.emplace_back("delete confirm", DeleteConfirmPage(reader, "AAAA", "t"));
+  pages.emplace_back("deleted", DeletedPage(reader, "AAAA"));
+  for (const double quota : {0.0, 1e9}) {
+    pages.emplace_back("status", StatusPage(reader,
+                                            {{"sluice_storage_quota_bytes", quota},
+                                             {"sluice_storage_live_bytes", 5e8},
+                                             {"sluice_storage_created_bytes_24h", 300}},
+                                            0));
+  }
+  return pages;
+}
+
+// The page without its scripts' message blocks, whose keys are the English msgids by design.
+std::string WithoutScriptMessages(std::string page) {
+  for (size_t at; (at = page.find("<script type=\"application/json\"")) != std::string::npos;) {
+    page.erase(at, page.find("</script>", at) + 9 - at);
+  }
+  return page;
+}
+
+std::string Escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The runs of words of a message between its slots ({{x}}, {x}) and tags (<code>): what a reader
+// would see of it. Runs of one word are left out (a word may be the same in both languages).
+std::vector<std::string> Phrases(std::string_view message) {
+  std::vector<std::string> phrases;
+  std::string run;
+  auto flush = [&] {
+    const size_t first = run.find_first_not_of(" .,:;()");
+    const size_t last = run.find_last_not_of(" .,:;()");
+    if (first != std::string::npos) {
+      std::string phrase = run.substr(first, last - first + 1);
+      if (phrase.find(' ') != std::string::npos) phrases.push_back(std::move(phrase));
+    }
+    run.clear();
+  };
+  for (size_t i = 0; i < message.size();) {
+    const char c = message[i];
+    const char close = c == '<' ? '>' : c == '{' ? '}' : 0;
+    if (close != 0) {
+      flush();
+      i = message.find(close, i);
+      i = i == std::string_view::npos ? message.size() : i + 1;
+      while (i < message.size() && message[i] == '}') ++i;
+      continue;
+    }
+    run += c;
+    ++i;
+  }
+  flush();
+  return phrases;
+}
+
+TEST(PagesTest, HtmlLangIsTheReadersLanguage) {
+  for (size_t i = 0; i < i18n::kLangCount; ++i) {
+    const Lang lang = static_cast<Lang>(i);
+    const std::string page = IndexPage({lang, "/"}, "1w", 1000);
+    EXPECT_NE(page.find(fmt::format("<html lang=\"{}\">", i18n::kLanguages[i].tag)),
+              std::string::npos);
+    // The switch offers every language, this one chosen.
+    EXPECT_NE(page.find(fmt::format("<option value=\"{0}\" lang=\"{0}\" selected>",
+                                    i18n::kLanguages[i].tag)),
+              std::string::npos);
+  }
+}
+
+TEST(PagesTest, EveryPageEscapesItsFieldsInEveryLanguage) {
+  for (size_t i = 0; i < i18n::kLangCount; ++i) {
+    const Reader reader{static_cast<Lang>(i), kHostile};
+    SCOPED_TRACE(std::string(i18n::kLanguages[i].tag));
+    ExpectNothingInterpreted(ReportedPage(reader, kText), "reported");
+    ExpectNothingInterpreted(ErrorPage(reader, 429, kText, kText, 3, 0), "error");
+    PasteView view = HostileView();
+    view.cut = true;
+    view.views_left = 5;
+    ExpectNothingInterpreted(PastePage(reader, view), "paste");
+  }
+}
+
+// No page in another language keeps a phrase of an English message that its catalog translates
+// differently: a message the catalog lacks, a string built in C++ that skips the catalog, or a
+// template's text outside {{#t}} all show up here (docs/translations.md).
+TEST(PagesTest, NoPageInAnotherLanguageShowsEnglish) {
+  const auto english = EveryPage({Lang::kEn, "/"});
+  for (size_t i = 1; i < i18n::kLangCount; ++i) {
+    const Lang lang = static_cast<Lang>(i);
+    SCOPED_TRACE(std::string(i18n::kLanguages[i].tag));
+    const auto pages = EveryPage({lang, "/"});
+    ASSERT_EQ(pages.size(), english.size());
+    for (const i18n::MessageForTest& m : i18n::MessagesForTest()) {
+      const std::string_view msgstr = m.msgstr[i];
+      for (const std::string& phrase : Phrases(m.msgid)) {
+        if (!msgstr.empty() && msgstr.find(phrase) != std::string_view::npos) continue;
+        for (size_t p = 0; p < pages.size(); ++p) {
+          const std::string page = WithoutScriptMessages(pages[p].second);
+          EXPECT_EQ(page.find(phrase), std::string::npos)
+              << pages[p].first << " shows \"" << phrase << "\" of \"" << m.msgid << "\"";
+          EXPECT_EQ(page.find(Escaped(phrase)), std::string::npos)
+              << pages[p].first << " shows \"" << phrase << "\" of \"" << m.msgid << "\"";
+        }
+      }
+    }
+  }
+}
+
+TEST(PagesTest, DurationsAndSizesAreInTheReadersLanguage) {
+  EXPECT_EQ(DurationInWords(3725), "1 hour 2 minutes");
+  EXPECT_EQ(DurationInWords(3725, Lang::kDe), "1 Stunde 2 Minuten");
+  EXPECT_EQ(DurationInWords(3725, Lang::kJa), "1 時間 2 分");
+  EXPECT_EQ(SizeInWords(1536), "1.5 KiB");
+  EXPECT_EQ(SizeInWords(1536, Lang::kFr), "1,5 Kio");
+  EXPECT_EQ(SizeInWords(1, Lang::kZhHans), "1 字节");
 }
 
 }  // namespace
