@@ -27,11 +27,14 @@
   // Numbers are written as the page's language writes them (1.234,5 in German, 1 234,5 in
   // French), as the server writes sizes (src/http/pages.cc's Decimal).
   const LANG = document.documentElement.lang || 'en';
-  function number(v, digits) {
+  // `digits` decimals at most, `fixed` at least (a size keeps its ".0", as it did in English).
+  function number(v, digits, fixed) {
+    const format = { maximumFractionDigits: digits, minimumFractionDigits: fixed || 0 };
     try {
-      return v.toLocaleString(LANG, { maximumFractionDigits: digits });
+      return v.toLocaleString(LANG, format);
     } catch {
-      return v.toLocaleString('en-US', { maximumFractionDigits: digits });
+      // A tag this browser's Intl does not know (RangeError): English's digits are still numbers.
+      return v.toLocaleString('en-US', format);
     }
   }
   const COLORS = [
@@ -120,8 +123,8 @@
       v /= 1000;
       i += 1;
     } while (v >= 1000 && i < units.length - 1);
-    const n = number(Number(v >= 100 ? v.toFixed(0) : v.toFixed(1)), 1);
-    return units[i].replace('{n}', n);
+    const digits = v >= 100 ? 0 : 1;
+    return units[i].replace('{n}', number(Number(v.toFixed(digits)), digits, digits));
   }
   function duration(seconds) {
     if (seconds < 1) return t('{n} ms', { n: decimal(seconds * 1000) });
