@@ -477,20 +477,18 @@
   function abusePanels(now) {
     const a = now.abuse;
     const empty = t('no data');
-    const over =
-      a && a.window_seconds
-        ? ' ' + t('Over the last {duration}.', { duration: duration(a.window_seconds) })
-        : '';
-    const b = body(
-      panel(
-        'budget',
-        t('Budget use across client keys'),
-        t('Many keys each under budget is growth; a few keys at their budget is abuse.') +
-          over +
-          ' ' +
-          t('Who they are: sluice admin top, on the admin listener.'),
-      ),
-    );
+    // Sentences are joined as the language joins them: Japanese and Chinese put no space after
+    // their full stop.
+    const sentences = function (list) {
+      return list.reduce(function (text, next) {
+        return t('{sentence} {next}', { sentence: text, next: next });
+      });
+    };
+    const note = [t('Many keys each under budget is growth; a few keys at their budget is abuse.')];
+    if (a && a.window_seconds)
+      note.push(t('Over the last {duration}.', { duration: duration(a.window_seconds) }));
+    note.push(t('Who they are: sluice admin top, on the admin listener.'));
+    const b = body(panel('budget', t('Budget use across client keys'), sentences(note)));
     const list = a && Array.isArray(a.budget_use) ? budgetBuckets(a.budget_use) : [];
     if (list.length) {
       const width = Math.max(240, Math.round(b.getBoundingClientRect().width) || 320);
