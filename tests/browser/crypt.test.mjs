@@ -207,6 +207,34 @@ test('a damaged link, a missing key or a damaged envelope says so plainly', asyn
   }
 });
 
+// The envelope's format errors are the page's language too (web/locale, docs/translations.md):
+// a German reader of an envelope this script cannot read (a later version, say, served through a
+// proxy) is told so in German, field names and values as they are.
+test('a damaged envelope is named in the reader\'s language', async () => {
+  const link = sluice(['paste', '--server', server.url, '--encrypt'], Buffer.from('text\n')).toString().trim();
+  const german = await chrome.browser.newContext({ extraHTTPHeaders: { 'Accept-Language': 'de' } });
+  const page = await german.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const cases = [[(env) => ({ ...env, v: 2 }), 'unbekannte Umschlag-Version 2'],
+    [(env) => ({ ...env, iv: env.iv + '=' }), "'iv' ist kein kanonisches base64url ohne Auffüllung"]];
+  for (const [alter, why] of cases) {
+    // The envelope as the server stores it, altered on its way to the page.
+    await page.route((url) => url.pathname.startsWith('/raw/'), async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, body: JSON.stringify(alter(JSON.parse(await response.text()))) });
+    });
+    assert.equal(await openLink(page, link), 'failed');
+    assert.equal(await page.getAttribute('html', 'lang'), 'de');
+    assert.equal(await page.textContent('#crypt-status'),
+      'Dieses Paste kann nicht entschlüsselt werden: ' + why);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.goto('about:blank'); // the same link again would only move to its fragment
+  }
+  assert.deepEqual(errors, []);
+  await german.close();
+});
+
 test('without JavaScript the page says that this paste needs it', async () => {
   const link = sluice(['paste', '--server', server.url, '--encrypt'], Buffer.from('text\n')).toString().trim();
   const noJs = await chrome.browser.newContext({ javaScriptEnabled: false });

@@ -100,3 +100,53 @@ test('/status draws no name even from an answer that carries some', async () => 
   assert.deepEqual(errors, []);
   await closeWithFixtures(page);
 });
+
+// Every label the panels draw, as text: titles, notes, table headers and cells, the charts' axis
+// and tick labels and their aria-labels. The English render's labels are the msgids.
+async function drawnLabels(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await withAbuseFixture(page);
+  await page.goto(server.url + '/status');
+  // Two polls (rates need a previous one) and the abuse panels.
+  await page.waitForSelector('#card-status [data-series]', { timeout: 10000 });
+  await page.waitForSelector('#card-budget svg rect');
+  const lang = await page.getAttribute('html', 'lang');
+  const labels = await page.locator('#live').evaluate((live) => [
+    ...Array.from(live.querySelectorAll('h2, p, th, td, svg text'), (e) => e.textContent.trim()),
+    ...Array.from(live.querySelectorAll('svg[aria-label]'), (e) => e.getAttribute('aria-label')),
+  ].filter((text) => text !== ''));
+  assert.deepEqual(errors, []);
+  await closeWithFixtures(context);
+  return { lang, labels };
+}
+
+test('/status draws its panels in the reader\'s language: no English label left', async () => {
+  const options = { viewport: { width: 1100, height: 900 } };
+  const english = await drawnLabels(await chrome.browser.newContext({
+    ...options, extraHTTPHeaders: { 'Accept-Language': 'en' } }));
+  assert.equal(english.lang, 'en');
+  assert.ok(english.labels.includes('Slots in use'), 'the English render has the panels');
+  const german = await chrome.browser.newContext(options);
+  await german.addCookies([{ name: 'sluice_lang', value: 'de', url: server.url }]);
+  const japanese = await chrome.browser.newContext({
+    ...options, extraHTTPHeaders: { 'Accept-Language': 'ja' } });
+  // Words a language writes as English does: units, a status line's "OK", and German's "Pool",
+  // "Status" and "Limiter". A label made only of these (and numbers) may appear in both renders.
+  const same = { de: ['OK', 'KB', 'MB', 'GB', 'TB', 'ms', 'min', 'Pool', 'Status', 'Limiter'],
+    ja: ['OK', 'KB', 'MB', 'GB', 'TB'] };
+  for (const [tag, context] of [['de', german], ['ja', japanese]]) {
+    const drawn = await drawnLabels(context);
+    assert.equal(drawn.lang, tag);
+    const left = drawn.labels.filter((text) => english.labels.includes(text) &&
+      (text.match(/[A-Za-z]{2,}/g) || []).some((word) => !same[tag].includes(word)));
+    assert.deepEqual([...new Set(left)], [], `English labels in the ${tag} render`);
+    // The numbers are the language's: German writes 12,5 where English writes 12.5 (and 1.000
+    // where English writes 1,000).
+    if (tag === 'de') {
+      const point = drawn.labels.filter((text) => /\d\.\d(?!\d\d)/.test(text));
+      assert.deepEqual(point, [], 'German decimals have a comma');
+    }
+  }
+});

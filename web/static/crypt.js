@@ -50,7 +50,7 @@
   function unb64u(text, field) {
     const bad = new CryptError(
       'bad_envelope',
-      "'" + field + "' is not canonical unpadded base64url",
+      t("'{field}' is not canonical unpadded base64url", { field: field }),
     );
     if (typeof text !== 'string' || !/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1)
       throw bad;
@@ -77,7 +77,7 @@
     try {
       e = JSON.parse(text);
     } catch {
-      throw new CryptError('bad_envelope', 'the envelope is not JSON');
+      throw new CryptError('bad_envelope', t('the envelope is not JSON'));
     }
     const want = ['alg', 'ct', 'iv', 'kdf', 'v', 'z'];
     if (
@@ -88,18 +88,22 @@
     ) {
       throw new CryptError(
         'bad_envelope',
-        'the envelope needs exactly the fields v, alg, iv, z, kdf and ct',
+        t('the envelope needs exactly the fields v, alg, iv, z, kdf and ct'),
       );
     }
     if (e.v !== 1)
-      throw new CryptError('bad_envelope', 'unknown envelope version ' + String(e.v).slice(0, 20));
-    if (e.alg !== ALG) throw new CryptError('bad_envelope', "'alg' must be A256GCM");
+      throw new CryptError(
+        'bad_envelope',
+        t('unknown envelope version {version}', { version: String(e.v).slice(0, 20) }),
+      );
+    if (e.alg !== ALG) throw new CryptError('bad_envelope', t("'alg' must be A256GCM"));
     if (e.z !== 'none' && e.z !== 'deflate-raw')
-      throw new CryptError('bad_envelope', "'z' must be none or deflate-raw");
+      throw new CryptError('bad_envelope', t("'z' must be none or deflate-raw"));
     const iv = unb64u(e.iv, 'iv');
-    if (iv.length !== IV_BYTES) throw new CryptError('bad_envelope', "'iv' must be 12 bytes");
+    if (iv.length !== IV_BYTES) throw new CryptError('bad_envelope', t("'iv' must be 12 bytes"));
     const ct = unb64u(e.ct, 'ct');
-    if (ct.length < TAG_BYTES) throw new CryptError('bad_envelope', "'ct' is shorter than the tag");
+    if (ct.length < TAG_BYTES)
+      throw new CryptError('bad_envelope', t("'ct' is shorter than the tag"));
     let kdf = null;
     if (e.kdf !== null) {
       const k = e.kdf;
@@ -109,15 +113,16 @@
         Array.isArray(k) ||
         Object.keys(k).sort().join() !== 'iter,name,salt'
       ) {
-        throw new CryptError('bad_envelope', "'kdf' needs exactly name, iter and salt");
+        throw new CryptError('bad_envelope', t("'kdf' needs exactly name, iter and salt"));
       }
-      if (k.name !== KDF) throw new CryptError('bad_envelope', "'kdf.name' must be PBKDF2-SHA256");
+      if (k.name !== KDF)
+        throw new CryptError('bad_envelope', t("'kdf.name' must be PBKDF2-SHA256"));
       if (!Number.isInteger(k.iter) || k.iter < MIN_ITER || k.iter > MAX_ITER) {
-        throw new CryptError('bad_envelope', "'kdf.iter' must be within [100000, 2000000]");
+        throw new CryptError('bad_envelope', t("'kdf.iter' must be within [100000, 2000000]"));
       }
       const salt = unb64u(k.salt, 'kdf.salt');
       if (salt.length !== SALT_BYTES)
-        throw new CryptError('bad_envelope', "'kdf.salt' must be 16 bytes");
+        throw new CryptError('bad_envelope', t("'kdf.salt' must be 16 bytes"));
       kdf = { iter: k.iter, salt: salt };
     }
     return { iv: iv, z: e.z, kdf: kdf, ct: ct };

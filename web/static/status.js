@@ -8,6 +8,35 @@
     WINDOW_MIN = 5,
     WINDOW_MS = WINDOW_MIN * 60000;
   const SVG = 'http://www.w3.org/2000/svg';
+  // The page's messages in its language: a JSON data block the server puts in the page
+  // (src/http/pages.cc, docs/translations.md); without one, the English msgids themselves.
+  const messages = (function () {
+    const block = document.getElementById('i18n-status');
+    try {
+      return block ? JSON.parse(block.textContent) : {};
+    } catch {
+      return {};
+    }
+  })();
+  function t(msgid, values) {
+    const text = Object.prototype.hasOwnProperty.call(messages, msgid) ? messages[msgid] : msgid;
+    return text.replace(/\{([a-z_]+)\}/g, function (whole, name) {
+      return values && name in values ? String(values[name]) : whole;
+    });
+  }
+  // Numbers are written as the page's language writes them (1.234,5 in German, 1 234,5 in
+  // French), as the server writes sizes (src/http/pages.cc's Decimal).
+  const LANG = document.documentElement.lang || 'en';
+  // `digits` decimals at most, `fixed` at least (a size keeps its ".0", as it did in English).
+  function number(v, digits, fixed) {
+    const format = { maximumFractionDigits: digits, minimumFractionDigits: fixed || 0 };
+    try {
+      return v.toLocaleString(LANG, format);
+    } catch {
+      // A tag this browser's Intl does not know (RangeError): English's digits are still numbers.
+      return v.toLocaleString('en-US', format);
+    }
+  }
   const COLORS = [
     '#0969da',
     '#cf222e',
@@ -23,51 +52,51 @@
   // shown with its underscores as spaces, so a reason added later still reads as words.
   const WORDS = {
     pool: {
-      create: 'create slots',
-      read: 'read slots',
-      fill: 'cache-fill slots',
-      highlight: 'highlighter slots',
-      view: 'view slots',
+      create: t('create slots'),
+      read: t('read slots'),
+      fill: t('cache-fill slots'),
+      highlight: t('highlighter slots'),
+      view: t('view slots'),
     },
     reason: {
-      ip_create_count: 'creates from one visitor (429)',
-      ip_create_bytes: 'bytes from one visitor (429)',
-      global_count: 'creates from everyone (429)',
-      global_bytes: 'bytes from everyone (429)',
-      origin_get_ip: 'reads from one visitor (429)',
-      create_slots: 'create slots full (503)',
-      create_slots_per_client: "one visitor's create slots full (503)",
-      create_bytes: 'create bytes full (503)',
-      read_slots: 'read slots full (503)',
-      fill_cap: 'cache-fill slots full (503)',
-      connections: 'connections full (503)',
-      connections_per_client: "one visitor's connections full (503)",
-      view_shed_for_load: 'views shown plain: highlighter busy',
-      view_render_failed: 'views shown plain: render failed',
-      view_render_timeout: 'views shown plain: render too slow',
+      ip_create_count: t('creates from one visitor (429)'),
+      ip_create_bytes: t('bytes from one visitor (429)'),
+      global_count: t('creates from everyone (429)'),
+      global_bytes: t('bytes from everyone (429)'),
+      origin_get_ip: t('reads from one visitor (429)'),
+      create_slots: t('create slots full (503)'),
+      create_slots_per_client: t("one visitor's create slots full (503)"),
+      create_bytes: t('create bytes full (503)'),
+      read_slots: t('read slots full (503)'),
+      fill_cap: t('cache-fill slots full (503)'),
+      connections: t('connections full (503)'),
+      connections_per_client: t("one visitor's connections full (503)"),
+      view_shed_for_load: t('views shown plain: highlighter busy'),
+      view_render_failed: t('views shown plain: render failed'),
+      view_render_timeout: t('views shown plain: render too slow'),
     },
     status: {
-      200: '200 OK',
-      201: '201 created',
-      204: '204 deleted',
-      304: '304 not modified',
-      400: '400 bad request',
-      401: '401 no token',
-      404: '404 not found',
-      405: '405 wrong method',
-      408: '408 too slow',
-      411: '411 no length',
-      413: '413 too large',
-      429: '429 rate limit',
-      451: '451 withheld',
-      500: '500 server error',
-      503: '503 overloaded',
-      504: '504 timed out',
-      507: '507 storage full',
+      200: t('200 OK'),
+      201: t('201 created'),
+      204: t('204 deleted'),
+      304: t('304 not modified'),
+      400: t('400 bad request'),
+      401: t('401 no token'),
+      404: t('404 not found'),
+      405: t('405 wrong method'),
+      408: t('408 too slow'),
+      411: t('411 no length'),
+      413: t('413 too large'),
+      429: t('429 rate limit'),
+      451: t('451 withheld'),
+      500: t('500 server error'),
+      503: t('503 overloaded'),
+      504: t('504 timed out'),
+      507: t('507 storage full'),
     },
-    dependency: { meta: 'metadata store', blob: 'body store', redis: 'shared cache' },
+    dependency: { meta: t('metadata store'), blob: t('body store'), redis: t('shared cache') },
     // sluice_breaker_state's numbers, as src/service/dependency.cc exports them.
-    breaker: { 0: 'closed', 1: 'open', 2: 'half-open' },
+    breaker: { 0: t('closed'), 1: t('open'), 2: t('half-open') },
   };
   // Breaker states drawn bottom to top: closed, half-open, open (worse is higher).
   const BREAKER_LEVEL = { 0: 0, 2: 1, 1: 2 };
@@ -81,56 +110,63 @@
   // Two or three significant digits, no trailing zeros: 1,234 and 12.3 and 0.05.
   function decimal(v) {
     const a = Math.abs(v);
-    if (a >= 100) return Math.round(v).toLocaleString('en-US');
-    return String(Number(v.toFixed(a >= 10 ? 1 : 2)));
+    return number(a >= 100 ? Math.round(v) : Number(v.toFixed(a >= 10 ? 1 : 2)), 2);
   }
   function count(v) {
-    return Math.round(v).toLocaleString('en-US');
+    return number(Math.round(v), 0);
   }
   function bytes(v) {
-    if (v < 1000) return count(v) + ' bytes';
-    const units = ['KB', 'MB', 'GB', 'TB'];
+    if (v < 1000) return t('{n} bytes', { n: count(v) });
+    const units = [t('{n} KB'), t('{n} MB'), t('{n} GB'), t('{n} TB')];
     let i = -1;
     do {
       v /= 1000;
       i += 1;
     } while (v >= 1000 && i < units.length - 1);
-    return (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + ' ' + units[i];
+    const digits = v >= 100 ? 0 : 1;
+    return units[i].replace('{n}', number(Number(v.toFixed(digits)), digits, digits));
   }
   function duration(seconds) {
-    if (seconds < 1) return decimal(seconds * 1000) + ' ms';
-    if (seconds < 60) return decimal(seconds) + ' s';
+    if (seconds < 1) return t('{n} ms', { n: decimal(seconds * 1000) });
+    if (seconds < 60) return t('{n} s', { n: decimal(seconds) });
+    const both = function (larger, smaller) {
+      return t('{larger} {smaller}', { larger: larger, smaller: smaller });
+    };
     const s = Math.round(seconds);
-    if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 ? ' ' + (s % 60) + ' s' : '');
+    if (s < 3600) {
+      const m = t('{n} min', { n: Math.floor(s / 60) });
+      return s % 60 ? both(m, t('{n} s', { n: s % 60 })) : m;
+    }
+    const h = t('{n} h', { n: Math.floor(s / 3600) });
     const min = Math.floor((s % 3600) / 60);
-    return Math.floor(s / 3600) + ' h' + (min ? ' ' + min + ' min' : '');
+    return min ? both(h, t('{n} min', { n: min })) : h;
   }
   function percent(share) {
-    return decimal(100 * share) + ' %';
+    return t('{n} %', { n: decimal(100 * share) });
   }
 
   // How each chart's unit is named on its axis and written in its table.
   const UNITS = {
-    slots: { axis: 'slots', integer: true, tick: count, value: count },
+    slots: { axis: t('slots'), integer: true, tick: count, value: count },
     rate: {
-      axis: 'per second',
+      axis: t('per second'),
       tick: decimal,
       value: function (v) {
-        return decimal(v) + ' per second';
+        return t('{n} per second', { n: decimal(v) });
       },
     },
     ms: {
-      axis: 'ms',
+      axis: t('ms'),
       tick: decimal,
       value: function (v) {
-        return decimal(v) + ' ms';
+        return t('{n} ms', { n: decimal(v) });
       },
     },
-    seconds: { axis: 'seconds', tick: decimal, value: duration },
-    bytes: { axis: 'bytes', integer: true, tick: bytes, value: bytes },
-    reports: { axis: 'reports', integer: true, tick: count, value: count },
+    seconds: { axis: t('seconds'), tick: decimal, value: duration },
+    bytes: { axis: t('bytes'), integer: true, tick: bytes, value: bytes },
+    reports: { axis: t('reports'), integer: true, tick: count, value: count },
     breaker: {
-      axis: 'state',
+      axis: t('state'),
       step: true,
       levels: 3,
       tick: function (level) {
@@ -167,11 +203,11 @@
     const s = series(metrics, name);
     return s.length ? s[0].value : undefined;
   }
-  function push(chart, id, t, value) {
+  function push(chart, id, nowMs, value) {
     const h = history[chart] || (history[chart] = {});
     const s = h[id] || (h[id] = []);
-    s.push({ t: t, v: value });
-    while (s.length && s[0].t < t - WINDOW_MS - POLL_MS) s.shift();
+    s.push({ t: nowMs, v: value });
+    while (s.length && s[0].t < nowMs - WINDOW_MS - POLL_MS) s.shift();
   }
   function rate(now, prev, key, seconds) {
     if (!prev || !(key in prev.metrics) || seconds <= 0) return 0;
@@ -217,7 +253,7 @@
   }
   // Hand-written SVG, sized to the card in pixels so text is never stretched: a few lines and
   // labels do not justify a charting library that sluice would have to serve and keep.
-  function chart(parent, title, unit, lines, t) {
+  function chart(parent, title, unit, lines, nowMs) {
     const width = Math.max(240, Math.round(parent.getBoundingClientRect().width) || 320);
     const height = 132,
       left = 58,
@@ -228,13 +264,10 @@
       class: 'chart',
       viewBox: '0 0 ' + width + ' ' + height,
       role: 'img',
-      'aria-label':
-        title +
-        ' over the last ' +
-        WINDOW_MIN +
-        ' minutes, in ' +
-        unit.axis +
-        '; the table below has the values now',
+      'aria-label': t(
+        '{title} over the last {minutes} minutes, in {unit}; the table below has the values now',
+        { title: title, minutes: WINDOW_MIN, unit: unit.axis },
+      ),
     });
     let max = 0;
     lines.forEach(function (l) {
@@ -249,7 +282,7 @@
       : niceTicks(max, unit.integer);
     const ceiling = ticks[ticks.length - 1] || 1;
     const x = function (when) {
-      return left + (width - left - right) * (1 - (t - when) / WINDOW_MS);
+      return left + (width - left - right) * (1 - (nowMs - when) / WINDOW_MS);
     };
     const y = function (v) {
       return top + (height - top - bottom) * (1 - Math.min(v, ceiling) / ceiling);
@@ -262,7 +295,7 @@
       svg.appendChild(el('text', { x: left - 6, y: y(v) + 4, 'text-anchor': 'end' }, unit.tick(v)));
     });
     for (let m = WINDOW_MIN; m >= 0; m -= 1) {
-      const at = x(t - m * 60000);
+      const at = x(nowMs - m * 60000);
       svg.appendChild(
         el('line', { x1: at, x2: at, y1: height - bottom, y2: height - bottom + 4, class: 'grid' }),
       );
@@ -270,14 +303,14 @@
         el(
           'text',
           { x: at, y: height - 4, 'text-anchor': 'middle' },
-          m === 0 ? 'now' : '\u2212' + m + ' min',
+          m === 0 ? t('now') : t('−{n} min', { n: m }),
         ),
       );
     }
     lines.forEach(function (l) {
       const pts = [];
       l.points.forEach(function (p, i) {
-        if (p.t < t - WINDOW_MS) return;
+        if (p.t < nowMs - WINDOW_MS) return;
         if (unit.step && i > 0) pts.push(x(p.t).toFixed(1) + ',' + y(l.points[i - 1].v).toFixed(1));
         pts.push(x(p.t).toFixed(1) + ',' + y(p.v).toFixed(1));
       });
@@ -297,7 +330,7 @@
     if (!rows.length) {
       tbody
         .appendChild(el('tr'))
-        .appendChild(el('td', { colspan: headers.length, class: 'meta' }, empty || 'none'));
+        .appendChild(el('td', { colspan: headers.length, class: 'meta' }, empty || t('none')));
     }
     rows.forEach(function (r) {
       const tr = el('tr', r.id !== undefined ? { 'data-series': r.id, 'data-value': r.value } : {});
@@ -318,7 +351,7 @@
   }
   // A chart of one history entry and the table of its series now: ids sorted by name, series that
   // never left zero in the window left off when hideZero (most refusal reasons, most of the time).
-  function timeline(id, title, unit, names, t, opts) {
+  function timeline(id, title, unit, names, nowMs, opts) {
     opts = opts || {};
     const card = panel(id, title, opts.note);
     const b = body(card);
@@ -338,7 +371,7 @@
     const lines = ids.map(function (k, i) {
       return { id: k, points: h[k], color: COLORS[i % COLORS.length] };
     });
-    chart(b, title, unit, lines, t);
+    chart(b, title, unit, lines, nowMs);
     const rows = lines.map(function (l) {
       const last = l.points[l.points.length - 1].v;
       return {
@@ -349,43 +382,50 @@
         cells: [unit.value(last)].concat(opts.extra ? opts.extra(l.id) : []),
       };
     });
-    table(b, opts.headers || ['What', 'Now'], rows.concat(opts.rows || []), opts.empty);
+    table(b, opts.headers || [t('What'), t('Now')], rows.concat(opts.rows || []), opts.empty);
     return card;
   }
 
-  function storagePanel(m, t) {
+  function storagePanel(m, nowMs) {
     const live = first(m, 'sluice_storage_live_bytes');
     if (live === undefined) return;
     const quota = first(m, 'sluice_storage_quota_bytes') || 0;
-    push('storage', 'live', t, live);
-    if (quota > 0) push('storage', 'quota', t, quota);
+    push('storage', 'live', nowMs, live);
+    if (quota > 0) push('storage', 'quota', nowMs, quota);
     const names = function (k) {
-      return k === 'live' ? 'live pastes' : 'quota';
+      return k === 'live' ? t('live pastes') : t('quota');
     };
     const day = first(m, 'sluice_storage_created_bytes_24h');
     const plan = first(m, 'sluice_plan_put_bytes_per_day') || 0;
     const refused = first(m, 'sluice_storage_quota_refusals_total');
     const rows = [];
     if (quota > 0) {
-      rows.push({ name: 'used', cells: [percent(live / quota) + ' of the quota'] });
+      rows.push({
+        name: t('used'),
+        cells: [t('{share} of the quota', { share: percent(live / quota) })],
+      });
     } else {
-      rows.push({ name: 'quota', cells: ['none (max_storage_bytes = 0)'] });
+      rows.push({ name: t('quota'), cells: [t('none (max_storage_bytes = 0)')] });
     }
     if (day !== undefined) {
       rows.push({
-        name: 'created in the last 24 h (this process)',
-        cells: [bytes(day) + (plan > 0 ? ' of ' + bytes(plan) + ' a day planned' : '')],
+        name: t('created in the last 24 h (this process)'),
+        cells: [
+          plan > 0
+            ? t('{size} of {plan} a day planned', { size: bytes(day), plan: bytes(plan) })
+            : bytes(day),
+        ],
       });
     }
     if (refused !== undefined)
-      rows.push({ name: 'creates refused for the quota (507)', cells: [count(refused)] });
-    timeline('storage', 'Storage against the quota', UNITS.bytes, names, t, {
+      rows.push({ name: t('creates refused for the quota (507)'), cells: [count(refused)] });
+    timeline('storage', t('Storage against the quota'), UNITS.bytes, names, nowMs, {
       rows: rows,
-      note: 'Creates that would pass the quota answer 507 storage_quota.',
+      note: t('Creates that would pass the quota answer 507 storage_quota.'),
     });
   }
 
-  function reportsPanel(now, t) {
+  function reportsPanel(now, nowMs) {
     const m = now.metrics;
     let pending = first(m, 'sluice_reports_pending');
     if (pending === undefined && typeof now.reports_pending === 'number')
@@ -395,16 +435,18 @@
       if (existing) existing.hidden = true;
       return;
     }
-    push('reports', 'pending', t, pending);
+    push('reports', 'pending', nowMs, pending);
     const card = timeline(
       'reports',
-      'Reports pending review',
+      t('Reports pending review'),
       UNITS.reports,
       function () {
-        return 'reports waiting';
+        return t('reports waiting');
       },
-      t,
-      { note: 'Pastes reported by visitors that the operator has not reviewed (sluice admin).' },
+      nowMs,
+      {
+        note: t('Pastes reported by visitors that the operator has not reviewed (sluice admin).'),
+      },
     );
     card.hidden = false;
   }
@@ -422,8 +464,10 @@
         upper: upper,
         label:
           upper === null
-            ? 'over ' + percent(lower)
-            : (i === 0 ? 'up to ' : percent(lower) + ' to ') + percent(upper),
+            ? t('over {share}', { share: percent(lower) })
+            : i === 0
+              ? t('up to {share}', { share: percent(upper) })
+              : t('{lower} to {upper}', { lower: percent(lower), upper: percent(upper) }),
         keys: cumulative && i > 0 ? b.keys - list[i - 1].keys : b.keys,
       };
     });
@@ -432,17 +476,19 @@
   // (sluice admin top), since any name here would tie new pastes to their creators' networks.
   function abusePanels(now) {
     const a = now.abuse;
-    const empty = 'no data';
-    const over = a && a.window_seconds ? ' Over the last ' + duration(a.window_seconds) + '.' : '';
-    const b = body(
-      panel(
-        'budget',
-        'Budget use across client keys',
-        'Many keys each under budget is growth; a few keys at their budget is abuse.' +
-          over +
-          ' Who they are: sluice admin top, on the admin listener.',
-      ),
-    );
+    const empty = t('no data');
+    // Sentences are joined as the language joins them: Japanese and Chinese put no space after
+    // their full stop.
+    const sentences = function (list) {
+      return list.reduce(function (text, next) {
+        return t('{sentence} {next}', { sentence: text, next: next });
+      });
+    };
+    const note = [t('Many keys each under budget is growth; a few keys at their budget is abuse.')];
+    if (a && a.window_seconds)
+      note.push(t('Over the last {duration}.', { duration: duration(a.window_seconds) }));
+    note.push(t('Who they are: sluice admin top, on the admin listener.'));
+    const b = body(panel('budget', t('Budget use across client keys'), sentences(note)));
     const list = a && Array.isArray(a.budget_use) ? budgetBuckets(a.budget_use) : [];
     if (list.length) {
       const width = Math.max(240, Math.round(b.getBoundingClientRect().width) || 320);
@@ -460,10 +506,11 @@
         class: 'chart',
         viewBox: '0 0 ' + width + ' ' + height,
         role: 'img',
-        'aria-label':
+        'aria-label': t(
           'Client keys by share of their create budget used; the table below has the counts',
+        ),
       });
-      svg.appendChild(el('text', { x: 0, y: 11, class: 'unit' }, 'keys'));
+      svg.appendChild(el('text', { x: 0, y: 11, class: 'unit' }, t('keys')));
       const y = function (v) {
         return top + (height - top - bottom) * (1 - v / ceiling);
       };
@@ -491,7 +538,7 @@
           el(
             'text',
             { x: left + (i + 0.5) * slot, y: height - 4, 'text-anchor': 'middle' },
-            r.upper === null ? 'more' : '\u2264 ' + percent(r.upper),
+            r.upper === null ? t('more') : t('≤ {share}', { share: percent(r.upper) }),
           ),
         );
       });
@@ -501,16 +548,16 @@
       return { name: r.label, cells: [count(r.keys)] };
     });
     if (a && typeof a.global_cap_saturation === 'number') {
-      rows.push({ name: 'global create cap used', cells: [percent(a.global_cap_saturation)] });
+      rows.push({ name: t('global create cap used'), cells: [percent(a.global_cap_saturation)] });
     }
-    table(b, ['Share of budget used', 'Keys'], rows, empty);
+    table(b, [t('Share of budget used'), t('Keys')], rows, empty);
   }
 
   function update(now) {
     const prev = previous;
     const seconds = prev ? (now.time_ms - prev.time_ms) / 1000 : 0;
     const m = now.metrics;
-    const t = now.time_ms;
+    const nowMs = now.time_ms;
 
     const limits = {},
       peaks = {};
@@ -521,20 +568,20 @@
       peaks[s.labels.pool] = s.value;
     });
     series(m, 'sluice_pool_in_use').forEach(function (s) {
-      push('pools', s.labels.pool, t, s.value);
+      push('pools', s.labels.pool, nowMs, s.value);
     });
     const createBytes = first(m, 'sluice_create_bytes_in_use');
     const createBytesLimit = first(m, 'sluice_create_bytes_limit');
     timeline(
       'pools',
-      'Slots in use',
+      t('Slots in use'),
       UNITS.slots,
       function (p) {
         return word('pool', p);
       },
-      t,
+      nowMs,
       {
-        headers: ['Pool', 'In use', 'Limit', 'Peak'],
+        headers: [t('Pool'), t('In use'), t('Limit'), t('Peak')],
         extra: function (p) {
           return [
             p in limits ? count(limits[p]) : '\u2013',
@@ -546,7 +593,7 @@
             ? []
             : [
                 {
-                  name: 'create bytes in flight',
+                  name: t('create bytes in flight'),
                   cells: [
                     bytes(createBytes),
                     createBytesLimit ? bytes(createBytesLimit) : '\u2013',
@@ -586,43 +633,43 @@
     });
     if (prev) {
       Object.keys(byStatus).forEach(function (st) {
-        push('status', st, t, byStatus[st]);
+        push('status', st, nowMs, byStatus[st]);
       });
       Object.keys(reasons).forEach(function (r) {
-        push('sheds', r, t, reasons[r]);
+        push('sheds', r, nowMs, reasons[r]);
       });
       Object.keys(latency).forEach(function (id) {
-        push('latency', id, t, latency[id]);
+        push('latency', id, nowMs, latency[id]);
       });
     }
     timeline(
       'status',
-      'Responses per second, by status',
+      t('Responses per second, by status'),
       UNITS.rate,
       function (st) {
         return word('status', st);
       },
-      t,
+      nowMs,
       {
         hideZero: true,
-        headers: ['Status', 'Now', 'Since start'],
+        headers: [t('Status'), t('Now'), t('Since start')],
         extra: function (st) {
           return [count(statusTotals[st] || 0)];
         },
-        empty: 'no responses yet',
+        empty: t('no responses yet'),
       },
     );
     timeline(
       'sheds',
-      'Refusals and sheds per second, by reason',
+      t('Refusals and sheds per second, by reason'),
       UNITS.rate,
       function (r) {
         return word('reason', r);
       },
-      t,
+      nowMs,
       {
         hideZero: true,
-        headers: ['Reason', 'Now', 'Since start'],
+        headers: [t('Reason'), t('Now'), t('Since start')],
         extra: function (r) {
           return [count(reasonTotals[r] || 0)];
         },
@@ -641,22 +688,28 @@
           })
           .sort()
           .map(function (r) {
-            return { name: word('reason', r), cells: ['0 per second', count(reasonTotals[r])] };
+            return {
+              name: word('reason', r),
+              cells: [UNITS.rate.value(0), count(reasonTotals[r])],
+            };
           }),
-        empty: 'none since start',
+        empty: t('none since start'),
       },
     );
     const callName = function (id) {
       const parts = id.split('/');
-      return word('dependency', parts[0]) + ': ' + word('op', parts[1]);
+      return t('{dependency}: {op}', {
+        dependency: word('dependency', parts[0]),
+        op: word('op', parts[1]),
+      });
     };
-    timeline('latency', 'Dependency latency (mean over each poll)', UNITS.ms, callName, t, {
+    timeline('latency', t('Dependency latency (mean over each poll)'), UNITS.ms, callName, nowMs, {
       hideZero: true,
-      headers: ['Call', 'Now', 'Calls since start'],
+      headers: [t('Call'), t('Now'), t('Calls since start')],
       extra: function (id) {
         return [count(calls[id] || 0)];
       },
-      empty: 'no calls in the window',
+      empty: t('no calls in the window'),
     });
 
     const changes = {};
@@ -664,80 +717,85 @@
       changes[s.labels.dependency] = (changes[s.labels.dependency] || 0) + s.value;
     });
     series(m, 'sluice_breaker_state').forEach(function (s) {
-      push('breakers', s.labels.dependency, t, BREAKER_LEVEL[s.value] || 0);
+      push('breakers', s.labels.dependency, nowMs, BREAKER_LEVEL[s.value] || 0);
     });
     timeline(
       'breakers',
-      'Circuit breakers',
+      t('Circuit breakers'),
       UNITS.breaker,
       function (d) {
         return word('dependency', d);
       },
-      t,
+      nowMs,
       {
-        headers: ['Dependency', 'State', 'Changes since start'],
+        headers: [t('Dependency'), t('State'), t('Changes since start')],
         extra: function (d) {
           return [count(changes[d] || 0)];
         },
-        note: 'Closed: calls go through. Open: calls are refused at once. Half-open: a few trial calls.',
+        note: t(
+          'Closed: calls go through. Open: calls are refused at once. Half-open: a few trial calls.',
+        ),
       },
     );
 
     const arrivals = first(m, 'sluice_view_arrival_rate');
     const sustainable = first(m, 'sluice_view_sustainable_rate');
-    if (arrivals !== undefined) push('ladder', 'arrivals', t, arrivals);
-    if (sustainable !== undefined) push('ladder', 'sustainable', t, sustainable);
+    if (arrivals !== undefined) push('ladder', 'arrivals', nowMs, arrivals);
+    if (sustainable !== undefined) push('ladder', 'sustainable', nowMs, sustainable);
     const ladderRows = [];
     const shed = first(m, 'sluice_view_shed_percent');
     if (shed !== undefined)
-      ladderRows.push({ name: 'views shown plain now', cells: [decimal(shed) + ' %'] });
+      ladderRows.push({
+        name: t('views shown plain now'),
+        cells: [t('{n} %', { n: decimal(shed) })],
+      });
     const service = first(m, 'sluice_view_service_seconds');
     if (service !== undefined)
-      ladderRows.push({ name: 'time one render takes', cells: [duration(service)] });
+      ladderRows.push({ name: t('time one render takes'), cells: [duration(service)] });
     timeline(
       'ladder',
-      'Highlighter: views needing a render against what it sustains',
+      t('Highlighter: views needing a render against what it sustains'),
       UNITS.rate,
       function (k) {
-        return k === 'arrivals' ? 'views needing a render' : 'renders it sustains';
+        return k === 'arrivals' ? t('views needing a render') : t('renders it sustains');
       },
-      t,
+      nowMs,
       { rows: ladderRows },
     );
 
     series(m, 'sluice_outbox_age_seconds').forEach(function (s) {
-      push('outbox', 'age', t, s.value);
+      push('outbox', 'age', nowMs, s.value);
     });
     const outboxRows = [];
     const done = first(m, 'sluice_outbox_done_total');
     if (done !== undefined)
-      outboxRows.push({ name: 'jobs done since start', cells: [count(done)] });
+      outboxRows.push({ name: t('jobs done since start'), cells: [count(done)] });
     const retries = first(m, 'sluice_outbox_retries_total');
     if (retries !== undefined)
-      outboxRows.push({ name: 'retries since start', cells: [count(retries)] });
+      outboxRows.push({ name: t('retries since start'), cells: [count(retries)] });
     timeline(
       'outbox',
-      'Outbox: age of the oldest job',
+      t('Outbox: age of the oldest job'),
       UNITS.seconds,
       function () {
-        return 'oldest job';
+        return t('oldest job');
       },
-      t,
-      { rows: outboxRows, note: 'Deletes and purges still owed to the stores and the edge.' },
+      nowMs,
+      { rows: outboxRows, note: t('Deletes and purges still owed to the stores and the edge.') },
     );
 
-    storagePanel(m, t);
-    reportsPanel(now, t);
+    storagePanel(m, nowMs);
+    reportsPanel(now, nowMs);
     abusePanels(now);
 
     const failOpen = first(m, 'sluice_limiter_fail_open');
-    const lb = body(panel('limiter', 'Limiter'));
+    const lb = body(panel('limiter', t('Limiter')));
     if (failOpen === undefined) {
       lb.appendChild(
         el(
           'p',
           {},
-          'In-process token buckets; no shared limiter store, so nothing can fail open here.',
+          t('In-process token buckets; no shared limiter store, so nothing can fail open here.'),
         ),
       );
     } else {
@@ -746,15 +804,17 @@
           'p',
           {},
           failOpen > 0
-            ? 'The shared limiter store is not answering: per-visitor create limits are open and the global caps run on this process\u2019s share.'
-            : 'The shared limiter store is answering.',
+            ? t(
+                'The shared limiter store is not answering: per-visitor create limits are open and the global caps run on this process’s share.',
+              )
+            : t('The shared limiter store is answering.'),
         ),
       );
     }
 
     const stamp = document.getElementById('updated');
     if (stamp)
-      stamp.textContent = new Date(t).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+      stamp.textContent = new Date(nowMs).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
     previous = now;
   }
   function poll() {
