@@ -90,6 +90,13 @@ for step in sys.argv[5:]:
 PY
 }
 
+# Whether PID runs: a killed daemon stays a zombie until init reaps it, and kill -0 still finds it.
+running() {  # PID
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ -n "$state" && "$state" != Z* ]]
+}
+
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -104,10 +111,10 @@ stop_all() {
     kill -CONT "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
+      running "$pid" || break
       sleep 0.1
     done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    running "$pid" && kill -KILL "$pid" 2>/dev/null || true
     rm -f "$dir/$name.pid"
   done
   rm -f "$dir/endpoint"
@@ -117,7 +124,7 @@ stop_all() {
 # trap then stops the rest.
 check_alive() {
   local dir=$1 name=$2
-  kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null && return 0
+  running "$(cat "$dir/$name.pid")" && return 0
   echo "ceph-rgw: $name exited; the end of its log:" >&2
   tail -n 30 "$dir/log/$name.out" 2>/dev/null >&2 || true
   return 1
@@ -141,7 +148,7 @@ case "$cmd" in
     done
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
-    if [[ -f "$dir/mon.pid" ]] && kill -0 "$(cat "$dir/mon.pid")" 2>/dev/null; then
+    if [[ -f "$dir/mon.pid" ]] && running "$(cat "$dir/mon.pid")"; then
       echo "ceph-rgw already running for $dir (mon pid $(cat "$dir/mon.pid"))" >&2
       exit 1
     fi
@@ -336,7 +343,7 @@ EOF
   start-gateway)
     [[ -f "$dir/ceph.conf" && -f "$dir/endpoint" ]] || { echo "no cluster started in $dir" >&2; exit 1; }
     dir=$(cd "$dir" && pwd)
-    if [[ -f "$dir/radosgw.pid" ]] && kill -0 "$(cat "$dir/radosgw.pid")" 2>/dev/null; then
+    if [[ -f "$dir/radosgw.pid" ]] && running "$(cat "$dir/radosgw.pid")"; then
       echo "the gateway of $dir is running (pid $(cat "$dir/radosgw.pid"))" >&2
       exit 1
     fi
