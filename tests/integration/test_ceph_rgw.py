@@ -3,11 +3,12 @@
 
 What must hold when the gateway goes away under creates, killed or stopped, and comes back: every
 create answers 201 or 503 (with Retry-After, a JSON body and a reason that says why: the
-connection refused or the breaker open for a killed gateway, the PUT's deadline for a stopped
-one), never a 500 or a hang; creates succeed again once the gateway is back, without a restart of
-sluice; and every paste that was acknowledged with a 201 reads back byte for byte. The expiry
-sweep removes expired bodies from the bucket (one DeleteObjects request a batch) and leaves the
-others.
+connection refused or the breaker open for a killed gateway, or the connection reset for a PUT it
+was reading when it died; the PUT's deadline for a stopped one), never a 500 or a hang; creates
+succeed again once the gateway is back, without a restart of sluice; and every paste that was
+acknowledged with a 201 reads back byte for byte. RGW's own throttle (SlowDown) is a 503 that
+says so. The expiry sweep removes expired bodies from the bucket (one DeleteObjects request a
+batch) and leaves the others.
 
 The cluster is the CTest fixture's (backend.ceph_rgw_start; its folder in
 SLUICE_TEST_CEPH_RGW_DIR), or, run by hand, one this suite starts in a temporary folder and stops.
@@ -103,6 +104,14 @@ class CephRgw:
     def start_gateway(self):
         subprocess.run([SCRIPT, "start-gateway", self.dir], check=True, capture_output=True,
                        text=True, timeout=180)
+
+    def set_gateway_option(self, name, value):
+        """Sets a gateway option at run time in the monitor's configuration (None: back to the
+        default)."""
+        command = ["config", "set", "client.rgw.a", name, str(value)] if value is not None else [
+            "config", "rm", "client.rgw.a", name]
+        subprocess.run(["ceph", "--conf", os.path.join(self.dir, "ceph.conf"), *command],
+                       check=True, capture_output=True, text=True, timeout=60)
 
     def request(self, method, path, query=""):
         """A signed request to the bucket; returns (status, body)."""
@@ -208,8 +217,8 @@ class CephRgwTest(SluiceTestCase):
     # ---- the gateway goes away under creates, and comes back --------------------------------
     def run_creates_while(self, s, outage, refused_reasons):
         """Creates from 4 clients, one after another each, from before `outage()` until after
-        it: returns {id: body} of every 201, and fails on any answer but 201 or a 503 with one
-        of `refused_reasons`."""
+        it: returns {id: body} of every 201 and the reasons of the 503s, and fails on any answer
+        but 201 or a 503 with one of `refused_reasons`."""
         acknowledged = {}
         refused = []
         wrong = []
@@ -245,7 +254,7 @@ class CephRgwTest(SluiceTestCase):
         self.assertGreater(len(refused), 0, "no create was refused while the gateway was away")
         for res in refused:
             self.assertRefusedFor(res, refused_reasons)
-        return acknowledged
+        return acknowledged, {res.json()["reason"] for res in refused}
 
     def test_a_killed_gateway_makes_creates_503_and_none_acknowledged_is_lost(self):
         s = self.sluice()
@@ -259,7 +268,12 @@ class CephRgwTest(SluiceTestCase):
             wait_until(lambda: acknowledged() >= after + 20, timeout=60,
                        message="creates acknowledged again once the gateway is back")
 
-        acknowledged = self.run_creates_while(s, outage, {"connection_refused", "breaker_open"})
+        # A PUT in flight when the gateway dies has its connection reset: storage_unavailable
+        # (its body may or may not have landed; no row is written, and the reaper removes it).
+        # The creates after it find nothing listening: connection_refused, then breaker_open.
+        acknowledged, reasons = self.run_creates_while(
+            s, outage, {"connection_refused", "breaker_open", "storage_unavailable"})
+        self.assertTrue(reasons & {"connection_refused", "breaker_open"}, reasons)
         self.assertAllRead(s, acknowledged)
         self.assertInBucket(acknowledged)
 
@@ -279,8 +293,38 @@ class CephRgwTest(SluiceTestCase):
             wait_until(lambda: acknowledged() >= after + 20, timeout=60,
                        message="creates acknowledged again once the gateway runs")
 
-        acknowledged = self.run_creates_while(s, outage, {"deadline_exceeded"})
+        acknowledged, _ = self.run_creates_while(s, outage, {"deadline_exceeded"})
         self.assertAllRead(s, acknowledged)
+
+    # ---- RGW's own throttle ----------------------------------------------------------------
+    def test_the_gateway_throttling_makes_creates_503_slow_down_and_the_rest_read_back(self):
+        # Past rgw_max_concurrent_requests RGW answers 503 SlowDown (what AWS answers a client
+        # that exceeds a prefix's request rate): a dependency's refusal, never a 500, and named.
+        s = self.sluice()
+        self.rgw.set_gateway_option("rgw_max_concurrent_requests", 2)
+        self.addCleanup(self.rgw.set_gateway_option, "rgw_max_concurrent_requests", None)
+        answers = []
+        lock = threading.Lock()
+
+        def client(n):
+            for i in range(10):
+                body = f"client {n} paste {i} " + "t" * 100000
+                res = s.create(body, timeout=60)
+                with lock:
+                    answers.append((res, body))
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        refused = [res for res, _ in answers if res.status != 201]
+        self.assertGreater(len(refused), 0, "the gateway never throttled")
+        for res in refused:
+            self.assertRefusedFor(res, {"storage_slow_down"})
+        self.rgw.set_gateway_option("rgw_max_concurrent_requests", None)
+        self.assertAllRead(s, {res.json()["id"]: body for res, body in answers
+                               if res.status == 201})
 
     # ---- the expiry sweep ------------------------------------------------------------------
     def test_the_sweep_removes_expired_bodies_from_the_bucket_and_keeps_the_others(self):
