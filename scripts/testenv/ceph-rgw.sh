@@ -333,8 +333,8 @@ EOF
     phase user_created
     # The bucket made, then listed over HTTP and over HTTPS, by name so that the certificate's
     # host name is what gets verified.
-    s3_until_ok "$dir" "PUT $endpoint/$bucket" "GET $endpoint/$bucket?list-type=2" \
-      "GET https://localhost:$tls_port/$bucket?list-type=2"
+    s3_until_ok "$dir" "PUT $endpoint/$bucket" "GET $endpoint/$bucket?list-type=2&max-keys=1" \
+      "GET https://localhost:$tls_port/$bucket?list-type=2&max-keys=1"
     phase bucket_listed
     echo "https://localhost:$tls_port" >"$dir/tls_endpoint"
     echo "$endpoint" >"$dir/endpoint"
@@ -348,7 +348,7 @@ EOF
       exit 1
     fi
     start_daemon "$dir" radosgw radosgw --conf "$dir/ceph.conf" -n client.rgw.a
-    s3_until_ok "$dir" "GET $(cat "$dir/endpoint")/$(cat "$dir/bucket")?list-type=2"
+    s3_until_ok "$dir" "GET $(cat "$dir/endpoint")/$(cat "$dir/bucket")?list-type=2&max-keys=1"
     ;;
   stop)
     [[ -d "$dir" ]] || exit 0
