@@ -155,7 +155,7 @@ case "$cmd" in
     # A new cluster each start: what a previous run left is not this cluster's.
     rm -rf "$dir/mon.a" "$dir/osd.0" "$dir/mgr.x" "$dir/rgw" "$dir/log" "$dir/run" \
       "$dir/keyring" "$dir/ceph.conf" "$dir/endpoint" "$dir/tls_endpoint" "$dir/access_key" \
-      "$dir/secret_key" "$dir/bucket"
+      "$dir/secret_key" "$dir/bucket" "$dir/monmap"
     mkdir -p "$dir/mon.a" "$dir/osd.0" "$dir/mgr.x" "$dir/rgw" "$dir/log" "$dir/run"
     mon_port=$(free_port)
     [[ "$port" == 0 ]] && port=$(free_port)
@@ -266,6 +266,7 @@ EOF
     monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$dir/monmap" >/dev/null
     ceph-mon "${conf[@]}" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring" \
       >"$dir/log/mon.mkfs" 2>&1
+    rm "$dir/monmap"
     start_daemon "$dir" mon ceph-mon "${conf[@]}" -i a
     ceph_cli() { timeout 60 ceph "${conf[@]}" --connect-timeout 30 "$@"; }
     for _ in $(seq 1 300); do
