@@ -90,6 +90,7 @@ done
   nice_note=""
   [[ -n "${CEPH_RGW_NICE:-}" ]] && nice_note="CEPH_RGW_NICE=$CEPH_RGW_NICE nice -n $CEPH_RGW_NICE "
   echo "- Command: \`ROUNDS=$ROUNDS STORES=\"$STORES\" ${nice_note}bench/run_ceph_rgw_bench.sh\`"
+  # shellcheck disable=SC1091
   echo "- Machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r); $(date -u +%Y-%m-%d)"
   echo "- Load: the 1-minute load average when each start began (the machine is shared)."
   echo "- RSS in MiB from /proc (VmRSS after the start; VmHWM, the peak, after the suite)."

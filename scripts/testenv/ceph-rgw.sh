@@ -114,7 +114,7 @@ stop_all() {
       running "$pid" || break
       sleep 0.1
     done
-    running "$pid" && kill -KILL "$pid" 2>/dev/null || true
+    if running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
     rm -f "$dir/$name.pid"
   done
   rm -f "$dir/endpoint"

@@ -28,7 +28,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import unittest
 import urllib.error
 import urllib.parse
@@ -47,7 +46,7 @@ try:
 except ImportError:
     S3SigV4Auth = None
 
-MISSING = [tool for tool in ("ceph-mon", "ceph-osd", "ceph-mgr", "radosgw", "radosgw-admin")
+MISSING = [tool for tool in ("ceph", "ceph-mon", "ceph-osd", "ceph-mgr", "radosgw", "radosgw-admin")
            if shutil.which(tool) is None]
 
 
