@@ -360,8 +360,25 @@ TEST_F(PeerTest, GetPutAndCleanupUseSeparateConnections) {
   EXPECT_EQ(store->ConnectionsOpened(), 3u);
 }
 
+// Whether every thread of `pid` is stopped (state T in /proc/PID/task/TID/stat).
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task :
+       fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t name_end = stat.rfind(") ");
+    if (name_end == std::string::npos || name_end + 2 >= stat.size()) return false;
+    if (stat[name_end + 2] != 'T' && stat[name_end + 2] != 't') return false;
+  }
+  return !ec;
+}
+
 // Stops the peer (SIGSTOP) for the scope, and always lets it run again. The peer is the process
-// that answers S3: s3rver, or RGW's radosgw (its cluster behind it keeps running).
+// that answers S3: s3rver, or RGW's radosgw (its cluster behind it keeps running). Returns once
+// every thread of it has stopped: the kernel wakes one thread to take a SIGSTOP, and that thread
+// stops the others, so on a busy machine another of RGW's threads can still answer a request
+// for a moment after kill() returns (it answered a GET that way, 1 run in 30).
 class PeerStopped {
  public:
   PeerStopped() {
@@ -369,7 +386,11 @@ class PeerStopped {
     const std::string pid =
         ReadFile(fs::exists(dir / "radosgw.pid") ? dir / "radosgw.pid" : dir / "s3rver.pid");
     pid_ = pid.empty() ? 0 : std::stoi(pid);
-    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGSTOP);
+    for (int i = 0; i < 10000 && !AllThreadsStopped(pid_); ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
   }
   ~PeerStopped() { Resume(); }
   void Resume() {
