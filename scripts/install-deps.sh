@@ -28,7 +28,9 @@ deb_tools=(dpkg-dev debhelper lintian)
 # lists the system calls the server makes, to hold them to the unit's SystemCallFilter. pgbouncer:
 # the PostgreSQL backend suite runs once more through it in transaction pooling mode. patroni and
 # etcd-server: the HA stack's Patroni variant (scripts/testenv/patroni.sh, tests/stack/
-# test_stack_ha.py) and the chaos lab's "primary fails over".
+# test_stack_ha.py) and the chaos lab's "primary fails over". radosgw, ceph-mon, ceph-osd,
+# ceph-mgr and ceph-common: a one-node Ceph cluster and its RADOS Gateway, the real S3 the S3
+# suite also runs against (scripts/testenv/ceph-rgw.sh, tests/integration/test_ceph_rgw.py).
 # The image and the compose file (make image, scripts/build-image.sh; tests/deploy/test_image.py
 # and test_compose.py): mmdebstrap builds the base from Debian's packages (eatmydata speeds it up),
 # since no image registry is reachable; podman builds and runs it, on runc (crun refuses these
@@ -42,7 +44,8 @@ deb_tools=(dpkg-dev debhelper lintian)
 image_tools=(podman runc netavark aardvark-dns mmdebstrap eatmydata podman-compose)
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
-  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server gettext "${image_tools[@]}")
+  pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server gettext "${image_tools[@]}"
+  radosgw ceph-mon ceph-osd ceph-mgr ceph-common)
 case "$profile" in
   build) ;;
   test) packages+=("${test_tools[@]}") ;;

@@ -1,7 +1,9 @@
-// The S3 blob store against a real S3-compatible peer (s3rver, started by the CTest fixture
-// backend.s3rver_start through scripts/testenv/s3rver.sh). The peer is found through
-// SLUICE_TEST_S3_DIR (the script's folder: endpoint and pid files) or SLUICE_TEST_S3_ENDPOINT.
-// Without a peer every test fails: a backend tested only against a mock is not tested.
+// The S3 blob store against a real S3-compatible peer: s3rver (started by the CTest fixture
+// backend.s3rver_start through scripts/testenv/s3rver.sh) or Ceph's RADOS Gateway (fixture
+// backend.ceph_rgw_start, scripts/testenv/ceph-rgw.sh). The peer is found through
+// SLUICE_TEST_S3_DIR (the script's folder: endpoint and pid files, and the keys and bucket of a
+// peer that makes its own) or SLUICE_TEST_S3_ENDPOINT. Without a peer every test fails: a
+// backend tested only against a mock is not tested.
 #include <signal.h>
 #include <sys/types.h>
 
@@ -31,8 +33,6 @@ using testing::RunSync;
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
-constexpr char kBucket[] = "sluice-test";
-
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path);
   std::string text;
@@ -45,17 +45,41 @@ std::string PeerDir() {
   return dir ? dir : "";
 }
 
-// s3rver 3.x accepts any well-formed SigV4 signature; with SLUICE_TEST_S3_CHECKED=1 the tests go
-// through the botocore-checking proxy in front of it (s3rver.sh check-signatures).
-bool PeerChecksSignatures() {
-  const char* checked = std::getenv("SLUICE_TEST_S3_CHECKED");
-  return checked && std::string_view(checked) == "1";
+// DIR/NAME of the peer's folder if the fixture wrote it, else `otherwise`: ceph-rgw.sh makes a
+// user with new keys (access_key, secret_key) and writes its bucket; s3rver.sh writes neither,
+// its keys being s3rver's fixed ones and its bucket sluice-test.
+std::string PeerSetting(const char* name, const char* otherwise) {
+  if (PeerDir().empty()) return otherwise;
+  const fs::path path = fs::path(PeerDir()) / name;
+  return fs::exists(path) ? ReadFile(path) : otherwise;
 }
 
+std::string Bucket() { return PeerSetting("bucket", "sluice-test"); }
+
+bool EnvIsOne(const char* name) {
+  const char* value = std::getenv(name);
+  return value && std::string_view(value) == "1";
+}
+
+// s3rver 3.x accepts any well-formed SigV4 signature; with SLUICE_TEST_S3_CHECKED=1 the tests go
+// through the botocore-checking proxy in front of it (s3rver.sh check-signatures).
+bool ThroughSignatureProxy() { return EnvIsOne("SLUICE_TEST_S3_CHECKED"); }
+
+// A peer that refuses a wrong signature: the proxy, or one that verifies them itself (RGW, with
+// SLUICE_TEST_S3_VERIFIES_SIGNATURES=1).
+bool PeerChecksSignatures() {
+  return ThroughSignatureProxy() || EnvIsOne("SLUICE_TEST_S3_VERIFIES_SIGNATURES");
+}
+
+// The peer's endpoint: the proxy's with SLUICE_TEST_S3_CHECKED=1, the HTTPS one of a peer that
+// speaks both (ceph-rgw.sh's tls_endpoint) with SLUICE_TEST_S3_TLS=1, else the fixture's own.
 std::string PeerEndpoint() {
   if (const char* endpoint = std::getenv("SLUICE_TEST_S3_ENDPOINT")) return endpoint;
   if (PeerDir().empty()) return "";
-  return ReadFile(fs::path(PeerDir()) / (PeerChecksSignatures() ? "checked_endpoint" : "endpoint"));
+  const char* file = ThroughSignatureProxy()          ? "checked_endpoint"
+                     : EnvIsOne("SLUICE_TEST_S3_TLS") ? "tls_endpoint"
+                                                      : "endpoint";
+  return ReadFile(fs::path(PeerDir()) / file);
 }
 
 // A key prefix no other test uses, so each test sees an empty store in the shared bucket.
@@ -67,11 +91,11 @@ std::string FreshPrefix() {
 
 S3Options PeerOptions(std::string prefix = FreshPrefix()) {
   S3Options options;
-  options.bucket = kBucket;
+  options.bucket = Bucket();
   options.endpoint = PeerEndpoint();
   options.path_style = true;
-  options.access_key = "S3RVER";
-  options.secret_key = "S3RVER";
+  options.access_key = PeerSetting("access_key", "S3RVER");
+  options.secret_key = PeerSetting("secret_key", "S3RVER");
   options.key_prefix = std::move(prefix);
   return options;
 }
@@ -275,7 +299,7 @@ TEST_F(PeerTest, UnknownAccessKeyIsRefusedWithAClearError) {
 TEST_F(PeerTest, WrongSecretIsRefusedWithAClearError) {
   if (!PeerChecksSignatures()) {
     GTEST_SKIP() << "s3rver does not verify signatures; backend.s3_signatures_checked_by_botocore "
-                    "runs this test through a peer that does";
+                    "(through a proxy that does) and backend.s3_on_ceph_rgw run this test";
   }
   S3Options options = PeerOptions();
   options.secret_key = "not-the-secret";
@@ -336,13 +360,37 @@ TEST_F(PeerTest, GetPutAndCleanupUseSeparateConnections) {
   EXPECT_EQ(store->ConnectionsOpened(), 3u);
 }
 
-// Stops the peer (SIGSTOP) for the scope, and always lets it run again.
+// Whether every thread of `pid` is stopped (state T in /proc/PID/task/TID/stat).
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task :
+       fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t name_end = stat.rfind(") ");
+    if (name_end == std::string::npos || name_end + 2 >= stat.size()) return false;
+    if (stat[name_end + 2] != 'T' && stat[name_end + 2] != 't') return false;
+  }
+  return !ec;
+}
+
+// Stops the peer (SIGSTOP) for the scope, and always lets it run again. The peer is the process
+// that answers S3: s3rver, or RGW's radosgw (its cluster behind it keeps running). Returns once
+// every thread of it has stopped: the kernel wakes one thread to take a SIGSTOP, and that thread
+// stops the others, so on a busy machine another of RGW's threads can still answer a request
+// for a moment after kill() returns (it answered a GET that way, 1 run in 30).
 class PeerStopped {
  public:
   PeerStopped() {
-    const std::string pid = ReadFile(fs::path(PeerDir()) / "s3rver.pid");
+    const fs::path dir(PeerDir());
+    const std::string pid =
+        ReadFile(fs::exists(dir / "radosgw.pid") ? dir / "radosgw.pid" : dir / "s3rver.pid");
     pid_ = pid.empty() ? 0 : std::stoi(pid);
-    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGSTOP);
+    for (int i = 0; i < 10000 && !AllThreadsStopped(pid_); ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
   }
   ~PeerStopped() { Resume(); }
   void Resume() {
@@ -363,7 +411,7 @@ TEST_F(PeerTest, StoppedPeerGivesDeadlineExceededAndThePoolRecovers) {
   ASSERT_TRUE(RunSync(store->Get(Id("stopped00001"), In(10s))).ok());  // a kept-alive connection
   {
     PeerStopped stopped;
-    ASSERT_TRUE(stopped.ok()) << "no s3rver pid in SLUICE_TEST_S3_DIR";
+    ASSERT_TRUE(stopped.ok()) << "no s3rver or radosgw pid in SLUICE_TEST_S3_DIR";
     auto got = RunSync(store->Get(Id("stopped00001"), In(300ms)));
     ASSERT_FALSE(got.ok());
     EXPECT_EQ(got.error().code, ErrorCode::kDeadlineExceeded) << got.error().message;
@@ -476,11 +524,15 @@ TEST_F(PeerTest, ListSkipsKeysUnderThePrefixThatAreNotPasteIds) {
 
 TEST_F(PeerTest, ObjectsLandUnderThePrefixPlusTheIdOnly) {
   ASSERT_FALSE(PeerDir().empty()) << "needs SLUICE_TEST_S3_DIR to look into s3rver's folder";
+  if (!fs::exists(fs::path(PeerDir()) / "data")) {
+    GTEST_SKIP() << "the peer keeps no objects in files (RGW keeps them in RADOS): the keys are "
+                    "looked at through s3rver's folder";
+  }
   const std::string prefix = FreshPrefix();
   auto store = Store(PeerOptions(prefix));
   ASSERT_TRUE(RunSync(store->Put(Id("AbCdEfGh1234"), Body("x"), In(10s))).ok());
   // s3rver keeps each object as BUCKET/KEY._S3rver_object under its data folder.
-  const fs::path bucket = fs::path(PeerDir()) / "data" / kBucket;
+  const fs::path bucket = fs::path(PeerDir()) / "data" / Bucket();
   EXPECT_TRUE(fs::exists(bucket / prefix / "AbCdEfGh1234._S3rver_object"));
   std::vector<std::string> in_prefix;
   for (const auto& entry : fs::directory_iterator(bucket / prefix)) {
