@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -34,11 +35,13 @@ awaitable<Reply> HandleSetLanguage(const Request& req, Context&) {
     if (ui == shipped.tag) {
       // Back to the page the form was on; anything but a path of this site goes to the create
       // page, so the form cannot be made to send a reader elsewhere (an open redirect).
+      // Only visible ASCII without a backslash: browsers drop tabs and line breaks from a URL
+      // and read "\\" as "/", so "/<TAB>/evil.example" would leave as "//evil.example", and a
+      // NUL or a line break would break the header itself.
       std::string back = FormValue(req.small_body, "back").value_or("/");
-      if (!back.starts_with('/') || back.starts_with("//") || back.starts_with("/\\") ||
-          back.find_first_of("\r\n") != std::string::npos) {
-        back = "/";
-      }
+      const bool plain_path = std::all_of(back.begin(), back.end(),
+                                          [](char c) { return c > ' ' && c < 0x7f && c != '\\'; });
+      if (!plain_path || !back.starts_with('/') || back.starts_with("//")) back = "/";
       Reply reply = Reply::Empty(303);
       reply.Set("Location", std::move(back));
       // A year, for every path; readable by no script, since none needs it; Lax, so a link from

@@ -57,7 +57,11 @@ class LanguagesTest(SluiceTestCase):
         refused = self.s.request("POST", "/settings/language", body="ui=xx&back=/", headers={
             "Content-Type": "application/x-www-form-urlencoded", **BROWSER})
         self.assertStatus(refused, 400)
-        for back in ["https://evil.example/", "//evil.example/", "/\\evil.example", "evil"]:
+        # A browser drops tabs and line breaks from a URL and reads a backslash as "/": each of
+        # these would leave for evil.example, or break the header (a NUL).
+        for back in ["https://evil.example/", "//evil.example/", "/\\evil.example", "evil",
+                     "/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example",
+                     "/ /evil.example", "/x\\y", "/\x00x", "/\x7f"]:
             body = urllib.parse.urlencode({"ui": "de", "back": back})
             switched = self.s.request("POST", "/settings/language", body=body, headers={
                 "Content-Type": "application/x-www-form-urlencoded"})
