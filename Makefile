@@ -90,13 +90,13 @@ build-asan:
 # concurrent views in every language, each report failing the test (tests/lib/sluice_harness.py).
 check-asan:
 	@$(STAGE_CLOCK) ctest --test-dir build/asan --output-on-failure -j$(JOBS) \
-	  -L 'unit|admission|highlight|codec|sqlite|logging|fuzz|server_under_sanitizers' $(CTEST_EXTRA)
+	  -L 'unit|admission|highlight|codec|sqlite|logging|push|fuzz|server_under_sanitizers' $(CTEST_EXTRA)
 
 build-tsan:
 	@$(STAGE_CLOCK) cmake --preset tsan >/dev/null && cmake --build build/tsan -j$(JOBS)
 
 check-tsan:
-	@$(STAGE_CLOCK) ctest --test-dir build/tsan -L 'admission|highlight|codec|sqlite|logging' --output-on-failure $(CTEST_EXTRA)
+	@$(STAGE_CLOCK) ctest --test-dir build/tsan -L 'admission|highlight|codec|sqlite|logging|push' --output-on-failure $(CTEST_EXTRA)
 
 # RUNS whole-suite runs in a row (make test's check stages, on trees built once), quiet or with LOAD=1
 # (stress-ng on every core and the disk), then the table of every test that failed and why; the

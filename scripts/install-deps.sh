@@ -10,7 +10,7 @@ packages=(g++ cmake make pkg-config ccache mold python3
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev liblz4-dev
   libcmark-gfm-dev libcmark-gfm-extensions-dev libdtl-dev
-  libjemalloc-dev zlib1g-dev
+  libjemalloc-dev zlib1g-dev libcurl4-openssl-dev
   node-qrcode-generator)
 # python3: tools/compile_templates.py compiles the page templates (web/templates) at build time.
 # node-qrcode-generator: the share link's QR code is drawn in the browser by Debian's library, which

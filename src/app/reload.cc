@@ -33,6 +33,8 @@ namespace {
 //   changes live through the admin listener (PUT /debug/faults).
 // - inline_body_bytes: where a body goes decides where it is looked for; the blob store is built
 //   with it.
+// - push_*: the sinks are threads with their queues, built at start (include/sluice/notify/push.h);
+//   a sink swapped live would drop what its queue holds.
 // - metrics_on_public, admin_token_file: the listeners' route tables and the admin token are set
 //   when the listeners are built.
 // - moderation_timeout: the stores' moderation calls take a new one at once, but a report's whole

@@ -216,6 +216,13 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.service.creator_networks = o.moderation.networks;
   o.admin_listen = s.String("admin_listen");
   o.admin_token_file = s.String("admin_token_file");
+  o.push.webhook_url = s.String("push_webhook");
+  o.push_webhook_secret_file = s.String("push_webhook_secret_file");
+  o.push.command = s.String("push_command");
+  o.push.timeout = s.Duration("push_timeout");
+  o.push.queue = static_cast<size_t>(s.Integer("push_queue"));
+  o.push.deliveries_per_minute = s.Number("push_per_minute");
+  o.push.burst = static_cast<double>(s.Integer("push_burst"));
   return o;
 }
 

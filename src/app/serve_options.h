@@ -12,6 +12,7 @@
 #include "sluice/admission/circuit_breaker.h"
 #include "sluice/admission/retry_budget.h"
 #include "sluice/http/server.h"
+#include "sluice/notify/push.h"
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/guarded_stores.h"
@@ -48,6 +49,10 @@ struct ServeOptions {
   /// admin request refused).
   std::string admin_listen;
   std::string admin_token_file;
+  /// The operator's push sinks (docs/moderation.md, "Push"); the webhook's key is read from
+  /// push_webhook_secret_file at start.
+  notify::PushOptions push;
+  std::string push_webhook_secret_file;
 };
 
 /// Throws std::invalid_argument naming the setting when a value or a combination is refused.

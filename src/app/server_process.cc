@@ -49,26 +49,42 @@ double ResidentBytes() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-// The admin token's digest, from its file (one line; surrounding whitespace is not part of it).
-// A file that is named but unreadable or empty stops the start: an operator who set one expects it
-// to be in force.
+// A secret from the file a setting names (one line; surrounding whitespace is not part of it). A
+// file that is named but unreadable, empty or short stops the start: an operator who set one
+// expects it to be in force.
+std::string ReadSecretFile(std::string_view setting, const std::string& path) {
+  std::ifstream in(path);
+  std::string secret;
+  if (!in || !std::getline(in, secret)) {
+    throw std::invalid_argument(fmt::format("{}: cannot read {}", setting, path));
+  }
+  const size_t first = secret.find_first_not_of(" \t\r\n");
+  const size_t last = secret.find_last_not_of(" \t\r\n");
+  if (first == std::string::npos)
+    throw std::invalid_argument(fmt::format("{}: {} is empty", setting, path));
+  secret = secret.substr(first, last - first + 1);
+  if (secret.size() < 16) {
+    throw std::invalid_argument(
+        fmt::format("{}: the secret in {} is shorter than 16 characters", setting, path));
+  }
+  return secret;
+}
+
+// The admin token's digest, from its file.
 std::optional<std::array<unsigned char, 32>> ReadAdminToken(const std::string& path) {
   if (path.empty()) return std::nullopt;
-  std::ifstream in(path);
-  std::string token;
-  if (!in || !std::getline(in, token)) {
-    throw std::invalid_argument("admin_token_file: cannot read " + path);
+  return service::HashDeleteToken(ReadSecretFile("admin_token_file", path));
+}
+
+// The push sinks the settings name, with the webhook's key read from its file; null for none.
+std::unique_ptr<notify::Push> MakePush(const ServeOptions& options, const Clock& clock,
+                                       MetricsRegistry& metrics) {
+  notify::PushOptions push = options.push;
+  if (!options.push_webhook_secret_file.empty()) {
+    push.webhook_secret =
+        ReadSecretFile("push_webhook_secret_file", options.push_webhook_secret_file);
   }
-  const size_t first = token.find_first_not_of(" \t\r\n");
-  const size_t last = token.find_last_not_of(" \t\r\n");
-  if (first == std::string::npos)
-    throw std::invalid_argument("admin_token_file: " + path + " is empty");
-  token = token.substr(first, last - first + 1);
-  if (token.size() < 16) {
-    throw std::invalid_argument("admin_token_file: the token in " + path +
-                                " is shorter than 16 characters");
-  }
-  return service::HashDeleteToken(token);
+  return notify::Push::FromOptions(push, clock, metrics);
 }
 
 std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesystem::path& dir) {
@@ -247,6 +263,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       abuse_(admission_, clock_, metrics_),
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
                shared_state_.get(), &blocks_, &abuse_),
+      push_(MakePush(options_, clock_, metrics_)),
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
                   shared_state_.get(), &service_, &metrics_),
       moderation_gauges_(metrics_),
@@ -259,6 +276,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
                                                  renderer_, metrics_, clock_)),
       admin_server_(MakeAdminServer()) {
   WarnIfFleetOnEmbeddedStores(settings_);
+  moderation_.TellOperator(push_.get());
   process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
                       ResidentBytes);
   // Read at every scrape: the allocator's counts are its own snapshot, cheap to refresh.

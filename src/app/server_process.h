@@ -127,6 +127,8 @@ class ServerProcess {
   service::AbuseWatch abuse_;
   service::Blocklist blocks_;
   service::PasteService service_;
+  // Before the moderation that publishes to it; null when no sink is set.
+  std::unique_ptr<notify::Push> push_;
   service::ModerationService moderation_;
   GaugeCallbacks moderation_gauges_;  // after moderation_: its callback reads it
   std::unique_ptr<store::EdgeCache> edge_cache_;

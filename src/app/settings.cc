@@ -378,6 +378,25 @@ constexpr SettingSpec kServeSettings[] = {
                     "Pastes this process withholds an hour at most (also the burst); past it a "
                     "reported paste stays served and queued, and "
                     "sluice_report_withholds_total{result=\"deferred\"} counts it"),
+    // Push (docs/moderation.md, "Push"): the sinks and their threads are built at start.
+    TextSetting("push_webhook", "",
+                "URL (http:// or https://) that gets each report and withholding, or a digest of "
+                "many, as a JSON POST; empty: none",
+                CheckOptionalHttpUrl),
+    TextSetting("push_webhook_secret_file", "",
+                "File holding the key (one line, at least 16 characters) that signs each webhook "
+                "delivery (X-Sluice-Signature, HMAC-SHA256); empty: unsigned"),
+    TextSetting("push_command", "",
+                "Command run by /bin/sh -c for each delivery, its JSON on standard input and "
+                "SLUICE_EVENT set to its kind (e.g. a sendmail pipeline); empty: none"),
+    DurationSetting("push_timeout", "5s", "100ms", "5m",
+                    "Longest one webhook delivery or one run of push_command may take"),
+    IntegerSetting("push_queue", "1000", "1", "1000000",
+                   "Events waiting per push sink; past it an event is dropped and counted"),
+    PositiveSetting("push_per_minute", "6", "1e6",
+                    "Deliveries per minute per push sink once push_burst is spent; what piles up "
+                    "meanwhile leaves as one digest"),
+    IntegerSetting("push_burst", "3", "1", "1000000", "Deliveries a push sink may make at once"),
     PositiveSetting("report_global_rate", "2", "1e15",
                     "Abuse reports per second this process takes from all clients together, "
                     "before any store call (over it: 429 report_global_rate)"),

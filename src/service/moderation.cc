@@ -271,9 +271,30 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
         "report {}: {} votes, but this process's withhold rate is spent: queued, still served",
         id->view(), outcome->votes);
   }
+  if (operator_events_ != nullptr && outcome->counted) {
+    operator_events_->Publish(
+        OperatorEvent{"report",
+                      id->str(),
+                      now,
+                      fmt::format("report of {}: {} ({} open, {} votes)", id->view(), reason,
+                                  outcome->open_reports, outcome->votes),
+                      {{"reason", reason},
+                       {"network", admission::ClientNetwork(client_key, options->networks)},
+                       {"open_reports", std::to_string(outcome->open_reports)},
+                       {"votes", std::to_string(outcome->votes)}}});
+  }
   if (outcome->withheld) {
     withholds_.TryTake();
     withheld_.Inc();
+    if (operator_events_ != nullptr) {
+      operator_events_->Publish(
+          OperatorEvent{"withhold",
+                        id->str(),
+                        now,
+                        fmt::format("{} withheld (451) until reviewed: reported from {} networks",
+                                    id->view(), outcome->charged.size()),
+                        {{"networks", fmt::format("{}", fmt::join(outcome->charged, ", "))}}});
+    }
     auto forgetting = ForgetCached(*meta, store::Moderation::kWithheld, deadline);
     co_await std::move(forgetting);
     auto recording = Record("withhold", id->str(),

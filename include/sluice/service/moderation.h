@@ -23,6 +23,7 @@
 #include "sluice/common/result.h"
 #include "sluice/common/swappable.h"
 #include "sluice/service/admission_control.h"
+#include "sluice/service/operator_events.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
@@ -157,6 +158,9 @@ class ModerationService {
   /// and the two buckets keep their tokens up to their new bursts. budget, blocks_refresh and
   /// shared_meta_ttl stay as built.
   void Reconfigure(const ModerationOptions& next);
+  /// Where each counted report and each withholding is published (docs/moderation.md, "Push");
+  /// null (the default): nowhere. Set before Start; `sink` must outlive the service.
+  void TellOperator(OperatorEventSink* sink) { operator_events_ = sink; }
 
  private:
   boost::asio::awaitable<Result<store::PasteMeta>> Find(std::string_view id_text,
@@ -199,6 +203,7 @@ class ModerationService {
   std::atomic<int64_t> unstored_logged_at_{0};  // Unix seconds: one log line a minute at most
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> pending_{0};
+  OperatorEventSink* operator_events_ = nullptr;
   std::atomic<int64_t> open_reports_{0};
 };
 
