@@ -126,6 +126,7 @@ class ServerProcess {
   service::AdmissionControl admission_;
   service::AbuseWatch abuse_;
   service::Blocklist blocks_;
+  service::ContentBlocklist blocked_contents_;
   service::PasteService service_;
   service::ModerationService moderation_;
   GaugeCallbacks moderation_gauges_;  // after moderation_: its callback reads it
