@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,8 @@
 #include "cli_output.h"
 #include "crypt_command.h"
 #include "server_url.h"
+#include "sluice/service/body_check.h"
+#include "sluice/service/content_blocklist.h"
 #include "sluice/store/paste.h"
 
 namespace sluice::app {
@@ -43,7 +46,7 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
   admin->require_subcommand(1);
 
   // The subcommands' values live as long as the app (static: one parse per process).
-  static std::string id, reason, note, prefix, duration = "1d";
+  static std::string id, reason, note, prefix, duration = "1d", content, after;
   static size_t most = 1000;
   static bool keep = false;
   CLI::App* reports = admin->add_subcommand(
@@ -107,11 +110,75 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
     o.path = "/admin/blocks";
     o.body = JsonBody({{"prefix", &prefix}, {"duration", &duration}, {"reason", &reason}});
   });
+  CLI::App* block_content = admin->add_subcommand(
+      "block-content",
+      "Refuse creates of exactly these bytes (451 blocked_content): a file, hashed here, or the "
+      "SHA-256 of one");
+  block_content
+      ->add_option("FILE|HASH", content,
+                   "A file whose bytes to block (hashed here; it never leaves this machine), or "
+                   "64 hex digits of a SHA-256")
+      ->required();
+  block_content->add_option("--reason", reason, "Kept with the entry and in the audit trail");
+  block_content->callback([&o] {
+    o.method = "POST";
+    o.path = "/admin/blocked-contents";
+    o.content = content;
+    o.reason = reason;
+  });
+  CLI::App* unblock_content =
+      admin->add_subcommand("unblock-content", "Let creates of these bytes through again");
+  unblock_content->add_option("HASH", content, "64 hex digits of a SHA-256")->required();
+  unblock_content->callback([&o] {
+    o.method = "DELETE";
+    o.path = "/admin/blocked-contents/" + content;
+  });
+  CLI::App* blocked_contents = admin->add_subcommand(
+      "blocked-contents", "One page of the content blocklist, in digest order");
+  blocked_contents->add_option("--limit", most, "At most this many entries (1 to 1000)")
+      ->capture_default_str();
+  blocked_contents->add_option("--after", after, "The 'next' of the page before");
+  blocked_contents->callback([&o] {
+    o.method = "GET";
+    o.path = "/admin/blocked-contents?limit=" + std::to_string(std::clamp<size_t>(most, 1, 1000));
+    if (!after.empty()) o.path += "&after=" + PercentEncode(after);
+  });
   return admin;
 }
 
+namespace {
+
+bool IsHexDigest(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c));
+         });
+}
+
+}  // namespace
+
 int RunAdmin(AdminCommandOptions& o) {
   constexpr std::string_view kCommand = "sluice admin";
+  if (o.path == "/admin/blocked-contents" && o.method == "POST") {
+    // A file is hashed here and only its digest is sent: the admin listener takes small bodies,
+    // and the text need not travel to block it.
+    std::string hex = o.content;
+    if (!IsHexDigest(hex)) {
+      std::ifstream in(o.content, std::ios::binary);
+      if (!in) {
+        Tell(kCommand, fmt::format("'{}' is neither a readable file nor 64 hex digits of a SHA-256",
+                                   o.content));
+        return 2;
+      }
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+      hex = service::ContentBlocklist::Hex(service::DigestBody(bytes));
+    }
+    o.body = JsonBody({{"sha256", &hex}, {"reason", &o.reason}});
+  }
+  if (o.path.starts_with("/admin/blocked-contents/") && !IsHexDigest(o.path.substr(24))) {
+    Tell(kCommand, "the hash must be 64 hex digits of a SHA-256");
+    return 2;
+  }
   if (o.path.starts_with("/admin/pastes/")) {
     const std::string rest = o.path.substr(std::string_view("/admin/pastes/").size());
     const std::string id = rest.substr(0, rest.find('/'));
@@ -173,7 +240,7 @@ int RunAdmin(AdminCommandOptions& o) {
   // an answer can carry a paste's text, so it may be as large as one.
   const auto exchange = [&](const std::string& path) {
     CliRequest req;
-    req.method = o.method == "POST" ? "POST" : "GET";
+    req.method = o.method == "POST" || o.method == "DELETE" ? o.method : "GET";
     req.target = server.base_path + path;
     req.headers = {{"Authorization", "Bearer " + token}};
     if (o.method == "POST") {
@@ -204,6 +271,7 @@ int RunAdmin(AdminCommandOptions& o) {
     if (o.max_pastes == 0) {
       const Attempt res = exchange(o.path);
       if (failed(res)) return 1;
+      if (res.status == 204) return 0;
       nlohmann::json doc = nlohmann::json::parse(res.body, nullptr, false);
       if (!o.key.empty()) {
         // The metadata to stderr, the opened text to stdout, as `sluice get` prints it.

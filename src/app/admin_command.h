@@ -21,6 +21,10 @@ struct AdminCommandOptions {
   std::string method;
   std::string path;
   std::string body;
+  /// block-content: the file or the hex digest named, and the reason, turned into `body` when
+  /// the command runs (a file is hashed then).
+  std::string content;
+  std::string reason;
   /// `reports`: pastes to list at most, following the queue's pages (docs/moderation.md);
   /// 0 for every other subcommand. Default: 1000.
   size_t max_pastes = 0;

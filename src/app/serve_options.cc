@@ -114,6 +114,7 @@ service::ModerationOptions ReadModeration(const Settings& s) {
   m.withhold_rate = {per_hour / 3600, per_hour};
   m.global_report_rate = {s.Number("report_global_rate"), s.Number("report_global_burst")};
   m.max_open_reports = s.Integer("max_open_reports");
+  m.max_blocked_contents = s.Integer("max_blocked_contents");
   m.budget = s.Duration("moderation_timeout") * 2;
   return m;
 }

@@ -262,10 +262,10 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       admission_(options_.admission, clock_, metrics_, shared_state_.get()),
       abuse_(admission_, clock_, metrics_),
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
-               shared_state_.get(), &blocks_, &abuse_),
+               shared_state_.get(), &blocks_, &abuse_, &blocked_contents_),
       push_(MakePush(options_, clock_, metrics_)),
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
-                  shared_state_.get(), &service_, &metrics_),
+                  shared_state_.get(), &service_, &metrics_, &blocked_contents_),
       moderation_gauges_(metrics_),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
@@ -313,6 +313,11 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       "Pastes with open abuse reports awaiting review (the store's count, read after every report "
       "and review action and every blocks_refresh)",
       {}, [this] { return static_cast<double>(moderation_.PendingReports()); });
+  moderation_gauges_.Add(
+      "sluice_blocked_contents",
+      "Digests in the content blocklist as this process holds them (read again every "
+      "blocks_refresh when the store's version changed), of max_blocked_contents",
+      {}, [this] { return static_cast<double>(blocked_contents_.size()); });
   moderation_gauges_.Add(
       "sluice_reports_open",
       "Open abuse reports stored, of max_open_reports (read with sluice_reports_pending)", {},

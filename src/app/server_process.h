@@ -126,6 +126,7 @@ class ServerProcess {
   service::AdmissionControl admission_;
   service::AbuseWatch abuse_;
   service::Blocklist blocks_;
+  service::ContentBlocklist blocked_contents_;
   service::PasteService service_;
   // Before the moderation that publishes to it; null when no sink is set.
   std::unique_ptr<notify::Push> push_;

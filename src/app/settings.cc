@@ -406,6 +406,11 @@ constexpr SettingSpec kServeSettings[] = {
                    "Open abuse reports stored at most; past it a report is counted on its paste's "
                    "queue row without its note and withholds nothing (a metric and a log line "
                    "say so)"),
+    IntegerSetting("max_blocked_contents", "1000000", "0", "100000000",
+                   "Digests the content blocklist holds at most (bodies refused 451 "
+                   "blocked_content after a takedown or an operator's block); every process "
+                   "holds them all in memory, 32 MB per million. Past it a takedown stands "
+                   "without blocking its text again"),
     DurationSetting("moderation_timeout", "1s", "1ms", "10m",
                     "Timeout of one store call of moderation (a report, a review, the review "
                     "queue); a report's whole budget is twice it"),

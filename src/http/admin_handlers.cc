@@ -11,6 +11,8 @@
 #include "pages.h"
 #include "presenter.h"
 #include "sluice/common/duration.h"
+#include "sluice/service/body_check.h"
+#include "sluice/service/content_blocklist.h"
 #include "sluice/service/ids.h"
 #include "sluice/service/text.h"
 
@@ -317,6 +319,83 @@ awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx) {
                                                 {"reason", block->reason},
                                                 {"created_at", block->created_at},
                                                 {"until", block->until}})));
+}
+
+namespace {
+
+nlohmann::json BlockedContentJson(const store::BlockedContent& e) {
+  return {{"sha256", service::ContentBlocklist::Hex(e.sha256)},
+          {"added_at", e.added_at},
+          {"source", e.source},
+          {"reason", e.reason}};
+}
+
+}  // namespace
+
+// GET: one page of the content blocklist in digest order (`after` the `next` of the page before);
+// POST: blocks a body, named by {"sha256": HEX, "reason": ...} in JSON, or sent itself as the raw
+// body (any other Content-Type; at most the admin routes' 16 KB: the CLI hashes a larger file
+// itself and sends its digest).
+awaitable<Reply> HandleAdminBlockedContents(const Request& req, Context& ctx) {
+  if (!ctx.moderation) co_return NoModeration();
+  if (req.method != Method::kPost) {
+    size_t limit = 100;
+    if (auto text = req.Query("limit")) {
+      try {
+        limit = std::clamp<size_t>(std::stoul(*text), 1, 1000);
+      } catch (const std::exception&) {
+        co_return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number", "bad_limit");
+      }
+    }
+    std::optional<std::string_view> after;
+    if (auto text = req.Query("after")) after = *text;
+    auto listing = ctx.moderation->BlockedContents(after, limit);
+    auto page = co_await std::move(listing);
+    if (!page.ok()) co_return Reply::Refuse(page.error());
+    nlohmann::json out = nlohmann::json::array();
+    for (const store::BlockedContent& e : page->entries) out.push_back(BlockedContentJson(e));
+    nlohmann::json next =
+        page->next ? nlohmann::json(service::ContentBlocklist::Hex(*page->next)) : nullptr;
+    co_return Uncached(Reply::Json(200, JsonText({{"blocked_contents", out}, {"next", next}})));
+  }
+  std::string hex;
+  std::string reason;
+  if (IsApplicationJson(req.headers.Get("Content-Type"))) {
+    Result<nlohmann::json> j = JsonFields(req.small_body, {"sha256", "reason"});
+    if (!j.ok()) co_return Reply::Refuse(j.error());
+    if (!j->contains("sha256")) {
+      co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                              "'sha256' is required (or send the text itself as the body)",
+                              "bad_sha256");
+    }
+    hex = Field(*j, "sha256");
+    reason = Field(*j, "reason");
+  } else {
+    if (req.small_body.empty()) {
+      co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                              "send the text to block as the body, or {\"sha256\": HEX} as JSON",
+                              "empty_body");
+    }
+    hex = service::ContentBlocklist::Hex(service::DigestBody(req.small_body));
+  }
+  auto blocking = ctx.moderation->BlockContent(hex, std::move(reason));
+  auto receipt = co_await std::move(blocking);
+  if (!receipt.ok()) co_return Reply::Refuse(receipt.error());
+  co_return Uncached(
+      Reply::Json(receipt->added ? 201 : 200,
+                  JsonText({{"sha256", receipt->sha256}, {"added", receipt->added}})));
+}
+
+awaitable<Reply> HandleAdminUnblockContent(const Request& req, Context& ctx) {
+  if (!ctx.moderation) co_return NoModeration();
+  auto unblocking = ctx.moderation->UnblockContent(req.id);
+  auto removed = co_await std::move(unblocking);
+  if (!removed.ok()) co_return Reply::Refuse(removed.error());
+  if (!*removed) {
+    co_return Reply::Refuse(ErrorCode::kNotFound, "this digest is not in the content blocklist",
+                            "not_blocked");
+  }
+  co_return Reply::Empty(204);
 }
 
 awaitable<Reply> HandleAdminAbuse(const Request&, Context& ctx) {

@@ -93,6 +93,10 @@ awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminAudit(const Request& req, Context& ctx);
+/// GET (a page) and POST (a digest, or the text itself) /admin/blocked-contents.
+awaitable<Reply> HandleAdminBlockedContents(const Request& req, Context& ctx);
+/// DELETE /admin/blocked-contents/{sha256}: 204, or 404 not_blocked.
+awaitable<Reply> HandleAdminUnblockContent(const Request& req, Context& ctx);
 /// GET /admin/abuse: the top client keys (in full) and prefixes, the budget distribution.
 awaitable<Reply> HandleAdminAbuse(const Request& req, Context& ctx);
 

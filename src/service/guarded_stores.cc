@@ -236,6 +236,29 @@ class GuardedMetaStore final : public store::MetaStore {
         {"blocks", t().meta_moderation, true}, d,
         [this, now](Deadline cd) { return inner_.ActiveBlocks(now, cd); });
   }
+  awaitable<Result<bool>> BlockContent(store::BlockedContent entry, int64_t max_entries,
+                                       Deadline d) override {
+    return dep_.Call<bool>({"block_content", t().meta_moderation, false}, d,
+                           [this, entry = std::move(entry), max_entries](Deadline cd) {
+                             return inner_.BlockContent(entry, max_entries, cd);
+                           });
+  }
+  awaitable<Result<bool>> UnblockContent(store::BodyDigest sha256, Deadline d) override {
+    return dep_.Call<bool>(
+        {"unblock_content", t().meta_moderation, false}, d,
+        [this, sha256](Deadline cd) { return inner_.UnblockContent(sha256, cd); });
+  }
+  awaitable<Result<store::BlockedContentPage>> BlockedContents(
+      std::optional<store::BodyDigest> after, size_t limit, Deadline d) override {
+    return dep_.Call<store::BlockedContentPage>(
+        {"blocked_contents", t().meta_moderation, true}, d,
+        [this, after, limit](Deadline cd) { return inner_.BlockedContents(after, limit, cd); });
+  }
+  awaitable<Result<store::BlockedContentsState>> BlockedContentsVersion(Deadline d) override {
+    return dep_.Call<store::BlockedContentsState>(
+        {"blocked_contents", t().meta_moderation, true}, d,
+        [this](Deadline cd) { return inner_.BlockedContentsVersion(cd); });
+  }
   awaitable<Status> AddAudit(store::AuditEntry entry, Deadline d) override {
     return Unwrap(
         dep_.Call<Unit>({"audit", t().meta_moderation, false}, d,

@@ -11,6 +11,7 @@
 
 #include "sluice/asio/spawn.h"
 #include "sluice/asio/timer.h"
+#include "sluice/service/body_check.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/service/text.h"
 
@@ -111,7 +112,8 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
                                      PasteCache& cache, AdmissionControl& admission,
                                      Blocklist& blocks, const Clock& clock,
                                      ModerationOptions options, store::SharedState* shared,
-                                     PasteService* storage, MetricsRegistry* metrics)
+                                     PasteService* storage, MetricsRegistry* metrics,
+                                     ContentBlocklist* blocked_contents)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
@@ -136,7 +138,8 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
       withheld_(metrics_.GetCounter("sluice_report_withholds_total", kWithholdsHelp,
                                     {{"result", "withheld"}})),
       withholds_deferred_(metrics_.GetCounter("sluice_report_withholds_total", kWithholdsHelp,
-                                              {{"result", "deferred"}})) {}
+                                              {{"result", "deferred"}})),
+      blocked_contents_(blocked_contents) {}
 
 const std::vector<std::string_view>& ModerationService::Reasons() {
   static const std::vector<std::string_view> kReasons(store::kReportReasons.begin(),
@@ -149,6 +152,7 @@ void ModerationService::Reconfigure(const ModerationOptions& next) {
   kept.budget = built_.budget;
   kept.blocks_refresh = built_.blocks_refresh;
   kept.shared_meta_ttl = built_.shared_meta_ttl;
+  kept.max_blocked_contents = built_.max_blocked_contents;
   options_.Store(kept);
   global_reports_.SetPolicy(next.global_report_rate);
   withholds_.SetPolicy(next.withhold_rate);
@@ -382,11 +386,29 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   Result<store::PasteMeta> meta = co_await std::move(finding);
   if (!meta.ok()) co_return meta.error();
   if (reason.empty()) reason = "taken down by the operator";
+  store::ModerationChange change{store::Moderation::kTakenDown, reason, clock_.UnixSeconds()};
+  // The takedown records what its paste's body hashes to, so those bytes are refused from then on
+  // (docs/moderation.md, "Takedowns that stick"). A row from before checksums (or written with
+  // verify_bodies off) has none: its body, still there, is hashed now.
+  std::optional<store::BodyDigest> digest = meta->body_sha256;
+  if (!digest && !meta->deleted) {
+    Result<std::string> body = co_await blobs_.Get(meta->id, deadline);
+    if (body.ok()) digest = DigestBody(*body);
+  }
+  if (digest && blocked_contents_ != nullptr) {
+    change.block_content = store::BlockedContent{*digest, change.at, meta->id.str(), reason};
+    change.max_blocked_contents = built_.max_blocked_contents;
+  }
   // The state first: from then on the row says 451 even while the body is still on its way out.
-  auto moderating = Moderate(
-      *meta, store::ModerationChange{store::Moderation::kTakenDown, reason, clock_.UnixSeconds()},
-      deadline);
+  auto moderating = Moderate(*meta, change, deadline);
   if (Status s = co_await std::move(moderating); !s.ok()) co_return s;
+  if (change.block_content) {
+    // This process refuses the bytes at once; the others at their next refresh.
+    if (static_cast<int64_t>(blocked_contents_->size()) < built_.max_blocked_contents) {
+      blocked_contents_->Add(*digest);
+    }
+    reason += " (sha256 " + ContentBlocklist::Hex(*digest) + " blocked)";
+  }
   // The body goes through the outbox as a delete's does; the janitor purges the edge after it.
   auto deleting = meta_.MarkDeleted(meta->id, clock_.UnixSeconds(), deadline);
   if (Status s = co_await std::move(deleting); !s.ok()) co_return WithRetryAfter(s.error());
@@ -457,6 +479,98 @@ awaitable<Result<std::vector<store::AuditEntry>>> ModerationService::Audit(size_
   co_return out;
 }
 
+namespace {
+
+Error BadDigest() {
+  return Invalid("sha256 must be 64 hex digits (the SHA-256 of the body)", "bad_sha256");
+}
+
+// Entries read in one statement while the list is read again: bounded work per call.
+constexpr size_t kBlockedContentsPage = 10'000;
+
+}  // namespace
+
+awaitable<Result<ContentBlockReceipt>> ModerationService::BlockContent(std::string_view sha256,
+                                                                       std::string reason) {
+  const auto digest = ContentBlocklist::ParseHex(sha256);
+  if (!digest) co_return BadDigest();
+  if (reason.empty()) reason = "blocked by the operator";
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
+  const std::string hex = ContentBlocklist::Hex(*digest);
+  auto adding =
+      meta_.BlockContent(store::BlockedContent{*digest, clock_.UnixSeconds(), "admin", reason},
+                         built_.max_blocked_contents, deadline);
+  Result<bool> added = co_await std::move(adding);
+  if (!added.ok()) {
+    if (added.error().reason == store::kBlockedContentsFull) {
+      Error e = added.error();
+      e.message = fmt::format(
+          "the content blocklist holds max_blocked_contents ({}) entries; unblock some first",
+          built_.max_blocked_contents);
+      co_return e;
+    }
+    co_return WithRetryAfter(added.error());
+  }
+  if (blocked_contents_ != nullptr) blocked_contents_->Add(*digest);
+  if (*added) {
+    auto recording = Record("block_content", hex, reason, deadline);
+    co_await std::move(recording);
+  }
+  co_return ContentBlockReceipt{hex, *added};
+}
+
+awaitable<Result<bool>> ModerationService::UnblockContent(std::string_view sha256) {
+  const auto digest = ContentBlocklist::ParseHex(sha256);
+  if (!digest) co_return BadDigest();
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
+  auto removing = meta_.UnblockContent(*digest, deadline);
+  Result<bool> removed = co_await std::move(removing);
+  if (!removed.ok()) co_return WithRetryAfter(removed.error());
+  if (blocked_contents_ != nullptr) blocked_contents_->Remove(*digest);
+  if (*removed) {
+    auto recording = Record("unblock_content", ContentBlocklist::Hex(*digest), "", deadline);
+    co_await std::move(recording);
+  }
+  co_return *removed;
+}
+
+awaitable<Result<store::BlockedContentPage>> ModerationService::BlockedContents(
+    std::optional<std::string_view> after, size_t limit) {
+  std::optional<store::BodyDigest> from;
+  if (after) {
+    from = ContentBlocklist::ParseHex(*after);
+    if (!from) co_return BadDigest();
+  }
+  auto listing = meta_.BlockedContents(from, limit, Deadline::After(clock_, built_.budget));
+  Result<store::BlockedContentPage> page = co_await std::move(listing);
+  if (!page.ok()) co_return WithRetryAfter(page.error());
+  co_return page;
+}
+
+awaitable<Status> ModerationService::LoadBlockedContents() {
+  if (blocked_contents_ == nullptr) co_return Ok();
+  auto versioning = meta_.BlockedContentsVersion(Deadline::After(clock_, built_.budget));
+  Result<store::BlockedContentsState> state = co_await std::move(versioning);
+  if (!state.ok()) co_return state.error();
+  if (state->version == blocked_contents_->version()) co_return Ok();
+  // Read whole, page by page (each page one bounded statement), then swapped in at once: a create
+  // never sees half a list. Operators change the list rarely; every change costs each process one
+  // such read (docs/moderation.md).
+  std::vector<store::BodyDigest> digests;
+  digests.reserve(static_cast<size_t>(std::max<int64_t>(0, state->entries)));
+  std::optional<store::BodyDigest> after;
+  do {
+    auto listing =
+        meta_.BlockedContents(after, kBlockedContentsPage, Deadline::After(clock_, built_.budget));
+    Result<store::BlockedContentPage> page = co_await std::move(listing);
+    if (!page.ok()) co_return page.error();
+    for (const store::BlockedContent& e : page->entries) digests.push_back(e.sha256);
+    after = page->next;
+  } while (after);
+  blocked_contents_->Replace(std::move(digests), state->version);
+  co_return Ok();
+}
+
 awaitable<Status> ModerationService::LoadBlocks() {
   auto reading = meta_.ActiveBlocks(clock_.UnixSeconds(), Deadline::After(clock_, built_.budget));
   Result<std::vector<store::ClientBlock>> blocks = co_await std::move(reading);
@@ -488,6 +602,11 @@ awaitable<void> ModerationService::RefreshLoop() {
     if (Status loaded = co_await std::move(loading); !loaded.ok()) {
       // The blocks already known stay in force.
       spdlog::warn("moderation: blocks not reloaded: {}", loaded.error().message);
+    }
+    auto reading = LoadBlockedContents();
+    if (Status read = co_await std::move(reading); !read.ok()) {
+      // The digests already known stay blocked.
+      spdlog::warn("moderation: content blocklist not reloaded: {}", read.error().message);
     }
     auto counting = RefreshPending();
     co_await std::move(counting);

@@ -38,7 +38,8 @@ constexpr const char* kUnknownHelp =
 PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                            AdmissionControl& admission, const Clock& clock,
                            MetricsRegistry& metrics, ServiceOptions options,
-                           store::SharedState* shared, const Blocklist* blocks, AbuseWatch* abuse)
+                           store::SharedState* shared, const Blocklist* blocks, AbuseWatch* abuse,
+                           const ContentBlocklist* blocked_contents)
     : meta_(meta),
       blobs_(blobs),
       cache_(cache),
@@ -48,6 +49,7 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       shared_(shared),
       blocks_(blocks),
       abuse_(abuse),
+      blocked_contents_(blocked_contents),
       cache_hits_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
                                      {{"outcome", "hit"}})),
       cache_misses_(metrics.GetCounter("sluice_paste_cache_total", "Paste cache lookups by outcome",
@@ -89,6 +91,11 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
       // (deploy/prometheus/sluice.rules.yml, docs/operations.md).
       put_bytes_(metrics.GetCounter("sluice_blob_put_bytes_total",
                                     "Paste body bytes the body store accepted")),
+      blocked_content_refusals_(metrics.GetCounter(
+          "sluice_creates_refused_total",
+          "Creates refused after their body was read, before anything was stored, by reason "
+          "(blocked_content: the body's SHA-256 is in the content blocklist, 451)",
+          {{"reason", "blocked_content"}})),
       fills_(
           Result<CachedPaste>(MakeError(ErrorCode::kInternal, "fill abandoned", "fill_abandoned"))),
       created_bytes_(metrics.GetCounter("sluice_storage_created_bytes_total",

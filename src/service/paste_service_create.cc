@@ -163,6 +163,19 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
     ttl = *parsed;
   }
 
+  // The digest once, for the row's checksum and for the content blocklist. The check is here, after
+  // the body is read and before anything is stored, on the one path every create route takes; an
+  // encrypted body is its ciphertext, so only the very same envelope can match (docs/moderation.md,
+  // "Takedowns that stick").
+  std::optional<store::BodyDigest> digest;
+  const bool screened = blocked_contents_ != nullptr && !blocked_contents_->empty();
+  if (options->verify_bodies || screened) digest = DigestBody(body);
+  if (screened && blocked_contents_->Contains(*digest)) {
+    blocked_content_refusals_.Inc();
+    co_return MakeError(ErrorCode::kWithheld,
+                        "this text was taken down by the operator and cannot be posted again",
+                        "blocked_content");
+  }
   const Deadline deadline = Deadline::After(clock_, options->create_budget);
   std::optional<store::PasteId> parent;
   if (!parent_text.empty()) {
@@ -189,7 +202,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   const int64_t now = clock_.UnixSeconds();
   store::PasteMeta meta{id,    now,         now + ttl.count(), body.size(), HashDeleteToken(token),
                         false, std::nullopt};
-  if (options->verify_bodies) meta.body_sha256 = DigestBody(body);
+  if (options->verify_bodies) meta.body_sha256 = digest;
   meta.burn = burn;
   meta.encrypted = encrypted;
   meta.views_left = burn ? max_views : 1;

@@ -517,6 +517,34 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await inner_.ActiveBlocks(now, d);
   }
 
+  awaitable<Result<bool>> BlockContent(BlockedContent entry, int64_t max_entries,
+                                       admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.BlockContent(std::move(entry), max_entries, d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<bool>> UnblockContent(BodyDigest sha256, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.UnblockContent(sha256, d);
+  }
+
+  awaitable<Result<BlockedContentPage>> BlockedContents(std::optional<BodyDigest> after,
+                                                        size_t limit,
+                                                        admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.BlockedContents(after, limit, d);
+  }
+
+  awaitable<Result<BlockedContentsState>> BlockedContentsVersion(admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.BlockedContentsVersion(d);
+  }
+
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);

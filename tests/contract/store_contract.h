@@ -768,6 +768,105 @@ TYPED_TEST_P(StoreContract, BlocksInForceAndTheAuditTrailNewestFirst) {
   EXPECT_EQ((*audit)[1].at, 401);
 }
 
+// The content blocklist (docs/moderation.md, "Takedowns that stick")
+
+inline BodyDigest Digest(unsigned char first, unsigned char last = 0) {
+  BodyDigest d{};
+  d.fill(0x11);
+  d.front() = first;
+  d.back() = last;
+  return d;
+}
+
+TYPED_TEST_P(StoreContract, ContentBlocksAddOnceRemoveAndBumpTheVersion) {
+  auto before = RunSync(this->meta().BlockedContentsVersion(this->deadline()));
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  EXPECT_EQ(before->entries, 0);
+  auto added = RunSync(this->meta().BlockContent(BlockedContent{Digest(1), 100, "admin", "spam"},
+                                                 10, this->deadline()));
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  EXPECT_TRUE(*added);
+  auto again = RunSync(this->meta().BlockContent(BlockedContent{Digest(1), 200, "admin", "x"}, 10,
+                                                 this->deadline()));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);  // there already: nothing changed, the first entry stays
+  auto after_add = RunSync(this->meta().BlockedContentsVersion(this->deadline()));
+  EXPECT_NE(after_add->version, before->version);
+  EXPECT_EQ(after_add->entries, 1);
+  this->backend_.Reopen();
+  auto page = RunSync(this->meta().BlockedContents(std::nullopt, 10, this->deadline()));
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_EQ(page->entries.size(), 1u);
+  EXPECT_EQ(page->entries[0].sha256, Digest(1));
+  EXPECT_EQ(page->entries[0].added_at, 100);
+  EXPECT_EQ(page->entries[0].source, "admin");
+  EXPECT_EQ(page->entries[0].reason, "spam");
+  EXPECT_FALSE(page->next);
+  auto removed = RunSync(this->meta().UnblockContent(Digest(1), this->deadline()));
+  ASSERT_TRUE(removed.ok());
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE(*RunSync(this->meta().UnblockContent(Digest(1), this->deadline())));
+  auto after_remove = RunSync(this->meta().BlockedContentsVersion(this->deadline()));
+  EXPECT_NE(after_remove->version, after_add->version);
+  EXPECT_EQ(after_remove->entries, 0);
+  EXPECT_TRUE(
+      RunSync(this->meta().BlockedContents(std::nullopt, 10, this->deadline()))->entries.empty());
+}
+
+TYPED_TEST_P(StoreContract, ContentBlocksPageInDigestOrderAndStopAtTheirMaximum) {
+  for (unsigned char b : {0x30, 0x10, 0xf0, 0x20}) {
+    auto added = RunSync(
+        this->meta().BlockContent(BlockedContent{Digest(b), 1, "admin", ""}, 4, this->deadline()));
+    ASSERT_TRUE(added.ok()) << added.error().message;
+  }
+  auto full = RunSync(
+      this->meta().BlockContent(BlockedContent{Digest(0x40), 1, "admin", ""}, 4, this->deadline()));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kInsufficientStorage);
+  EXPECT_EQ(full.error().reason, kBlockedContentsFull);
+  auto first = RunSync(this->meta().BlockedContents(std::nullopt, 3, this->deadline()));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->entries.size(), 3u);
+  EXPECT_EQ(first->entries[0].sha256, Digest(0x10));
+  EXPECT_EQ(first->entries[1].sha256, Digest(0x20));
+  EXPECT_EQ(first->entries[2].sha256, Digest(0x30));
+  ASSERT_TRUE(first->next);
+  auto second = RunSync(this->meta().BlockedContents(first->next, 3, this->deadline()));
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->entries.size(), 1u);
+  EXPECT_EQ(second->entries[0].sha256, Digest(0xf0));
+  EXPECT_FALSE(second->next);
+}
+
+TYPED_TEST_P(StoreContract, ATakedownBlocksItsDigestInItsOwnTransaction) {
+  ASSERT_TRUE(RunSync(this->meta().Insert(Row("takn00000001", 5000), this->deadline())).ok());
+  ModerationChange change{Moderation::kTakenDown, "illegal", 300};
+  change.block_content = BlockedContent{Digest(0x77), 300, "takn00000001", "illegal"};
+  change.max_blocked_contents = 10;
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(Id("takn00000001"), change, this->deadline())).ok());
+  auto page = RunSync(this->meta().BlockedContents(std::nullopt, 10, this->deadline()));
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_EQ(page->entries.size(), 1u);
+  EXPECT_EQ(page->entries[0].sha256, Digest(0x77));
+  EXPECT_EQ(page->entries[0].source, "takn00000001");
+  EXPECT_EQ(RunSync(this->meta().BlockedContentsVersion(this->deadline()))->entries, 1);
+  // No row, no takedown: nor its digest.
+  change.block_content->sha256 = Digest(0x78);
+  EXPECT_EQ(RunSync(this->meta().SetModeration(Id("none00000001"), change, this->deadline()))
+                .error()
+                .code,
+            ErrorCode::kNotFound);
+  // A full list: the takedown stands without its digest.
+  ASSERT_TRUE(RunSync(this->meta().Insert(Row("takn00000002", 5000), this->deadline())).ok());
+  change.max_blocked_contents = 1;
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(Id("takn00000002"), change, this->deadline())).ok());
+  EXPECT_EQ(RunSync(this->meta().Get(Id("takn00000002"), this->deadline()))->moderation,
+            Moderation::kTakenDown);
+  EXPECT_EQ(RunSync(this->meta().BlockedContentsVersion(this->deadline()))->entries, 1);
+}
+
 // Burn after reading and storage accounting
 
 inline PasteMeta BurnRow(std::string_view id, int64_t expires_at) {
@@ -1195,6 +1294,9 @@ REGISTER_TYPED_TEST_SUITE_P(
     ConcurrentClaimsOfACountedRowHaveExactlyItsViews, LiveBytesFollowInsertsDeletesClaimsAndPurges,
     ClaimNeverBurnsAModeratedRow, ReservationsHoldRoomUntilGivenBack,
     AnInsertTakesItsReservationAsLiveBytes, ReservationsPastTheirExpiryNoLongerCount,
-    ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota);
+    ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota,
+    ContentBlocksAddOnceRemoveAndBumpTheVersion,
+    ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
+    ATakedownBlocksItsDigestInItsOwnTransaction);
 
 }  // namespace sluice::store::contract

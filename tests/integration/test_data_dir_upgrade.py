@@ -82,8 +82,10 @@ class DataDirUpgradeTest(SluiceTestCase):
         # (max_views, a fork's parent), which migrate again.
         for column in ("creator_network", "review_keep", "encrypted", "views_left", "parent"):
             s.execute(f"ALTER TABLE pastes DROP COLUMN {column}")
-        # And schema 14's index of the outbox by paste.
+        # And schema 14's index of the outbox by paste, and schema 15's content blocklist.
         s.execute("DROP INDEX outbox_by_paste")
+        for table in ("blocked_contents", "blocked_contents_state"):
+            s.execute(f"DROP TABLE {table}")
         s.execute("CREATE TABLE reports (paste_id TEXT NOT NULL, client_key TEXT NOT NULL, "
                   "reason TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, "
                   "open INTEGER NOT NULL DEFAULT 1, closed_at INTEGER, "
@@ -108,6 +110,10 @@ class DataDirUpgradeTest(SluiceTestCase):
         self.assertEqual(forms[old["id"]], (0, len(OLD)))
         self.assertEqual(forms[new["id"]][0], 1)
         self.assertLess(forms[new["id"]][1], len(NEW) // 2)
+        # The content blocklist of the upgraded file takes a takedown's digest.
+        self.assertStatus(s.admin_request("POST", f"/admin/pastes/{new['id']}/takedown",
+                                          body="{}"), 200)
+        self.assertJsonError(s.create(NEW), 451, "blocked_content")
 
 
 if __name__ == "__main__":

@@ -226,6 +226,28 @@ class FaultyMetaStore final : public store::MetaStore {
     if (Fails()) co_return StoreDown();
     co_return co_await inner_.ActiveBlocks(now, d);
   }
+  boost::asio::awaitable<Result<bool>> BlockContent(store::BlockedContent entry,
+                                                    int64_t max_entries,
+                                                    admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.BlockContent(std::move(entry), max_entries, d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<bool>> UnblockContent(store::BodyDigest sha256,
+                                                      admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.UnblockContent(sha256, d);
+  }
+  boost::asio::awaitable<Result<store::BlockedContentPage>> BlockedContents(
+      std::optional<store::BodyDigest> after, size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.BlockedContents(after, limit, d);
+  }
+  boost::asio::awaitable<Result<store::BlockedContentsState>> BlockedContentsVersion(
+      admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.BlockedContentsVersion(d);
+  }
   boost::asio::awaitable<Status> AddAudit(store::AuditEntry entry, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
     auto op = inner_.AddAudit(std::move(entry), d);

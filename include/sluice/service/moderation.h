@@ -23,6 +23,7 @@
 #include "sluice/common/result.h"
 #include "sluice/common/swappable.h"
 #include "sluice/service/admission_control.h"
+#include "sluice/service/content_blocklist.h"
 #include "sluice/service/operator_events.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
@@ -84,6 +85,17 @@ struct ModerationOptions {
   std::chrono::milliseconds blocks_refresh{10'000};
   /// Longest a withheld row stays in the shared metadata cache. Default: 60 s.
   std::chrono::seconds shared_meta_ttl{60};
+  /// Entries the content blocklist holds at most, over all processes sharing the store (each
+  /// holds them all in memory, 32 bytes each); past it a takedown stands without recording its
+  /// digest and an operator's block is refused (docs/moderation.md). Default: 1,000,000.
+  int64_t max_blocked_contents = 1'000'000;
+};
+
+/// What an operator's content block did (ModerationService::BlockContent).
+struct ContentBlockReceipt {
+  std::string sha256;
+  /// False when the digest was blocked already: nothing changed.
+  bool added = false;
 };
 
 struct ReportReceipt {
@@ -109,7 +121,8 @@ class ModerationService {
   ModerationService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                     AdmissionControl& admission, Blocklist& blocks, const Clock& clock,
                     ModerationOptions options, store::SharedState* shared = nullptr,
-                    PasteService* storage = nullptr, MetricsRegistry* metrics = nullptr);
+                    PasteService* storage = nullptr, MetricsRegistry* metrics = nullptr,
+                    ContentBlocklist* blocked_contents = nullptr);
 
   /// The reasons a report may give.
   static const std::vector<std::string_view>& Reasons();
@@ -139,6 +152,20 @@ class ModerationService {
                                                            std::string reason);
   boost::asio::awaitable<Result<std::vector<store::AuditEntry>>> Audit(size_t limit);
 
+  // The content blocklist (docs/moderation.md, "Takedowns that stick"). A takedown adds its
+  // paste's digest; these are the operator's own changes, each audited.
+  /// Blocks the body whose SHA-256 is `sha256` (64 hex digits, else InvalidArgument bad_sha256);
+  /// InsufficientStorage (blocked_contents_full) past max_blocked_contents.
+  boost::asio::awaitable<Result<ContentBlockReceipt>> BlockContent(std::string_view sha256,
+                                                                   std::string reason);
+  /// True when it was blocked; InvalidArgument (bad_sha256) for anything but 64 hex digits.
+  boost::asio::awaitable<Result<bool>> UnblockContent(std::string_view sha256);
+  /// One page of the list in digest order, after `after` (64 hex digits) when given.
+  boost::asio::awaitable<Result<store::BlockedContentPage>> BlockedContents(
+      std::optional<std::string_view> after, size_t limit);
+  /// Reads the list again from the store if its version changed since this process last read it.
+  boost::asio::awaitable<Status> LoadBlockedContents();
+
   /// Reads the blocks in force from the store into the block list.
   boost::asio::awaitable<Status> LoadBlocks();
 
@@ -150,7 +177,9 @@ class ModerationService {
   int64_t OpenReportRows() const { return open_reports_.load(std::memory_order_relaxed); }
   /// Reads the counts again; a failure keeps the last ones.
   boost::asio::awaitable<void> RefreshPending();
-  /// Reloads the blocks every blocks_refresh until Stop().
+  /// Reloads the blocks, and the content blocklist when its version changed, every
+  /// blocks_refresh until Stop(): the bound on how long a change made through another process
+  /// takes to reach this one.
   void Start(boost::asio::any_io_executor executor);
   void Stop() { stopping_ = true; }
   /// New options for reports from now on (docs/operations.md, "Reload"): a paste already withheld
@@ -200,6 +229,7 @@ class ModerationService {
   Counter& reports_refused_;
   Counter& withheld_;
   Counter& withholds_deferred_;
+  ContentBlocklist* const blocked_contents_;
   std::atomic<int64_t> unstored_logged_at_{0};  // Unix seconds: one log line a minute at most
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> pending_{0};

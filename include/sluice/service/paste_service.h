@@ -21,6 +21,7 @@
 #include "sluice/common/swappable.h"
 #include "sluice/service/abuse_watch.h"
 #include "sluice/service/admission_control.h"
+#include "sluice/service/content_blocklist.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/store/blob_store.h"
@@ -121,11 +122,14 @@ class PasteService {
   /// drop ids from `cache`; it must outlive the service, and `cache` must outlive it. `blocks`,
   /// when given, refuses creates from blocked clients (403) and must outlive the service.
   /// `abuse`, when given, counts each stored create and each create refused for its client (429,
-  /// 403, 507) and must outlive the service.
+  /// 403, 507) and must outlive the service. `blocked_contents`, when given, refuses a create
+  /// whose body's SHA-256 is in it (451 blocked_content) before anything is stored, and must
+  /// outlive the service.
   PasteService(store::MetaStore& meta, store::BlobStore& blobs, PasteCache& cache,
                AdmissionControl& admission, const Clock& clock, MetricsRegistry& metrics,
                ServiceOptions options, store::SharedState* shared = nullptr,
-               const Blocklist* blocks = nullptr, AbuseWatch* abuse = nullptr);
+               const Blocklist* blocks = nullptr, AbuseWatch* abuse = nullptr,
+               const ContentBlocklist* blocked_contents = nullptr);
 
   /// The options now (a reload replaces them); hold the pointer for the length of one request.
   std::shared_ptr<const ServiceOptions> options() const { return options_.Load(); }
@@ -319,6 +323,7 @@ class PasteService {
   store::SharedState* const shared_;
   const Blocklist* const blocks_;
   AbuseWatch* const abuse_;
+  const ContentBlocklist* const blocked_contents_;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;
@@ -333,6 +338,7 @@ class PasteService {
   Counter& claims_won_;
   Counter& claims_gone_;
   Counter& put_bytes_;
+  Counter& blocked_content_refusals_;
   admission::Singleflight<store::PasteId, Result<CachedPaste>, IdHash> fills_;
 
   // Storage accounting (docs/overload.md, "Create", step 1).

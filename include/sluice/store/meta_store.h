@@ -227,6 +227,28 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(
       int64_t now, admission::Deadline deadline) = 0;
 
+  // The content blocklist (docs/moderation.md, "Takedowns that stick"): digests of bodies that
+  // creates are refused. Every process holds the whole list in memory (service::ContentBlocklist)
+  // and reads it again only when its version changed, so a create never asks the store.
+
+  /// Adds `entry` unless its digest is there: true when added, false when it was there (nothing
+  /// changed). InsufficientStorage (kBlockedContentsFull) when the list holds `max_entries`.
+  virtual boost::asio::awaitable<Result<bool>> BlockContent(BlockedContent entry,
+                                                            int64_t max_entries,
+                                                            admission::Deadline deadline) = 0;
+
+  /// Removes `sha256`: true when it was there.
+  virtual boost::asio::awaitable<Result<bool>> UnblockContent(BodyDigest sha256,
+                                                              admission::Deadline deadline) = 0;
+
+  /// Up to `limit` entries in digest order, after `after` when given.
+  virtual boost::asio::awaitable<Result<BlockedContentPage>> BlockedContents(
+      std::optional<BodyDigest> after, size_t limit, admission::Deadline deadline) = 0;
+
+  /// The list's version and size (one row, kept by every change in its own transaction).
+  virtual boost::asio::awaitable<Result<BlockedContentsState>> BlockedContentsVersion(
+      admission::Deadline deadline) = 0;
+
   /// Appends one operator action to the audit trail.
   virtual boost::asio::awaitable<Status> AddAudit(AuditEntry entry,
                                                   admission::Deadline deadline) = 0;

@@ -160,6 +160,33 @@ struct ReportCounts {
   int64_t open_reports = 0;
 };
 
+/// One body that creates are refused (451 blocked_content): the SHA-256 of exactly the bytes an
+/// operator took down or named (docs/moderation.md, "Takedowns that stick").
+struct BlockedContent {
+  BodyDigest sha256{};
+  int64_t added_at = 0;
+  /// The id of the paste whose takedown recorded it, or "admin".
+  std::string source;
+  std::string reason;
+};
+
+/// One page of the content blocklist in digest order, and the digest the next page starts after
+/// (nothing on the last page).
+struct BlockedContentPage {
+  std::vector<BlockedContent> entries;
+  std::optional<BodyDigest> next;
+};
+
+/// The content blocklist's row of counts: `version` changes with every change to the list (a
+/// process reads the list again only when it did), `entries` is its size.
+struct BlockedContentsState {
+  int64_t version = 0;
+  int64_t entries = 0;
+};
+
+/// The reason of the InsufficientStorage error of a content blocklist that holds its maximum.
+inline constexpr std::string_view kBlockedContentsFull = "blocked_contents_full";
+
 /// A change of a paste's moderation state (MetaStore::SetModeration).
 struct ModerationChange {
   Moderation state = Moderation::kNone;
@@ -168,6 +195,11 @@ struct ModerationChange {
   /// With kNone: the review's "keep", after which reports queue the paste and never withhold it.
   /// A dismissal without it clears an earlier one.
   bool keep = false;
+  /// With kTakenDown: the body's digest, added to the content blocklist in the same transaction
+  /// unless it is there already or the list holds `max_blocked_contents` entries (then the
+  /// takedown stands without it).
+  std::optional<BlockedContent> block_content{};
+  int64_t max_blocked_contents = 0;
 };
 
 /// Creates from `prefix` (a client key, an address or a CIDR block) are refused until `until`.

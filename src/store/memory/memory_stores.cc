@@ -204,6 +204,11 @@ class MemoryMetaStore final : public MetaStore {
     auto it = rows_.find(id);
     if (it == rows_.end()) co_return NotFound();
     it->second.moderation = change.state;
+    if (change.state == Moderation::kTakenDown && change.block_content &&
+        static_cast<int64_t>(blocked_contents_.size()) < change.max_blocked_contents &&
+        blocked_contents_.emplace(change.block_content->sha256, *change.block_content).second) {
+      ++blocked_version_;
+    }
     if (change.state == Moderation::kWithheld) {
       outbox_.push_back(
           {OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, change.at}, change.at});
@@ -293,6 +298,49 @@ class MemoryMetaStore final : public MetaStore {
       if (b.until > now) out.push_back(b);
     }
     co_return out;
+  }
+
+  awaitable<Result<bool>> BlockContent(BlockedContent entry, int64_t max_entries,
+                                       admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    if (blocked_contents_.contains(entry.sha256)) co_return false;
+    if (static_cast<int64_t>(blocked_contents_.size()) >= max_entries) {
+      co_return MakeError(ErrorCode::kInsufficientStorage,
+                          "the content blocklist holds max_blocked_contents entries",
+                          std::string(kBlockedContentsFull));
+    }
+    blocked_contents_.emplace(entry.sha256, std::move(entry));
+    ++blocked_version_;
+    co_return true;
+  }
+
+  awaitable<Result<bool>> UnblockContent(BodyDigest sha256, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    if (blocked_contents_.erase(sha256) == 0) co_return false;
+    ++blocked_version_;
+    co_return true;
+  }
+
+  awaitable<Result<BlockedContentPage>> BlockedContents(std::optional<BodyDigest> after,
+                                                        size_t limit,
+                                                        admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    BlockedContentPage page;
+    auto it = after ? blocked_contents_.upper_bound(*after) : blocked_contents_.begin();
+    for (; it != blocked_contents_.end(); ++it) {
+      if (page.entries.size() == limit) {
+        page.next = page.entries.back().sha256;
+        break;
+      }
+      page.entries.push_back(it->second);
+    }
+    co_return page;
+  }
+
+  awaitable<Result<BlockedContentsState>> BlockedContentsVersion(admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    co_return BlockedContentsState{blocked_version_,
+                                   static_cast<int64_t>(blocked_contents_.size())};
   }
 
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {
@@ -398,6 +446,8 @@ class MemoryMetaStore final : public MetaStore {
   std::vector<Charge> charges_;
   int64_t open_reports_ = 0;
   std::vector<ClientBlock> blocks_;
+  std::map<BodyDigest, BlockedContent> blocked_contents_;
+  int64_t blocked_version_ = 0;
   std::vector<AuditEntry> audit_;
   LocalStorageLedger ledger_;
 };

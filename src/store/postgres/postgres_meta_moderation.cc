@@ -3,6 +3,8 @@
 // take a connection that creates or reads need), except the retention sweep, which is the cleanup
 // pool's. A report and a review are one function each (migration 8), so a report costs one round
 // trip and a bounded number of index lookups.
+#include <fmt/format.h>
+
 #include <limits>
 
 #include "pg_rows.h"
@@ -43,8 +45,32 @@ awaitable<Result<ReportOutcome>> PgMetaStore::AddReport(AbuseReport report, Repo
       });
 }
 
+namespace {
+
+Param DigestParam(const BodyDigest& d) {
+  return Param{std::string(reinterpret_cast<const char*>(d.data()), d.size()), true};
+}
+
+}  // namespace
+
 awaitable<Status> PgMetaStore::SetModeration(PasteId id, ModerationChange change,
                                              admission::Deadline deadline) {
+  if (change.state == Moderation::kTakenDown && change.block_content) {
+    // One statement, so one transaction: the digest is blocked if and only if the takedown
+    // commits. The function in FROM runs first; CASE calls the other only after it found the row.
+    const BlockedContent& b = *change.block_content;
+    return Command(
+        PostgresPurpose::kModeration, deadline,
+        "SELECT ok, CASE WHEN ok THEN sluice_block_content($6::bytea, $7, $8, $9, $10) END "
+        "FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok",
+        {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason), P(change.at),
+         P(change.keep ? "true" : "false"), DigestParam(b.sha256), P(b.added_at), P(b.source),
+         P(b.reason), P(change.max_blocked_contents)},
+        [](const PGresult* r) -> Result<std::monostate> {
+          if (PQntuples(r) > 0 && Bool(r, 0, 0)) return std::monostate{};
+          return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+        });
+  }
   return Command(PostgresPurpose::kModeration, deadline,
                  "SELECT sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean)",
                  {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason),
@@ -162,6 +188,77 @@ awaitable<Result<std::vector<AuditEntry>>> PgMetaStore::AuditTrail(size_t limit,
                                    std::string(Text(r, i, 2)), std::string(Text(r, i, 3))});
         }
         return out;
+      });
+}
+
+awaitable<Result<bool>> PgMetaStore::BlockContent(BlockedContent entry, int64_t max_entries,
+                                                  admission::Deadline deadline) {
+  return Query<bool>(PostgresPurpose::kModeration, deadline,
+                     "SELECT sluice_block_content($1::bytea, $2, $3, $4, $5)",
+                     {DigestParam(entry.sha256), P(entry.added_at), P(entry.source),
+                      P(entry.reason), P(max_entries)},
+                     [max_entries](const PGresult* r) -> Result<bool> {
+                       const int64_t outcome = PQntuples(r) > 0 ? Int(r, 0, 0) : -1;
+                       if (outcome == 2) {
+                         return MakeError(ErrorCode::kInsufficientStorage,
+                                          fmt::format("the content blocklist holds "
+                                                      "max_blocked_contents ({}) entries",
+                                                      max_entries),
+                                          std::string(kBlockedContentsFull));
+                       }
+                       return outcome == 1;
+                     });
+}
+
+awaitable<Result<bool>> PgMetaStore::UnblockContent(BodyDigest sha256,
+                                                    admission::Deadline deadline) {
+  // The delete and the counts in one statement; a concurrent delete of the same digest waits for
+  // the row and then finds nothing, so the counts move once.
+  return Query<bool>(
+      PostgresPurpose::kModeration, deadline,
+      "WITH gone AS (DELETE FROM blocked_contents WHERE sha256 = $1::bytea RETURNING 1), "
+      "bumped AS (UPDATE blocked_contents_state SET version = version + 1, "
+      "entries = entries - (SELECT count(*) FROM gone) "
+      "WHERE slot = 0 AND EXISTS (SELECT 1 FROM gone) RETURNING 1) "
+      "SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM bumped)",
+      {DigestParam(sha256)},
+      [](const PGresult* r) -> Result<bool> { return PQntuples(r) > 0 && Int(r, 0, 0) > 0; });
+}
+
+awaitable<Result<BlockedContentPage>> PgMetaStore::BlockedContents(std::optional<BodyDigest> after,
+                                                                   size_t limit,
+                                                                   admission::Deadline deadline) {
+  // A range of the primary key; an empty bytea sorts below every digest.
+  return Query<BlockedContentPage>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT sha256, added_at, source, reason FROM blocked_contents WHERE sha256 > $1::bytea "
+      "ORDER BY sha256 LIMIT $2",
+      {after ? DigestParam(*after) : Param{std::string(), true},
+       P(static_cast<int64_t>(limit) + 1)},
+      [limit](const PGresult* r) -> Result<BlockedContentPage> {
+        BlockedContentPage page;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          if (Text(r, i, 0).size() != 2 + 2 * BodyDigest().size()) continue;
+          if (page.entries.size() == limit) {
+            page.next = page.entries.back().sha256;
+            break;
+          }
+          page.entries.push_back(BlockedContent{Hash(Text(r, i, 0)), Int(r, i, 1),
+                                                std::string(Text(r, i, 2)),
+                                                std::string(Text(r, i, 3))});
+        }
+        return page;
+      });
+}
+
+awaitable<Result<BlockedContentsState>> PgMetaStore::BlockedContentsVersion(
+    admission::Deadline deadline) {
+  return Query<BlockedContentsState>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT version, entries FROM blocked_contents_state WHERE slot = 0", {},
+      [](const PGresult* r) -> Result<BlockedContentsState> {
+        if (PQntuples(r) == 0) return BlockedContentsState{};
+        return BlockedContentsState{Int(r, 0, 0), Int(r, 0, 1)};
       });
 }
 

@@ -93,6 +93,14 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
                                                            admission::Deadline deadline) override;
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline deadline) override;
+  awaitable<Result<bool>> BlockContent(BlockedContent entry, int64_t max_entries,
+                                       admission::Deadline deadline) override;
+  awaitable<Result<bool>> UnblockContent(BodyDigest sha256, admission::Deadline deadline) override;
+  awaitable<Result<BlockedContentPage>> BlockedContents(std::optional<BodyDigest> after,
+                                                        size_t limit,
+                                                        admission::Deadline deadline) override;
+  awaitable<Result<BlockedContentsState>> BlockedContentsVersion(
+      admission::Deadline deadline) override;
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override;
 

@@ -407,6 +407,44 @@ constexpr const char* kMigrations[] = {
       until bigint NOT NULL
     );
     )sql",
+    // 13: the content blocklist, as the SQLite store's migration 15 says. sluice_block_content
+    // takes the counts row's lock first, so concurrent adds from several processes are ordered
+    // and max_blocked_contents holds across them; it answers 0 (there already), 1 (added) or 2
+    // (the list is full).
+    R"sql(
+    CREATE TABLE IF NOT EXISTS blocked_contents (
+      sha256 bytea PRIMARY KEY,
+      added_at bigint NOT NULL,
+      source text NOT NULL,
+      reason text NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS blocked_contents_state (
+      slot smallint PRIMARY KEY,
+      version bigint NOT NULL,
+      entries bigint NOT NULL
+    );
+    INSERT INTO blocked_contents_state (slot, version, entries) VALUES (0, 0, 0)
+      ON CONFLICT (slot) DO NOTHING;
+    CREATE OR REPLACE FUNCTION sluice_block_content(p_sha256 bytea, p_at bigint, p_source text,
+                                                    p_reason text, p_max bigint)
+    RETURNS smallint LANGUAGE plpgsql AS $$
+    DECLARE
+      n bigint;
+    BEGIN
+      SELECT entries INTO n FROM blocked_contents_state WHERE slot = 0 FOR UPDATE;
+      IF EXISTS (SELECT 1 FROM blocked_contents WHERE sha256 = p_sha256) THEN
+        RETURN 0;
+      END IF;
+      IF n >= p_max THEN
+        RETURN 2;
+      END IF;
+      INSERT INTO blocked_contents (sha256, added_at, source, reason)
+        VALUES (p_sha256, p_at, p_source, p_reason);
+      UPDATE blocked_contents_state SET version = version + 1, entries = entries + 1
+        WHERE slot = 0;
+      RETURN 1;
+    END $$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

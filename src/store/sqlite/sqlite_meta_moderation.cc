@@ -304,6 +304,15 @@ Status SqliteMetaStore::Apply(Db& db, const SetModerationOp& op) {
   mark.Bind(4, int64_t{c.keep ? 1 : 0}).Bind(5, op.id.view());
   if (Status s = Done(db, mark, "moderate"); !s.ok()) return s;
   if (sqlite3_changes(db.raw()) == 0) return NoSuchPaste();
+  if (c.state == Moderation::kTakenDown && c.block_content) {
+    // In the takedown's own transaction: a takedown that commits refuses its bytes from then on.
+    bool added = false;
+    bool full = false;
+    if (Status s = InsertBlockedContent(db, *c.block_content, c.max_blocked_contents, added, full);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (c.state == Moderation::kWithheld) {
     Statement& enqueue = db.Prepare(
         "INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at) "
@@ -349,6 +358,134 @@ Status SqliteMetaStore::Apply(Db& db, const AddAuditOp& op) {
   s.Bind(1, op.entry.at).Bind(2, op.entry.action).Bind(3, op.entry.target);
   s.Bind(4, op.entry.detail);
   return Done(db, s, "audit");
+}
+
+awaitable<Result<bool>> SqliteMetaStore::BlockContent(BlockedContent entry, int64_t max_entries,
+                                                      admission::Deadline) {
+  auto added = std::make_shared<bool>(false);
+  auto submitting = committer_->Submit(BlockContentOp{std::move(entry), max_entries, added});
+  const Status s = co_await std::move(submitting);
+  if (!s.ok()) co_return s.error();
+  co_return *added;
+}
+
+awaitable<Result<bool>> SqliteMetaStore::UnblockContent(BodyDigest sha256, admission::Deadline) {
+  auto removed = std::make_shared<bool>(false);
+  auto submitting = committer_->Submit(UnblockContentOp{sha256, removed});
+  const Status s = co_await std::move(submitting);
+  if (!s.ok()) co_return s.error();
+  co_return *removed;
+}
+
+awaitable<Result<BlockedContentPage>> SqliteMetaStore::BlockedContents(
+    std::optional<BodyDigest> after, size_t limit, admission::Deadline deadline) {
+  return asio_glue::RunBlocking(
+      moderation_pool(), [this, after, limit, deadline]() -> Result<BlockedContentPage> {
+        return readers_.Read(deadline, [&](Db& db) -> Result<BlockedContentPage> {
+          // A range of the primary key: a page costs its length however long the list. An empty
+          // blob sorts below every digest.
+          Statement& s = db.Prepare(
+              "SELECT sha256, added_at, source, reason FROM blocked_contents WHERE sha256 > ? "
+              "ORDER BY sha256 LIMIT ?");
+          const BodyDigest none{};
+          s.Bind(1, after ? std::span<const unsigned char>(*after)
+                          : std::span<const unsigned char>(none.data(), 0));
+          s.Bind(2, static_cast<int64_t>(limit) + 1);
+          BlockedContentPage page;
+          int rc;
+          while ((rc = s.Step()) == SQLITE_ROW) {
+            const auto blob = s.Blob(0);
+            if (blob.size() != BodyDigest{}.size()) continue;  // only digests are ever written
+            if (page.entries.size() == limit) {
+              page.next = page.entries.back().sha256;
+              break;
+            }
+            BlockedContent e;
+            std::copy(blob.begin(), blob.end(), e.sha256.begin());
+            e.added_at = s.Int(1);
+            e.source = std::string(s.Text(2));
+            e.reason = std::string(s.Text(3));
+            page.entries.push_back(std::move(e));
+          }
+          if (rc != SQLITE_DONE && rc != SQLITE_ROW) return StorageError(db, "blocked contents");
+          return page;
+        });
+      });
+}
+
+awaitable<Result<BlockedContentsState>> SqliteMetaStore::BlockedContentsVersion(
+    admission::Deadline deadline) {
+  return asio_glue::RunBlocking(
+      moderation_pool(), [this, deadline]() -> Result<BlockedContentsState> {
+        return readers_.Read(deadline, [&](Db& db) -> Result<BlockedContentsState> {
+          Statement& s =
+              db.Prepare("SELECT version, entries FROM blocked_contents_state WHERE slot = 0");
+          const int rc = s.Step();
+          BlockedContentsState state;
+          if (rc == SQLITE_ROW) state = BlockedContentsState{s.Int(0), s.Int(1)};
+          if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            return StorageError(db, "blocked contents version");
+          }
+          s.Reset();
+          return state;
+        });
+      });
+}
+
+Status SqliteMetaStore::InsertBlockedContent(Db& db, const BlockedContent& entry,
+                                             int64_t max_entries, bool& added, bool& full) {
+  Statement& count = db.Prepare("SELECT entries FROM blocked_contents_state WHERE slot = 0");
+  if (count.Step() != SQLITE_ROW) return StorageError(db, "blocked contents state");
+  const int64_t entries = count.Int(0);
+  count.Reset();
+  Statement& present = db.Prepare("SELECT 1 FROM blocked_contents WHERE sha256 = ?");
+  present.Bind(1, std::span<const unsigned char>(entry.sha256));
+  const int rc = present.Step();
+  present.Reset();
+  if (rc == SQLITE_ROW) return Ok();
+  if (rc != SQLITE_DONE) return StorageError(db, "blocked contents");
+  if (entries >= max_entries) {
+    full = true;
+    return Ok();
+  }
+  Statement& insert = db.Prepare(
+      "INSERT INTO blocked_contents (sha256, added_at, source, reason) VALUES (?, ?, ?, ?)");
+  insert.Bind(1, std::span<const unsigned char>(entry.sha256)).Bind(2, entry.added_at);
+  insert.Bind(3, entry.source).Bind(4, entry.reason);
+  if (Status s = Done(db, insert, "block content"); !s.ok()) return s;
+  Statement& bump = db.Prepare(
+      "UPDATE blocked_contents_state SET version = version + 1, entries = entries + 1 "
+      "WHERE slot = 0");
+  if (Status s = Done(db, bump, "blocked contents state"); !s.ok()) return s;
+  added = true;
+  return Ok();
+}
+
+Status SqliteMetaStore::Apply(Db& db, const BlockContentOp& op) {
+  bool full = false;
+  if (Status s = InsertBlockedContent(db, op.entry, op.max_entries, *op.added, full); !s.ok()) {
+    return s;
+  }
+  if (full) {
+    return MakeError(ErrorCode::kInsufficientStorage,
+                     fmt::format("the content blocklist holds max_blocked_contents ({}) entries",
+                                 op.max_entries),
+                     std::string(kBlockedContentsFull));
+  }
+  return Ok();
+}
+
+Status SqliteMetaStore::Apply(Db& db, const UnblockContentOp& op) {
+  Statement& remove = db.Prepare("DELETE FROM blocked_contents WHERE sha256 = ?");
+  remove.Bind(1, std::span<const unsigned char>(op.sha256));
+  if (Status s = Done(db, remove, "unblock content"); !s.ok()) return s;
+  if (sqlite3_changes(db.raw()) == 0) return Ok();
+  Statement& bump = db.Prepare(
+      "UPDATE blocked_contents_state SET version = version + 1, entries = entries - 1 "
+      "WHERE slot = 0");
+  if (Status s = Done(db, bump, "blocked contents state"); !s.ok()) return s;
+  *op.removed = true;
+  return Ok();
 }
 
 }  // namespace sluice::store::sqlite

@@ -211,6 +211,23 @@ constexpr const char* kMigrations[] = {
     R"sql(
     CREATE INDEX outbox_by_paste ON outbox (paste_id);
     )sql",
+    // 15: the content blocklist (docs/moderation.md, "Takedowns that stick"): digests of bodies
+    // creates are refused, and one row of counts whose version every change bumps, so that a
+    // process reads the list again only when it changed.
+    R"sql(
+    CREATE TABLE blocked_contents (
+      sha256 BLOB PRIMARY KEY,
+      added_at INTEGER NOT NULL,
+      source TEXT NOT NULL,
+      reason TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE blocked_contents_state (
+      slot INTEGER PRIMARY KEY,
+      version INTEGER NOT NULL,
+      entries INTEGER NOT NULL
+    );
+    INSERT INTO blocked_contents_state (slot, version, entries) VALUES (0, 0, 0);
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the

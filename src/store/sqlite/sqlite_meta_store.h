@@ -116,9 +116,19 @@ struct AddBlockOp {
 struct AddAuditOp {
   AuditEntry entry;
 };
+struct BlockContentOp {
+  BlockedContent entry;
+  int64_t max_entries;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<bool> added;
+};
+struct UnblockContentOp {
+  BodyDigest sha256;
+  std::shared_ptr<bool> removed;
+};
 using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
                              ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
-                             AddAuditOp, BodyPutOp, BodyDeleteOp>;
+                             AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp>;
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -217,6 +227,14 @@ class SqliteMetaStore final : public MetaStore {
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {
     return committer_->Submit(AddAuditOp{std::move(entry)});
   }
+  awaitable<Result<bool>> BlockContent(BlockedContent entry, int64_t max_entries,
+                                       admission::Deadline) override;
+  awaitable<Result<bool>> UnblockContent(BodyDigest sha256, admission::Deadline) override;
+  awaitable<Result<BlockedContentPage>> BlockedContents(std::optional<BodyDigest> after,
+                                                        size_t limit,
+                                                        admission::Deadline deadline) override;
+  awaitable<Result<BlockedContentsState>> BlockedContentsVersion(
+      admission::Deadline deadline) override;
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override;
 
@@ -267,6 +285,12 @@ class SqliteMetaStore final : public MetaStore {
   Status Apply(Db& db, const PurgeReportsOp& op);
   Status Apply(Db& db, const AddBlockOp& op);
   Status Apply(Db& db, const AddAuditOp& op);
+  Status Apply(Db& db, const BlockContentOp& op);
+  Status Apply(Db& db, const UnblockContentOp& op);
+  // Inserts `entry` unless its digest is there or the list holds `max_entries` (`full` says
+  // which); bumps the version when it did.
+  static Status InsertBlockedContent(Db& db, const BlockedContent& entry, int64_t max_entries,
+                                     bool& added, bool& full);
   static Status CountCharges(Db& db, std::string_view network, int64_t now, int64_t& charged);
   static Status ReadCounts(Db& db, ReportCounts& counts);
   static Status AddToCounts(Db& db, int64_t pending, int64_t open_reports);
