@@ -7,6 +7,9 @@
 #   create  GET /, the create page (made per request: every language and expiry)
 #   fork    GET /new?from=ID, the create page filled with the same paste (made per request)
 #   error   GET /ID of no paste: the 404 page (made per request)
+#   abuse   GET /abuse (prepared per language and thread, src/http/public_contact.h)
+#   security, robots   GET /.well-known/security.txt, /robots.txt (prepared; security.txt
+#           answers 404 unless SLUICE_ABUSE_CONTACT is set, which the servers inherit)
 #
 #   bench/page_pairs.sh 5 before=/tmp/sluice-before after=build/dev/sluice
 #
@@ -53,6 +56,9 @@ for pair in "$@"; do
   url[$label/create]="$base/"
   url[$label/fork]="$base/new?from=$id"
   url[$label/error]="$base/AAAAAAAAAAAAAAAA"
+  url[$label/abuse]="$base/abuse"
+  url[$label/security]="$base/.well-known/security.txt"
+  url[$label/robots]="$base/robots.txt"
   sizes=""
   for page in "${pages[@]}"; do
     size=$(curl -sS -H 'Accept: text/html' ${language[$label]:+-H "Accept-Language: ${language[$label]}"} \

@@ -377,6 +377,7 @@ std::string ConfigurationMarkdown() {
       "listen = \"0.0.0.0:8080\"\n"
       "data_dir = \"/var/lib/sluice\"\n"
       "public_url = \"https://paste.example.org\"\n"
+      "abuse_contact = \"mailto:abuse@paste.example.org\"\n"
       "default_ttl = \"1d\"\n"
       "max_ttl = \"1w\"\n"
       "max_paste_bytes = 500000\n"

@@ -37,6 +37,9 @@ namespace {
 //   a sink swapped live would drop what its queue holds.
 // - metrics_on_public, admin_token_file: the listeners' route tables and the admin token are set
 //   when the listeners are built.
+// - abuse_contact, contact_languages, security_txt_lifetime, takedown_deadline,
+//   abuse_policy_text, robots: the public contact is made once at start and is in every page a
+//   thread has prepared (src/http/public_contact.h); a new one would leave old footers behind.
 // - moderation_timeout: the stores' moderation calls take a new one at once, but a report's whole
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as

@@ -119,6 +119,20 @@ service::ModerationOptions ReadModeration(const Settings& s) {
   return m;
 }
 
+http::ContactOptions ReadContact(const Settings& s) {
+  http::ContactOptions c;
+  c.contacts = CommaList(s.String("abuse_contact"));
+  c.languages = CommaList(s.String("contact_languages"));
+  c.security_txt_lifetime = In<std::chrono::seconds>(s, "security_txt_lifetime");
+  c.takedown_deadline = In<std::chrono::seconds>(s, "takedown_deadline");
+  c.policy_text = s.String("abuse_policy_text");
+  const std::string robots = s.String("robots");
+  c.robots = robots == "all"    ? http::ContactOptions::Robots::kAll
+             : robots == "none" ? http::ContactOptions::Robots::kNone
+                                : http::ContactOptions::Robots::kSite;
+  return c;
+}
+
 http::ServerOptions ReadServer(const Settings& s) {
   http::ServerOptions o;
   auto trusted = admission::TrustedProxies::Parse(CommaList(s.String("trusted_proxy")));
@@ -144,6 +158,7 @@ http::ServerOptions ReadServer(const Settings& s) {
   o.min_body_rate_grace = s.Duration("min_body_rate_grace");
   o.drain_timeout = s.Duration("drain_timeout");
   o.metrics_on_public = s.Boolean("metrics_on_public");
+  o.contact = ReadContact(s);
   return o;
 }
 

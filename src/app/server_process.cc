@@ -128,6 +128,16 @@ void WarnIfFleetOnEmbeddedStores(const Settings& s) {
       processes, fmt::join(embedded, " and "));
 }
 
+// A public pastebin nobody can reach gets its abuse notices sent to its host and registrar, which
+// is how such sites lose their domain: the start log names the setting until it is set.
+void WarnIfNoAbuseContact(const Settings& s) {
+  if (!s.String("abuse_contact").empty()) return;
+  spdlog::warn(
+      "abuse_contact is not set: /.well-known/security.txt answers 404 and no page names an "
+      "address for abuse notices, which then go to your host or registrar; set abuse_contact, "
+      "e.g. mailto:abuse@paste.example (docs/moderation.md, \"The public contact\")");
+}
+
 // Live settings that a reload applies only up to what the process was built with: each entry says
 // which, the bound, and that a restart lifts it. Empty when nothing is held back.
 std::vector<std::string> HeldByStart(const ServeOptions& started, const ServeOptions& next,
@@ -277,6 +287,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       admin_server_(MakeAdminServer()) {
   WarnIfFleetOnEmbeddedStores(settings_);
   moderation_.TellOperator(push_.get());
+  WarnIfNoAbuseContact(settings_);
   process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
                       ResidentBytes);
   // Read at every scrape: the allocator's counts are its own snapshot, cheap to refresh.

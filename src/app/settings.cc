@@ -127,6 +127,47 @@ std::optional<std::string> CheckRedisUrl(std::string_view value) {
          "redis[s]+sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/MASTER";
 }
 
+// RFC 9116 2.5.3: a Contact is a URI; the footer and /abuse make it a link, so only schemes a
+// browser opens as contact are taken (never javascript: or data:).
+std::optional<std::string> CheckContactUri(std::string_view value) {
+  for (std::string_view scheme : {"mailto:", "https://", "tel:"}) {
+    if (value.starts_with(scheme) && value.size() > scheme.size() &&
+        std::none_of(value.begin(), value.end(),
+                     [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == 0x7f; })) {
+      return std::nullopt;
+    }
+  }
+  return "each entry must be a mailto:, https:// or tel: URI without spaces, e.g. "
+         "mailto:abuse@paste.example";
+}
+
+// RFC 5646 in the shape RFC 9116's Preferred-Languages takes: "en", "de", "pt-BR".
+std::optional<std::string> CheckLanguageTag(std::string_view value) {
+  size_t start = 0;
+  for (size_t i = 0; i <= value.size(); ++i) {
+    if (i < value.size() && value[i] != '-') {
+      if (!std::isalnum(static_cast<unsigned char>(value[i])) ||
+          (start == 0 && !std::isalpha(static_cast<unsigned char>(value[i])))) {
+        return "each entry must be a language tag such as en, de or pt-BR";
+      }
+      continue;
+    }
+    const size_t length = i - start;
+    if (length < (start == 0 ? 2 : 1) || length > 8) {
+      return "each entry must be a language tag such as en, de or pt-BR";
+    }
+    start = i + 1;
+  }
+  return std::nullopt;
+}
+
+// Shown on /abuse as one paragraph: bounded so the page stays a page.
+std::optional<std::string> CheckPolicyText(std::string_view value) {
+  if (value.size() > 4000) return "must be at most 4000 bytes";
+  if (!service::IsValidUtf8(value)) return "must be UTF-8";
+  return std::nullopt;
+}
+
 std::optional<std::string> CheckTrustedProxy(std::string_view value) {
   const std::string entries[] = {std::string(value)};
   if (admission::TrustedProxies::Parse(entries).ok()) return std::nullopt;
@@ -417,6 +458,29 @@ constexpr SettingSpec kServeSettings[] = {
     PositiveSetting("report_rate", "0.1", "1e15",
                     "Abuse reports per second per client key (over it: 429)"),
     PositiveSetting("report_burst", "5", "1e15", "Abuse reports a client key may send at once"),
+    // The public contact (docs/moderation.md, "The public contact"): made once at start.
+    ListSetting("abuse_contact", "",
+                "Where abuse notices and security reports go: mailto:, https:// or tel: URIs, "
+                "comma-separated; shown in every page's footer and on /abuse, and the Contact "
+                "lines of /.well-known/security.txt (which answers 404 while this is empty, and "
+                "the start log says so)",
+                CheckContactUri),
+    ListSetting("contact_languages", "en",
+                "Languages the abuse contact reads, comma-separated tags (RFC 9116 "
+                "Preferred-Languages)",
+                CheckLanguageTag),
+    DurationSetting("security_txt_lifetime", "4320h", "24h", "8760h",
+                    "Expires of /.well-known/security.txt is this long after the day it is served "
+                    "(RFC 9116 asks for less than a year). Default 180 days"),
+    DurationSetting("takedown_deadline", "1h", "1m", "720h",
+                    "How fast the operator acts on an abuse notice, as /abuse promises it"),
+    TextSetting("abuse_policy_text", "",
+                "The operator's own words on /abuse (what this site removes, which law applies), "
+                "shown as written, at most 4000 bytes",
+                CheckPolicyText),
+    ChoiceSetting("robots", "site", "site|all|none",
+                  "What /robots.txt lets crawlers fetch: site (the create page, /abuse and "
+                  "/status, no paste), all (pastes too) or none"),
     DurationSetting("report_retention", "2160h", "0s", "87600h",
                     "Abuse reports are deleted this long after a review closed them (takedown or "
                     "dismissal; open reports of a paste that still exists never are), by the "

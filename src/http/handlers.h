@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "public_contact.h"
 #include "reply.h"
 #include "request.h"
 #include "sluice/common/clock.h"
@@ -41,6 +42,9 @@ struct Context {
   /// The abuse view: its aggregates on the public status, who is behind them on the admin
   /// listener's /status and /admin/abuse; null when not set up.
   const service::AbuseWatch* abuse = nullptr;
+  /// Public side: security.txt, robots.txt and /abuse (public_contact.h); null elsewhere, where
+  /// those routes do not exist.
+  std::shared_ptr<const PublicContact> contact{};
 };
 
 using boost::asio::awaitable;
@@ -83,6 +87,13 @@ awaitable<Reply> HandleStatusApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminStatus(const Request& req, Context& ctx);
 awaitable<Reply> HandleFaults(const Request& req, Context& ctx);
 awaitable<Reply> HandleStatic(const Request& req, Context& ctx);
+/// GET /.well-known/security.txt (RFC 9116): 404 until abuse_contact is set.
+awaitable<Reply> HandleSecurityTxt(const Request& req, Context& ctx);
+/// GET /robots.txt: the robots setting's policy.
+awaitable<Reply> HandleRobotsTxt(const Request& req, Context& ctx);
+/// GET /abuse: how to report a paste and send a notice, what is removed and how fast, and the
+/// review queue's length.
+awaitable<Reply> HandleAbusePage(const Request& req, Context& ctx);
 
 // Moderation (admin_handlers.cc).
 awaitable<Reply> HandleReportApi(const Request& req, Context& ctx);

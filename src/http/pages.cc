@@ -9,6 +9,7 @@
 #include "assets.h"
 #include "page_language.h"
 #include "page_templates.h"
+#include "public_contact.h"
 #include "sluice/render/highlighter.h"
 #include "sluice/service/text.h"
 
@@ -106,6 +107,12 @@ std::string WholePage(const Reader& reader, const templates::Title& title, const
   layout.body_html = body;
   layout.back = reader.path;
   layout.language_choices_html = LanguageChoices(reader.lang);
+  // Every page names where abuse goes, so a notice reaches the operator, not the host.
+  if (const ContactLink* contact = PublicContact::Current().footer()) {
+    layout.contact = true;
+    layout.contact_url = contact->url;
+    layout.contact_text = contact->text;
+  }
   std::string out;
   templates::Render(layout, reader.lang, out);
   return out;
@@ -425,6 +432,25 @@ std::string StatusPage(const Reader& reader,
   page.used_percent = used;
   page.created_day = day_text;
   return WholePage(reader, {.status_page = true}, page, {.status = true});
+}
+
+std::string AbusePage(const Reader& reader, const PublicContact& contact, int64_t pending) {
+  std::string links;
+  for (const ContactLink& link : contact.links()) {
+    templates::Render(templates::ContactLink{.url = link.url, .text = link.text}, links);
+  }
+  const std::string deadline =
+      DurationInWords(contact.options().takedown_deadline.count(), reader.lang);
+  const std::string pending_text = std::to_string(pending);
+  templates::Abuse page;
+  page.contact = !contact.links().empty();
+  page.contacts_html = links;
+  page.security = contact.has_security_txt();
+  page.deadline = deadline;
+  page.policy = !contact.options().policy_text.empty();
+  page.policy_text = contact.options().policy_text;
+  page.pending = pending_text;
+  return WholePage(reader, {.abuse = true}, page);
 }
 
 }  // namespace sluice::http

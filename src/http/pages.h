@@ -138,6 +138,11 @@ std::string StatusPage(const Reader& reader,
                        const std::vector<std::pair<std::string, double>>& metrics,
                        int64_t now_unix);
 
+class PublicContact;
+/// How to report abuse (GET /abuse): the contact's settings, and `pending`, the pastes in the
+/// review queue.
+std::string AbusePage(const Reader& reader, const PublicContact& contact, int64_t pending);
+
 /// RFC 3339 UTC ("2026-12-07T10:00:00Z") for expiry times in JSON and pages.
 std::string FormatUnixTime(int64_t unix_seconds);
 

@@ -122,6 +122,10 @@ std::vector<Route> DefaultRoutes(bool metrics) {
       {"/api/v1/status", read, HandleStatusApi, "status_api"},
       {"/static/{path...}", read, HandleStatic, "static"},
       {"/new", read, HandleNewFrom, "new"},
+      // The public contact (public_contact.h): there whatever the settings say.
+      {"/abuse", read, HandleAbusePage, "abuse"},
+      {"/robots.txt", read, HandleRobotsTxt, "robots"},
+      {"/.well-known/security.txt", read, HandleSecurityTxt, "security_txt"},
       {"/{id}/diff", read, HandleDiff, "diff"},
       {"/{id}/rendered", read, HandleRendered, "rendered"},
       {"/{id}", read, HandleView, "view"},

@@ -327,6 +327,10 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
                   options.moderation,
                   options.admin_token_sha256,
                   options.abuse};
+  if (options.surface == ServerOptions::Surface::kPublic) {
+    context.contact = std::make_shared<const PublicContact>(options.contact, options.public_url);
+    PublicContact::Install(context.contact);
+  }
   const size_t loop_count = ios.size();
   impl_ = std::make_shared<Impl>(
       std::move(ios),

@@ -1,9 +1,10 @@
 // The site's pages and the operator's endpoints: index, health, metrics, limits, status, static
-// files and fault injection.
+// files, the public contact (security.txt, robots.txt, /abuse) and fault injection.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -195,6 +196,64 @@ awaitable<Reply> HandleStatic(const Request& req, Context&) {
                                  ? "public, max-age=31536000, immutable"
                                  : "public, max-age=300");
   reply.Set("X-Content-Type-Options", "nosniff");
+  co_return reply;
+}
+
+namespace {
+
+// A text answer made once and shared by every request (public_contact.h), cacheable for a day:
+// it changes only with the settings, and security.txt's Expires moves a day at a time.
+Reply SharedText(std::shared_ptr<const std::string> text) {
+  Reply reply = Reply::Text(200, "");
+  reply.content_type = "text/plain; charset=utf-8";
+  reply.shared_body = std::move(text);
+  reply.Set("Cache-Control", "public, max-age=86400");
+  reply.Set("X-Content-Type-Options", "nosniff");
+  return reply;
+}
+
+}  // namespace
+
+awaitable<Reply> HandleSecurityTxt(const Request&, Context& ctx) {
+  std::shared_ptr<const std::string> text =
+      ctx.contact ? ctx.contact->SecurityTxt(ctx.clock.UnixSeconds()) : nullptr;
+  // RFC 9116 2.5.3 requires a Contact: a file without one would tell a reporter nothing, and a
+  // validator would call it invalid. /abuse says how to reach the operator meanwhile.
+  if (!text) {
+    co_return Reply::Refuse(ErrorCode::kNotFound,
+                            "this server's operator has set no abuse_contact; see /abuse",
+                            "no_contact");
+  }
+  co_return SharedText(std::move(text));
+}
+
+awaitable<Reply> HandleRobotsTxt(const Request&, Context& ctx) {
+  if (!ctx.contact) co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
+  co_return SharedText(ctx.contact->RobotsTxt());
+}
+
+awaitable<Reply> HandleAbusePage(const Request& req, Context& ctx) {
+  if (!ctx.contact) co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
+  const Reader reader = ReaderOf(req);
+  // The queue's length is the moderation service's last read of the store's counts (no store
+  // call here); the page is made again only when it or the contact changes, once per language
+  // and thread, so a flood of requests for it formats nothing.
+  const int64_t pending = ctx.moderation ? ctx.moderation->PendingReports() : 0;
+  struct Made {
+    const PublicContact* contact = nullptr;
+    int64_t pending = -1;
+    std::shared_ptr<const std::string> page;
+  };
+  thread_local std::array<Made, i18n::kLangCount> made;
+  Made& slot = made[static_cast<size_t>(reader.lang)];
+  // By address: every public contact stays alive for the process (PublicContact::Install).
+  if (slot.contact != ctx.contact.get() || slot.pending != pending || !slot.page) {
+    slot = {ctx.contact.get(), pending,
+            std::make_shared<const std::string>(AbusePage(reader, *ctx.contact, pending))};
+  }
+  Reply reply = Reply::Html(200, "");
+  reply.shared_body = slot.page;
+  reply.Set("Cache-Control", "public, max-age=60");
   co_return reply;
 }
 

@@ -25,7 +25,9 @@ before(async () => {
   // below the one paste that asks for the 507 page.
   [server, strict, chrome] = await Promise.all([
     startSluice(['--report-hide-threshold', '1', '--max-storage-bytes', '20000',
-                 '--trusted-proxy', '127.0.0.1']),
+                 '--trusted-proxy', '127.0.0.1',
+                 '--abuse-contact', 'mailto:abuse@paste.example, https://paste.example/contact',
+                 '--abuse-policy-text', 'Pastes that break the law of the Netherlands are removed.']),
     startSluice(['--ip-create-rate', '0.01', '--ip-create-burst', '1'], { relaxed: false }),
     launchBrowser(),
   ]);
@@ -112,6 +114,10 @@ test('axe finds nothing on any page, light and dark', async () => {
   await submit(page, strict.url, 'one\n');
   await check('429: a limit', 429, await submit(page, strict.url, 'two\n'));
 
+  // The public contact: every section shown (contacts, security.txt, the operator's words).
+  await check('abuse', 200, await page.goto(server.url + '/abuse'));
+  await check('abuse, no contact set', 200, await page.goto(strict.url + '/abuse'));
+
   await page.goto(server.url + '/status');
   await page.waitForSelector('#card-pools svg text');
   await check('status');
@@ -126,8 +132,8 @@ test('axe finds nothing on any page, light and dark', async () => {
 });
 
 // The other languages: the create form, a paste just created (its notices, copy buttons and QR
-// code, whose label comes from qr.js's messages), the burn confirmation and the 404 page, in each
-// theme. Longer words and other scripts must not break a label, a contrast or the lang markup.
+// code, whose label comes from qr.js's messages), the burn confirmation, the 404 page and /abuse,
+// in each theme. Longer words and other scripts must not break a label, a contrast or the lang markup.
 test('axe finds nothing in every other language, light and dark', async () => {
   const languages = { de: 'de-CH', es: 'es', fr: 'fr-FR', ja: 'ja', 'zh-Hans': 'zh-CN' };
   const found = [];
@@ -155,6 +161,7 @@ test('axe finds nothing in every other language, light and dark', async () => {
     await check('burn confirmation', 200, await page.goto(
       (await submit(page, server.url, 'once\n', { burn: true }), await page.inputValue('#share-link'))));
     await check('404: no such paste', 404, await page.goto(server.url + '/AAAAAAAAAAAA'));
+    await check('abuse', 200, await page.goto(server.url + '/abuse'));
     await context.close();
   }
   assert.deepEqual(errors, [], 'no script errors');

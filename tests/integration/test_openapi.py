@@ -121,7 +121,8 @@ class OpenApiTest(SluiceTestCase):
             "POST", f"/report/{key}", body="reason=spam",
             headers={"Content-Type": "application/x-www-form-urlencoded",
                      "Origin": "https://elsewhere.example"}))
-        for path in ("/healthz", "/metrics", "/api/v1/limits", "/status", "/api/v1/status"):
+        for path in ("/healthz", "/metrics", "/api/v1/limits", "/status", "/api/v1/status",
+                     "/abuse", "/robots.txt", "/.well-known/security.txt"):
             self.check(path, "get", s.get(path))
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key))
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key, token=token))

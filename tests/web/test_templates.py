@@ -32,6 +32,7 @@ ALLOWED_RAW = {
     ("index.html", "ttl_options_html"): "option.html, rendered per expiry",
     ("paste.html", "lines_html"): "the highlighter's lines (src/render), every character escaped",
     ("derived.html", "fragment_html"): "a diff's highlighted lines or cmark-gfm's HTML (src/render)",
+    ("abuse.html", "contacts_html"): "contact_link.html, rendered once per abuse_contact",
 }
 
 RAW = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}")

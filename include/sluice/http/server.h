@@ -24,6 +24,27 @@
 
 namespace sluice::http {
 
+/// The public contact (docs/moderation.md, "The public contact"): /.well-known/security.txt,
+/// /abuse, every page's footer and /robots.txt, all made from these once at start.
+struct ContactOptions {
+  /// Where abuse notices and security reports go: mailto:, https:// or tel: URIs (checked by the
+  /// settings). Default: none, and then /.well-known/security.txt is 404 (RFC 9116 requires a
+  /// Contact) while /abuse and the footer point to the report form, which always works.
+  std::vector<std::string> contacts;
+  /// The languages the contact reads (RFC 9116 Preferred-Languages). Default: en.
+  std::vector<std::string> languages{"en"};
+  /// security.txt's Expires: this long after the start of the UTC day it is served on, so it
+  /// never lapses on a server that runs for months. Default: 180 days.
+  std::chrono::seconds security_txt_lifetime = std::chrono::hours(24 * 180);
+  /// How fast the operator acts on a notice, as /abuse states it. Default: 1 h.
+  std::chrono::seconds takedown_deadline = std::chrono::hours(1);
+  /// The operator's own words on /abuse, shown as written (escaped). Default: none.
+  std::string policy_text;
+  /// What /robots.txt lets crawlers fetch: the site's own pages, everything, or nothing.
+  /// Default: kSite (no paste).
+  enum class Robots { kSite, kAll, kNone } robots = Robots::kSite;
+};
+
 struct ServerOptions {
   /// Address to listen on, "host:port"; port 0 picks a free one. Default: 127.0.0.1:8080. The
   /// admin listener may also name a Unix socket, "unix:/path" or "/path" (absolute, at most 107
@@ -98,6 +119,8 @@ struct ServerOptions {
   /// Who creates and who is refused most (/api/v1/status: aggregates only; the admin listener's
   /// /status and /admin/abuse: keys and prefixes in full); may be null.
   const service::AbuseWatch* abuse = nullptr;
+  /// Public side: the contact, with public_url (security.txt's Canonical and Policy when https).
+  ContactOptions contact{};
 };
 
 /// Accepts connections and serves the API. Each io_context must be run by exactly one thread:

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "../../../src/http/public_contact.h"
+
 namespace sluice::http {
 namespace {
 
@@ -126,6 +128,21 @@ TEST(PagesTest, EveryOtherPageEscapesItsFields) {
   ExpectNothingInterpreted(DeletedPage(kReader, kText), "deleted");
 }
 
+TEST(PagesTest, AbusePageAndFooterEscapeTheContactSettings) {
+  // The settings admit only mailto:, https:// and tel: URIs; the page escapes whatever it gets.
+  ContactOptions hostile;
+  hostile.contacts = {"mailto:" + kText, "https://x/" + kText};
+  hostile.policy_text = kText;
+  const auto contact = std::make_shared<const PublicContact>(hostile, "https://h/" + kText);
+  for (const int64_t pending : {0, 7}) {
+    ExpectNothingInterpreted(AbusePage(kReader, *contact, pending), "abuse");
+  }
+  ExpectNothingInterpreted(AbusePage(kReader, PublicContact({}, ""), 0), "abuse, no contact");
+  PublicContact::Install(contact);
+  ExpectNothingInterpreted(DeletedPage(kReader, "AAAA"), "footer");
+  PublicContact::Install(std::make_shared<const PublicContact>(ContactOptions{}, ""));
+}
+
 TEST(PagesTest, StatusPageShowsNoScriptButItsOwn) {
   // Its fields are numbers; what it must not gain is an inline script (the CSP forbids them).
   for (const double quota : {0.0, 1e9}) {
@@ -236,6 +253,11 @@ std::vector<std::pair<std::string, std::string>> EveryPage(const Reader& reader)
   pages.emplace_back("reported", ReportedPage(reader, "AAAA"));
   pages.emplace_back("delete confirm", DeleteConfirmPage(reader, "AAAA", "t"));
   pages.emplace_back("deleted", DeletedPage(reader, "AAAA"));
+  ContactOptions contact;
+  contact.contacts = {"mailto:abuse@paste.example"};
+  contact.policy_text = "-";
+  pages.emplace_back("abuse", AbusePage(reader, PublicContact(contact, "https://h"), 3));
+  pages.emplace_back("abuse, no contact", AbusePage(reader, PublicContact({}, ""), 0));
   for (const double quota : {0.0, 1e9}) {
     pages.emplace_back("status", StatusPage(reader,
                                             {{"sluice_storage_quota_bytes", quota},
