@@ -30,6 +30,22 @@ std::string RequestClient::Key() const {
   return *key_;
 }
 
+std::optional<std::string> RequestClient::ForwardedUser() const {
+  if (forward_auth_header_.empty() || trusted_.empty()) return std::nullopt;
+  const std::vector<std::string_view> values = headers_.All(forward_auth_header_);
+  if (values.empty()) return std::nullopt;
+  const auto peer = admission::IpAddress::Parse(peer_);
+  if (!peer || !trusted_.Contains(*peer)) return std::nullopt;
+  // Two values are two names: which one the proxy meant cannot be told, so neither is taken (the
+  // check refuses the joined text, which holds a comma).
+  if (values.size() > 1) {
+    std::string joined(values.front());
+    for (size_t i = 1; i < values.size(); ++i) (joined += ",") += values[i];
+    return joined;
+  }
+  return std::string(values.front());
+}
+
 std::string_view TargetPath(std::string_view target) {
   for (std::string_view scheme : {"http://", "https://"}) {
     if (target.starts_with(scheme)) {
