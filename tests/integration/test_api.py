@@ -947,7 +947,8 @@ class ConfigTest(SluiceTestCase):
         for m in re.finditer(r"--([a-z-]+) TEXT(\S*)", res.stdout):
             if m.group(1) not in ("config", "public-url", "trusted-proxy", "faults", "meta",
                                   "s3-endpoint", "edge-purge", "cache", "redis-ca-file",
-                                  "admin-token-file"):
+                                  "admin-token-file", "create-access-text", "create-networks",
+                                  "create-networks-file", "forward-auth-header"):
                 self.assertTrue(m.group(2).startswith("="), f"--{m.group(1)} shows no default")
 
     def test_config_file_max_paste_bytes(self):
