@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "sluice/admission/create_access.h"
+
 namespace sluice::http {
 
 namespace {
@@ -44,6 +46,13 @@ std::optional<std::string> RequestClient::ForwardedUser() const {
     return joined;
   }
   return std::string(values.front());
+}
+
+std::string RequestClient::CreatorKey() const {
+  std::optional<std::string> user = ForwardedUser();
+  // An invalid name never reaches a body: its create is refused from the headers (CreatorOf).
+  if (!user || !admission::IsValidForwardedUser(*user)) return Key();
+  return admission::Creator{Key(), std::move(*user)}.BudgetKey();
 }
 
 std::string_view TargetPath(std::string_view target) {

@@ -86,6 +86,10 @@ class RequestClient final : public service::ClientKeySource {
   /// The header's first value, when the socket peer is a trusted proxy (the rule of
   /// X-Forwarded-For: what a client writes itself is never read).
   std::optional<std::string> ForwardedUser() const override;
+  /// The key a create from this client is budgeted under (admission::Creator::BudgetKey): the
+  /// forward-auth name's when it gave a valid one, else Key(). Used by what counts a create body
+  /// for its creator beside the service's budgets (the pressure's slow-body cuts, session.cc).
+  std::string CreatorKey() const;
 
  private:
   const std::string& peer_;
