@@ -179,8 +179,8 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   }
   const bool json = from == CreateFrom::kApi && IsJsonContentType(content_type);
   service::CreateHeaders headers{req.content_length, req.chunked};
-  // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
-  // never read, so the connection cannot be reused.
+  // Who may create, size, rate limits and in-flight caps, decided from the headers alone. A
+  // refused body is never read, so the connection cannot be reused.
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
   Result<admission::Creator> creator = CreatorOf(req);
   if (!creator.ok()) co_return Reply::Refuse(creator.error()).Closing();
