@@ -11,11 +11,11 @@ namespace {
 // replaces, or set on an object that keeps its state: the admission limits
 // (service::AdmissionControl::Reconfigure), the edge's timeouts, caps, trusted proxies and access
 // log (http::HttpServer::Reconfigure), the service's size, TTL, budget and quota limits
-// (service::PasteService::Reconfigure), the stores' per-call timeouts (service::LiveCallTimeouts),
-// the breakers and the retry budget (admission::CircuitBreaker::SetThresholds,
-// admission::RetryBudget::SetRatio), the view's ladder (render::ViewRenderer::Reconfigure), and
-// the log level. Anything not here keeps the value the server started with, and a reload that
-// finds it changed says so.
+// (service::PasteService::Reconfigure), who may create (the same), the stores' per-call timeouts
+// (service::LiveCallTimeouts), the breakers and the retry budget
+// (admission::CircuitBreaker::SetThresholds, admission::RetryBudget::SetRatio), the view's ladder
+// (render::ViewRenderer::Reconfigure), and the log level. Anything not here keeps the value the
+// server started with, and a reload that finds it changed says so.
 //
 // Restart-only, and why (the backends, listeners, pools, threads and sizes of memory need no
 // reason: they are what the process is built of):
@@ -44,7 +44,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 78> kLive = {
+constexpr std::array<std::string_view, 83> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -75,6 +75,7 @@ constexpr std::array<std::string_view, 78> kLive = {
     "processes",
     // the edge
     "trusted_proxy",
+    "forward_auth_header",
     "access_log",
     "access_log_sample",
     "max_connections",
@@ -102,6 +103,11 @@ constexpr std::array<std::string_view, 78> kLive = {
     "delete_budget",
     "max_storage_bytes",
     "verify_bodies",
+    // who may create; the networks file is read again on every reload, changed or not
+    "create_access",
+    "create_access_text",
+    "create_networks",
+    "create_networks_file",
     "local_cache_ttl",
     // the stores' per-call timeouts (with the service's copies of put, insert and cache)
     "put_timeout",

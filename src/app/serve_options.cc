@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "sluice/service/text.h"
@@ -45,6 +47,40 @@ To In(const Settings& s, std::string_view key) {
   return std::chrono::ceil<To>(s.Duration(key));
 }
 
+// Who may create: the mode and the union of create_networks and create_networks_file, built once
+// here (at start and on each reload, beside the set in use) and shared by every request. A file
+// that cannot be read or has a line that is no network refuses the start or the reload, naming it.
+admission::CreateAccessPolicy ReadCreateAccess(const Settings& s) {
+  admission::CreateAccessPolicy policy;
+  policy.mode = admission::ParseCreateAccess(s.String("create_access"))
+                    .value_or(admission::CreateAccess::kAnyone);  // a choice: checked on load
+  std::vector<admission::Cidr> blocks;
+  for (const std::string& entry : CommaList(s.String("create_networks"))) {
+    auto block = admission::Cidr::Parse(entry);
+    if (!block) throw std::invalid_argument("create_networks: '" + entry + "' is not a network");
+    blocks.push_back(*block);
+  }
+  if (const std::string path = s.String("create_networks_file"); !path.empty()) {
+    std::ifstream file(path, std::ios::binary);
+    std::ostringstream text;
+    if (!file || !(text << file.rdbuf())) {
+      throw std::invalid_argument("create_networks_file: cannot read " + path);
+    }
+    auto listed = admission::ParseNetset(text.str());
+    if (!listed.ok()) {
+      throw std::invalid_argument("create_networks_file: " + path + ": " + listed.error().message);
+    }
+    blocks.insert(blocks.end(), listed->begin(), listed->end());
+  }
+  if (policy.mode == admission::CreateAccess::kNetworks && blocks.empty()) {
+    spdlog::warn(
+        "create_access = networks with no create_networks or create_networks_file: "
+        "nobody may create pastes");
+  }
+  policy.networks = std::make_shared<const admission::PrefixSet>(blocks);
+  return policy;
+}
+
 service::ServiceOptions ReadService(const Settings& s) {
   service::ServiceOptions o;
   o.max_paste_bytes = static_cast<uint64_t>(s.Integer("max_paste_bytes"));
@@ -60,6 +96,8 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.max_storage_bytes = static_cast<uint64_t>(s.Integer("max_storage_bytes"));
   // From admission to insert a create waits for its body, then spends its budget.
   o.reservation_lifetime = s.Duration("body_timeout") + s.Duration("create_budget");
+  o.create_access = ReadCreateAccess(s);
+  o.create_access_text = s.String("create_access_text");
   return o;
 }
 
@@ -138,6 +176,11 @@ http::ServerOptions ReadServer(const Settings& s) {
   auto trusted = admission::TrustedProxies::Parse(CommaList(s.String("trusted_proxy")));
   if (!trusted.ok()) throw std::invalid_argument("trusted_proxy: " + trusted.error().message);
   o.trusted_proxies = *trusted;
+  o.forward_auth_header = s.String("forward_auth_header");
+  if (!o.forward_auth_header.empty() && o.trusted_proxies.empty()) {
+    spdlog::warn("forward_auth_header = '{}' without trusted_proxy: the header is never honoured",
+                 o.forward_auth_header);
+  }
   o.access_log = s.Boolean("access_log");
   o.access_log_sample = s.Number("access_log_sample");
   o.listen = s.String("listen");

@@ -174,6 +174,18 @@ std::optional<std::string> CheckTrustedProxy(std::string_view value) {
   return "each entry must be an IP address or a CIDR block, e.g. 10.0.0.0/8";
 }
 
+// A header field name (RFC 9110 5.1: a token), e.g. X-Forwarded-User; empty turns it off.
+std::optional<std::string> CheckHeaderName(std::string_view value) {
+  constexpr std::string_view kTokenChars = "!#$%&'*+-.^_`|~";
+  for (const char c : value) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && kTokenChars.find(c) == std::string_view::npos) {
+      return "must be a header name such as X-Forwarded-User (letters, digits, '-'), or empty";
+    }
+  }
+  return std::nullopt;
+}
+
 // Bounds are what the code below them can honour without surprise, wide enough for every
 // deployment and test in the repository; the "why" of each default is in docs/overload.md.
 constexpr SettingSpec kServeSettings[] = {
@@ -310,6 +322,26 @@ constexpr SettingSpec kServeSettings[] = {
                 "Balancers (addresses or CIDRs, comma-separated) whose appended X-Forwarded-For "
                 "hop is the client",
                 CheckTrustedProxy),
+    ChoiceSetting("create_access", "anyone", "anyone|tokens|networks|tokens_or_networks",
+                  "Who may create pastes (reading stays open to everyone): anyone; tokens: only "
+                  "creators named by forward_auth_header (and, later, creator tokens); networks: "
+                  "only addresses in create_networks or create_networks_file; tokens_or_networks: "
+                  "either (refused: 401 when a credential would help, else 403)"),
+    TextSetting("create_access_text", "",
+                "What a refused creator reads, on the page and in the JSON error: how to get "
+                "access, in your words (empty: a sentence that explains create_access)"),
+    ListSetting("create_networks", "",
+                "Networks (addresses or CIDRs, comma-separated) that may create when create_access "
+                "is networks or tokens_or_networks",
+                CheckTrustedProxy),
+    TextSetting("create_networks_file", "",
+                "A file of more networks that may create, one address or CIDR a line, '#' or ';' "
+                "comments (FireHOL netset, Spamhaus DROP); read again on SIGHUP"),
+    TextSetting("forward_auth_header", "",
+                "Header in which a trusted forward-auth proxy (oauth2-proxy, a VPN gateway) names "
+                "the creator, e.g. X-Forwarded-User: honoured only from trusted_proxy; the name "
+                "gets per-key budgets of its own (empty: off)",
+                CheckHeaderName),
     PositiveSetting("ip_create_rate", "1", "1e15", "Creates per second per client key"),
     PositiveSetting("ip_create_burst", "10", "1e15", "Creates a client key may make at once"),
     PositiveSetting("ip_create_bytes_rate", "100000", "1e15",

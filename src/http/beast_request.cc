@@ -178,8 +178,10 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   asio::steady_timer behind(x_.stream.get_executor());
   // While the body is read, the required rate judges it against the bodies faster than it, and a
   // create at a full cap (or a full share of this network) may cut it (CutSlowestBody).
+  // Counted for its creator as the service budgets it: a forward-auth name apart from its address.
+  const std::string creator_key = client_.CreatorKey();
   admission::BodiesInFlight<std::shared_ptr<Reclaimable>>::Entry in_flight = x_.edge.bodies.Begin(
-      started, client_.Key(), reclaimable_, admission::ClientNetwork(client_.Key(), o.networks));
+      started, creator_key, reclaimable_, admission::ClientNetwork(creator_key, o.networks));
   reclaimable_->cancel = [socket = &x_.stream.socket()] {
     boost::system::error_code ignored;
     socket->cancel(ignored);
@@ -236,7 +238,7 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
   }
   if (!x_.parser.is_done()) {
     x_.edge.metrics.body_rate_cuts.Inc();
-    x_.edge.bodies.NoteSlow(client_.Key(), std::chrono::steady_clock::now());
+    x_.edge.bodies.NoteSlow(client_.CreatorKey(), std::chrono::steady_clock::now());
     co_return MakeError(
         ErrorCode::kDeadlineExceeded,
         fmt::format("the body arrived slower than {:.0f} bytes per second (the rate required now; "
@@ -249,6 +251,7 @@ awaitable<Result<std::string>> SessionBodyReader::Read(uint64_t limit) {
 
 awaitable<bool> SessionBodyReader::CutSlowestBody(bool own_network) {
   const std::shared_ptr<const ServerOptions> live = x_.edge.Live();
+  const std::string creator_key = client_.CreatorKey();
   service::PasteService& service = x_.edge.context.service;
   // The cap that refused is full: bodies under the rate of full pressure may give way to this
   // create, the slowest first. For a network's share, only the network's own bodies: another
@@ -256,13 +259,13 @@ awaitable<bool> SessionBodyReader::CutSlowestBody(bool own_network) {
   const double required = BodyRateAtCap(*live);
   if (required <= 0) co_return false;  // min_body_rate 0: no rate is required of anyone
   const std::string network =
-      own_network ? admission::ClientNetwork(client_.Key(), live->networks) : std::string();
+      own_network ? admission::ClientNetwork(creator_key, live->networks) : std::string();
   // Bodies that all began less than kJudgeBodyAfter ago cannot be judged yet (cut clients that
   // reconnect at once arrive together): while some body under the rate is in flight, this create
   // waits for one to become judgeable, or for a slot to free, at most kCutWait, with its slot
   // promised (the caller's CreateSlotPromise), so no one else takes the one it waits for. A bounded
   // wait at the door, not a queue.
-  if (!x_.edge.bodies.MayCut(client_.Key(), std::chrono::steady_clock::now())) co_return false;
+  if (!x_.edge.bodies.MayCut(creator_key, std::chrono::steady_clock::now())) co_return false;
   asio::steady_timer pause(x_.stream.get_executor());
   const auto give_up = std::chrono::steady_clock::now() + kCutWait;
   const auto sleep = [&pause](Duration d) -> awaitable<void> {
@@ -273,7 +276,7 @@ awaitable<bool> SessionBodyReader::CutSlowestBody(bool own_network) {
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     std::optional<std::shared_ptr<Reclaimable>> slowest =
-        x_.edge.bodies.TakeSlowest(now, required, kJudgeBodyAfter, client_.Key(), network);
+        x_.edge.bodies.TakeSlowest(now, required, kJudgeBodyAfter, creator_key, network);
     if (slowest) {
       Reclaim(*slowest, x_.edge.metrics.bodies_reclaimed);
       // Its 408 is answered on its own loop; its slot comes back when its create ends, within

@@ -158,6 +158,18 @@ std::optional<Reply> RefuseEnvelope(std::string_view content_type, CreateFrom fr
       .Closing();
 }
 
+// A refused create: a refusal that a credential would lift is a 401, which names how to give one
+// (RFC 9110 11.6.1). The creator's credential today is the forward-auth proxy's, in front of this
+// server; creator tokens will be Bearer tokens (docs/admission.md, "Who may create").
+Reply RefuseCreate(const Error& error) {
+  if (error.reason == "create_access_credential") {
+    Reply reply = Reply::Refuse(error, 401).Closing();
+    reply.Set("WWW-Authenticate", "Bearer realm=\"sluice\"");
+    return reply;
+  }
+  return Reply::Refuse(error).Closing();
+}
+
 awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const std::string_view content_type = req.headers.Get("Content-Type");
   const auto boundary =
@@ -167,10 +179,13 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   }
   const bool json = from == CreateFrom::kApi && IsJsonContentType(content_type);
   service::CreateHeaders headers{req.content_length, req.chunked};
-  // Size, rate limits and in-flight caps, decided from the headers alone. A refused body is
-  // never read, so the connection cannot be reused.
+  // Who may create, size, rate limits and in-flight caps, decided from the headers alone. A
+  // refused body is never read, so the connection cannot be reused.
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
-  auto admitting = ctx.service.AdmitCreate(req.client.Key(), headers, allowance);
+  Result<admission::Creator> creator = CreatorOf(req);
+  if (!creator.ok()) co_return Reply::Refuse(creator.error()).Closing();
+  const std::string budget_key = creator->BudgetKey();
+  auto admitting = ctx.service.AdmitCreate(*creator, headers, allowance);
   auto ticket = co_await std::move(admitting);
   const bool network_full = !ticket.ok() && ticket.error().reason == "create_slots_per_network";
   if (!ticket.ok() && (network_full || ticket.error().reason == "create_slots")) {
@@ -178,16 +193,15 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
     // flight (of that network, for its share), under the rate of a full cap, gives its slot up to
     // this create (docs/overload.md, "Pressure"), kept for it rather than for whoever asks first.
     // A refusal spent no tokens, so asking again costs nothing twice.
-    service::CreateSlotPromise promise = network_full
-                                             ? ctx.service.PromiseNetworkSlot(req.client.Key())
-                                             : ctx.service.PromiseCreateSlot();
+    service::CreateSlotPromise promise =
+        network_full ? ctx.service.PromiseNetworkSlot(budget_key) : ctx.service.PromiseCreateSlot();
     auto cutting = req.body->CutSlowestBody(network_full);
     if (co_await std::move(cutting)) {
-      auto again = ctx.service.AdmitCreate(req.client.Key(), headers, allowance, &promise);
+      auto again = ctx.service.AdmitCreate(*creator, headers, allowance, &promise);
       ticket = co_await std::move(again);
     }
   }
-  if (!ticket.ok()) co_return Reply::Refuse(ticket.error()).Closing();
+  if (!ticket.ok()) co_return RefuseCreate(ticket.error());
   auto reading = req.body->Read(*headers.declared_length);
   Result<std::string> body = co_await std::move(reading);
   if (!body.ok()) {
@@ -303,6 +317,22 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
 }
 
 }  // namespace
+
+Result<admission::Creator> CreatorOf(const Request& req) {
+  admission::Creator creator{req.client.Key(), {}};
+  if (std::optional<std::string> user = req.client.ForwardedUser()) {
+    if (!admission::IsValidForwardedUser(*user)) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          fmt::format("the forward-auth name '{}' is not 1 to {} letters, digits or "
+                      "'.', '_', '@', '+', '-'",
+                      service::QuotedClientText(*user), admission::kMaxForwardedUserBytes),
+          "bad_forwarded_user");
+    }
+    creator.forwarded_user = std::move(*user);
+  }
+  return creator;
+}
 
 awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx) {
   return Create(req, ctx, CreateFrom::kApi);

@@ -52,6 +52,12 @@ using boost::asio::awaitable;
 /// The name of the default TTL on the allow-list, for the create page's choice.
 std::string_view DefaultTtlName(const Context& ctx);
 
+/// Who a request creates as (admission::Creator): its address key and, from a trusted forward-auth
+/// proxy, the name it gave. A name that is not one (admission::IsValidForwardedUser) is a broken
+/// or hostile proxy's: InvalidArgument (reason bad_forwarded_user), never cleaned into some other
+/// creator's name.
+Result<admission::Creator> CreatorOf(const Request& req);
+
 awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx);
 awaitable<Reply> HandleCreateHaste(const Request& req, Context& ctx);

@@ -151,6 +151,8 @@ ProblemSection ProblemOf(unsigned status, std::string_view reason) {
       {"under_review", &templates::Problem::under_review},
       {"taken_down", &templates::Problem::taken_down},
       {"blocked", &templates::Problem::blocked},
+      {"create_access_credential", &templates::Problem::create_access_credential},
+      {"create_access_network", &templates::Problem::create_access_network},
       {"report_rate", &templates::Problem::report_rate},
       {"report_global_rate", &templates::Problem::report_global_rate},
       {"cross_site", &templates::Problem::cross_site},
@@ -370,6 +372,7 @@ std::string ErrorPage(const Reader& reader, unsigned status, std::string_view re
   page.rejected = !page.limit && !page.overload && !page.not_found;
   page.reason = reason;
   page.message = message;
+  page.access = reason.starts_with("create_access");
   return WholePage(reader, {.error = true, .status = status_text, .problem_html = title}, page);
 }
 

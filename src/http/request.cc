@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "sluice/admission/create_access.h"
+
 namespace sluice::http {
 
 namespace {
@@ -28,6 +30,29 @@ std::string RequestClient::Key() const {
     key_ = admission::ClientKey(peer_, forwarded, trusted_);
   }
   return *key_;
+}
+
+std::optional<std::string> RequestClient::ForwardedUser() const {
+  if (forward_auth_header_.empty() || trusted_.empty()) return std::nullopt;
+  const std::vector<std::string_view> values = headers_.All(forward_auth_header_);
+  if (values.empty()) return std::nullopt;
+  const auto peer = admission::IpAddress::Parse(peer_);
+  if (!peer || !trusted_.Contains(*peer)) return std::nullopt;
+  // Two values are two names: which one the proxy meant cannot be told, so neither is taken (the
+  // check refuses the joined text, which holds a comma).
+  if (values.size() > 1) {
+    std::string joined(values.front());
+    for (size_t i = 1; i < values.size(); ++i) (joined += ",") += values[i];
+    return joined;
+  }
+  return std::string(values.front());
+}
+
+std::string RequestClient::CreatorKey() const {
+  std::optional<std::string> user = ForwardedUser();
+  // An invalid name never reaches a body: its create is refused from the headers (CreatorOf).
+  if (!user || !admission::IsValidForwardedUser(*user)) return Key();
+  return admission::Creator{Key(), std::move(*user)}.BudgetKey();
 }
 
 std::string_view TargetPath(std::string_view target) {

@@ -71,18 +71,31 @@ struct Request {
 };
 
 /// The client of one request: the socket peer and, behind a trusted balancer, the hop it appended
-/// to X-Forwarded-For. Worked out on first use only (a cache hit never asks).
+/// to X-Forwarded-For and the name a forward-auth proxy gave. Worked out on first use only (a cache
+/// hit never asks).
 class RequestClient final : public service::ClientKeySource {
  public:
+  /// `forward_auth_header`: the header a trusted proxy names the creator in; empty: none.
   RequestClient(const std::string& peer, const HeaderFields& headers,
-                const admission::TrustedProxies& trusted)
-      : peer_(peer), headers_(headers), trusted_(trusted) {}
+                const admission::TrustedProxies& trusted, std::string_view forward_auth_header = {})
+      : peer_(peer),
+        headers_(headers),
+        trusted_(trusted),
+        forward_auth_header_(forward_auth_header) {}
   std::string Key() const override;
+  /// The header's first value, when the socket peer is a trusted proxy (the rule of
+  /// X-Forwarded-For: what a client writes itself is never read).
+  std::optional<std::string> ForwardedUser() const override;
+  /// The key a create from this client is budgeted under (admission::Creator::BudgetKey): the
+  /// forward-auth name's when it gave a valid one, else Key(). Used by what counts a create body
+  /// for its creator beside the service's budgets (the pressure's slow-body cuts, session.cc).
+  std::string CreatorKey() const;
 
  private:
   const std::string& peer_;
   const HeaderFields& headers_;
   const admission::TrustedProxies& trusted_;
+  std::string_view forward_auth_header_;
   mutable std::optional<std::string> key_;
 };
 

@@ -368,6 +368,7 @@ void HttpServer::Reconfigure(const ServerOptions& next) {
   o.idle_timeout_floor = next.idle_timeout_floor;
   o.min_body_rate_at_pressure = next.min_body_rate_at_pressure;
   o.trusted_proxies = next.trusted_proxies;
+  o.forward_auth_header = next.forward_auth_header;
   o.access_log = next.access_log;
   o.access_log_sample = next.access_log_sample;
   edge.connections_per_client.SetMaxPerKey(o.max_connections_per_client);

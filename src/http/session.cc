@@ -379,7 +379,7 @@ awaitable<void> ServeConnection(std::shared_ptr<Edge> edge, Socket socket, std::
     const bool head_only = parser.get().method() == bhttp::verb::head;
     const bool wants_keep_alive = parser.get().keep_alive();
     const BeastFields fields(parser.get());
-    const RequestClient client(peer, fields, live->trusted_proxies);
+    const RequestClient client(peer, fields, live->trusted_proxies, live->forward_auth_header);
     const std::string request_id =
         RequestIdFor(fields.Get("X-Request-Id"), peer, live->trusted_proxies);
     Exchange exchange{*edge, stream, buffer, parser, consumed, held.refusal, request_id};

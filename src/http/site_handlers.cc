@@ -69,7 +69,10 @@ awaitable<Reply> HandleMetrics(const Request&, Context& ctx) {
 }
 
 awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
-  const std::string client_key = req.client.Key();
+  // The budgets a create of this client would spend: a named creator's own.
+  const Result<admission::Creator> creator = CreatorOf(req);
+  if (!creator.ok()) co_return Reply::Refuse(creator.error());
+  const std::string client_key = creator->BudgetKey();
   auto reading = ctx.service.DecidingBudgets(client_key);
   const service::ClientBudgets b = co_await std::move(reading);
   nlohmann::json buckets = nlohmann::json::object();
@@ -91,6 +94,8 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
   }
   nlohmann::json j = {
       {"client_key", client_key},
+      {"create_access",
+       std::string(admission::CreateAccessName(ctx.service.options()->create_access.mode))},
       {"buckets_from", from},
       {"buckets", buckets},
       {"pools",

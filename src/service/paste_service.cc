@@ -140,6 +140,10 @@ void PasteService::Reconfigure(const ServiceOptions& next) {
   // A row stored without a checksum is checked by its size alone (CheckBody), so turning the
   // checks on serves the pastes made while they were off.
   o.verify_bodies = next.verify_bodies;
+  // A new allow-list is built beside the old one and swapped in with the rest: a create in flight
+  // keeps the snapshot it took (docs/admission.md, "Who may create").
+  o.create_access = next.create_access;
+  o.create_access_text = next.create_access_text;
   options_.Store(std::move(o));
 }
 

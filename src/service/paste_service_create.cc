@@ -58,10 +58,48 @@ Status PasteService::CheckCreateHeaders(const CreateHeaders& headers, uint64_t a
   return Ok();
 }
 
-awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key,
+std::string DefaultCreateAccessText(admission::CreateAccess mode) {
+  switch (mode) {
+    case admission::CreateAccess::kAnyone:
+      return "anyone may create pastes here";
+    case admission::CreateAccess::kTokens:
+      return "this server takes new pastes only from creators who sign in: sign in through the "
+             "operator's login, or ask the operator for access; reading pastes is open to "
+             "everyone";
+    case admission::CreateAccess::kNetworks:
+      return "this server takes new pastes only from the operator's networks: connect from one of "
+             "them (the office, the VPN), or ask the operator for access; reading pastes is open "
+             "to everyone";
+    case admission::CreateAccess::kTokensOrNetworks:
+      return "this server takes new pastes only from the operator's networks or from creators "
+             "who sign in: connect from one of them, sign in, or ask the operator for access; "
+             "reading pastes is open to everyone";
+  }
+  return {};
+}
+
+std::optional<Error> PasteService::CheckCreateAccess(const admission::Creator& creator) const {
+  const std::shared_ptr<const ServiceOptions> options = options_.Load();
+  const admission::AccessVerdict verdict =
+      admission::DecideCreateAccess(options->create_access, creator);
+  if (verdict == admission::AccessVerdict::kAllowed) return std::nullopt;
+  std::string text = options->create_access_text.empty()
+                         ? DefaultCreateAccessText(options->create_access.mode)
+                         : options->create_access_text;
+  return MakeError(ErrorCode::kPermissionDenied, std::move(text),
+                   verdict == admission::AccessVerdict::kCredentialRequired
+                       ? "create_access_credential"
+                       : "create_access_network");
+}
+
+awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator creator,
                                                           CreateHeaders headers, uint64_t allowance,
                                                           CreateSlotPromise* promise) {
-  auto admitting = AdmitCreateInOrder(promise, client_key, headers, allowance);
+  // First, and apart from the refusals AbuseWatch counts: a creator the operator does not take is
+  // neither abuse nor growth, and learns that before a size or a rate that does not apply to it.
+  if (std::optional<Error> refused = CheckCreateAccess(creator)) co_return std::move(*refused);
+  std::string client_key = creator.BudgetKey();
+  auto admitting = AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance);
   Result<CreateTicket> ticket = co_await std::move(admitting);
   if (abuse_ && !ticket.ok()) {
     // Only the refusals that are about this client: a 503 from a full cap or a failing store is
@@ -72,18 +110,23 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(std::string client_key
       abuse_->NoteRefusal(client_key);
     }
   }
-  if (ticket.ok()) ticket->client_key = std::move(client_key);
+  if (ticket.ok()) {
+    ticket->client_key = std::move(client_key);
+    ticket->address_key = std::move(creator.address_key);
+  }
   co_return ticket;
 }
 
 awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromise* promise,
                                                                  const std::string& client_key,
+                                                                 const std::string& address_key,
                                                                  const CreateHeaders& headers,
                                                                  uint64_t allowance) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
-  // Before the buckets: a blocked client spends nothing and learns why.
+  // Before the buckets: a blocked client spends nothing and learns why. A block is of a network,
+  // so it holds against the address whatever name the creator gave.
   if (blocks_) {
-    if (auto block = blocks_->Find(client_key, clock_.UnixSeconds())) {
+    if (auto block = blocks_->Find(address_key, clock_.UnixSeconds())) {
       co_return MakeError(ErrorCode::kPermissionDenied,
                           fmt::format("new pastes from {} are blocked until {} (Unix time): {}",
                                       block->prefix, block->until, block->reason),
@@ -113,11 +156,9 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromi
     }
     reservation = std::move(*held);
   }
-  co_return CreateTicket{std::move(slot->slot),
-                         std::move(slot->client_share),
-                         std::move(slot->network_share),
-                         {},
-                         std::move(reservation)};
+  co_return CreateTicket{
+      std::move(slot->slot), std::move(slot->client_share), std::move(slot->network_share), {}, {},
+      std::move(reservation)};
 }
 
 awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::string body,
@@ -208,7 +249,9 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   meta.views_left = burn ? max_views : 1;
   meta.parent = parent;
   // Reports from the creator's own network never withhold the paste (docs/moderation.md).
-  meta.creator_network = admission::PackNetwork(ticket.client_key, options->creator_networks);
+  meta.creator_network =
+      admission::PackNetwork(ticket.address_key.empty() ? ticket.client_key : ticket.address_key,
+                             options->creator_networks);
 
   auto held = std::make_shared<HeldBody>();
   held->text = std::move(body);

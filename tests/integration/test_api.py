@@ -948,7 +948,9 @@ class ConfigTest(SluiceTestCase):
             if m.group(1) not in ("config", "public-url", "trusted-proxy", "faults", "meta",
                                   "s3-endpoint", "edge-purge", "cache", "redis-ca-file",
                                   "admin-token-file", "push-webhook", "push-webhook-secret-file",
-                                  "push-command", "abuse-contact", "abuse-policy-text"):
+                                  "push-command", "abuse-contact", "abuse-policy-text",
+                                  "create-access-text", "create-networks", "create-networks-file",
+                                  "forward-auth-header"):
                 self.assertTrue(m.group(2).startswith("="), f"--{m.group(1)} shows no default")
 
     def test_config_file_max_paste_bytes(self):

@@ -173,6 +173,20 @@ class OpenApiTest(SluiceTestCase):
         self.check("/documents", "post", res)
         self.assertTrue(res.json()["message"])
 
+    def test_a_create_access_refusal_is_documented_on_every_create_route(self):
+        for mode, status in (("tokens", 401), ("networks", 403)):
+            s = self.server(["--create-access", mode])
+            self.s = s
+            self.assertEqual(s.get("/api/v1/limits").json()["create_access"], mode)
+            self.check("/api/v1/limits", "get", s.get("/api/v1/limits"))
+            for path, res in (("/api/v1/pastes", s.create("x\n")),
+                              ("/api/v1/pastes", s.create('{"content": "x"}', headers={
+                                  "Content-Type": "application/json"})),
+                              ("/", s.request("POST", "/", body="x\n", headers={"Accept": "*/*"})),
+                              ("/documents", s.request("POST", "/documents", body="x\n"))):
+                self.assertEqual(res.status, status, res)
+                self.check(path, "post", res)
+
     def test_every_public_route_is_documented(self):
         with open(os.path.join(ROOT, "src", "http", "routes.cc")) as f:
             table = f.read().split("std::vector<Route> AdminRoutes()")[0]

@@ -99,6 +99,10 @@ struct ServerOptions {
   /// Balancers whose appended X-Forwarded-For hop names the client. Default: none, so the client
   /// key is the socket peer and whatever a client writes in the header is ignored.
   admission::TrustedProxies trusted_proxies;
+  /// The header a trusted forward-auth proxy (oauth2-proxy, a VPN gateway) names the creator in,
+  /// e.g. "X-Forwarded-User"; honoured only from trusted_proxies, like X-Forwarded-For. Empty: off.
+  /// Default: off.
+  std::string forward_auth_header;
   /// One log line per request (src/http/access_log.h): every 5xx, and this share of the rest.
   bool access_log = false;
   double access_log_sample = 1.0;

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/admission/create_access.h"
 #include "sluice/admission/network.h"
 #include "sluice/admission/singleflight.h"
 #include "sluice/common/clock.h"
@@ -71,7 +72,16 @@ struct ServiceOptions {
   /// The network each paste records of its creator (store::PasteMeta::creator_network), as
   /// reports count networks (ModerationOptions::networks). Default: IPv4 /24, IPv6 /48.
   admission::NetworkPrefixes creator_networks{};
+  /// Who may create (create_access, create_networks, create_networks_file): checked first of a
+  /// create's steps. Default: anyone.
+  admission::CreateAccessPolicy create_access{};
+  /// What a refused creator reads: how to get access, in the operator's words. Empty: a sentence
+  /// that explains the mode (DefaultCreateAccessText). Default: empty.
+  std::string create_access_text{};
 };
+
+/// The refusal's text when the operator wrote none: what the mode takes, and that reading is open.
+std::string DefaultCreateAccessText(admission::CreateAccess mode);
 
 /// What a create's request line and headers say, before any of the body is read.
 struct CreateHeaders {
@@ -97,6 +107,10 @@ class ClientKeySource {
  public:
   virtual ~ClientKeySource() = default;
   virtual std::string Key() const = 0;
+  /// The creator's name from the forward-auth header (forward_auth_header), as sent and not yet
+  /// checked: only from a trusted proxy, so nobody else can pick a key of their own. Nullopt when
+  /// the header is off, absent, or came from an untrusted peer.
+  virtual std::optional<std::string> ForwardedUser() const { return std::nullopt; }
 };
 
 /// A create admitted from its headers: holds its create slot (and the bytes it declared) until
@@ -107,8 +121,12 @@ struct CreateTicket {
   admission::KeyedSlots::Slot client_share;
   /// Its network's share of them (create_slots_per_network), held as long as the slot.
   admission::KeyedSlots::Slot network_share;
-  /// Who it is for, so the stored create is counted for them (AbuseWatch).
+  /// Who it is for (admission::Creator::BudgetKey), so the stored create is counted for them
+  /// (AbuseWatch).
   std::string client_key;
+  /// The client key of its address, whatever the creator's budget key: the network a paste
+  /// records of its creator (moderation) is where it came from, not who said they sent it.
+  std::string address_key;
   /// With a storage quota: the declared bytes held against it, for the paste id the create will
   /// use. Given back if the create ends without its row; its row's insert takes them as live.
   store::StorageReservation reservation;
@@ -135,7 +153,8 @@ class PasteService {
   std::shared_ptr<const ServiceOptions> options() const { return options_.Load(); }
   /// New limits and budgets for requests from now on (docs/operations.md, "Reload"):
   /// max_paste_bytes, the TTLs, create_budget, read_budget, delete_budget, max_storage_bytes,
-  /// reservation_lifetime, put_timeout, insert_timeout, cache_timeout and verify_bodies. The
+  /// reservation_lifetime, put_timeout, insert_timeout, cache_timeout, verify_bodies, create_access
+  /// and create_access_text. The
   /// per-call timeouts are also the guarded stores' own (service::LiveCallTimeouts), which the
   /// caller changes with these. shared_meta_ttl and storage_refresh stay as built.
   void Reconfigure(const ServiceOptions& next);
@@ -156,10 +175,24 @@ class PasteService {
   /// Suspends to ask a shared limiter store, for at most its budget, and, with a quota, the
   /// metadata store, for at most the insert's timeout.
   /// With a `promise` (PromiseCreateSlot), the create slot is the one promised.
-  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
+  /// Before all of these, who may create (ServiceOptions::create_access): a creator the policy
+  /// does not take is refused with reason "create_access_credential" (Unauthenticated in spirit:
+  /// PermissionDenied, which the edge answers 401) or "create_access_network" (PermissionDenied,
+  /// 403), with the operator's text as the message, before anything is spent or counted.
+  /// `creator`'s budget key (admission::Creator::BudgetKey) keys every per-key budget.
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(admission::Creator creator,
                                                            CreateHeaders headers,
                                                            uint64_t allowance = 0,
                                                            CreateSlotPromise* promise = nullptr);
+  /// The same for a creator known by its address alone.
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
+                                                           CreateHeaders headers,
+                                                           uint64_t allowance = 0,
+                                                           CreateSlotPromise* promise = nullptr) {
+    return AdmitCreate(admission::Creator{std::move(client_key), {}}, headers, allowance, promise);
+  }
+  /// Who may create (create_access): nothing for a creator the policy takes, else the refusal.
+  std::optional<Error> CheckCreateAccess(const admission::Creator& creator) const;
   /// A create slot kept from now on for one create: the one that cut a slow body to free it
   /// (AdmissionControl::PromiseCreateSlot).
   CreateSlotPromise PromiseCreateSlot() { return admission_.PromiseCreateSlot(); }
@@ -265,6 +298,7 @@ class PasteService {
   /// AdmitCreate's checks in their order, without the counting of refusals.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(CreateSlotPromise* promise,
                                                                   const std::string& client_key,
+                                                                  const std::string& address_key,
                                                                   const CreateHeaders& headers,
                                                                   uint64_t allowance);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a

@@ -118,6 +118,12 @@ TEST(PagesTest, EveryOtherPageEscapesItsFields) {
       ExpectNothingInterpreted(ErrorPage(kReader, status, kText, kText, retry, 0), "error");
     }
   }
+  // The operator's text on how to get access is shown as a paragraph of its own: escaped too.
+  for (const char* reason : {"create_access_credential", "create_access_network"}) {
+    const std::string page = ErrorPage(kReader, 403, reason, kText, std::nullopt, 0);
+    ExpectNothingInterpreted(page, "error");
+    EXPECT_NE(page.find("<p id=\"access\">&lt;script&gt;"), std::string::npos) << page;
+  }
   for (const uint32_t views : {1u, 3u}) {
     ExpectNothingInterpreted(BurnConfirmPage(kReader, kText, views), "burn confirm");
     ExpectNothingInterpreted(BurnCreatedPage(kReader, kText, kText, views), "burn created");
@@ -234,12 +240,14 @@ std::vector<std::pair<std::string, std::string>> EveryPage(const Reader& reader)
                                   "under_review",
                                   "taken_down",
                                   "blocked",
+                                  "create_access_credential",
+                                  "create_access_network",
                                   "report_rate",
                                   "report_global_rate",
                                   "cross_site",
                                   "delete_rate",
                                   "other"};
-  for (const unsigned status : {400u, 404u, 409u, 429u, 500u, 503u}) {
+  for (const unsigned status : {400u, 401u, 403u, 404u, 409u, 429u, 500u, 503u}) {
     for (const char* reason : kReasons) {
       pages.emplace_back("error", ErrorPage(reader, status, reason, "m", 3725, 0));
     }

@@ -933,3 +933,82 @@ TEST_F(ColocatedPasteServiceTest, TheSweepLeavesABodyBesideItsRowToThePurgeAndDe
 
 }  // namespace
 }  // namespace sluice::service
+
+namespace sluice::service {
+namespace {
+
+// Who may create (PasteService::AdmitCreate, docs/admission.md "Who may create"): refused first,
+// before any budget is spent, and a named creator keyed apart from its address.
+class CreateAccessServiceTest : public ::testing::Test {
+ protected:
+  static AdmissionOptions OneCreatePerKey() {
+    AdmissionOptions o = GenerousLimits();
+    o.ip_create_count = {1e-6, 1};  // one create per key, and none refilled during the test
+    return o;
+  }
+  static ServiceOptions Restricted(admission::CreateAccess mode, std::string text = {}) {
+    ServiceOptions o;
+    const std::vector<admission::Cidr> office = {*admission::Cidr::Parse("10.0.0.0/8")};
+    o.create_access = {mode, std::make_shared<const admission::PrefixSet>(office)};
+    o.create_access_text = std::move(text);
+    return o;
+  }
+
+  std::unique_ptr<store::MetaStore> meta_ = store::MakeMemoryMetaStore();
+  ManualClock clock_;
+  std::unique_ptr<store::BlobStore> blobs_ = store::MakeMemoryBlobStore(&clock_);
+  PasteCache cache_{1 << 20};
+  MetricsRegistry metrics_;
+  AdmissionControl admission_{OneCreatePerKey(), clock_, metrics_};
+};
+
+TEST_F(CreateAccessServiceTest, ARefusedCreatorIsToldTheOperatorsTextAndSpendsNothing) {
+  PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
+                       Restricted(admission::CreateAccess::kNetworks, "ask ops"));
+  const admission::Creator outsider{"203.0.113.7", {}};
+  for (int i = 0; i < 3; ++i) {
+    auto refused = RunSync(service.AdmitCreate(outsider, {1, false}));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::kPermissionDenied);
+    EXPECT_EQ(refused.error().reason, "create_access_network");
+    EXPECT_EQ(refused.error().message, "ask ops");
+  }
+  // The refusals took nothing of the key's one create: once let in, it still has it.
+  service.Reconfigure(Restricted(admission::CreateAccess::kAnyone));
+  EXPECT_TRUE(RunSync(service.AdmitCreate(outsider, {1, false})).ok());
+}
+
+TEST_F(CreateAccessServiceTest, ACredentialRefusalSaysWhatTheModeTakesWithoutTheOperatorsText) {
+  PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
+                       Restricted(admission::CreateAccess::kTokensOrNetworks));
+  auto refused = RunSync(service.AdmitCreate(admission::Creator{"203.0.113.7", {}}, {1, false}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason, "create_access_credential");
+  EXPECT_EQ(refused.error().message,
+            DefaultCreateAccessText(admission::CreateAccess::kTokensOrNetworks));
+  EXPECT_TRUE(RunSync(service.AdmitCreate(admission::Creator{"10.9.9.9", {}}, {1, false})).ok());
+}
+
+TEST_F(CreateAccessServiceTest, ANamedCreatorHasItsOwnBudgetAndKeepsItsAddressForTheNetwork) {
+  PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
+                       Restricted(admission::CreateAccess::kTokens));
+  const admission::Creator alice{"203.0.113.7", "alice"};
+  auto ticket = RunSync(service.AdmitCreate(alice, {1, false}));
+  ASSERT_TRUE(ticket.ok());
+  EXPECT_EQ(ticket->client_key, "user:alice");
+  EXPECT_EQ(ticket->address_key, "203.0.113.7");
+  // alice's one create is spent; bob behind the same address has his own.
+  EXPECT_EQ(RunSync(service.AdmitCreate(alice, {1, false})).error().reason, "ip_create_count");
+  EXPECT_TRUE(
+      RunSync(service.AdmitCreate(admission::Creator{"203.0.113.7", "bob"}, {1, false})).ok());
+  // The paste records the network it came from, not the name.
+  auto created = RunSync(service.Create(std::move(*ticket), "x", ""), clock_);
+  ASSERT_TRUE(created.ok());
+  auto row = RunSync(meta_->Get(created->id, admission::Deadline::Never()));
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->creator_network,
+            admission::PackNetwork("203.0.113.7", ServiceOptions{}.creator_networks));
+}
+
+}  // namespace
+}  // namespace sluice::service
