@@ -84,7 +84,22 @@ std::unique_ptr<notify::Push> MakePush(const ServeOptions& options, const Clock&
     push.webhook_secret =
         ReadSecretFile("push_webhook_secret_file", options.push_webhook_secret_file);
   }
-  return notify::Push::FromOptions(push, clock, metrics);
+  auto sinks = notify::Push::FromOptions(push, clock, metrics);
+  if (sinks) {
+    // The webhook's host only: a path often holds a secret (an ntfy topic, a chat hook's token).
+    std::string_view host = push.webhook_url;
+    host.remove_prefix(std::min(host.size(), host.find("://") + 3));
+    host = host.substr(0, host.find('/'));
+    if (const size_t at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);
+    spdlog::info("push: {}{}",
+                 push.webhook_url.empty()
+                     ? ""
+                     : fmt::format("webhook to {} ({}){}", host,
+                                   push.webhook_secret.empty() ? "unsigned" : "signed",
+                                   push.command.empty() ? "" : ", "),
+                 push.command.empty() ? "" : "a command");
+  }
+  return sinks;
 }
 
 std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesystem::path& dir) {
