@@ -690,6 +690,7 @@ int RunMigrateStore(const MigrateStoreOptions& o) {
     // buckets are read by id. Its data dir lock is left to the server. An embedded target is
     // written, so it must be nobody else's: its lock is taken (and a running server refuses).
     if (Embedded(target.settings) && !o.dry_run && !o.verify_only) {
+      std::filesystem::create_directories(target.data_dir);
       target.lock.emplace(target.data_dir);
     }
     source.own_meta = MakeMetaStore(source.settings, timeouts, pools, source.data_dir);

@@ -226,7 +226,8 @@ class MigrateStoreTest(SluiceTestCase):
                 return 0
         wait_until(lambda: moved() >= 30 or proc.poll() is not None, timeout=60,
                    message="a few pages copied")
-        self.assertIsNone(proc.poll(), proc.communicate())
+        if proc.poll() is not None:
+            self.fail(f"the copy ended before it could be killed: {proc.communicate()}")
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         # Paced at 20 pastes/s, the copy of 210 cannot be near its end after 30.
@@ -276,6 +277,22 @@ class MigrateStoreTest(SluiceTestCase):
         self.assertEqual(self.sql(url, "SELECT count(*) FROM pastes"), "0")
         self.assertFalse(os.path.exists(to_file + ".migrate-state"))
 
+
+    def test_an_embedded_target_that_a_server_holds_is_refused(self):
+        src = self.server()
+        src.create_ok("one paste")
+        busy = self.server()
+        from_file = self.settings("from", data_dir=src.data_dir)
+        to_file = self.settings("to", data_dir=busy.data_dir)
+        res, summary = self.migrate(from_file, to_file, "--rate", "0")
+        self.assertEqual(res.returncode, 1, res.stdout + res.stderr)
+        self.assertIn("in use by another sluice process", res.stderr)
+        self.assertIsNone(summary)
+        # Into a free data dir, embedded to embedded, it moves.
+        res, summary = self.migrate(from_file, self.settings(
+            "free", data_dir=os.path.join(self.root, "free")), "--rate", "0")
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual(summary["moved"], 1, summary)
 
 if __name__ == "__main__":
     unittest.main()
