@@ -12,6 +12,7 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -40,6 +41,7 @@ class S3rver:
 
     def stop(self):
         subprocess.run([S3RVER, "stop", self.dir], capture_output=True, timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class MigrateStoreTest(SluiceTestCase):
@@ -65,6 +67,7 @@ class MigrateStoreTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
         self.root = tempfile.mkdtemp(prefix="sluice-migrate-")
+        self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
 
     # ---- the source: pastes of every kind ----------------------------------------------------
     def source(self, plain=PLAIN):
