@@ -1,8 +1,9 @@
 // The sluice binary's commands: `sluice serve` (its parts are built in server_process.cc, its
 // backends chosen in backends.cc), `sluice paste`, `sluice plan` (the Little's-law arithmetic of
 // the admission caps), `sluice migrate` (PostgreSQL's schema) and `sluice admin` (the operator's
-// client of the admin listener, admin_command.cc), and the reference generated from the same
-// declarations as --help (reference.cc): `sluice man` and `sluice config`.
+// client of the admin listener, admin_command.cc; `sluice admin migrate-store` copies between
+// backends, migrate_store.cc), and the reference generated from the same declarations as --help
+// (reference.cc): `sluice man` and `sluice config`.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,7 @@
 #include "crypt_command.h"
 #include "log_format.h"
 #include "log_queue.h"
+#include "migrate_store.h"
 #include "paste_command.h"
 #include "reference.h"
 #include "server_process.h"
@@ -130,6 +132,8 @@ int main(int argc, char** argv) {
 
   sluice::app::AdminCommandOptions admin_options;
   CLI::App* admin = sluice::app::AddAdminCommand(app, admin_options);
+  sluice::app::MigrateStoreOptions migrate_store_options;
+  CLI::App* migrate_store = sluice::app::AddMigrateStoreCommand(*admin, migrate_store_options);
 
   CLI::App* migrate = app.add_subcommand(
       "migrate", "Apply the PostgreSQL metadata schema migrations (safe to repeat or run at once)");
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
     if (get->parsed()) return sluice::app::RunGet(get_options);
     if (del->parsed()) return sluice::app::RunDelete(delete_options);
     if (list->parsed()) return sluice::app::RunList();
+    if (migrate_store->parsed()) return sluice::app::RunMigrateStore(migrate_store_options);
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (completions->parsed()) {

@@ -164,6 +164,12 @@ class GuardedMetaStore final : public store::MetaStore {
         {"sweep", t().meta_background, true}, d,
         [this, ids = std::move(ids)](Deadline cd) { return inner_.Existing(ids, cd); });
   }
+  awaitable<Result<std::vector<store::PasteMeta>>> ListPastes(std::optional<PasteId> after,
+                                                              size_t limit, Deadline d) override {
+    return dep_.Call<std::vector<store::PasteMeta>>(
+        {"sweep", t().meta_background, true}, d,
+        [this, after, limit](Deadline cd) { return inner_.ListPastes(after, limit, cd); });
+  }
   awaitable<Result<store::PasteMeta>> Claim(PasteId id, int64_t now, Deadline d) override {
     // Never retried: a claim whose answer was lost may have burned the paste, and a second try
     // would answer 404 to the reader it was meant for.
@@ -229,6 +235,11 @@ class GuardedMetaStore final : public store::MetaStore {
                           auto adding = inner_.AddBlock(block, cd);
                           co_return FromStatus(co_await std::move(adding));
                         }));
+  }
+  awaitable<Result<std::vector<store::AbuseReport>>> ReportsOf(PasteId id, Deadline d) override {
+    return dep_.Call<std::vector<store::AbuseReport>>(
+        {"reports", t().meta_moderation, true}, d,
+        [this, id](Deadline cd) { return inner_.ReportsOf(id, cd); });
   }
   awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(int64_t now,
                                                                   Deadline d) override {

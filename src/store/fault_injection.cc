@@ -465,6 +465,13 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
+  awaitable<Result<std::vector<PasteMeta>>> ListPastes(std::optional<PasteId> after, size_t limit,
+                                                       admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.sweep");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.ListPastes(after, limit, d);
+  }
+
   // Moderation: one target for all of it.
   awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
                                              admission::Deadline d) override {
@@ -508,6 +515,13 @@ class FaultInjectingMetaStore final : public MetaStore {
     if (injected) co_return std::move(*injected);
     auto op = inner_.AddBlock(std::move(block), d);
     co_return co_await std::move(op);
+  }
+
+  awaitable<Result<std::vector<AbuseReport>>> ReportsOf(PasteId id,
+                                                        admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.ReportsOf(id, d);
   }
 
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,

@@ -736,6 +736,97 @@ TYPED_TEST_P(StoreContract, PurgeReportsDeletesHandledReportsInBatchesAndKeepsOp
   EXPECT_TRUE(again->counted);
 }
 
+// The walk `sluice admin migrate-store` makes (src/app/migrate_store.cc): every row once, in any
+// state, a page at a time, each page continuing after the last id of the one before, with every
+// field as Get reads it. The ids are of one case so that every collation orders them alike.
+TYPED_TEST_P(StoreContract, ListPastesWalksEveryRowOnceInKeysetPages) {
+  std::vector<PasteId> ids;
+  for (char c = 'a'; c <= 'g'; ++c) {
+    PasteMeta row = Row(std::string("lst00000000") + c, c == 'c' ? 50 : 5000);
+    if (c == 'e') {
+      row.burn = true;
+      row.views_left = 3;
+      row.encrypted = true;
+      row.parent = Id("lst00000000a");
+      row.creator_network = 77;
+    }
+    ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+    ids.push_back(row.id);
+  }
+  ASSERT_TRUE(RunSync(this->meta().MarkDeleted(Id("lst00000000b"), 60, this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(Id("lst00000000d"),
+                                                 ModerationChange{Moderation::kWithheld, "r", 70},
+                                                 this->deadline()))
+                  .ok());
+  std::vector<PasteId> walked;
+  std::optional<PasteId> after;
+  size_t pages = 0;
+  // Bounded: a cursor that does not move on must fail the test, not hang it.
+  for (int tries = 0; tries < 10; ++tries) {
+    auto page = RunSync(this->meta().ListPastes(after, 3, this->deadline()));
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    ASSERT_LE(page->size(), 3u);
+    if (page->empty()) break;
+    ++pages;
+    for (const PasteMeta& m : *page) {
+      walked.push_back(m.id);
+      auto got = RunSync(this->meta().Get(m.id, this->deadline()));
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(m.created_at, got->created_at);
+      EXPECT_EQ(m.expires_at, got->expires_at);
+      EXPECT_EQ(m.token_hash, got->token_hash);
+      EXPECT_EQ(m.body_sha256, got->body_sha256);
+      EXPECT_EQ(m.deleted, got->deleted);
+      EXPECT_EQ(m.burn, got->burn);
+      EXPECT_EQ(m.views_left, got->views_left);
+      EXPECT_EQ(m.parent, got->parent);
+      EXPECT_EQ(m.encrypted, got->encrypted);
+      EXPECT_EQ(m.creator_network, got->creator_network);
+      EXPECT_EQ(m.moderation, got->moderation);
+    }
+    after = page->back().id;
+  }
+  EXPECT_EQ(walked, ids);  // each once, in id order, the tombstone and the expired row too
+  EXPECT_EQ(pages, 3u);
+  auto rest = RunSync(this->meta().ListPastes(Id("lst00000000e"), 10, this->deadline()));
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 2u);
+  EXPECT_EQ((*rest)[0].id, Id("lst00000000f"));
+}
+
+// The open reports of one paste, with whether each votes, for a copy to make them again
+// elsewhere; a review closes them, and then there are none.
+TYPED_TEST_P(StoreContract, ReportsOfListsAPastesOpenReportsAndTheirVotes) {
+  const PasteMeta row = Row("rof000000001", 5000);
+  ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+  AbuseReport voter = ReportOf(row, "192.0.2.0/24", 200, "spam", "a note");
+  AbuseReport creator = ReportOf(row, "198.51.100.0/24", 201, "malware");
+  creator.from_creator = true;
+  ASSERT_TRUE(RunSync(this->meta().AddReport(voter, ReviewOnly(), this->deadline())).ok());
+  ASSERT_TRUE(RunSync(this->meta().AddReport(creator, ReviewOnly(), this->deadline())).ok());
+  auto none = RunSync(this->meta().ReportsOf(Id("rof000000002"), this->deadline()));
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  auto got = RunSync(this->meta().ReportsOf(row.id, this->deadline()));
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->size(), 2u);
+  const AbuseReport& a = (*got)[0];
+  EXPECT_EQ(a.id, row.id);
+  EXPECT_EQ(a.network, "192.0.2.0/24");
+  EXPECT_EQ(a.reason, "spam");
+  EXPECT_EQ(a.note, "a note");
+  EXPECT_EQ(a.at, 200);
+  EXPECT_FALSE(a.from_creator);
+  EXPECT_EQ((*got)[1].network, "198.51.100.0/24");
+  EXPECT_TRUE((*got)[1].from_creator);  // no vote
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(
+                          row.id, ModerationChange{Moderation::kNone, "ok", 300}, this->deadline()))
+                  .ok());
+  auto closed = RunSync(this->meta().ReportsOf(row.id, this->deadline()));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_TRUE(closed->empty());
+}
+
 TYPED_TEST_P(StoreContract, BlocksInForceAndTheAuditTrailNewestFirst) {
   ASSERT_TRUE(RunSync(this->meta().AddBlock(ClientBlock{"198.51.100.0/24", "spam", 100, 200},
                                             this->deadline()))
@@ -1297,6 +1388,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota,
     ContentBlocksAddOnceRemoveAndBumpTheVersion,
     ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
-    ATakedownBlocksItsDigestInItsOwnTransaction);
+    ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
+    ReportsOfListsAPastesOpenReportsAndTheirVotes);
 
 }  // namespace sluice::store::contract

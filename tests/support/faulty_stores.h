@@ -168,6 +168,11 @@ class FaultyMetaStore final : public store::MetaStore {
     auto op = inner_.Existing(std::move(ids), d);
     co_return co_await std::move(op);
   }
+  boost::asio::awaitable<Result<std::vector<store::PasteMeta>>> ListPastes(
+      std::optional<store::PasteId> after, size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.ListPastes(after, limit, d);
+  }
   boost::asio::awaitable<Result<store::PasteMeta>> Claim(store::PasteId id, int64_t now,
                                                          admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
@@ -220,6 +225,11 @@ class FaultyMetaStore final : public store::MetaStore {
     if (Fails()) co_return StoreDown();
     auto op = inner_.AddBlock(std::move(block), d);
     co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<std::vector<store::AbuseReport>>> ReportsOf(
+      store::PasteId id, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.ReportsOf(id, d);
   }
   boost::asio::awaitable<Result<std::vector<store::ClientBlock>>> ActiveBlocks(
       int64_t now, admission::Deadline d) override {

@@ -179,6 +179,21 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Existing(
       std::vector<PasteId> ids, admission::Deadline deadline) = 0;
 
+  /// Up to `limit` rows in id order whose ids are greater than `after` (from the first when
+  /// empty), in any state: tombstones and expired rows too, as Get returns them. Keyset paging on
+  /// the id's unique index, so a page costs `limit` index steps however many rows there are, and a
+  /// walk resumed after the last id it finished neither skips nor repeats a row (`sluice admin
+  /// migrate-store`, src/app/migrate_store.cc). Rows written during the walk behind its cursor are
+  /// not seen: a second walk finds them.
+  virtual boost::asio::awaitable<Result<std::vector<PasteMeta>>> ListPastes(
+      std::optional<PasteId> after, size_t limit, admission::Deadline deadline) = 0;
+
+  /// The open reports of the paste `id`, by network; none when it has none or no row. A report
+  /// that is no vote toward withholding comes back with `from_creator` set: the stores keep
+  /// whether it votes, not why, and AddReport on another store then counts it the same.
+  virtual boost::asio::awaitable<Result<std::vector<AbuseReport>>> ReportsOf(
+      PasteId id, admission::Deadline deadline) = 0;
+
   // Moderation: abuse reports, withheld and taken-down pastes, blocked clients and the audit trail
   // of every operator action (src/service/moderation.cc; docs/moderation.md). The review queue is
   // one row per reported paste, kept by the transaction of each report and review, so a report

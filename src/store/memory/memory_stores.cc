@@ -126,6 +126,17 @@ class MemoryMetaStore final : public MetaStore {
     co_return ids;
   }
 
+  awaitable<Result<std::vector<PasteMeta>>> ListPastes(std::optional<PasteId> after, size_t limit,
+                                                       admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<PasteMeta> out;
+    for (auto it = after ? rows_.upper_bound(*after) : rows_.begin();
+         it != rows_.end() && out.size() < limit; ++it) {
+      out.push_back(it->second);
+    }
+    co_return out;
+  }
+
   // Moderation: the same rows as the SQL stores keep (src/store/sqlite/sqlite_meta_moderation.cc),
   // in maps; the reference the contract suite holds them to.
 
@@ -288,6 +299,17 @@ class MemoryMetaStore final : public MetaStore {
     std::lock_guard lock(mu_);
     blocks_.push_back(std::move(block));
     co_return Ok();
+  }
+
+  awaitable<Result<std::vector<AbuseReport>>> ReportsOf(PasteId id, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<AbuseReport> out;
+    for (auto it = reports_.lower_bound({id, std::string()});
+         it != reports_.end() && it->first.first == id; ++it) {
+      const StoredReport& r = it->second;
+      if (r.open) out.push_back(AbuseReport{id, it->first.second, r.reason, r.note, r.at, !r.vote});
+    }
+    co_return out;
   }
 
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,

@@ -62,24 +62,25 @@ inline Param IdArray(const std::vector<PasteId>& ids) {
   "creator_network, encrypted"
 #define SLUICE_ROW_COLUMNS SLUICE_ROW_COLUMNS_BEFORE_VIEWS ", views_left, parent"
 
-inline PasteMeta RowFrom(const PasteId& id, const PGresult* r) {
+// `row` is the answer's row to read (ListPastes reads many).
+inline PasteMeta RowFrom(const PasteId& id, const PGresult* r, int row = 0) {
   PasteMeta m{id,
-              Int(r, 0, 0),
-              Int(r, 0, 1),
-              static_cast<uint64_t>(Int(r, 0, 2)),
-              Hash(Text(r, 0, 3)),
-              Text(r, 0, 4) == "t",
+              Int(r, row, 0),
+              Int(r, row, 1),
+              static_cast<uint64_t>(Int(r, row, 2)),
+              Hash(Text(r, row, 3)),
+              Text(r, row, 4) == "t",
               std::nullopt};
   // NULL on rows from before checksums ("\\x" and 64 hex digits otherwise).
-  if (!PQgetisnull(r, 0, 5) && Text(r, 0, 5).size() == 2 + 2 * BodyDigest().size()) {
-    m.body_sha256 = Hash(Text(r, 0, 5));
+  if (!PQgetisnull(r, row, 5) && Text(r, row, 5).size() == 2 + 2 * BodyDigest().size()) {
+    m.body_sha256 = Hash(Text(r, row, 5));
   }
-  m.burn = Text(r, 0, 6) == "t";
-  m.moderation = ModerationOf(Int(r, 0, 7));
-  if (!PQgetisnull(r, 0, 8)) m.creator_network = static_cast<uint64_t>(Int(r, 0, 8));
-  m.encrypted = Text(r, 0, 9) == "t";
-  m.views_left = static_cast<uint32_t>(std::clamp<int64_t>(Int(r, 0, 10), 0, UINT32_MAX));
-  if (!PQgetisnull(r, 0, 11)) m.parent = PasteId::Parse(Text(r, 0, 11));
+  m.burn = Text(r, row, 6) == "t";
+  m.moderation = ModerationOf(Int(r, row, 7));
+  if (!PQgetisnull(r, row, 8)) m.creator_network = static_cast<uint64_t>(Int(r, row, 8));
+  m.encrypted = Text(r, row, 9) == "t";
+  m.views_left = static_cast<uint32_t>(std::clamp<int64_t>(Int(r, row, 10), 0, UINT32_MAX));
+  if (!PQgetisnull(r, row, 11)) m.parent = PasteId::Parse(Text(r, row, 11));
   return m;
 }
 

@@ -155,6 +155,22 @@ awaitable<Status> PgMetaStore::AddBlock(ClientBlock block, admission::Deadline d
                  {P(block.prefix), P(block.reason), P(block.created_at), P(block.until)});
 }
 
+awaitable<Result<std::vector<AbuseReport>>> PgMetaStore::ReportsOf(PasteId id,
+                                                                   admission::Deadline deadline) {
+  return Query<std::vector<AbuseReport>>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT network, reason, note, created_at, vote FROM paste_reports "
+      "WHERE paste_id = $1 AND open ORDER BY network",
+      {P(id.view())}, [id](const PGresult* r) -> Result<std::vector<AbuseReport>> {
+        std::vector<AbuseReport> out;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          out.push_back(AbuseReport{id, std::string(Text(r, i, 0)), std::string(Text(r, i, 1)),
+                                    std::string(Text(r, i, 2)), Int(r, i, 3), !Bool(r, i, 4)});
+        }
+        return out;
+      });
+}
+
 awaitable<Result<std::vector<ClientBlock>>> PgMetaStore::ActiveBlocks(
     int64_t now, admission::Deadline deadline) {
   return Query<std::vector<ClientBlock>>(

@@ -78,6 +78,8 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   awaitable<Status> Purge(std::vector<PasteId> ids, admission::Deadline deadline) override;
   awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids,
                                                    admission::Deadline deadline) override;
+  awaitable<Result<std::vector<PasteMeta>>> ListPastes(std::optional<PasteId> after, size_t limit,
+                                                       admission::Deadline deadline) override;
 
   // Moderation (postgres_meta_moderation.cc)
   awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
@@ -90,6 +92,8 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
                                             admission::Deadline deadline) override;
   awaitable<Result<ReportCounts>> CountReports(admission::Deadline deadline) override;
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline deadline) override;
+  awaitable<Result<std::vector<AbuseReport>>> ReportsOf(PasteId id,
+                                                        admission::Deadline deadline) override;
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
                                                            admission::Deadline deadline) override;
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline deadline) override;

@@ -100,4 +100,23 @@ awaitable<Result<std::vector<PasteId>>> PgMetaStore::Existing(std::vector<PasteI
       });
 }
 
+awaitable<Result<std::vector<PasteMeta>>> PgMetaStore::ListPastes(std::optional<PasteId> after,
+                                                                  size_t limit,
+                                                                  admission::Deadline deadline) {
+  // A range of the primary key's index, in its collation's order: the cursor compares as the
+  // index does, so a walk neither skips nor repeats, whatever that order is. The id goes last,
+  // so RowFrom reads the columns where Get puts them. The empty string is below every id.
+  return Query<std::vector<PasteMeta>>(
+      PostgresPurpose::kCleanup, deadline,
+      "SELECT " SLUICE_ROW_COLUMNS ", id FROM pastes WHERE id > $1 ORDER BY id LIMIT $2::integer",
+      {P(after ? after->view() : std::string_view()), P(static_cast<int64_t>(limit))},
+      [](const PGresult* r) -> Result<std::vector<PasteMeta>> {
+        std::vector<PasteMeta> out;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          if (auto id = PasteId::Parse(Text(r, i, 12))) out.push_back(RowFrom(*id, r, i));
+        }
+        return out;
+      });
+}
+
 }  // namespace sluice::store::pg

@@ -84,6 +84,28 @@ awaitable<Result<ReportCounts>> SqliteMetaStore::CountReports(admission::Deadlin
   });
 }
 
+awaitable<Result<std::vector<AbuseReport>>> SqliteMetaStore::ReportsOf(
+    PasteId id, admission::Deadline deadline) {
+  return asio_glue::RunBlocking(
+      moderation_pool(), [this, id, deadline]() -> Result<std::vector<AbuseReport>> {
+        return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<AbuseReport>> {
+          // A range of the primary key (paste_id, network).
+          Statement& s = db.Prepare(
+              "SELECT network, reason, note, created_at, vote FROM paste_reports "
+              "WHERE paste_id = ? AND open = 1 ORDER BY network");
+          s.Bind(1, id.view());
+          std::vector<AbuseReport> out;
+          int rc;
+          while ((rc = s.Step()) == SQLITE_ROW) {
+            out.push_back(AbuseReport{id, std::string(s.Text(0)), std::string(s.Text(1)),
+                                      std::string(s.Text(2)), s.Int(3), s.Int(4) == 0});
+          }
+          if (rc != SQLITE_DONE) return StorageError(db, "reports of a paste");
+          return out;
+        });
+      });
+}
+
 awaitable<Result<std::vector<ClientBlock>>> SqliteMetaStore::ActiveBlocks(
     int64_t now, admission::Deadline deadline) {
   return asio_glue::RunBlocking(

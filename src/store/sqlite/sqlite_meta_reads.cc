@@ -133,6 +133,30 @@ awaitable<Result<std::vector<PasteId>>> SqliteMetaStore::Existing(std::vector<Pa
       });
 }
 
+awaitable<Result<std::vector<PasteMeta>>> SqliteMetaStore::ListPastes(
+    std::optional<PasteId> after, size_t limit, admission::Deadline deadline) {
+  // On the cleanup threads: a migration's walk is background work, and must not hold a thread
+  // that reads wait for.
+  return asio_glue::RunBlocking(
+      *pools_.cleanup, [this, after, limit, deadline]() -> Result<std::vector<PasteMeta>> {
+        return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<PasteMeta>> {
+          // The id last, so RowToMeta reads the columns where Get puts them. A space is below
+          // every base62 id (an empty text would be bound as NULL, which nothing is above).
+          Statement& s = db.Prepare("SELECT " SLUICE_ROW_COLUMNS
+                                    ", id FROM pastes WHERE id > ? ORDER BY id LIMIT ?");
+          s.Bind(1, after ? after->view() : std::string_view(" "));
+          s.Bind(2, static_cast<int64_t>(limit));
+          std::vector<PasteMeta> out;
+          int rc;
+          while ((rc = s.Step()) == SQLITE_ROW) {
+            if (auto id = PasteId::Parse(s.Text(12))) out.push_back(RowToMeta(*id, s));
+          }
+          if (rc != SQLITE_DONE) return StorageError(db, "list pastes");
+          return out;
+        });
+      });
+}
+
 awaitable<Result<uint64_t>> SqliteMetaStore::LiveBytes(admission::Deadline deadline) {
   return asio_glue::RunBlocking(*pools_.cleanup, [this, deadline]() -> Result<uint64_t> {
     return readers_.Read(deadline, [&](Db& db) -> Result<uint64_t> {

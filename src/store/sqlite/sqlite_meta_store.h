@@ -205,6 +205,9 @@ class SqliteMetaStore final : public MetaStore {
   awaitable<Result<std::vector<PasteId>>> Existing(std::vector<PasteId> ids,
                                                    admission::Deadline deadline) override;
 
+  awaitable<Result<std::vector<PasteMeta>>> ListPastes(std::optional<PasteId> after, size_t limit,
+                                                       admission::Deadline deadline) override;
+
   // Moderation (sqlite_meta_moderation.cc): writes through the committer, like every write (the
   // report buckets bound them); reads on the moderation pool, never the one paste reads wait for.
 
@@ -222,6 +225,8 @@ class SqliteMetaStore final : public MetaStore {
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
     return committer_->Submit(AddBlockOp{std::move(block)});
   }
+  awaitable<Result<std::vector<AbuseReport>>> ReportsOf(PasteId id,
+                                                        admission::Deadline deadline) override;
   awaitable<Result<std::vector<ClientBlock>>> ActiveBlocks(int64_t now,
                                                            admission::Deadline deadline) override;
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {

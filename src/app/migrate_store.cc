@@ -1,0 +1,725 @@
+#include "migrate_store.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "backends.h"
+#include "data_dir_lock.h"
+#include "settings.h"
+#include "sluice/admission/token_bucket.h"
+#include "sluice/asio/timer.h"
+#include "sluice/service/body_check.h"
+
+namespace sluice::app {
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using store::PasteId;
+using store::PasteMeta;
+
+// Generous: a copy is background work with no client waiting, and a call that times out is
+// repeated by the next run (every step is idempotent), never by this one.
+constexpr auto kCallTimeout = std::chrono::seconds(30);
+
+Deadline CallDeadline() { return Deadline::After(SystemClock::Instance(), kCallTimeout); }
+
+std::string Hex(const std::array<unsigned char, 32>& bytes) {
+  std::string out;
+  for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
+  return out;
+}
+
+// One side of the copy: its settings and the stores they name, opened as `sluice serve` opens
+// them (backends.cc).
+struct Side {
+  std::string name;
+  Settings settings;
+  std::filesystem::path data_dir;
+  std::optional<DataDirLock> lock;
+  std::unique_ptr<store::MetaStore> own_meta;
+  store::MetaStore* meta = nullptr;
+  std::unique_ptr<store::BlobStore> blobs;
+};
+
+Settings ReadSettingsFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ": cannot read it");
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return SettingsLoader::FromToml(text.str());
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
+bool Embedded(const Settings& s) { return s.String("meta").empty(); }
+
+// The fields a row is created with: a difference in one of them is a different paste, which the
+// copy names and never overwrites.
+std::vector<std::string> CreatedDifferences(const PasteMeta& want, const PasteMeta& got) {
+  std::vector<std::string> out;
+  auto check = [&](bool same, const char* field, std::string want_text, std::string got_text) {
+    if (!same)
+      out.push_back(
+          fmt::format("{}: {} on the source, {} on the target", field, want_text, got_text));
+  };
+  check(want.created_at == got.created_at, "created_at", std::to_string(want.created_at),
+        std::to_string(got.created_at));
+  check(want.expires_at == got.expires_at, "expires_at", std::to_string(want.expires_at),
+        std::to_string(got.expires_at));
+  check(want.size_bytes == got.size_bytes, "size_bytes", std::to_string(want.size_bytes),
+        std::to_string(got.size_bytes));
+  check(want.token_hash == got.token_hash, "token_hash", Hex(want.token_hash), Hex(got.token_hash));
+  check(want.body_sha256 == got.body_sha256, "body_sha256",
+        want.body_sha256 ? Hex(*want.body_sha256) : "none",
+        got.body_sha256 ? Hex(*got.body_sha256) : "none");
+  check(want.burn == got.burn, "burn", want.burn ? "true" : "false", got.burn ? "true" : "false");
+  check(want.parent == got.parent, "parent", want.parent ? want.parent->str() : "none",
+        got.parent ? got.parent->str() : "none");
+  check(want.creator_network == got.creator_network, "creator_network",
+        want.creator_network ? std::to_string(*want.creator_network) : "none",
+        got.creator_network ? std::to_string(*got.creator_network) : "none");
+  check(want.encrypted == got.encrypted, "encrypted", want.encrypted ? "true" : "false",
+        got.encrypted ? "true" : "false");
+  return out;
+}
+
+// Every field, the ones a paste's life changes too (views, moderation, deletion).
+std::vector<std::string> AllDifferences(const PasteMeta& want, const PasteMeta& got) {
+  std::vector<std::string> out = CreatedDifferences(want, got);
+  if (want.burn && want.views_left != got.views_left) {
+    out.push_back(fmt::format("views_left: {} on the source, {} on the target", want.views_left,
+                              got.views_left));
+  }
+  if (want.moderation != got.moderation) {
+    out.push_back(fmt::format("moderation: {} on the source, {} on the target",
+                              store::ModerationName(want.moderation),
+                              store::ModerationName(got.moderation)));
+  }
+  if (want.deleted != got.deleted) {
+    out.push_back(fmt::format("deleted: {} on the source, {} on the target",
+                              want.deleted ? "true" : "false", got.deleted ? "true" : "false"));
+  }
+  return out;
+}
+
+bool SameReport(const store::AbuseReport& a, const store::AbuseReport& b) {
+  return a.network == b.network && a.reason == b.reason && a.note == b.note && a.at == b.at &&
+         a.from_creator == b.from_creator;
+}
+
+// The cursor of a copy, saved after each page: the last source id whose paste is wholly on the
+// target. Written to a temporary file, flushed and renamed, so a kill -9 leaves the old cursor or
+// the new one, never half of one.
+struct Cursor {
+  std::optional<PasteId> after;
+  uint64_t moved = 0;
+  uint64_t bytes = 0;
+  bool done = false;
+};
+
+std::optional<Cursor> LoadCursor(const std::string& path, const std::string& from) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw std::runtime_error(path + ": not a migrate-store state file; remove it to start over");
+  if (j.value("from", "") != from) {
+    throw std::runtime_error(
+        fmt::format("{}: the state of a copy from {}, not {}; remove it to "
+                    "start over",
+                    path, j.value("from", "?"), from));
+  }
+  Cursor c;
+  if (auto after = j.value("after", ""); !after.empty()) {
+    c.after = PasteId::Parse(after);
+    if (!c.after) throw std::runtime_error(path + ": its cursor is not a paste id");
+  }
+  c.moved = j.value("moved", uint64_t{0});
+  c.bytes = j.value("bytes", uint64_t{0});
+  c.done = j.value("done", false);
+  return c;
+}
+
+void SaveCursor(const std::string& path, const std::string& from, const Cursor& c) {
+  const nlohmann::json j = {{"from", from},
+                            {"after", c.after ? c.after->str() : ""},
+                            {"moved", c.moved},
+                            {"bytes", c.bytes},
+                            {"done", c.done}};
+  const std::string text = j.dump() + "\n";
+  const std::string temp = path + ".tmp";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(temp + ": cannot write the state file");
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || std::rename(temp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": cannot write the state file");
+}
+
+class Migration {
+ public:
+  Migration(const MigrateStoreOptions& o, Side& source, Side& target, std::string from_key)
+      : o_(o),
+        source_(source),
+        target_(target),
+        from_key_(std::move(from_key)),
+        bucket_(admission::TokenBucketPolicy{o.rate > 0 ? o.rate : 1.0, std::max(1.0, o.rate / 10)},
+                clock_) {}
+
+  awaitable<int> Run() {
+    now_ = clock_.UnixSeconds();
+    if (o_.dry_run) co_return co_await DryRun();
+    if (!o_.verify_only) {
+      if (!co_await Copy()) co_return 1;
+      if (!co_await CopyBlocks()) co_return 1;
+    }
+    const bool verified = co_await Verify();
+    std::printf("%s\n", nlohmann::json{{"moved", moved_},
+                                       {"already_there", already_},
+                                       {"not_moved_expired", expired_},
+                                       {"not_moved_deleted", deleted_},
+                                       {"bytes", bytes_},
+                                       {"verified", verified_},
+                                       {"differences", differences_}}
+                            .dump()
+                            .c_str());
+    co_return differences_ == 0 && verified ? 0 : 1;
+  }
+
+ private:
+  void Differ(const PasteId& id, const std::string& what) {
+    ++differences_;
+    std::printf("difference: %s %s\n", id.str().c_str(), what.c_str());
+    std::fflush(stdout);
+  }
+
+  // What moves: unexpired rows that are not tombstones, and taken-down ones (a takedown is a
+  // tombstone too, src/service/moderation.cc), which must go on answering 451, not 404.
+  bool Live(const PasteMeta& row) const {
+    return row.expires_at > now_ &&
+           (!row.deleted || row.moderation == store::Moderation::kTakenDown);
+  }
+
+  // The source's share: one token per paste read from it.
+  awaitable<void> Pace() {
+    if (o_.rate <= 0) co_return;
+    for (;;) {
+      const admission::TakeDecision d = bucket_.TryTake(1);
+      if (d.allowed) co_return;
+      co_await asio_glue::SleepFor(clock_, d.retry_after);
+    }
+  }
+
+  awaitable<std::optional<std::vector<PasteMeta>>> Page(std::optional<PasteId> after) {
+    auto listing = source_.meta->ListPastes(after, o_.page, CallDeadline());
+    auto rows = co_await std::move(listing);
+    if (!rows.ok()) {
+      std::printf("failed: listing the source after %s: %s\n",
+                  after ? after->str().c_str() : "the start", rows.error().message.c_str());
+      co_return std::nullopt;
+    }
+    co_return std::move(*rows);
+  }
+
+  void Progress(bool last) {
+    const auto at = clock_.Now();
+    if (!last && at - last_progress_ < std::chrono::seconds(1)) return;
+    last_progress_ = at;
+    const double seconds = std::chrono::duration<double>(at - started_).count();
+    const double rate = seconds > 0 ? static_cast<double>(moved_ + already_) / seconds : 0;
+    const double mb = seconds > 0 ? static_cast<double>(bytes_) / 1e6 / seconds : 0;
+    const uint64_t done = done_before_ + moved_ + already_;
+    const uint64_t left = total_ > done ? total_ - done : 0;
+    std::fprintf(stderr,
+                 "migrate-store: %llu of %llu pastes, %.1f MB; %.0f pastes/s, %.2f MB/s; about "
+                 "%.0f s left\n",
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
+                 static_cast<double>(bytes_) / 1e6, rate, mb,
+                 rate > 0 ? static_cast<double>(left) / rate : 0.0);
+  }
+
+  // Counts the live pastes after `after` (metadata only), for the estimate and the dry run;
+  // with `on_target`, also those already there.
+  awaitable<bool> Count(std::optional<PasteId> after, uint64_t* live, uint64_t* bytes,
+                        uint64_t* on_target) {
+    for (;;) {
+      auto page = co_await Page(after);
+      if (!page) co_return false;
+      if (page->empty()) co_return true;
+      std::vector<PasteId> ids;
+      for (const PasteMeta& row : *page) {
+        if (Live(row)) {
+          ++*live;
+          *bytes += row.size_bytes;
+          ids.push_back(row.id);
+        } else if (row.deleted) {
+          ++deleted_;
+        } else {
+          ++expired_;
+        }
+      }
+      if (on_target != nullptr && !ids.empty()) {
+        auto asking = target_.meta->Existing(ids, CallDeadline());
+        auto there = co_await std::move(asking);
+        if (!there.ok()) {
+          std::printf("failed: asking the target: %s\n", there.error().message.c_str());
+          co_return false;
+        }
+        *on_target += there->size();
+      }
+      after = page->back().id;
+    }
+  }
+
+  awaitable<int> DryRun() {
+    uint64_t live = 0, bytes = 0, there = 0;
+    if (!co_await Count(std::nullopt, &live, &bytes, &there)) co_return 1;
+    auto listing = source_.meta->ActiveBlocks(now_, CallDeadline());
+    auto blocks = co_await std::move(listing);
+    std::printf("%s\n", nlohmann::json{{"dry_run", true},
+                                       {"would_move", live - there},
+                                       {"already_there", there},
+                                       {"bytes", bytes},
+                                       {"not_moved_expired", expired_},
+                                       {"not_moved_deleted", deleted_},
+                                       {"blocks", blocks.ok() ? blocks->size() : 0}}
+                            .dump()
+                            .c_str());
+    co_return blocks.ok() ? 0 : 1;
+  }
+
+  awaitable<bool> Copy() {
+    Cursor cursor;
+    if (auto saved = LoadCursor(state_path(), from_key_)) {
+      // A finished copy starts over: a second pass before the cutover brings what changed.
+      if (!saved->done) {
+        cursor = *saved;
+        std::fprintf(stderr, "migrate-store: resuming after %s (%llu pastes moved before)\n",
+                     cursor.after ? cursor.after->str().c_str() : "the start",
+                     static_cast<unsigned long long>(cursor.moved));
+      }
+    }
+    done_before_ = 0;
+    {
+      // The estimate's total: what is left after the cursor, plus what was done before it.
+      uint64_t left = 0, bytes = 0;
+      const uint64_t expired = expired_, deleted = deleted_;
+      if (!co_await Count(cursor.after, &left, &bytes, nullptr)) co_return false;
+      expired_ = expired;
+      deleted_ = deleted;
+      done_before_ = cursor.moved;
+      total_ = left + cursor.moved;
+    }
+    started_ = last_progress_ = clock_.Now();
+    std::optional<PasteId> after = cursor.after;
+    for (;;) {
+      auto page = co_await Page(after);
+      if (!page) co_return false;
+      if (page->empty()) break;
+      for (const PasteMeta& row : *page) {
+        co_await Pace();
+        if (!co_await CopyOne(row)) co_return false;
+        Progress(false);
+      }
+      after = page->back().id;
+      cursor.after = after;
+      cursor.moved = done_before_ + moved_ + already_;
+      cursor.bytes = bytes_;
+      SaveCursor(state_path(), from_key_, cursor);
+    }
+    cursor.done = true;
+    SaveCursor(state_path(), from_key_, cursor);
+    Progress(true);
+    co_return true;
+  }
+
+  // One paste, every step idempotent: a run killed anywhere in here and repeated ends the same.
+  // The body goes first, as a create writes it (a row never points at a missing body); then the
+  // row, its reports and its moderation state. False only for a failure that should stop the run.
+  awaitable<bool> CopyOne(const PasteMeta& row) {
+    auto getting = target_.meta->Get(row.id, CallDeadline());
+    auto there = co_await std::move(getting);
+    if (!there.ok() && there.error().code != ErrorCode::kNotFound) {
+      std::printf("failed: reading %s on the target: %s\n", row.id.str().c_str(),
+                  there.error().message.c_str());
+      co_return false;
+    }
+    if (!Live(row)) {
+      if (row.deleted) {
+        ++deleted_;
+        // Deleted since an earlier pass copied it: the target forgets it too.
+        if (there.ok() && !there->deleted) {
+          auto deleting = target_.meta->MarkDeleted(row.id, now_, CallDeadline());
+          if (Status s = co_await std::move(deleting); !s.ok()) {
+            std::printf("failed: deleting %s on the target: %s\n", row.id.str().c_str(),
+                        s.error().message.c_str());
+            co_return false;
+          }
+        }
+      } else {
+        ++expired_;
+      }
+      co_return true;
+    }
+    if (there.ok()) {
+      if (auto diff = CreatedDifferences(row, *there); !diff.empty()) {
+        for (const auto& d : diff) Differ(row.id, d);
+        co_return true;  // another paste under this id: named, never overwritten
+      }
+    }
+    // The body: read and checked against its row before anything is written.
+    auto reading = source_.blobs->Get(row.id, CallDeadline());
+    auto body = co_await std::move(reading);
+    bool has_body = body.ok();
+    if (!body.ok()) {
+      const bool gone = body.error().code == ErrorCode::kNotFound;
+      // A takedown deletes the body and keeps the row (docs/moderation.md).
+      if (!(gone && row.moderation == store::Moderation::kTakenDown)) {
+        if (body.error().reason == store::kBodyUndecodable || gone) {
+          Differ(row.id, fmt::format("body: {} at the source; not copied",
+                                     gone ? "missing" : "damaged (does not decode)"));
+          co_return true;
+        }
+        std::printf("failed: reading the body of %s at the source: %s\n", row.id.str().c_str(),
+                    body.error().message.c_str());
+        co_return false;
+      }
+    }
+    if (has_body) {
+      const bool damaged = body->size() != row.size_bytes ||
+                           (row.body_sha256 && service::DigestBody(*body) != *row.body_sha256);
+      if (damaged) {
+        Differ(row.id,
+               "body: its SHA-256 or size does not match its row at the source (damaged); "
+               "not copied");
+        co_return true;
+      }
+      auto checking = target_.blobs->Get(row.id, CallDeadline());
+      auto copy = co_await std::move(checking);
+      if (!copy.ok() || *copy != *body) {
+        auto putting = target_.blobs->Put(
+            row.id, std::make_shared<const std::string>(std::move(*body)), CallDeadline());
+        if (Status s = co_await std::move(putting); !s.ok()) {
+          std::printf("failed: writing the body of %s: %s\n", row.id.str().c_str(),
+                      s.error().message.c_str());
+          co_return false;
+        }
+      }
+    }
+    std::optional<PasteMeta> target_row;
+    if (there.ok()) target_row = *there;
+    if (!target_row) {
+      PasteMeta fresh = row;
+      // As Insert writes every row; the state and a takedown's tombstone follow the reports.
+      fresh.moderation = store::Moderation::kNone;
+      fresh.deleted = false;
+      auto inserting = target_.meta->Insert(fresh, CallDeadline());
+      if (Status s = co_await std::move(inserting); !s.ok()) {
+        std::printf("failed: inserting %s: %s\n", row.id.str().c_str(), s.error().message.c_str());
+        co_return false;
+      }
+      target_row = fresh;
+      ++moved_;
+      bytes_ += row.size_bytes;
+    } else {
+      ++already_;
+    }
+    // Views spent since an earlier pass: claimed on the target too, one by one, as a reader
+    // would. More spent on the target than on the source cannot be given back: named.
+    if (row.burn && target_row->views_left > row.views_left) {
+      for (uint32_t n = target_row->views_left - row.views_left; n > 0; --n) {
+        auto claiming = target_.meta->Claim(row.id, now_, CallDeadline());
+        if (auto c = co_await std::move(claiming); !c.ok()) {
+          Differ(row.id,
+                 "views_left: cannot spend the views spent at the source: " + c.error().message);
+          break;
+        }
+      }
+    } else if (row.burn && target_row->views_left < row.views_left) {
+      Differ(row.id, fmt::format("views_left: {} on the source, {} on the target", row.views_left,
+                                 target_row->views_left));
+    }
+    if (!co_await CopyReports(row)) co_return false;
+    if (target_row->moderation != row.moderation) {
+      store::ModerationChange change{row.moderation, "moved by sluice admin migrate-store", now_};
+      auto setting = target_.meta->SetModeration(row.id, change, CallDeadline());
+      if (Status s = co_await std::move(setting); !s.ok()) {
+        std::printf("failed: moderation of %s: %s\n", row.id.str().c_str(),
+                    s.error().message.c_str());
+        co_return false;
+      }
+    }
+    // A takedown's tombstone, after its state, as the takedown itself orders them.
+    if (row.deleted && !target_row->deleted) {
+      auto deleting = target_.meta->MarkDeleted(row.id, now_, CallDeadline());
+      if (Status s = co_await std::move(deleting); !s.ok()) {
+        std::printf("failed: deleting %s on the target: %s\n", row.id.str().c_str(),
+                    s.error().message.c_str());
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  // The open reports, each as its network made it; a network that already reported the paste on
+  // the target is not counted again, so a repeat adds nothing. No charge, threshold or cap: the
+  // report is stored as it is, and withholding is the moderation state's to carry.
+  awaitable<bool> CopyReports(const PasteMeta& row) {
+    auto listing = source_.meta->ReportsOf(row.id, CallDeadline());
+    auto reports = co_await std::move(listing);
+    if (!reports.ok()) {
+      std::printf("failed: reports of %s: %s\n", row.id.str().c_str(),
+                  reports.error().message.c_str());
+      co_return false;
+    }
+    store::ReportPolicy policy;
+    policy.hide_threshold = 0;
+    policy.withholds_per_network = std::numeric_limits<int64_t>::max();
+    policy.max_open_reports = std::numeric_limits<int64_t>::max();
+    policy.may_withhold = false;
+    for (const store::AbuseReport& r : *reports) {
+      auto adding = target_.meta->AddReport(r, policy, CallDeadline());
+      if (auto added = co_await std::move(adding); !added.ok()) {
+        std::printf("failed: a report of %s: %s\n", row.id.str().c_str(),
+                    added.error().message.c_str());
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  awaitable<bool> CopyBlocks() {
+    auto from = source_.meta->ActiveBlocks(now_, CallDeadline());
+    auto blocks = co_await std::move(from);
+    auto to = target_.meta->ActiveBlocks(now_, CallDeadline());
+    auto present = co_await std::move(to);
+    if (!blocks.ok() || !present.ok()) {
+      std::printf("failed: reading the blocks: %s\n",
+                  (!blocks.ok() ? blocks.error() : present.error()).message.c_str());
+      co_return false;
+    }
+    for (const store::ClientBlock& b : *blocks) {
+      const bool there = std::any_of(present->begin(), present->end(), [&](const auto& p) {
+        return p.prefix == b.prefix && p.reason == b.reason && p.created_at == b.created_at &&
+               p.until == b.until;
+      });
+      if (there) continue;
+      auto adding = target_.meta->AddBlock(b, CallDeadline());
+      if (Status s = co_await std::move(adding); !s.ok()) {
+        std::printf("failed: adding a block: %s\n", s.error().message.c_str());
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  // Reads every live source paste back from the target: its row field by field, its reports,
+  // and its body against the source row's SHA-256. Every difference is named.
+  awaitable<bool> Verify() {
+    std::optional<PasteId> after;
+    for (;;) {
+      auto page = co_await Page(after);
+      if (!page) co_return false;
+      if (page->empty()) break;
+      for (const PasteMeta& row : *page) {
+        if (!Live(row)) continue;
+        co_await Pace();
+        if (!co_await VerifyOne(row)) co_return false;
+        ++verified_;
+      }
+      after = page->back().id;
+    }
+    auto from = source_.meta->ActiveBlocks(now_, CallDeadline());
+    auto blocks = co_await std::move(from);
+    auto to = target_.meta->ActiveBlocks(now_, CallDeadline());
+    auto present = co_await std::move(to);
+    if (!blocks.ok() || !present.ok()) co_return false;
+    for (const store::ClientBlock& b : *blocks) {
+      const bool there = std::any_of(present->begin(), present->end(), [&](const auto& p) {
+        return p.prefix == b.prefix && p.until == b.until;
+      });
+      if (!there) {
+        ++differences_;
+        std::printf("difference: block %s missing on the target\n", b.prefix.c_str());
+      }
+    }
+    co_return true;
+  }
+
+  awaitable<bool> VerifyOne(const PasteMeta& row) {
+    auto getting = target_.meta->Get(row.id, CallDeadline());
+    auto there = co_await std::move(getting);
+    if (!there.ok()) {
+      if (there.error().code != ErrorCode::kNotFound) {
+        std::printf("failed: reading %s on the target: %s\n", row.id.str().c_str(),
+                    there.error().message.c_str());
+        co_return false;
+      }
+      Differ(row.id, "row: missing on the target");
+      co_return true;
+    }
+    for (const auto& d : AllDifferences(row, *there)) Differ(row.id, d);
+    auto reading = target_.blobs->Get(row.id, CallDeadline());
+    auto body = co_await std::move(reading);
+    if (!body.ok()) {
+      if (body.error().code != ErrorCode::kNotFound ||
+          row.moderation != store::Moderation::kTakenDown) {
+        Differ(row.id, "body: " + body.error().message + " on the target");
+      }
+    } else if (body->size() != row.size_bytes ||
+               (row.body_sha256 && service::DigestBody(*body) != *row.body_sha256)) {
+      Differ(row.id, "body: its SHA-256 or size on the target does not match the source's row");
+    }
+    auto want_listing = source_.meta->ReportsOf(row.id, CallDeadline());
+    auto want = co_await std::move(want_listing);
+    auto got_listing = target_.meta->ReportsOf(row.id, CallDeadline());
+    auto got = co_await std::move(got_listing);
+    if (!want.ok() || !got.ok()) {
+      Differ(row.id, "reports: cannot be read");
+    } else {
+      for (const auto& r : *want) {
+        const bool found =
+            std::any_of(got->begin(), got->end(), [&](const auto& g) { return SameReport(r, g); });
+        if (!found) Differ(row.id, "reports: the report of network " + r.network + " is missing");
+      }
+    }
+    co_return true;
+  }
+
+  std::string state_path() const { return o_.state.empty() ? o_.to + ".migrate-state" : o_.state; }
+
+  const MigrateStoreOptions& o_;
+  Side& source_;
+  Side& target_;
+  const std::string from_key_;
+  SystemClock& clock_ = SystemClock::Instance();
+  admission::TokenBucket bucket_;
+  int64_t now_ = 0;
+  uint64_t total_ = 0, done_before_ = 0;
+  uint64_t moved_ = 0, already_ = 0, expired_ = 0, deleted_ = 0, bytes_ = 0;
+  uint64_t verified_ = 0, differences_ = 0;
+  TimePoint started_{}, last_progress_{};
+};
+
+}  // namespace
+
+CLI::App* AddMigrateStoreCommand(CLI::App& admin, MigrateStoreOptions& o) {
+  CLI::App* cmd = admin.add_subcommand(
+      "migrate-store",
+      "Copy every live paste from one set of backends to another, resumably, then verify "
+      "(docs/scale-out.md, 'Outgrowing one box'); talks to the stores, not the listener");
+  cmd->add_option("--from", o.from, "The source's settings file (TOML, as serve --config reads)")
+      ->required();
+  cmd->add_option("--to", o.to, "The target's settings file")->required();
+  cmd->add_option("--state", o.state,
+                  "Where the cursor is kept between runs (default: the --to file + "
+                  ".migrate-state)");
+  cmd->add_flag("--dry-run", o.dry_run, "Report what would move; write nothing");
+  cmd->add_flag("--verify-only", o.verify_only, "Compare the target with the source; copy nothing");
+  cmd->add_option("--rate", o.rate, "Pastes per second read from the source at most; 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--page", o.page, "Rows per page of the source's listing and per saved cursor")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  return cmd;
+}
+
+int RunMigrateStore(const MigrateStoreOptions& o) {
+  constexpr auto kCommand = "sluice admin migrate-store";
+  // Before the stores, so they go first: the S3 store's sockets live on `io`, and the SQLite
+  // stores' work on the pools.
+  asio::io_context io(1);
+  asio::thread_pool read_pool(2), cleanup_pool(2), moderation_pool(1);
+  Side source{"source", {}, {}, {}, {}, nullptr, {}};
+  Side target{"target", {}, {}, {}, {}, nullptr, {}};
+  try {
+    source.settings = ReadSettingsFile(o.from);
+    target.settings = ReadSettingsFile(o.to);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", kCommand, e.what());
+    return 2;
+  }
+  source.data_dir = source.settings.String("data_dir");
+  target.data_dir = target.settings.String("data_dir");
+  std::error_code ec;
+  const auto same_dir = std::filesystem::exists(source.data_dir, ec) &&
+                        std::filesystem::exists(target.data_dir, ec) &&
+                        std::filesystem::equivalent(source.data_dir, target.data_dir, ec);
+  const bool same_meta = same_dir && Embedded(source.settings) && Embedded(target.settings);
+  if (same_meta && source.settings.String("blob") == target.settings.String("blob")) {
+    std::fprintf(stderr, "%s: --from and --to name the same stores\n", kCommand);
+    return 2;
+  }
+  if (!Embedded(source.settings) &&
+      source.settings.String("meta") == target.settings.String("meta") &&
+      source.settings.String("blob") == target.settings.String("blob")) {
+    std::fprintf(stderr, "%s: --from and --to name the same stores\n", kCommand);
+    return 2;
+  }
+
+  const store::BlockingPools pools{&read_pool, &cleanup_pool, &moderation_pool};
+  service::CallTimeouts timeouts;
+  timeouts.meta_insert = timeouts.meta_get = timeouts.meta_delete = timeouts.meta_background =
+      timeouts.meta_moderation = kCallTimeout;
+  int code = 1;
+  try {
+    // The source is only read, so a server may keep serving it: SQLite in WAL mode lets this
+    // process read beside the server's writer, each read a consistent snapshot, and files and
+    // buckets are read by id. Its data dir lock is left to the server. An embedded target is
+    // written, so it must be nobody else's: its lock is taken (and a running server refuses).
+    if (Embedded(target.settings) && !o.dry_run && !o.verify_only) {
+      std::filesystem::create_directories(target.data_dir);
+      target.lock.emplace(target.data_dir);
+    }
+    source.own_meta = MakeMetaStore(source.settings, timeouts, pools, source.data_dir);
+    source.meta = source.own_meta.get();
+    source.blobs =
+        MakeBlobBackend(source.settings, source.data_dir, pools, io.get_executor(), *source.meta);
+    if (same_meta) {
+      // Bodies moving out of one data dir (files to S3): one metadata store, opened once.
+      target.meta = source.meta;
+    } else {
+      target.own_meta = MakeMetaStore(target.settings, timeouts, pools, target.data_dir);
+      target.meta = target.own_meta.get();
+    }
+    target.blobs =
+        MakeBlobBackend(target.settings, target.data_dir, pools, io.get_executor(), *target.meta);
+    const std::string from_key = std::filesystem::absolute(o.from).lexically_normal().string();
+    Migration migration(o, source, target, from_key);
+    std::exception_ptr failed;
+    asio::co_spawn(io, migration.Run(), [&](std::exception_ptr e, int result) {
+      failed = e;
+      code = result;
+    });
+    io.run();
+    if (failed) std::rethrow_exception(failed);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", kCommand, e.what());
+    code = 1;
+  }
+  return code;
+}
+
+}  // namespace sluice::app
