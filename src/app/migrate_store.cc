@@ -25,6 +25,7 @@
 #include "sluice/admission/token_bucket.h"
 #include "sluice/asio/timer.h"
 #include "sluice/service/body_check.h"
+#include "sluice/service/content_blocklist.h"
 
 namespace sluice::app {
 
@@ -193,14 +194,17 @@ class Migration {
     if (!o_.verify_only) {
       if (!co_await Copy()) co_return 1;
       if (!co_await CopyBlocks()) co_return 1;
+      if (!co_await CopyBlockedContents()) co_return 1;
     }
-    const bool verified = co_await Verify();
+    bool verified = co_await Verify();
+    if (verified) verified = co_await VerifyBlockedContents();
     std::printf("%s\n", nlohmann::json{{"moved", moved_},
                                        {"already_there", already_},
                                        {"not_moved_expired", expired_},
                                        {"not_moved_deleted", deleted_},
                                        {"bytes", bytes_},
                                        {"verified", verified_},
+                                       {"blocked_contents_added", blocked_contents_},
                                        {"differences", differences_}}
                             .dump()
                             .c_str());
@@ -534,6 +538,75 @@ class Migration {
     co_return true;
   }
 
+  // The content blocklist (docs/moderation.md, "Takedowns that stick"), in digest order: a text
+  // taken down on the old store stays refused on the new one. Adding an entry that is there
+  // changes nothing, so a resumed or second run simply walks it again.
+  awaitable<bool> CopyBlockedContents() {
+    const int64_t max_entries = target_.settings.Integer("max_blocked_contents");
+    std::optional<store::BodyDigest> after;
+    for (;;) {
+      auto reading = source_.meta->BlockedContents(after, 1000, CallDeadline());
+      auto page = co_await std::move(reading);
+      if (!page.ok()) {
+        std::printf("failed: reading the content blocklist: %s\n", page.error().message.c_str());
+        co_return false;
+      }
+      for (const store::BlockedContent& entry : page->entries) {
+        auto adding = target_.meta->BlockContent(entry, max_entries, CallDeadline());
+        auto added = co_await std::move(adding);
+        if (!added.ok()) {
+          std::printf("failed: adding to the content blocklist: %s\n",
+                      added.error().message.c_str());
+          co_return false;
+        }
+        if (*added) ++blocked_contents_;
+      }
+      if (!page->next) co_return true;
+      after = page->next;
+    }
+  }
+
+  // Every digest of the source's content blocklist is on the target's: both lists are read in
+  // digest order, side by side, a page of each at a time.
+  awaitable<bool> VerifyBlockedContents() {
+    std::optional<store::BodyDigest> source_after, target_after;
+    std::vector<store::BlockedContent> target_page;
+    size_t next_target = 0;
+    bool target_done = false;
+    for (;;) {
+      auto reading = source_.meta->BlockedContents(source_after, 1000, CallDeadline());
+      auto page = co_await std::move(reading);
+      if (!page.ok()) co_return false;
+      for (const store::BlockedContent& entry : page->entries) {
+        for (;;) {
+          if (next_target == target_page.size() && !target_done) {
+            auto more = target_.meta->BlockedContents(target_after, 1000, CallDeadline());
+            auto target = co_await std::move(more);
+            if (!target.ok()) co_return false;
+            target_page = std::move(target->entries);
+            next_target = 0;
+            target_done = !target->next;
+            target_after = target->next;
+          }
+          if (next_target < target_page.size() && target_page[next_target].sha256 < entry.sha256) {
+            ++next_target;
+            continue;
+          }
+          break;
+        }
+        if (next_target < target_page.size() && target_page[next_target].sha256 == entry.sha256) {
+          ++next_target;
+        } else {
+          ++differences_;
+          std::printf("difference: blocked content %s missing on the target\n",
+                      service::ContentBlocklist::Hex(entry.sha256).c_str());
+        }
+      }
+      if (!page->next) co_return true;
+      source_after = page->next;
+    }
+  }
+
   // Reads every live source paste back from the target: its row field by field, its reports,
   // and its body against the source row's SHA-256. Every difference is named.
   awaitable<bool> Verify() {
@@ -618,7 +691,7 @@ class Migration {
   int64_t now_ = 0;
   uint64_t total_ = 0, done_before_ = 0;
   uint64_t moved_ = 0, already_ = 0, expired_ = 0, deleted_ = 0, bytes_ = 0;
-  uint64_t verified_ = 0, differences_ = 0;
+  uint64_t verified_ = 0, differences_ = 0, blocked_contents_ = 0;
   TimePoint started_{}, last_progress_{};
 };
 

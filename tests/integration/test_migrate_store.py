@@ -171,6 +171,7 @@ class MigrateStoreTest(SluiceTestCase):
         self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
         self.assertEqual(summary["moved"], len(live), summary)
         self.assertEqual(summary["differences"], 0, summary)
+        self.assertEqual(summary["blocked_contents_added"], 1, summary)
         # The deleted one, and the expired ones the source's sweep has not purged yet.
         self.assertEqual(summary["not_moved_deleted"], 1, summary)
         self.assertLessEqual(summary["not_moved_expired"], 5, summary)
@@ -187,6 +188,8 @@ class MigrateStoreTest(SluiceTestCase):
             self.assertEqual(target.get(f"/raw/{paste_id}").body, body, paste_id)
         self.assertStatus(target.get(f"/raw/{self.kinds['withheld']}"), 451)
         self.assertStatus(target.get(f"/raw/{self.kinds['taken']}"), 451)
+        # The takedown's digest moved with the content blocklist: the same text stays refused.
+        self.assertJsonError(target.create("taken down"), 451, "blocked_content")
         reports = target.admin_request("GET", "/admin/reports").json()["pastes"]
         self.assertEqual(sorted(p["id"] for p in reports),
                          sorted([self.kinds["reported"], self.kinds["withheld"]]), reports)
