@@ -18,11 +18,9 @@ Printed per server: the median over the rounds of creates/s and reports/s, each 
 counters at the end.
 """
 import argparse
-import http.server
 import json
 import os
 import platform
-import socket
 import sys
 import threading
 import time
@@ -31,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
 from promtext import metric  # noqa: E402
 from sluice_harness import SluiceServer  # noqa: E402
+from webhook_receiver import WebhookReceiver, closed_port_url  # noqa: E402
 
 REPORTING = ["--trusted-proxy", "127.0.0.1", "--report-hide-threshold", "0",
              "--report-burst", "1000000", "--report-rate", "1000000",
@@ -40,33 +39,6 @@ REPORTING = ["--trusted-proxy", "127.0.0.1", "--report-hide-threshold", "0",
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else 0
-
-
-class SlowReceiver:
-    def __init__(self, delay):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers["Content-Length"]))
-                time.sleep(delay)
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-
-def closed_port_url():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/hook"
 
 
 class Target:
@@ -146,7 +118,7 @@ def main():
     parser.add_argument("--bin", default=os.environ.get("SLUICE_BIN", "build/dev/sluice"))
     args = parser.parse_args()
     os.environ["SLUICE_BIN"] = os.path.abspath(args.bin)
-    slow = SlowReceiver(10)
+    slow = WebhookReceiver(delay=10)
     servers = [Target("none", []), Target("dead", ["--push-webhook", closed_port_url()]),
                Target("slow", ["--push-webhook", slow.url, "--push-timeout", "30s"])]
     try:

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "handlers.h"
 #include "pages.h"
@@ -151,6 +152,18 @@ std::optional<Reply> RefuseCrossSite(const Request& req, const Context& ctx) {
                        "cross_site");
 }
 
+// The page size an admin listing asks for with ?limit= (default 100, clamped to 1..1000), or the
+// refusal of one that is not a number.
+std::variant<size_t, Reply> PageLimit(const Request& req) {
+  const auto text = req.Query("limit");
+  if (!text) return size_t{100};
+  try {
+    return std::clamp<size_t>(std::stoul(*text), 1, 1000);
+  } catch (const std::exception&) {
+    return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number", "bad_limit");
+  }
+}
+
 }  // namespace
 
 std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx) {
@@ -230,14 +243,9 @@ awaitable<Reply> HandleReportForm(const Request& req, Context& ctx) {
 // (null on the last), so a listing costs its page whatever the queue holds.
 awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
   if (!ctx.moderation) co_return NoModeration();
-  size_t limit = 100;
-  if (auto text = req.Query("limit")) {
-    try {
-      limit = std::clamp<size_t>(std::stoul(*text), 1, 1000);
-    } catch (const std::exception&) {
-      co_return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number", "bad_limit");
-    }
-  }
+  auto limit_or_refusal = PageLimit(req);
+  if (auto* refusal = std::get_if<Reply>(&limit_or_refusal)) co_return std::move(*refusal);
+  const size_t limit = std::get<size_t>(limit_or_refusal);
   std::optional<store::ReportCursor> after;
   if (auto text = req.Query("before")) {
     after = store::ReportCursor::Parse(*text);
@@ -339,14 +347,9 @@ nlohmann::json BlockedContentJson(const store::BlockedContent& e) {
 awaitable<Reply> HandleAdminBlockedContents(const Request& req, Context& ctx) {
   if (!ctx.moderation) co_return NoModeration();
   if (req.method != Method::kPost) {
-    size_t limit = 100;
-    if (auto text = req.Query("limit")) {
-      try {
-        limit = std::clamp<size_t>(std::stoul(*text), 1, 1000);
-      } catch (const std::exception&) {
-        co_return Reply::Refuse(ErrorCode::kInvalidArgument, "limit must be a number", "bad_limit");
-      }
-    }
+    auto limit_or_refusal = PageLimit(req);
+    if (auto* refusal = std::get_if<Reply>(&limit_or_refusal)) co_return std::move(*refusal);
+    const size_t limit = std::get<size_t>(limit_or_refusal);
     std::optional<std::string_view> after;
     if (auto text = req.Query("after")) after = *text;
     auto listing = ctx.moderation->BlockedContents(after, limit);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sluice/common/spawn_attributes.h"
 #include "sluice/notify/push.h"
 
 extern char** environ;
@@ -58,14 +59,7 @@ class Command final : public Transport {
     // Asio opens sockets without close-on-exec (src/render/highlight_workers.cc says the same):
     // a command must not hold a copy of a client connection or a listening socket.
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    const CleanSpawnAttributes attributes;
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
       if (std::string_view(*e).starts_with("SLUICE_EVENT=")) continue;
@@ -78,8 +72,8 @@ class Command final : public Transport {
     std::string shell = "/bin/sh", dash_c = "-c", command = command_;
     char* argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
     pid_t pid = -1;
-    const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
-    posix_spawnattr_destroy(&attr);
+    const int spawned =
+        ::posix_spawn(&pid, "/bin/sh", &actions, attributes.get(), argv, envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) return CommandFailed(fmt::format("cannot start: {}", std::strerror(spawned)));
     read_end.Close();

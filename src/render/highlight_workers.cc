@@ -15,6 +15,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "sluice/common/spawn_attributes.h"
 #include "sluice/common/thread_name.h"
 #include "sluice/render/diff.h"
 #include "sluice/render/highlighter.h"
@@ -257,18 +258,9 @@ Result<void> HighlightWorkers::Spawn(Worker& worker) {
     // Asio opens sockets without close-on-exec: a worker holding a copy of a client connection
     // would keep it open after the server closed it, so nothing past the worker's own is passed.
     posix_spawn_file_actions_addclosefrom_np(&actions, kWorkerFd + 1);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // The server's threads may block or ignore signals (SIGPIPE); the worker starts clean.
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    const CleanSpawnAttributes attributes;
     pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawnattr_destroy(&attr);
+    int rc = ::posix_spawn(&pid, argv[0], &actions, attributes.get(), argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     return {rc, pid};
   };

@@ -12,81 +12,18 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import glob
 import hashlib
 import hmac
-import http.server
 import json
 import os
-import socket
 import tempfile
-import threading
 import time
 import unittest
 
 from promtext import metric
-from sluice_harness import SluiceTestCase
+from sluice_harness import SluiceTestCase, run_sluice
+from webhook_receiver import WebhookReceiver, closed_port_url
 
 SECRET = "push-test-secret-0123456789"
 CREATOR = "192.0.2.250"
-
-
-class Receiver:
-    """A webhook receiver on loopback that keeps what it is sent; `delay` seconds before each
-    answer (an overloaded chat bridge)."""
-
-    def __init__(self, delay=0.0):
-        self.posts = []
-        self.cond = threading.Condition()
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):  # noqa: N802 (the standard library's name)
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with outer.cond:
-                    outer.posts.append((dict(self.headers), body))
-                    outer.cond.notify_all()
-                if delay:
-                    time.sleep(delay)
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def events(self):
-        """Every event received, digests unpacked into their listed events."""
-        out = []
-        with self.cond:
-            posts = list(self.posts)
-        for _, body in posts:
-            doc = json.loads(body)
-            out.extend(doc["events"] if doc["kind"] == "digest" else [doc])
-        return out
-
-    def await_count(self, n, timeout=60):
-        """Waits until the posts received count `n` events (a digest counts its `count`)."""
-        def counted():
-            return sum(json.loads(b).get("count", 1) for _, b in self.posts)
-        with self.cond:
-            if not self.cond.wait_for(lambda: counted() >= n, timeout):
-                raise AssertionError(f"{counted()} events received, waited for {n}")
-            return list(self.posts)
-
-
-def closed_port_url():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/hook"
 
 
 class PushTestCase(SluiceTestCase):
@@ -121,7 +58,7 @@ REPORTING = ["--trusted-proxy", "127.0.0.1", "--report-hide-threshold", "3",
 class SignedWebhookAndCommandTest(PushTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.receiver = Receiver()
+        cls.receiver = WebhookReceiver()
         cls.tmp = tempfile.mkdtemp(prefix="sluice-push-")
         secret_file = os.path.join(cls.tmp, "secret")
         with open(secret_file, "w") as f:
@@ -201,7 +138,7 @@ class SignedWebhookAndCommandTest(PushTestCase):
 class FloodBecomesDigestTest(PushTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.receiver = Receiver()
+        cls.receiver = WebhookReceiver()
         # One delivery at once, then one every 10 s: a flood of reports is one post, then digests.
         cls.s = cls.start_class_server([*REPORTING, "--push-webhook", cls.receiver.url,
                                         "--push-per-minute", "6", "--push-burst", "1"])
@@ -246,7 +183,7 @@ class DeadOrSlowReceiverTest(PushTestCase):
         self.assertEqual(self.push_metric("webhook", "delivered"), 0)
 
     def test_a_receiver_that_answers_after_ten_seconds(self):
-        receiver = Receiver(delay=10)
+        receiver = WebhookReceiver(delay=10)
         self.addCleanup(receiver.close)
         self.run_flood(["--push-webhook", receiver.url, "--push-timeout", "30s"])
         # The sink sits in its first delivery for 10 s; 29 more reports find a queue of 5.
@@ -256,7 +193,6 @@ class DeadOrSlowReceiverTest(PushTestCase):
 
 class SettingsTest(SluiceTestCase):
     def test_a_webhook_that_is_not_http_stops_the_start(self):
-        from sluice_harness import run_sluice
         with tempfile.TemporaryDirectory() as data:
             res = run_sluice(["serve", "--push-webhook", "file:///etc/passwd", "--listen",
                               "127.0.0.1:0", "--admin-listen", "", "--data-dir", data])
@@ -264,7 +200,6 @@ class SettingsTest(SluiceTestCase):
         self.assertIn("push_webhook", res.stdout + res.stderr)
 
     def test_a_short_secret_stops_the_start(self):
-        from sluice_harness import run_sluice
         with tempfile.TemporaryDirectory() as data:
             secret = os.path.join(data, "secret")
             with open(secret, "w") as f:

@@ -39,8 +39,7 @@ ViewRendererOptions Options() {
 }
 
 RenderedView RenderOne(asio::io_context& io, ViewRenderer& renderer, std::string_view job,
-                       std::shared_ptr<const std::string> text,
-                       std::string id = "AAAAAAAAAAAA") {
+                       std::shared_ptr<const std::string> text, std::string id = "AAAAAAAAAAAA") {
   io.restart();
   RenderedView view;
   asio::co_spawn(
@@ -57,6 +56,18 @@ RenderedView RenderOne(asio::io_context& io, ViewRenderer& renderer, std::string
       asio::detached);
   io.run();
   return view;
+}
+
+// Starts one view of `text` as C on `io`; `view` holds it once answered (the test runs `io`).
+void StartCRender(asio::io_context& io, ViewRenderer& renderer,
+                  std::shared_ptr<const std::string> text, std::optional<RenderedView>& view) {
+  asio::co_spawn(
+      io,
+      [&renderer, text, &view]() -> asio::awaitable<void> {
+        auto rendering = renderer.Render("AAAAAAAAAAAA", text, "c", "client");
+        view = co_await std::move(rendering);
+      },
+      asio::detached);
 }
 
 // A view shows the head of a paste within its bounds, whatever rung makes it, and says so.
@@ -206,13 +217,7 @@ TEST(ViewRendererTest, ARenderPastItsTimeoutIsPlainTaggedApartFromAShedAndNotTri
   // Quadratic for the library: minutes of CPU if it were let run.
   const auto text = std::make_shared<const std::string>("x = " + std::string(100000, '('));
   std::optional<RenderedView> view;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        auto rendering = renderer.Render("AAAAAAAAAAAA", text, "c", "client");
-        view = co_await std::move(rendering);
-      },
-      asio::detached);
+  StartCRender(io, renderer, text, view);
   io.poll();
   clock.Advance(options.render_timeout);
   while (!view) io.run_one();
@@ -245,13 +250,7 @@ TEST(OverloadPathRenderTest, TheRenderTimeoutSendsTheViewToPlainOnTheClock) {
   ViewRenderer renderer(options, clock, metrics);
   const auto text = std::make_shared<const std::string>("x = " + std::string(100000, '('));
   std::optional<RenderedView> view;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        auto rendering = renderer.Render("AAAAAAAAAAAA", text, "c", "client");
-        view = co_await std::move(rendering);
-      },
-      asio::detached);
+  StartCRender(io, renderer, text, view);
   io.poll();
   ASSERT_EQ(clock.NextAlarm(), clock.Now() + options.render_timeout);
   clock.Advance(options.render_timeout - std::chrono::nanoseconds(1));
@@ -266,13 +265,7 @@ TEST(OverloadPathRenderTest, TheRenderTimeoutSendsTheViewToPlainOnTheClock) {
   // The render still holds its slot (its worker is not dead yet), so the view is answered without
   // waiting on it, and the paste is remembered: the next view is plain at once.
   view.reset();
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        auto rendering = renderer.Render("AAAAAAAAAAAA", text, "c", "client");
-        view = co_await std::move(rendering);
-      },
-      asio::detached);
+  StartCRender(io, renderer, text, view);
   io.restart();  // it stopped when it ran out of work
   while (!view) io.run_one();
   EXPECT_EQ(view->Tag(), "plain; reason=render_timeout");
