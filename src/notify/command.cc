@@ -59,7 +59,11 @@ class Command final : public Transport {
     // Asio opens sockets without close-on-exec (src/render/highlight_workers.cc says the same):
     // a command must not hold a copy of a client connection or a listening socket.
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    const CleanSpawnAttributes attributes;
+    // A group of its own: a shell that started children (a pipeline, a sendmail that forks) is
+    // killed with them at the timeout. Killing the shell alone left a child holding the server's
+    // stderr open, and alive, for as long as it liked.
+    CleanSpawnAttributes attributes;
+    attributes.InNewProcessGroup();
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
       if (std::string_view(*e).starts_with("SLUICE_EVENT=")) continue;
@@ -81,7 +85,7 @@ class Command final : public Transport {
     Fd process{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
     if (process.fd < 0) {
       const int error = errno;
-      ::kill(pid, SIGKILL);
+      ::kill(-pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
       return CommandFailed(fmt::format("pidfd_open: {}", std::strerror(error)));
     }
@@ -89,7 +93,7 @@ class Command final : public Transport {
     Status result = Feed(write_end.fd, body, deadline, stop);
     write_end.Close();
     if (result.ok()) result = AwaitExit(process.fd, deadline, stop);
-    if (!result.ok()) ::kill(pid, SIGKILL);
+    if (!result.ok()) ::kill(-pid, SIGKILL);
     int wstatus = 0;
     while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }

@@ -24,6 +24,16 @@ class CleanSpawnAttributes {
   CleanSpawnAttributes(const CleanSpawnAttributes&) = delete;
   CleanSpawnAttributes& operator=(const CleanSpawnAttributes&) = delete;
 
+  /// The child leads a process group of its own, so kill(-pid, ...) reaches whatever it starts
+  /// too (a shell's children), not only itself.
+  CleanSpawnAttributes& InNewProcessGroup() {
+    short flags = 0;
+    posix_spawnattr_getflags(&attributes_, &flags);
+    posix_spawnattr_setpgroup(&attributes_, 0);
+    posix_spawnattr_setflags(&attributes_, flags | POSIX_SPAWN_SETPGROUP);
+    return *this;
+  }
+
   const posix_spawnattr_t* get() const { return &attributes_; }
 
  private:

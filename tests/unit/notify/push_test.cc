@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -330,14 +331,27 @@ TEST(PushTest, ACommandGetsTheEventOnItsInputAndAFailingOneIsCounted) {
   }
   EXPECT_EQ(Events(metrics, "command", "failed"), 1u);
 
-  // A command that hangs is killed at the timeout (or the stop), never waited out.
-  options.command = "sleep 600";
-  options.timeout = 100ms;
+  // A command that hangs is killed at the timeout (or the stop), never waited out, and so is what
+  // it started: here a child of the shell (a sendmail that forks, a pipeline), which once outlived
+  // the kill holding its parent's stderr open (ctest waited for it for ten minutes).
+  const auto child_pid_file = dir / "child";
+  options.command = "sleep 600 & echo $! > '" + child_pid_file.string() + "'; wait";
+  options.timeout = 500ms;
   {
     auto push = Push::FromOptions(options, clock, metrics);
     push->Publish(Event("report"));
     AwaitEvents(metrics, "command", "failed", 2);
   }
+  pid_t child = 0;
+  std::ifstream(child_pid_file) >> child;
+  ASSERT_GT(child, 0);
+  // SIGKILL is delivered at once, but the orphan is reaped by init in its own time: wait for it,
+  // with a bound only so that a surviving child fails the test rather than hanging it.
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (::kill(child, 0) == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_NE(::kill(child, 0), 0) << "the command's child " << child << " outlived the kill";
   std::filesystem::remove_all(dir);
 }
 
