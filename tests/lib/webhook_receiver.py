@@ -46,13 +46,26 @@ class WebhookReceiver:
 
     def events(self):
         """Every event received, digests unpacked into their listed events."""
-        out = []
         with self.cond:
-            posts = list(self.posts)
-        for _, body in posts:
+            return self.events_unlocked()
+
+    def events_unlocked(self):
+        out = []
+        for _, body in self.posts:
             doc = json.loads(body)
             out.extend(doc["events"] if doc["kind"] == "digest" else [doc])
         return out
+
+    def await_events_of(self, paste_id, n, timeout=60):
+        """Waits until `n` events about `paste_id` have arrived, and returns them. Tests that
+        share a receiver wait for their own paste's events: a count of every post would be met
+        early by an earlier test's events."""
+        def mine():
+            return [e for e in self.events_unlocked() if e["paste"] == paste_id]
+        with self.cond:
+            if not self.cond.wait_for(lambda: len(mine()) >= n, timeout):
+                raise AssertionError(f"{len(mine())} events about {paste_id}, waited for {n}")
+            return mine()
 
     def await_count(self, n, timeout=60):
         """Waits until the posts received count `n` events (a digest counts its `count`)."""
