@@ -17,6 +17,8 @@ constexpr std::string_view kBase62 =
 constexpr std::string_view kBase64Url =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+}  // namespace
+
 void FillRandom(unsigned char* out, size_t n) {
   size_t done = 0;
   while (done < n) {
@@ -28,8 +30,6 @@ void FillRandom(unsigned char* out, size_t n) {
     done += static_cast<size_t>(got);
   }
 }
-
-}  // namespace
 
 store::PasteId MintPasteId() {
   std::array<char, store::PasteId::kLength> chars{};

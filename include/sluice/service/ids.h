@@ -3,12 +3,16 @@
 // bits and only its SHA-256 is stored.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "sluice/store/paste.h"
 
 namespace sluice::service {
+
+/// Fills `out` from the kernel's CSPRNG. Aborts if it fails, as MintPasteId does.
+void FillRandom(unsigned char* out, size_t n);
 
 /// A fresh random paste id. Aborts the process if the kernel CSPRNG fails (it does not, after
 /// boot).
