@@ -42,6 +42,7 @@
 #include "sluice/admission/jitter.h"
 #include "sluice/common/duration.h"
 #include "sluice/common/result.h"
+#include "sluice/service/proof_of_work.h"
 #include "sluice/store/paste.h"
 #include "token_store.h"
 
@@ -99,6 +100,8 @@ struct ErrorDoc {
   std::string error;
   std::string reason;
   std::optional<int> retry_after;
+  /// A 429 that a proof of work lifts carries its challenge (docs/overload.md, "Proof of work").
+  std::optional<service::PowChallenge> challenge;
 };
 
 ErrorDoc ParseErrorDoc(const Attempt& a) {
@@ -109,6 +112,9 @@ ErrorDoc ParseErrorDoc(const Attempt& a) {
     if (auto it = json.find("reason"); it != json.end() && it->is_string()) doc.reason = *it;
     if (auto it = json.find("retry_after"); it != json.end() && it->is_number_integer()) {
       doc.retry_after = it->get<int>();
+    }
+    if (auto it = json.find("challenge"); it != json.end() && it->is_object()) {
+      doc.challenge = service::PowChallenge::FromJson(it->dump());
     }
   }
   if (doc.error.empty()) doc.error = a.body_complete && !a.body.empty() ? a.body : a.status_text;
@@ -336,6 +342,25 @@ int RunPaste(const PasteCommandOptions& given) {
     }
 
     const ErrorDoc doc = ParseErrorDoc(a);
+    const bool sent_proof =
+        std::erase_if(request.headers, [](const auto& h) { return h.first == "Sluice-Proof"; }) > 0;
+    // A refusal of a create that carried a solution (the solvers' share is spent too) waits its
+    // Retry-After like any other, rather than solving again at once and hammering a busy server.
+    if (a.status == 429 && doc.challenge && !sent_proof && waited() < *max_wait) {
+      // Solving is the client's share of a busy server's budget: a second or two of CPU instead
+      // of a wait, and the solved create draws on the share the server keeps for solvers.
+      Say("server busy ({}): solving its proof of work (up to {} hashes)", doc.reason,
+          doc.challenge->maxnumber + 1);
+      const auto solving = std::chrono::steady_clock::now();
+      const std::optional<uint64_t> number = service::SolvePow(*doc.challenge);
+      if (number) {
+        Say("solved in {:.1f} s, sending again", Seconds(std::chrono::duration_cast<Duration>(
+                                                     std::chrono::steady_clock::now() - solving)));
+        request.headers.emplace_back("Sluice-Proof", service::PowPayload(*doc.challenge, *number));
+        continue;
+      }
+      Say("the server's challenge has no solution up to its maxnumber; not solving it");
+    }
     if ((a.status == 429 || a.status == 503) && doc.reason != "outcome_unknown") {
       const std::optional<int> retry_after = RetryAfterSeconds(a, doc);
       if (retry_after) {

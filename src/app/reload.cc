@@ -33,6 +33,9 @@ namespace {
 //   changes live through the admin listener (PUT /debug/faults).
 // - inline_body_bytes: where a body goes decides where it is looked for; the blob store is built
 //   with it.
+// - proof_of_work, proof_of_work_expiry, proof_of_work_key_file: the challenges' signer is built
+//   at start, and a new key or expiry would void the challenges clients are solving.
+//   proof_of_work_share and proof_of_work_difficulty are live.
 // - push_*: the sinks are threads with their queues, built at start (include/sluice/notify/push.h);
 //   a sink swapped live would drop what its queue holds.
 // - metrics_on_public, admin_token_file: the listeners' route tables and the admin token are set
@@ -44,7 +47,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 83> kLive = {
+constexpr std::array<std::string_view, 85> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -108,6 +111,8 @@ constexpr std::array<std::string_view, 83> kLive = {
     "create_access_text",
     "create_networks",
     "create_networks_file",
+    "proof_of_work_share",
+    "proof_of_work_difficulty",
     "local_cache_ttl",
     // the stores' per-call timeouts (with the service's copies of put, insert and cache)
     "put_timeout",

@@ -98,6 +98,7 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.reservation_lifetime = s.Duration("body_timeout") + s.Duration("create_budget");
   o.create_access = ReadCreateAccess(s);
   o.create_access_text = s.String("create_access_text");
+  o.proof_of_work_difficulty = static_cast<uint64_t>(s.Integer("proof_of_work_difficulty"));
   return o;
 }
 
@@ -138,6 +139,7 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.retry_after_min = static_cast<int>(s.Integer("retry_after_min"));
   a.retry_after_max = static_cast<int>(s.Integer("retry_after_max"));
   a.processes = s.Integer("processes");
+  a.solver_share = s.Boolean("proof_of_work") ? s.Number("proof_of_work_share") : 0.0;
   a.shared_timeout = s.Duration("cache_timeout");
   return a;
 }
@@ -277,6 +279,10 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.admin_token_file = s.String("admin_token_file");
   o.push.webhook_url = s.String("push_webhook");
   o.push_webhook_secret_file = s.String("push_webhook_secret_file");
+  o.proof_of_work = s.Boolean("proof_of_work");
+  o.proof_of_work_options.expiry =
+      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("proof_of_work_expiry"));
+  o.proof_of_work_key_file = s.String("proof_of_work_key_file");
   o.push.command = s.String("push_command");
   o.push.timeout = s.Duration("push_timeout");
   o.push.queue = static_cast<size_t>(s.Integer("push_queue"));

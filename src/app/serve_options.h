@@ -18,6 +18,7 @@
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
+#include "sluice/service/proof_of_work.h"
 #include "sluice/worker/janitor.h"
 
 namespace sluice::app {
@@ -53,6 +54,11 @@ struct ServeOptions {
   /// push_webhook_secret_file at start.
   notify::PushOptions push;
   std::string push_webhook_secret_file;
+  /// The proof-of-work rung (docs/overload.md, "Proof of work"); its key is read from
+  /// proof_of_work_key_file at start, else made at random.
+  bool proof_of_work = false;
+  service::ProofOfWorkOptions proof_of_work_options;
+  std::string proof_of_work_key_file;
 };
 
 /// Throws std::invalid_argument naming the setting when a value or a combination is refused.

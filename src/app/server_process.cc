@@ -102,6 +102,31 @@ std::unique_ptr<notify::Push> MakePush(const ServeOptions& options, const Clock&
   return sinks;
 }
 
+// The proof-of-work signer the settings ask for, with its key from its file or made at random;
+// null when proof_of_work is off.
+std::unique_ptr<service::ProofOfWork> MakeProofOfWork(const ServeOptions& options,
+                                                      const Clock& clock) {
+  if (!options.proof_of_work) return nullptr;
+  std::string key;
+  if (!options.proof_of_work_key_file.empty()) {
+    key = ReadSecretFile("proof_of_work_key_file", options.proof_of_work_key_file);
+  } else {
+    key.resize(32);
+    service::FillRandom(reinterpret_cast<unsigned char*>(key.data()), key.size());
+    if (options.admission.processes > 1) {
+      spdlog::warn(
+          "proof_of_work: no proof_of_work_key_file, so each process signs with its own random "
+          "key and takes only the solutions of its own challenges; give the {} processes one "
+          "key file",
+          options.admission.processes);
+    }
+  }
+  spdlog::info("proof of work: on, {:.0f}% of the global create budget kept for solvers",
+               100 * options.admission.solver_share);
+  return std::make_unique<service::ProofOfWork>(std::move(key), options.proof_of_work_options,
+                                                clock);
+}
+
 std::optional<DataDirLock> LockIfEmbedded(const Settings& s, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   // With PostgreSQL the data dir holds at most bodies, which are immutable, and a shared folder of
@@ -286,6 +311,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       shared_state_(MakeSharedState(settings, clock_, metrics_)),
       admission_(options_.admission, clock_, metrics_, shared_state_.get()),
       abuse_(admission_, clock_, metrics_),
+      pow_(MakeProofOfWork(options_, clock_)),
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
                shared_state_.get(), &blocks_, &abuse_, &blocked_contents_),
       push_(MakePush(options_, clock_, metrics_)),
@@ -302,6 +328,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       admin_server_(MakeAdminServer()) {
   WarnIfFleetOnEmbeddedStores(settings_);
   moderation_.TellOperator(push_.get());
+  if (pow_) service_.UseProofOfWork(pow_.get(), metrics_);
   WarnIfNoAbuseContact(settings_);
   process_gauges_.Add("process_resident_memory_bytes", "Resident memory size in bytes", {},
                       ResidentBytes);

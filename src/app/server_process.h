@@ -127,6 +127,8 @@ class ServerProcess {
   service::AbuseWatch abuse_;
   service::Blocklist blocks_;
   service::ContentBlocklist blocked_contents_;
+  // Before the service that redeems through it; null unless proof_of_work.
+  std::unique_ptr<service::ProofOfWork> pow_;
   service::PasteService service_;
   // Before the moderation that publishes to it; null when no sink is set.
   std::unique_ptr<notify::Push> push_;

@@ -342,6 +342,24 @@ constexpr SettingSpec kServeSettings[] = {
                 "the creator, e.g. X-Forwarded-User: honoured only from trusted_proxy; the name "
                 "gets per-key budgets of its own (empty: off)",
                 CheckHeaderName),
+    // The proof-of-work rung (docs/overload.md, "Proof of work").
+    BooleanSetting("proof_of_work", "false",
+                   "When the global create budget is spent, answer an anonymous create 429 with a "
+                   "challenge (SHA-256, ALTCHA's format) whose solution draws on "
+                   "proof_of_work_share instead of a flat refusal"),
+    NumberSetting("proof_of_work_share", "0.2", "0.01", "0.9",
+                  "Share of global_create_rate and global_create_burst kept for creates that "
+                  "carry a solved challenge (only with proof_of_work)"),
+    IntegerSetting("proof_of_work_difficulty", "100000", "1000", "2000000",
+                   "The search a challenge asks for (its maxnumber; about half of it is hashed on "
+                   "average) while the solvers' share is at least half left; doubled at each "
+                   "halving of what is left, up to 8x"),
+    DurationSetting("proof_of_work_expiry", "5m", "10s", "1h",
+                    "How long a challenge may be solved and spent"),
+    TextSetting("proof_of_work_key_file", "",
+                "File holding the key (one line, at least 16 characters) that signs challenges; "
+                "every process of a fleet needs the same one (empty: a random key per process, "
+                "so a solution is taken only by the process that issued it)"),
     PositiveSetting("ip_create_rate", "1", "1e15", "Creates per second per client key"),
     PositiveSetting("ip_create_burst", "10", "1e15", "Creates a client key may make at once"),
     PositiveSetting("ip_create_bytes_rate", "100000", "1e15",

@@ -178,7 +178,11 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
     co_return std::move(*refused);
   }
   const bool json = from == CreateFrom::kApi && IsJsonContentType(content_type);
-  service::CreateHeaders headers{req.content_length, req.chunked};
+  service::CreateHeaders headers{req.content_length, req.chunked, {}};
+  // A solved proof of work rides in a header, or in the query for a browser's form, whose body is
+  // read only after the create is admitted (docs/overload.md, "Proof of work").
+  headers.proof = req.headers.Get("Sluice-Proof");
+  if (headers.proof.empty()) headers.proof = req.Query("proof").value_or("");
   // Who may create, size, rate limits and in-flight caps, decided from the headers alone. A
   // refused body is never read, so the connection cannot be reused.
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;

@@ -193,6 +193,7 @@ Reply Present(Reply reply, bool wants_html, int64_t now_unix, const Reader& read
       // "message" repeats "error" for haste's clients, which print that field of a refusal.
       nlohmann::json j = {{"error", message}, {"message", message}, {"reason", reason}};
       if (e.retry_after_seconds) j["retry_after"] = *e.retry_after_seconds;
+      if (e.challenge) j["challenge"] = nlohmann::json::parse(*e.challenge);
       reply.content_type = "application/json";
       reply.body = JsonText(j);
     }

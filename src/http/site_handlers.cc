@@ -104,6 +104,12 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
         {"fill", pool(b.fill_slots)}}},
       {"create_bytes",
        {{"in_use", b.create_slots.bytes_in_use}, {"limit", b.create_slots.max_bytes}}}};
+  // A page about to send a create asks here first, so that it solves before it sends the text.
+  if (ctx.service.ProofOfWorkOn()) {
+    std::optional<std::string> challenge = ctx.service.ChallengeBeforeCreate(*creator, b);
+    j["proof_of_work"] = {{"asked", challenge.has_value()}};
+    if (challenge) j["proof_of_work"]["challenge"] = nlohmann::json::parse(*challenge);
+  }
   co_return Uncached(Reply::Json(200, JsonText(j, 2)));
 }
 

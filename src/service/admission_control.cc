@@ -44,7 +44,26 @@ admission::TokenBucketPolicy LocalShare(const AdmissionOptions& o,
   return {global.rate_per_second * share, global.burst * share};
 }
 
+// The parts of global_create_count: the solvers' share and the rest
+// (AdmissionOptions::solver_share).
+admission::TokenBucketPolicy OthersCount(const AdmissionOptions& o) {
+  const double part = 1 - std::clamp(o.solver_share, 0.0, 0.9);
+  return {o.global_create_count.rate_per_second * part, o.global_create_count.burst * part};
+}
+
+admission::TokenBucketPolicy SolverCount(const AdmissionOptions& o) {
+  // With no share kept no create draws on it; the bucket still needs a rate above zero.
+  if (o.solver_share <= 0) return {1, 1};
+  const double part = std::min(o.solver_share, 0.9);
+  return {o.global_create_count.rate_per_second * part,
+          std::max(1.0, o.global_create_count.burst * part)};
+}
+
 }  // namespace
+
+admission::TokenBucketPolicy AdmissionControl::CountPolicy(const AdmissionOptions& o, bool solver) {
+  return solver ? SolverCount(o) : OthersCount(o);
+}
 
 AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
                                    MetricsRegistry& metrics, store::SharedState* shared)
@@ -66,9 +85,10 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
                  clock),
       ip_delete_(admission::KeyedLimiterOptions{{options.ip_delete}, options.max_client_keys},
                  clock),
-      global_count_(
-          shared ? LocalShare(options, options.global_create_count) : options.global_create_count,
-          clock),
+      global_count_(shared ? LocalShare(options, OthersCount(options)) : OthersCount(options),
+                    clock),
+      solver_count_(shared ? LocalShare(options, SolverCount(options)) : SolverCount(options),
+                    clock),
       global_bytes_(
           shared ? LocalShare(options, options.global_create_bytes) : options.global_create_bytes,
           clock),
@@ -88,9 +108,10 @@ AdmissionControl::AdmissionControl(AdmissionOptions options, const Clock& clock,
     NoteCreateAnswered();
   }
   // Every reason exists from the start, so a dashboard shows zeros rather than gaps.
-  for (const char* reason : {"ip_create_count", "ip_create_bytes", "global_count", "global_bytes",
-                             "create_slots", "create_slots_per_client", "create_bytes",
-                             "read_slots", "fill_cap", "origin_get_ip", "delete_rate"}) {
+  for (const char* reason :
+       {"ip_create_count", "ip_create_bytes", "global_count", "solver_count", "global_bytes",
+        "create_slots", "create_slots_per_client", "create_bytes", "read_slots", "fill_cap",
+        "origin_get_ip", "delete_rate"}) {
     metrics.GetCounter("sluice_admission_rejections_total", kRejectionHelp, {{"reason", reason}});
   }
   const std::pair<const char*, const admission::SlotLimiter*> pools[] = {
@@ -145,8 +166,8 @@ void AdmissionControl::Reconfigure(AdmissionOptions next) {
   ip_read_.SetPolicies({next.ip_read});
   ip_report_.SetPolicies({next.ip_report});
   ip_delete_.SetPolicies({next.ip_delete});
-  global_count_.SetPolicy(shared_ ? LocalShare(next, next.global_create_count)
-                                  : next.global_create_count);
+  global_count_.SetPolicy(shared_ ? LocalShare(next, OthersCount(next)) : OthersCount(next));
+  solver_count_.SetPolicy(shared_ ? LocalShare(next, SolverCount(next)) : SolverCount(next));
   global_bytes_.SetPolicy(shared_ ? LocalShare(next, next.global_create_bytes)
                                   : next.global_create_bytes);
   if (auto* adaptive = dynamic_cast<admission::AdaptiveConcurrencyLimiter*>(create_slots_.get())) {
@@ -218,6 +239,13 @@ std::vector<uint64_t> AdmissionControl::CreateBudgetUse(
   return ip_create_.UseHistogram(upper_bounds);
 }
 
+double AdmissionControl::SolverShareLeft() const {
+  const auto options = options_.Load();
+  if (options->solver_share <= 0) return 1.0;
+  const double burst = solver_count_.policy().burst;
+  return burst > 0 ? std::clamp(solver_count_.Available() / burst, 0.0, 1.0) : 1.0;
+}
+
 double AdmissionControl::CreateSlotSaturation() const {
   const admission::SlotGauges g = create_slots_->Gauges();
   if (g.limit <= 0) return 1.0;
@@ -230,7 +258,10 @@ ClientBudgets AdmissionControl::Budgets(std::string_view client_key) const {
   const auto mine = ip_create_.Peek(client_key);
   b.buckets.push_back({"ip_create_count", options->ip_create_count, mine.available[0]});
   b.buckets.push_back({"ip_create_bytes", options->ip_create_bytes, mine.available[1]});
-  b.buckets.push_back({"global_count", options->global_create_count, global_count_.Available()});
+  b.buckets.push_back({"global_count", OthersCount(*options), global_count_.Available()});
+  if (options->solver_share > 0) {
+    b.buckets.push_back({"solver_count", SolverCount(*options), solver_count_.Available()});
+  }
   b.buckets.push_back({"global_bytes", options->global_create_bytes, global_bytes_.Available()});
   b.buckets.push_back({"origin_get_ip", options->ip_read, ip_read_.Peek(client_key).available[0]});
   b.create_slots = create_slots_->Gauges();

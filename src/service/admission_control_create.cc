@@ -17,6 +17,9 @@ namespace {
 // The reasons of SharedCreateTakes' buckets, in its order: per client before global, as locally.
 constexpr const char* kSharedReasons[] = {"ip_create_count", "ip_create_bytes", "global_count",
                                           "global_bytes"};
+// A solver's takes: the same, but its count token from the solvers' share.
+constexpr const char* kSharedSolverReasons[] = {"ip_create_count", "ip_create_bytes",
+                                                "solver_count", "global_bytes"};
 
 // Log the fail-open state at most this often, so a flood of creates does not flood the log.
 constexpr Duration kFailOpenLogInterval = std::chrono::seconds(10);
@@ -87,14 +90,16 @@ boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::B
 }
 
 boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
-    std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise) {
-  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes, promise);
-  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes);
-  auto asking = AskShared(takes, kSharedReasons);
+    std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise, bool solver) {
+  solver = solver && options_.Load()->solver_share > 0;
+  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes, promise, solver);
+  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes, solver);
+  auto asking = AskShared(takes, solver ? kSharedSolverReasons : kSharedReasons);
   SharedVerdict verdict = co_await std::move(asking);
   if (verdict.kind == SharedVerdict::kSilent) {
     NoteCreateSilent();
-    Result<CreateAdmission> local = AdmitCreateOnLocalShare(client_key, declared_bytes, promise);
+    Result<CreateAdmission> local =
+        AdmitCreateOnLocalShare(client_key, declared_bytes, promise, solver);
     if (local.ok()) {
       ip_create_.NoteUse(client_key);
       local->tokens = CreateAdmission::Tokens::kLocalShare;
@@ -116,6 +121,7 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
     // The budget lives in the shared store; the use histogram is this process's view of it.
     ip_create_.NoteUse(client_key);
     slot->tokens = CreateAdmission::Tokens::kShared;
+    slot->solver = solver;
   }
   co_return slot;
 }
@@ -123,31 +129,35 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
 boost::asio::awaitable<void> AdmissionControl::RefundCreate(const CreateAdmission& admitted,
                                                             std::string_view client_key) {
   if (admitted.tokens == CreateAdmission::Tokens::kShared) {
-    auto refunding = RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes));
+    auto refunding =
+        RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes, admitted.solver));
     co_await std::move(refunding);
   } else {
-    RefundLocalTokens(admitted.tokens, client_key, admitted.declared_bytes);
+    RefundLocalTokens(admitted.tokens, client_key, admitted.declared_bytes, admitted.solver);
   }
 }
 
 void AdmissionControl::RefundLocalTokens(CreateAdmission::Tokens taken, std::string_view client_key,
-                                         uint64_t declared_bytes) {
+                                         uint64_t declared_bytes, bool solver) {
   const double bytes = static_cast<double>(declared_bytes);
   // On the local share the per-client limits were open: only the global caps took tokens.
   if (taken == CreateAdmission::Tokens::kLocal) ip_create_.Refund(client_key, 1, bytes);
-  global_count_.Refund(1);
+  CountBucket(solver).Refund(1);
   global_bytes_.Refund(bytes);
 }
 
 std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_view client_key,
-                                                                   uint64_t declared_bytes) const {
+                                                                   uint64_t declared_bytes,
+                                                                   bool solver) const {
   const double bytes = static_cast<double>(declared_bytes);
   const auto options = options_.Load();
   std::vector<store::BucketTake> takes;
   takes.reserve(4);
   takes.push_back({fmt::format("ipc:{}", client_key), options->ip_create_count, 1});
   takes.push_back({fmt::format("ipb:{}", client_key), options->ip_create_bytes, bytes});
-  takes.push_back({"gc", options->global_create_count, 1});
+  // The solvers' share has a key of its own: with no share kept, "gc" holds the whole budget as
+  // before, and a tier that turns the share on starts both buckets full.
+  takes.push_back({solver ? "gs" : "gc", CountPolicy(*options, solver), 1});
   takes.push_back({"gb", options->global_create_bytes, bytes});
   return takes;
 }
@@ -158,6 +168,7 @@ store::BucketTake AdmissionControl::SharedReadTake(std::string_view client_key) 
 
 void AdmissionControl::NoteCreateAnswered() {
   global_count_.Drain();
+  solver_count_.Drain();
   global_bytes_.Drain();
   last_create_answer_ns_.store(clock_.Now().time_since_epoch().count(), std::memory_order_relaxed);
 }
@@ -247,25 +258,30 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
 
 Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_view client_key,
                                                                   uint64_t declared_bytes,
-                                                                  CreateSlotPromise* promise) {
+                                                                  CreateSlotPromise* promise,
+                                                                  bool solver) {
   const double bytes = static_cast<double>(declared_bytes);
-  const auto global = admission::TokenBucket::TryTakeBoth(global_count_, 1, global_bytes_, bytes);
+  admission::TokenBucket& counts = CountBucket(solver);
+  const auto global = admission::TokenBucket::TryTakeBoth(counts, 1, global_bytes_, bytes);
   if (!global.decision.allowed) {
     const bool count = global.refused_first;
-    return RateLimited(count ? "global_count" : "global_bytes",
-                       (count ? global_count_ : global_bytes_).policy(), global.decision,
-                       (count ? global_count_ : global_bytes_).Available());
+    return RateLimited(count ? (solver ? "solver_count" : "global_count") : "global_bytes",
+                       (count ? counts : global_bytes_).policy(), global.decision,
+                       (count ? counts : global_bytes_).Available());
   }
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   if (!slot.ok()) {
-    RefundLocalTokens(CreateAdmission::Tokens::kLocalShare, client_key, declared_bytes);
+    RefundLocalTokens(CreateAdmission::Tokens::kLocalShare, client_key, declared_bytes, solver);
+  } else {
+    slot->solver = solver;
   }
   return slot;
 }
 
 Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view client_key,
                                                            uint64_t declared_bytes,
-                                                           CreateSlotPromise* promise) {
+                                                           CreateSlotPromise* promise,
+                                                           bool solver) {
   const double bytes = static_cast<double>(declared_bytes);
   const admission::KeyedDecision mine = ip_create_.TryTake(client_key, 1, bytes);
   if (!mine.allowed()) {
@@ -275,18 +291,23 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
                        ip_create_.policies()[count ? 0 : 1], mine.decision,
                        budget.available[count ? 0 : 1]);
   }
-  const auto global = admission::TokenBucket::TryTakeBoth(global_count_, 1, global_bytes_, bytes);
+  admission::TokenBucket& counts = CountBucket(solver);
+  const auto global = admission::TokenBucket::TryTakeBoth(counts, 1, global_bytes_, bytes);
   if (!global.decision.allowed) {
     ip_create_.Refund(client_key, 1, bytes);
     const bool count = global.refused_first;
     const auto options = options_.Load();
-    return RateLimited(count ? "global_count" : "global_bytes",
-                       count ? options->global_create_count : options->global_create_bytes,
-                       global.decision, (count ? global_count_ : global_bytes_).Available());
+    return RateLimited(count ? (solver ? "solver_count" : "global_count") : "global_bytes",
+                       count ? CountPolicy(*options, solver) : options->global_create_bytes,
+                       global.decision, (count ? counts : global_bytes_).Available());
   }
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   // Shed, not limited: the tokens go back, the client did nothing wrong.
-  if (!slot.ok()) RefundLocalTokens(CreateAdmission::Tokens::kLocal, client_key, declared_bytes);
+  if (!slot.ok()) {
+    RefundLocalTokens(CreateAdmission::Tokens::kLocal, client_key, declared_bytes, solver);
+  } else {
+    slot->solver = solver;
+  }
   return slot;
 }
 
@@ -297,7 +318,7 @@ boost::asio::awaitable<ClientBudgets> AdmissionControl::DecidingBudgets(std::str
     b.source = ClientBudgets::Source::kThisProcessPeeksSpent;
     co_return b;
   }
-  std::vector<store::BucketTake> buckets = SharedCreateTakes(client_key, 0);
+  std::vector<store::BucketTake> buckets = SharedCreateTakes(client_key, 0, false);
   buckets.push_back(SharedReadTake(client_key));
   auto peeking = shared_->PeekAll(
       buckets, admission::Deadline::After(clock_, options_.Load()->shared_timeout));

@@ -92,6 +92,70 @@ std::optional<Error> PasteService::CheckCreateAccess(const admission::Creator& c
                        : "create_access_network");
 }
 
+void PasteService::UseProofOfWork(ProofOfWork* pow, MetricsRegistry& metrics) {
+  pow_ = pow;
+  constexpr const char* kHelp =
+      "Proof-of-work challenges issued, and solutions by what their redeem found "
+      "(docs/overload.md, \"Proof of work\")";
+  pow_outcomes_["issued"] =
+      &metrics.GetCounter("sluice_pow_challenges_total", kHelp, {{"outcome", "issued"}});
+  for (PowVerdict v :
+       {PowVerdict::kValid, PowVerdict::kMalformed, PowVerdict::kExpired, PowVerdict::kForged,
+        PowVerdict::kWrong, PowVerdict::kReplayed, PowVerdict::kBusy}) {
+    pow_outcomes_[PowVerdictName(v)] = &metrics.GetCounter(
+        "sluice_pow_challenges_total", kHelp, {{"outcome", std::string(PowVerdictName(v))}});
+  }
+}
+
+Error PasteService::WithChallenge(Error refusal) const {
+  const uint64_t base = options_.Load()->proof_of_work_difficulty;
+  refusal.challenge = pow_->Issue(PowDifficulty(base, admission_.SolverShareLeft())).ToJson();
+  pow_outcomes_.at("issued")->Inc();
+  return refusal;
+}
+
+std::optional<std::string> PasteService::ChallengeBeforeCreate(const admission::Creator& creator,
+                                                               const ClientBudgets& budgets) const {
+  if (pow_ == nullptr || creator.HoldsCredential()) return std::nullopt;
+  for (const auto& bucket : budgets.buckets) {
+    if (bucket.name == "global_count" && bucket.available < 1) {
+      return WithChallenge(MakeError(ErrorCode::kResourceExhausted, {})).challenge;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> PasteService::RedeemProof(std::string_view proof) {
+  const PowVerdict verdict = pow_->Redeem(proof);
+  pow_outcomes_.at(PowVerdictName(verdict))->Inc();
+  switch (verdict) {
+    case PowVerdict::kValid:
+      return std::nullopt;
+    case PowVerdict::kMalformed:
+    case PowVerdict::kForged:
+    case PowVerdict::kWrong:
+      // A client's mistake, not the server's state: solving again would not change it.
+      return MakeError(ErrorCode::kInvalidArgument,
+                       fmt::format("the proof of work is {}: send the solution of a challenge "
+                                   "this server issued (docs/api.md, \"Proof of work\")",
+                                   PowVerdictName(verdict)),
+                       "invalid_proof");
+    case PowVerdict::kExpired:
+    case PowVerdict::kReplayed:
+    case PowVerdict::kBusy:
+      break;
+  }
+  Error again = MakeError(ErrorCode::kResourceExhausted,
+                          verdict == PowVerdict::kBusy
+                              ? "too many solved challenges are waiting to expire; solve this one"
+                          : verdict == PowVerdict::kExpired
+                              ? "the proof of work's challenge has expired; solve this one"
+                              : "that proof of work was already spent on a create; solve this one",
+                          fmt::format("proof_{}", PowVerdictName(verdict)));
+  again.retry_after_seconds = 1;
+  return WithChallenge(std::move(again));
+}
+
 awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator creator,
                                                           CreateHeaders headers, uint64_t allowance,
                                                           CreateSlotPromise* promise) {
@@ -99,8 +163,15 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
   // neither abuse nor growth, and learns that before a size or a rate that does not apply to it.
   if (std::optional<Error> refused = CheckCreateAccess(creator)) co_return std::move(*refused);
   std::string client_key = creator.BudgetKey();
-  auto admitting = AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance);
+  // A creator with a credential has budgets of its own and is never asked to prove work.
+  const bool may_solve = pow_ != nullptr && !creator.HoldsCredential();
+  auto admitting =
+      AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance, may_solve);
   Result<CreateTicket> ticket = co_await std::move(admitting);
+  if (may_solve && !ticket.ok() &&
+      (ticket.error().reason == "global_count" || ticket.error().reason == "solver_count")) {
+    ticket = WithChallenge(std::move(ticket.error()));
+  }
   if (abuse_ && !ticket.ok()) {
     // Only the refusals that are about this client: a 503 from a full cap or a failing store is
     // the server's state, and a too-large body is a mistake, not a rate.
@@ -117,11 +188,9 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
   co_return ticket;
 }
 
-awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromise* promise,
-                                                                 const std::string& client_key,
-                                                                 const std::string& address_key,
-                                                                 const CreateHeaders& headers,
-                                                                 uint64_t allowance) {
+awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
+    CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
+    const CreateHeaders& headers, uint64_t allowance, bool may_solve) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
   // Before the buckets: a blocked client spends nothing and learns why. A block is of a network,
   // so it holds against the address whatever name the creator gave.
@@ -137,7 +206,14 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromi
   // the client's tokens.
   auto checking = CheckQuota(*headers.declared_length);
   if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
-  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise);
+  // The proof last before the buckets, once nothing cheaper refuses: a redeemed solution is spent,
+  // and a create refused for its size or a block should not have cost one.
+  bool solver = false;
+  if (may_solve && !headers.proof.empty()) {
+    if (std::optional<Error> refused = RedeemProof(headers.proof)) co_return std::move(*refused);
+    solver = true;
+  }
+  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise, solver);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
   // The reservation last, once the caps have admitted the create: only creates that hold a slot

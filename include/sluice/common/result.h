@@ -64,10 +64,14 @@ struct Error {
   bool never_sent = false;
   /// Set on rate-limit refusals: which limit, its quota and what is left.
   std::optional<LimitInfo> limit;
+  /// Set on a 429 that a proof of work would lift (docs/overload.md, "Proof of work"): the
+  /// challenge to solve, as its JSON object.
+  std::optional<std::string> challenge;
 };
 
 inline Error MakeError(ErrorCode code, std::string message, std::string reason = {}) {
-  return Error{code, std::move(message), std::move(reason), std::nullopt, false, std::nullopt};
+  return Error{code,  std::move(message), std::move(reason), std::nullopt,
+               false, std::nullopt,       std::nullopt};
 }
 
 template <typename T>

@@ -48,6 +48,11 @@ struct AdmissionOptions {
   /// App processes sharing the global caps. While the shared store does not answer, each enforces
   /// global / processes x local_share_slack on its own. Only used with a SharedState. Default: 1.
   int64_t processes = 1;
+  /// Share of global_create_count kept for creates that carry a solved proof of work
+  /// (docs/overload.md, "Proof of work"): the other creates draw on the rest, solvers only on this
+  /// share, so a flood that spends the rest leaves solvers theirs. 0: nothing kept, and no create
+  /// is a solver's. Default: 0 (proof_of_work off).
+  double solver_share = 0;
   /// Head-room of that local share: balancers do not spread load perfectly. Default: 1.2.
   double local_share_slack = 1.2;
   /// Budget of one shared-store call; past it the call is a fail-open. Default: 5 ms.
@@ -127,6 +132,8 @@ struct CreateAdmission {
   /// Which buckets its tokens came from, for AdmissionControl::RefundCreate.
   enum class Tokens { kLocal, kShared, kLocalShare } tokens = Tokens::kLocal;
   uint64_t declared_bytes = 0;
+  /// Its count token came from the solvers' share (AdmissionOptions::solver_share).
+  bool solver = false;
 };
 
 class AdmissionControl;
@@ -170,9 +177,17 @@ class AdmissionControl {
   /// Then the create cap and the client's and its network's shares of it (Unavailable, reason
   /// create_slots, create_bytes, create_slots_per_client or create_slots_per_network).
   /// With a `promise` (PromiseCreateSlot) the create slot is the promised one, and spends it.
+  /// A `solver` (a create whose proof of work was redeemed) takes its count token from the
+  /// solvers' share instead of the others' (refused as solver_count); with no share kept it is
+  /// judged as any other create.
   boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(std::string client_key,
                                                               uint64_t declared_bytes,
-                                                              CreateSlotPromise* promise = nullptr);
+                                                              CreateSlotPromise* promise = nullptr,
+                                                              bool solver = false);
+
+  /// What is left of the solvers' share, 0 (spent) to 1 (full); 1 when none is kept. What the
+  /// proof of work's difficulty follows (PowDifficulty).
+  double SolverShareLeft() const;
 
   /// Gives back the tokens of an admitted create that a later check refused before it cost
   /// anything (a storage quota the reservation found full): the client did nothing wrong, and a
@@ -263,18 +278,24 @@ class AdmissionControl {
                     const admission::TakeDecision& decision, double available);
   void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
   Result<CreateAdmission> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes,
-                                           CreateSlotPromise* promise);
+                                           CreateSlotPromise* promise, bool solver);
   /// The global buckets only, then the slots: the fail-open path when the shared store is silent.
   Result<CreateAdmission> AdmitCreateOnLocalShare(std::string_view client_key,
                                                   uint64_t declared_bytes,
-                                                  CreateSlotPromise* promise);
+                                                  CreateSlotPromise* promise, bool solver);
+  /// The policy of the global count bucket a create draws on, across the tier.
+  static admission::TokenBucketPolicy CountPolicy(const AdmissionOptions& o, bool solver);
+  /// The global count bucket a create draws on: the solvers' share or the others'.
+  admission::TokenBucket& CountBucket(bool solver) {
+    return solver ? solver_count_ : global_count_;
+  }
   /// Takes the client's share and a create slot after the rate limits passed; Unavailable (and
   /// the tokens owed back) if either is full.
   Result<CreateAdmission> TakeCreateSlot(std::string_view client_key, uint64_t declared_bytes,
                                          CreateSlotPromise* promise);
   Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
-                                                   uint64_t declared_bytes) const;
+                                                   uint64_t declared_bytes, bool solver) const;
   store::BucketTake SharedReadTake(std::string_view client_key) const;
   /// What the shared store said of a take: all taken, refused (with the 429 to answer; `reasons`
   /// names each bucket of `takes`), or nothing in time (fail open).
@@ -289,7 +310,7 @@ class AdmissionControl {
   /// Gives back what a create admitted on this process's buckets (`taken` kLocal or kLocalShare)
   /// took from them.
   void RefundLocalTokens(CreateAdmission::Tokens taken, std::string_view client_key,
-                         uint64_t declared_bytes);
+                         uint64_t declared_bytes, bool solver);
   void NoteSharedAnswer();
   void NoteSharedSilence(const Error& why);
   /// The shared store decided a create of this process: its local shares have nothing to stand in
@@ -306,7 +327,9 @@ class AdmissionControl {
   admission::KeyedLimiter ip_read_;
   admission::KeyedLimiter ip_report_;
   admission::KeyedLimiter ip_delete_;
+  /// The others' part of global_create_count (all of it with no solver share), and the solvers'.
   admission::TokenBucket global_count_;
+  admission::TokenBucket solver_count_;
   admission::TokenBucket global_bytes_;
   // GET /api/v1/limits costs no budget of the client's, but a peek is a call to the shared store:
   // a flood of them must not become Redis's load, nor slow the takes until they fail open. Status

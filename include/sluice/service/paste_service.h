@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "sluice/admission/create_access.h"
 #include "sluice/admission/network.h"
@@ -25,6 +26,7 @@
 #include "sluice/service/content_blocklist.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
+#include "sluice/service/proof_of_work.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
 #include "sluice/store/shared_state.h"
@@ -78,6 +80,9 @@ struct ServiceOptions {
   /// What a refused creator reads: how to get access, in the operator's words. Empty: a sentence
   /// that explains the mode (DefaultCreateAccessText). Default: empty.
   std::string create_access_text{};
+  /// The search a proof-of-work challenge asks for while the solvers' share is at least half
+  /// full (its maxnumber; PowDifficulty raises it as the share drains). Default: 100,000.
+  uint64_t proof_of_work_difficulty = 100'000;
 };
 
 /// The refusal's text when the operator wrote none: what the mode takes, and that reading is open.
@@ -89,6 +94,9 @@ struct CreateHeaders {
   std::optional<uint64_t> declared_length;
   /// Transfer-Encoding: chunked (or any transfer coding): the length is not bounded up front.
   bool chunked = false;
+  /// A solved proof of work (ProofOfWork::Redeem's payload), from the Sluice-Proof header or
+  /// the `proof` query parameter; empty: none.
+  std::string proof{};
 };
 
 /// The most views a counted paste may be created with (max_views): past a few thousand readers a
@@ -191,6 +199,20 @@ class PasteService {
                                                            CreateSlotPromise* promise = nullptr) {
     return AdmitCreate(admission::Creator{std::move(client_key), {}}, headers, allowance, promise);
   }
+  /// Turns on the proof-of-work rung (docs/overload.md, "Proof of work"): a create refused by the
+  /// others' share of the global count (global_count) or by the solvers' share (solver_count)
+  /// carries a challenge, and a create with a solution (CreateHeaders::proof) draws on the
+  /// solvers' share; a creator holding a credential is never asked. A solution that is not this
+  /// server's or does not solve is refused 400 invalid_proof; one expired, already spent, or met
+  /// by a full memory, 429 with a new challenge. Call once, before serving; `pow` must outlive
+  /// the service and the AdmissionControl must keep a solver share.
+  void UseProofOfWork(ProofOfWork* pow, MetricsRegistry& metrics);
+  bool ProofOfWorkOn() const { return pow_ != nullptr; }
+  /// A challenge for a create `creator` is about to send, if one would be asked of it now: the
+  /// others' share of the global count is spent in `budgets` (DecidingBudgets) and the creator
+  /// holds no credential. What /api/v1/limits gives a page, so a person solves before sending.
+  std::optional<std::string> ChallengeBeforeCreate(const admission::Creator& creator,
+                                                   const ClientBudgets& budgets) const;
   /// Who may create (create_access): nothing for a creator the policy takes, else the refusal.
   std::optional<Error> CheckCreateAccess(const admission::Creator& creator) const;
   /// A create slot kept from now on for one create: the one that cut a slow body to free it
@@ -295,12 +317,15 @@ class PasteService {
 
  private:
   bool IsLive(const store::PasteMeta& meta) const;
-  /// AdmitCreate's checks in their order, without the counting of refusals.
-  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(CreateSlotPromise* promise,
-                                                                  const std::string& client_key,
-                                                                  const std::string& address_key,
-                                                                  const CreateHeaders& headers,
-                                                                  uint64_t allowance);
+  /// `refusal` with a new proof-of-work challenge at the difficulty the solvers' share calls for.
+  Error WithChallenge(Error refusal) const;
+  /// Redeems a solution: nothing if valid (the create is a solver's), else the refusal.
+  std::optional<Error> RedeemProof(std::string_view proof);
+  /// AdmitCreate's checks in their order, without the counting of refusals. `may_solve`: a
+  /// proof of work is asked of this creator, so a solution it carries is redeemed.
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(
+      CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
+      const CreateHeaders& headers, uint64_t allowance, bool may_solve);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
   /// wave of clients either.
   Error WithRetryAfter(Error e);
@@ -358,6 +383,9 @@ class PasteService {
   const Blocklist* const blocks_;
   AbuseWatch* const abuse_;
   const ContentBlocklist* const blocked_contents_;
+  ProofOfWork* pow_ = nullptr;
+  /// sluice_pow_challenges_total by outcome: "issued", then each PowVerdict's name.
+  std::unordered_map<std::string_view, Counter*> pow_outcomes_;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;
