@@ -25,6 +25,7 @@
 #include "sluice/service/content_blocklist.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
+#include "sluice/service/reputation_feeds.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
 #include "sluice/store/shared_state.h"
@@ -193,6 +194,11 @@ class PasteService {
   }
   /// Who may create (create_access): nothing for a creator the policy takes, else the refusal.
   std::optional<Error> CheckCreateAccess(const admission::Creator& creator) const;
+  /// The reputation feeds AdmitCreate asks, right after who may create, for a creator who holds
+  /// no credential (docs/admission.md, "Reputation feeds"): a refusal (403 feed_refused, or 429
+  /// from the class's budgets) before anything else is spent. Null (the default): none. Set
+  /// before the first request; `feeds` must outlive the service.
+  void UseReputationFeeds(ReputationFeeds* feeds) { feeds_ = feeds; }
   /// A create slot kept from now on for one create: the one that cut a slow body to free it
   /// (AdmissionControl::PromiseCreateSlot).
   CreateSlotPromise PromiseCreateSlot() { return admission_.PromiseCreateSlot(); }
@@ -358,6 +364,7 @@ class PasteService {
   const Blocklist* const blocks_;
   AbuseWatch* const abuse_;
   const ContentBlocklist* const blocked_contents_;
+  ReputationFeeds* feeds_ = nullptr;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;
