@@ -80,6 +80,14 @@ class ReputationFeedsTest(SluiceTestCase):
         doc = self.assertJsonError(s.create(b"x", headers=CLOUD_V4), 403, "feed_refused")
         self.assertEqual(doc["error"], "Listed in drop: write to abuse@example.org")
 
+    def test_a_refused_browser_reads_a_page_with_the_feeds_text(self):
+        s = self.start({"drop": ("refuse", DROP)}, "--feed-refuse-text", "Listed in <{feed}>")
+        res = create_on(s, "form", CLOUD_V4, accept="text/html,application/xhtml+xml")
+        self.assertStatus(res, 403)
+        self.assertTrue(res.header("Content-Type").startswith("text/html"))
+        self.assertIn("New pastes are not taken from this network", res.text)
+        self.assertIn('<p id="access">Listed in &lt;drop&gt;</p>', res.text)
+
     def test_a_class_has_a_budget_of_its_own_on_every_route(self):
         # The class takes one create per route in all, then refuses every route; the unlisted
         # keep their own budgets. Nothing refills during the test.
