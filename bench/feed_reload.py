@@ -47,7 +47,8 @@ def write_netset(path, prefixes, seed=1):
     rnd = random.Random(seed)
     v6 = prefixes // 10
     v4 = prefixes - v6 - 1
-    lines = ["# a generated feed (FireHOL style)", "; and Spamhaus DROP style", "192.0.2.0/24 ; SBL1"]
+    lines = ["# a generated feed (FireHOL style)", "; and Spamhaus DROP style",
+             "192.0.2.0/24 ; SBL1"]
     addresses, lengths = rnd.randbytes(4 * v4), rnd.randbytes(v4)
     for i in range(v4):
         a = addresses[4 * i:4 * i + 4]
@@ -58,7 +59,8 @@ def write_netset(path, prefixes, seed=1):
     words = rnd.randbytes(8 * v6)
     for i in range(v6):
         w = words[8 * i:8 * i + 8]
-        lines.append(f"3{w[0] & 15:x}{w[1]:02x}:{w[2]:x}{w[3]:02x}:{w[4]:x}{w[5]:02x}::/{32 + w[6] % 33}")
+        lines.append(f"3{w[0] & 15:x}{w[1]:02x}:{w[2]:x}{w[3]:02x}:{w[4]:x}{w[5]:02x}"
+                     f"::/{32 + w[6] % 33}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
