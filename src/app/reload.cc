@@ -47,7 +47,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 85> kLive = {
+constexpr std::array<std::string_view, 91> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -114,6 +114,14 @@ constexpr std::array<std::string_view, 85> kLive = {
     "proof_of_work_share",
     "proof_of_work_difficulty",
     "local_cache_ttl",
+    // the reputation feeds: every file is read again on every reload, changed or not, on a thread
+    // of its own (ServerProcess::ReloadFeeds)
+    "feeds",
+    "feed_refuse_text",
+    "feed_class_ip_create_rate",
+    "feed_class_ip_create_burst",
+    "feed_class_global_create_rate",
+    "feed_class_global_create_burst",
     // the stores' per-call timeouts (with the service's copies of put, insert and cache)
     "put_timeout",
     "insert_timeout",

@@ -242,6 +242,21 @@ std::vector<std::string> CommaList(const std::string& list) {
 
 ServeOptions ReadServeOptions(const Settings& s) {
   ServeOptions o;
+  for (const std::string& entry : CommaList(s.String("feeds"))) {
+    auto spec = admission::ParseFeedSpec(entry);
+    if (!spec.ok()) throw std::invalid_argument("feeds: " + spec.error().message);
+    for (const admission::FeedSpec& seen : o.feeds) {
+      if (seen.name == spec->name) {
+        throw std::invalid_argument("feeds: the name '" + seen.name + "' is declared twice");
+      }
+    }
+    o.feeds.push_back(std::move(*spec));
+  }
+  o.feed_rates.per_key = {s.Number("feed_class_ip_create_rate"),
+                          s.Number("feed_class_ip_create_burst")};
+  o.feed_rates.per_class = {s.Number("feed_class_global_create_rate"),
+                            s.Number("feed_class_global_create_burst")};
+  o.feed_refuse_text = s.String("feed_refuse_text");
   o.data_dir = s.String("data_dir");
   o.threads = static_cast<int>(s.Integer("threads"));
   if (o.threads == 0)

@@ -10,6 +10,7 @@
 
 #include "settings.h"
 #include "sluice/admission/circuit_breaker.h"
+#include "sluice/admission/reputation_feed.h"
 #include "sluice/admission/retry_budget.h"
 #include "sluice/http/server.h"
 #include "sluice/notify/push.h"
@@ -19,6 +20,7 @@
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 #include "sluice/service/proof_of_work.h"
+#include "sluice/service/reputation_feeds.h"
 #include "sluice/worker/janitor.h"
 
 namespace sluice::app {
@@ -52,6 +54,11 @@ struct ServeOptions {
   std::string admin_token_file;
   /// The operator's push sinks (docs/moderation.md, "Push"); the webhook's key is read from
   /// push_webhook_secret_file at start.
+  /// The reputation feeds (their files are read by LoadFeeds, not here), their classes' rates and
+  /// the refusal's text.
+  std::vector<admission::FeedSpec> feeds;
+  service::FeedClassRates feed_rates;
+  std::string feed_refuse_text;
   notify::PushOptions push;
   std::string push_webhook_secret_file;
   /// The proof-of-work rung (docs/overload.md, "Proof of work"); its key is read from

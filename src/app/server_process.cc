@@ -2,12 +2,15 @@
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <csignal>
@@ -20,6 +23,7 @@
 
 #include "backends.h"
 #include "build_commit.h"
+#include "feed_loader.h"
 #include "log_queue.h"
 #include "reload.h"
 #include "sluice/common/allocator.h"
@@ -312,6 +316,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       admission_(options_.admission, clock_, metrics_, shared_state_.get()),
       abuse_(admission_, clock_, metrics_),
       pow_(MakeProofOfWork(options_, clock_)),
+      feeds_(clock_, metrics_, options_.feed_rates, options_.feed_refuse_text),
       service_(*meta_, *blobs_, cache_, admission_, clock_, metrics_, options_.service,
                shared_state_.get(), &blocks_, &abuse_, &blocked_contents_),
       push_(MakePush(options_, clock_, metrics_)),
@@ -326,6 +331,16 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       server_(std::make_unique<http::HttpServer>(loops_.pointers(), PublicOptions(), service_,
                                                  renderer_, metrics_, clock_)),
       admin_server_(MakeAdminServer()) {
+  {
+    // At start a feed that cannot be read refuses the start, as create_networks_file does: there
+    // are no networks of it to keep.
+    FeedLoad load = LoadFeeds(options_.feeds, nullptr);
+    if (!load.failures.empty()) {
+      throw std::invalid_argument(fmt::format("feeds: {}", fmt::join(load.failures, "; ")));
+    }
+    feeds_.Replace(std::move(load.feeds));
+    service_.UseReputationFeeds(&feeds_);
+  }
   WarnIfFleetOnEmbeddedStores(settings_);
   moderation_.TellOperator(push_.get());
   if (pow_) service_.UseProofOfWork(pow_.get(), metrics_);
@@ -424,6 +439,8 @@ void ServerProcess::Reload() {
   // The stores' own timeouts before the service's: the tighter of the two bounds a call.
   call_timeouts_.Store(next_options->timeouts);
   service_.Reconfigure(next_options->service);
+  feeds_.Reconfigure(next_options->feed_rates, next_options->feed_refuse_text);
+  ReloadFeeds(next_options->feeds);
   for (service::Dependency* dependency : {&meta_dependency_, &blob_dependency_}) {
     dependency->SetBreakerThresholds(next_options->breaker.refusals_to_open,
                                      next_options->breaker.open_for,
@@ -449,6 +466,53 @@ void ServerProcess::Reload() {
   const bool whole = changes.restart.empty() && held.empty();
   (whole ? reloads_ok_ : reloads_partial_).Inc();
   systemd::NotifyReloaded(whole ? "reloaded" : "reloaded; some settings need a restart");
+}
+
+// How much nicer than the loops the feed loader runs (whatever the process's own nice value).
+constexpr int kFeedLoaderNicer = 10;
+
+void ServerProcess::ReloadFeeds(std::vector<admission::FeedSpec> specs) {
+  boost::asio::post(feed_loader_, [this, specs = std::move(specs)] {
+    // The loader's thread yields the cores to the loops: on a small machine a load of a million
+    // prefixes (a second of CPU) run at the loops' priority doubled their p99 while it ran
+    // (bench/results/feeds.md). Linux takes a thread's id for a thread's nice value.
+    NameThisThread("feed-loader");
+    // The main thread's value (the loops'), so that every load sets the same one.
+    errno = 0;
+    const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::getpid()));
+    if (errno == 0) {
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
+                    std::min(19, nice + kFeedLoaderNicer));
+    }
+    const std::shared_ptr<const admission::FeedSet> previous = feeds_.Current();
+    if (specs.empty() && previous->empty()) return;
+    FeedLoad load = LoadFeeds(specs, previous.get());
+    feeds_.Replace(std::move(load.feeds));
+    const double seconds = std::chrono::duration<double>(load.took).count();
+    metrics_
+        .GetGauge("sluice_feed_load_seconds",
+                  "Time the last load of the reputation feeds took (every file read, parsed and "
+                  "built, off the event loops)")
+        .Set(seconds);
+    for (const std::string& failure : load.failures) {
+      const std::string name = failure.substr(0, failure.find(':'));
+      metrics_
+          .GetCounter("sluice_feed_load_errors_total",
+                      "Reloads at which a reputation feed's file could not be read or parsed (the "
+                      "feed kept the networks it had)",
+                      {{"feed", name}})
+          .Inc();
+      spdlog::error("reload: feed {}", failure);
+    }
+    metrics_
+        .GetCounter("sluice_feed_loads_total",
+                    "Loads of the reputation feeds at a reload, by result: ok (every file read), "
+                    "partial (some feeds kept the networks they had)",
+                    {{"result", load.failures.empty() ? "ok" : "partial"}})
+        .Inc();
+    spdlog::info("reload: feeds loaded in {:.0f} ms{}", seconds * 1e3,
+                 load.failures.empty() ? "" : " (some kept their networks)");
+  });
 }
 
 int ServerProcess::Run() {

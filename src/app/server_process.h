@@ -83,6 +83,9 @@ class ServerProcess {
   void Reload();
 
  private:
+  /// Reads every feed's file again on feed_loader_ and swaps the new sets in when built, so the
+  /// loops never wait for a million prefixes; a broken file keeps its feed's networks.
+  void ReloadFeeds(std::vector<admission::FeedSpec> specs);
   http::ServerOptions PublicOptions();
   std::unique_ptr<http::HttpServer> MakeAdminServer();
 
@@ -129,6 +132,10 @@ class ServerProcess {
   service::ContentBlocklist blocked_contents_;
   // Before the service that redeems through it; null unless proof_of_work.
   std::unique_ptr<service::ProofOfWork> pow_;
+  service::ReputationFeeds feeds_;
+  // One thread: loads run one at a time, in the order of the reloads, so the last one wins. After
+  // feeds_, so it is joined (a load in progress finishes) before feeds_ goes.
+  boost::asio::thread_pool feed_loader_{1};
   service::PasteService service_;
   // Before the moderation that publishes to it; null when no sink is set.
   std::unique_ptr<notify::Push> push_;

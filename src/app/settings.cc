@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "sluice/admission/client_key.h"
+#include "sluice/admission/reputation_feed.h"
 #include "sluice/common/duration.h"
 #include "sluice/service/text.h"
 
@@ -172,6 +173,13 @@ std::optional<std::string> CheckTrustedProxy(std::string_view value) {
   const std::string entries[] = {std::string(value)};
   if (admission::TrustedProxies::Parse(entries).ok()) return std::nullopt;
   return "each entry must be an IP address or a CIDR block, e.g. 10.0.0.0/8";
+}
+
+// One reputation feed, NAME=ACTION:PATH (admission::ParseFeedSpec); its file is read later.
+std::optional<std::string> CheckFeed(std::string_view value) {
+  auto spec = admission::ParseFeedSpec(value);
+  if (spec.ok()) return std::nullopt;
+  return spec.error().message;
 }
 
 // A header field name (RFC 9110 5.1: a token), e.g. X-Forwarded-User; empty turns it off.
@@ -337,6 +345,24 @@ constexpr SettingSpec kServeSettings[] = {
     TextSetting("create_networks_file", "",
                 "A file of more networks that may create, one address or CIDR a line, '#' or ';' "
                 "comments (FireHOL netset, Spamhaus DROP); read again on SIGHUP"),
+    ListSetting("feeds", "",
+                "Reputation feeds, comma-separated NAME=ACTION:PATH: a netset file (FireHOL, "
+                "Spamhaus DROP) and what a create from a network it lists gets: refuse (403), "
+                "class:CLASS (the feed_class_* budgets) or challenge (for now the class "
+                "'challenge'); the first feed that lists an address decides; read again on SIGHUP",
+                CheckFeed),
+    TextSetting("feed_refuse_text", "",
+                "What a creator a refuse feed lists reads, '{feed}' replaced by the feed's name "
+                "(empty: a sentence that names the feed)"),
+    PositiveSetting("feed_class_ip_create_rate", "0.1", "1e15",
+                    "Creates per second per client key of a feed's budget class, on top of "
+                    "ip_create_rate"),
+    PositiveSetting("feed_class_ip_create_burst", "3", "1e15",
+                    "Creates a client key of a feed's budget class may make at once"),
+    PositiveSetting("feed_class_global_create_rate", "2", "1e15",
+                    "Creates per second of all the client keys of one budget class together"),
+    PositiveSetting("feed_class_global_create_burst", "10", "1e15",
+                    "Creates all the client keys of one budget class may make at once"),
     TextSetting("forward_auth_header", "",
                 "Header in which a trusted forward-auth proxy (oauth2-proxy, a VPN gateway) names "
                 "the creator, e.g. X-Forwarded-User: honoured only from trusted_proxy; the name "

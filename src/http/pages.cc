@@ -153,6 +153,9 @@ ProblemSection ProblemOf(unsigned status, std::string_view reason) {
       {"blocked", &templates::Problem::blocked},
       {"create_access_credential", &templates::Problem::create_access_credential},
       {"create_access_network", &templates::Problem::create_access_network},
+      // A reputation feed's refusal is the same to the reader: not from this network, and how to
+      // get access in the operator's words (docs/admission.md, "Reputation feeds").
+      {"feed_refused", &templates::Problem::create_access_network},
       {"report_rate", &templates::Problem::report_rate},
       {"report_global_rate", &templates::Problem::report_global_rate},
       {"cross_site", &templates::Problem::cross_site},
@@ -372,7 +375,7 @@ std::string ErrorPage(const Reader& reader, unsigned status, std::string_view re
   page.rejected = !page.limit && !page.overload && !page.not_found;
   page.reason = reason;
   page.message = message;
-  page.access = reason.starts_with("create_access");
+  page.access = reason.starts_with("create_access") || reason == "feed_refused";
   return WholePage(reader, {.error = true, .status = status_text, .problem_html = title}, page);
 }
 

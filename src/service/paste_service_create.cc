@@ -162,9 +162,29 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
   // First, and apart from the refusals AbuseWatch counts: a creator the operator does not take is
   // neither abuse nor growth, and learns that before a size or a rate that does not apply to it.
   if (std::optional<Error> refused = CheckCreateAccess(creator)) co_return std::move(*refused);
+  // Then the feeds, for the same reasons, and only for anonymous creators: one the operator's
+  // proxy named (or a token, later) is judged as a person, not by the reputation of the network
+  // it happens to create from (a CI runner in a cloud). A feed's refusals are the operator's
+  // policy about networks, like create_access's, so AbuseWatch does not count them either.
+  FeedVerdict feed;
+  if (feeds_ != nullptr && !creator.HoldsCredential()) {
+    feed = feeds_->Judge(creator.address_key);
+    if (feed.refusal) co_return std::move(*feed.refusal);
+  }
   std::string client_key = creator.BudgetKey();
   // A creator with a credential has budgets of its own and is never asked to prove work.
   const bool may_solve = pow_ != nullptr && !creator.HoldsCredential();
+  if (may_solve && feed.challenge && headers.proof.empty()) {
+    // The operator's "challenge" feed: a create from it pays a solved challenge every time, and
+    // then draws on the solvers' share like any solver (docs/admission.md, "Reputation feeds").
+    feeds_->Refund(feed, creator.address_key);
+    Error ask = MakeError(ErrorCode::kResourceExhausted,
+                          "new pastes from this network need a solved proof of work: solve the "
+                          "challenge and send again",
+                          "feed_challenge");
+    ask.retry_after_seconds = 1;
+    co_return WithChallenge(std::move(ask));
+  }
   auto admitting =
       AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance, may_solve);
   Result<CreateTicket> ticket = co_await std::move(admitting);
@@ -172,6 +192,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
       (ticket.error().reason == "global_count" || ticket.error().reason == "solver_count")) {
     ticket = WithChallenge(std::move(ticket.error()));
   }
+  // A refused create spends nothing: the class's tokens go back too.
+  if (!ticket.ok() && feeds_ != nullptr) feeds_->Refund(feed, creator.address_key);
   if (abuse_ && !ticket.ok()) {
     // Only the refusals that are about this client: a 503 from a full cap or a failing store is
     // the server's state, and a too-large body is a mistake, not a rate.

@@ -13,7 +13,9 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import base64
 import hashlib
 import json
+import os
 import subprocess
+import tempfile
 import unittest
 
 from promtext import metric
@@ -143,6 +145,25 @@ class WithTheRungTest(FloodTestCase):
         self.assertIn("solving its proof of work", res.stderr)
         paste_id = res.stdout.split()[0].rsplit("/", 1)[1]
         self.assertEqual(self.s.get(f"/raw/{paste_id}").body, b"from the command line\n")
+
+
+class ChallengeFeedTest(FloodTestCase):
+    def test_a_challenge_feeds_networks_solve_for_every_create(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".netset", delete=False) as f:
+            f.write("# a datacenter's ranges\n192.0.2.0/24\n")
+        self.addCleanup(os.unlink, f.name)
+        self.s = self.server(["--trusted-proxy", "127.0.0.1", "--proof-of-work", "true",
+                              "--proof-of-work-difficulty", "2000",
+                              "--feeds", f"cloud=challenge:{f.name}"])
+        # The budget is full: only the listed network is asked.
+        self.assertStatus(self.create(HONEST), 201)
+        res = self.create("192.0.2.9")
+        self.assertStatus(res, 429)
+        self.assertEqual(res.json()["reason"], "feed_challenge")
+        challenge = res.json()["challenge"]
+        self.assertStatus(self.create("192.0.2.9", "solved", payload(challenge, solve(challenge))),
+                          201)
+        self.assertStatus(self.create("192.0.2.9", "again, unsolved"), 429)
 
 
 if __name__ == "__main__":

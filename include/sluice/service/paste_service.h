@@ -27,6 +27,7 @@
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/service/proof_of_work.h"
+#include "sluice/service/reputation_feeds.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
 #include "sluice/store/shared_state.h"
@@ -215,6 +216,11 @@ class PasteService {
                                                    const ClientBudgets& budgets) const;
   /// Who may create (create_access): nothing for a creator the policy takes, else the refusal.
   std::optional<Error> CheckCreateAccess(const admission::Creator& creator) const;
+  /// The reputation feeds AdmitCreate asks, right after who may create, for a creator who holds
+  /// no credential (docs/admission.md, "Reputation feeds"): a refusal (403 feed_refused, or 429
+  /// from the class's budgets) before anything else is spent. Null (the default): none. Set
+  /// before the first request; `feeds` must outlive the service.
+  void UseReputationFeeds(ReputationFeeds* feeds) { feeds_ = feeds; }
   /// A create slot kept from now on for one create: the one that cut a slow body to free it
   /// (AdmissionControl::PromiseCreateSlot).
   CreateSlotPromise PromiseCreateSlot() { return admission_.PromiseCreateSlot(); }
@@ -386,6 +392,7 @@ class PasteService {
   ProofOfWork* pow_ = nullptr;
   /// sluice_pow_challenges_total by outcome: "issued", then each PowVerdict's name.
   std::unordered_map<std::string_view, Counter*> pow_outcomes_;
+  ReputationFeeds* feeds_ = nullptr;
   Counter& cache_hits_;
   Counter& cache_misses_;
   Counter& fills_shared_;
