@@ -468,7 +468,7 @@ class Migration {
     if (target_row->moderation != row.moderation) {
       store::ModerationChange change{row.moderation, "moved by sluice admin migrate-store", now_};
       auto setting = target_.meta->SetModeration(row.id, change, CallDeadline());
-      if (Status s = co_await std::move(setting); !s.ok()) {
+      if (Result<store::ModerationOutcome> s = co_await std::move(setting); !s.ok()) {
         std::printf("failed: moderation of %s: %s\n", row.id.str().c_str(),
                     s.error().message.c_str());
         co_return false;
@@ -497,6 +497,11 @@ class Migration {
                   reports.error().message.c_str());
       co_return false;
     }
+    // Oldest first, as they were made: the target's queue entry then arrives when the source's
+    // first open report did (store::ReportSummary::first_at, the takedown clock).
+    std::stable_sort(
+        reports->begin(), reports->end(),
+        [](const store::AbuseReport& a, const store::AbuseReport& b) { return a.at < b.at; });
     store::ReportPolicy policy;
     policy.hide_threshold = 0;
     policy.withholds_per_network = std::numeric_limits<int64_t>::max();

@@ -156,6 +156,7 @@ service::ModerationOptions ReadModeration(const Settings& s) {
   m.max_open_reports = s.Integer("max_open_reports");
   m.max_blocked_contents = s.Integer("max_blocked_contents");
   m.budget = s.Duration("moderation_timeout") * 2;
+  m.takedown_deadline = In<std::chrono::seconds>(s, "takedown_deadline");
   return m;
 }
 

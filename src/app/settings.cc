@@ -549,7 +549,9 @@ constexpr SettingSpec kServeSettings[] = {
                     "Expires of /.well-known/security.txt is this long after the day it is served "
                     "(RFC 9116 asks for less than a year). Default 180 days"),
     DurationSetting("takedown_deadline", "1h", "1m", "720h",
-                    "How fast the operator acts on an abuse notice, as /abuse promises it"),
+                    "How fast the operator acts on a report or an abuse notice, as /abuse promises "
+                    "it; the alert SluiceTakedownDeadline fires when the oldest open one has "
+                    "waited 75% of it (docs/moderation.md, \"The takedown clock\")"),
     TextSetting("abuse_policy_text", "",
                 "The operator's own words on /abuse (what this site removes, which law applies), "
                 "shown as written, at most 4000 bytes",

@@ -258,8 +258,13 @@ awaitable<Reply> HandleAdminReports(const Request& req, Context& ctx) {
   auto page = co_await std::move(listing);
   if (!page.ok()) co_return Reply::Refuse(page.error());
   nlohmann::json out = nlohmann::json::array();
+  const int64_t now = ctx.clock.UnixSeconds();
   for (const store::ReportSummary& r : page->pastes) {
+    // Its clock (docs/moderation.md, "The takedown clock"): when it entered the queue, and how
+    // long it has waited since.
     out.push_back({{"id", r.id.str()},
+                   {"arrived_at", r.first_at},
+                   {"waiting_seconds", std::max<int64_t>(0, now - r.first_at)},
                    {"reports", r.reports},
                    {"networks", r.networks},
                    {"votes", r.votes},

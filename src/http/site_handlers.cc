@@ -63,6 +63,11 @@ awaitable<Reply> HandleSetLanguage(const Request& req, Context&) {
 awaitable<Reply> HandleHealthz(const Request&, Context&) { co_return Reply::Text(200, "ok\n"); }
 
 awaitable<Reply> HandleMetrics(const Request&, Context& ctx) {
+  if (ctx.moderation != nullptr) {
+    // The takedown clock's age is computed from the stored arrival (at most a second old).
+    auto refreshing = ctx.moderation->RefreshForScrape();
+    co_await std::move(refreshing);
+  }
   Reply reply = Reply::Text(200, ctx.metrics.Render());
   reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
   co_return reply;

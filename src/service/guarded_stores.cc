@@ -202,13 +202,13 @@ class GuardedMetaStore final : public store::MetaStore {
                                              return inner_.AddReport(report, policy, cd);
                                            });
   }
-  awaitable<Status> SetModeration(PasteId id, store::ModerationChange change, Deadline d) override {
-    return Unwrap(dep_.Call<Unit>(
-        {"moderate", t().meta_moderation, true}, d,
-        [this, id, change = std::move(change)](Deadline cd) -> awaitable<Result<Unit>> {
-          auto setting = inner_.SetModeration(id, change, cd);
-          co_return FromStatus(co_await std::move(setting));
-        }));
+  awaitable<Result<store::ModerationOutcome>> SetModeration(PasteId id,
+                                                            store::ModerationChange change,
+                                                            Deadline d) override {
+    return dep_.Call<store::ModerationOutcome>({"moderate", t().meta_moderation, true}, d,
+                                               [this, id, change = std::move(change)](Deadline cd) {
+                                                 return inner_.SetModeration(id, change, cd);
+                                               });
   }
   // Deleting a report twice deletes nothing the second time, so the sweep may retry.
   awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,

@@ -100,6 +100,17 @@ constexpr const char* kWithholdsHelp =
     "Pastes that reached report_hide_threshold votes: withheld (451 until reviewed), or deferred "
     "(still served and queued: this process's report_withholds_per_hour was spent)";
 
+constexpr const char* kTimeToActionHelp =
+    "Seconds from a review-queue entry's arrival (its first open report) to the operator's action "
+    "that closed it: takedown, dismiss (reports closed, the paste was served), restore (served "
+    "again after a withholding)";
+
+// From a minute to a week: a deadline of an hour sits in the middle, and the buckets either side
+// of every usual deadline (1 h, 4 h, 24 h) say how many made it.
+std::vector<double> TimeToActionBuckets() {
+  return {60, 300, 900, 1800, 2700, 3600, 7200, 14400, 28800, 43200, 86400, 259200, 604800};
+}
+
 MetricsRegistry& OrOwn(MetricsRegistry* given, std::unique_ptr<MetricsRegistry>& own) {
   if (given != nullptr) return *given;
   own = std::make_unique<MetricsRegistry>();
@@ -139,7 +150,29 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
                                     {{"result", "withheld"}})),
       withholds_deferred_(metrics_.GetCounter("sluice_report_withholds_total", kWithholdsHelp,
                                               {{"result", "deferred"}})),
-      blocked_contents_(blocked_contents) {}
+      blocked_contents_(blocked_contents),
+      gauges_(metrics_) {
+  // The age is computed when scraped, from the stored arrival: it grows between store reads
+  // (RefreshForScrape keeps the arrival itself at most kScrapeFreshness old).
+  gauges_.Add("sluice_moderation_oldest_open_age_seconds",
+              "Age of the oldest open entry of the review queue by kind (report: a paste's first "
+              "open report), from its stored arrival; 0 when none waits",
+              {{"kind", "report"}}, [this] {
+                const std::optional<int64_t> at = OldestOpenReportAt();
+                if (!at) return 0.0;
+                return static_cast<double>(std::max<int64_t>(0, clock_.UnixSeconds() - *at));
+              });
+  gauges_.Add(
+      "sluice_moderation_takedown_deadline_seconds",
+      "takedown_deadline: how long a report or notice may wait for the operator's action "
+      "(the alert rule fires at a share of it)",
+      {}, [deadline = built_.takedown_deadline] { return static_cast<double>(deadline.count()); });
+  for (const char* action : {"takedown", "dismiss", "restore"}) {
+    // Declared at start, so that the series exist (at 0) before the first action.
+    metrics_.GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
+                          {{"action", action}, {"kind", "report"}}, TimeToActionBuckets());
+  }
+}
 
 const std::vector<std::string_view>& ModerationService::Reasons() {
   static const std::vector<std::string_view> kReasons(store::kReportReasons.begin(),
@@ -314,14 +347,24 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
   co_return receipt;
 }
 
-awaitable<Status> ModerationService::Moderate(store::PasteMeta meta, store::ModerationChange change,
-                                              Deadline deadline) {
+awaitable<Result<store::ModerationOutcome>> ModerationService::Moderate(
+    store::PasteMeta meta, store::ModerationChange change, Deadline deadline) {
   const store::Moderation state = change.state;
   auto setting = meta_.SetModeration(meta.id, std::move(change), deadline);
-  if (Status set = co_await std::move(setting); !set.ok()) co_return WithRetryAfter(set.error());
+  Result<store::ModerationOutcome> set = co_await std::move(setting);
+  if (!set.ok()) co_return WithRetryAfter(set.error());
   auto forgetting = ForgetCached(std::move(meta), state, deadline);
   co_await std::move(forgetting);
-  co_return Ok();
+  co_return set;
+}
+
+void ModerationService::ObserveTimeToAction(std::string_view action,
+                                            const store::ModerationOutcome& outcome, int64_t at) {
+  if (!outcome.queued_since) return;  // nothing was open: no clock ran
+  metrics_
+      .GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
+                    {{"action", std::string(action)}, {"kind", "report"}}, TimeToActionBuckets())
+      .Observe(static_cast<double>(std::max<int64_t>(0, at - *outcome.queued_since)));
 }
 
 awaitable<void> ModerationService::ForgetCached(store::PasteMeta meta, store::Moderation state,
@@ -401,7 +444,9 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   }
   // The state first: from then on the row says 451 even while the body is still on its way out.
   auto moderating = Moderate(*meta, change, deadline);
-  if (Status s = co_await std::move(moderating); !s.ok()) co_return s;
+  Result<store::ModerationOutcome> moderated = co_await std::move(moderating);
+  if (!moderated.ok()) co_return moderated.error();
+  ObserveTimeToAction("takedown", *moderated, change.at);
   if (change.block_content) {
     // This process refuses the bytes at once; the others at their next refresh.
     if (static_cast<int64_t>(blocked_contents_->size()) < built_.max_blocked_contents) {
@@ -434,10 +479,15 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
                       "taken_down");
   }
   if (note.empty()) note = "reports dismissed";
-  auto moderating = Moderate(
-      *meta, store::ModerationChange{store::Moderation::kNone, note, clock_.UnixSeconds(), keep},
-      deadline);
-  if (Status s = co_await std::move(moderating); !s.ok()) co_return s;
+  const int64_t now = clock_.UnixSeconds();
+  auto moderating =
+      Moderate(*meta, store::ModerationChange{store::Moderation::kNone, note, now, keep}, deadline);
+  Result<store::ModerationOutcome> moderated = co_await std::move(moderating);
+  if (!moderated.ok()) co_return moderated.error();
+  // A withheld paste served again is a restore; reports closed on a paste still served, a
+  // dismissal.
+  ObserveTimeToAction(meta->moderation == store::Moderation::kWithheld ? "restore" : "dismiss",
+                      *moderated, now);
   auto recording =
       Record("dismiss", meta->id.str(),
              fmt::format("{} (was {}{})", note, store::ModerationName(meta->moderation),
@@ -589,6 +639,27 @@ awaitable<void> ModerationService::RefreshPending() {
   }
   pending_.store(counts->pending, std::memory_order_relaxed);
   open_reports_.store(counts->open_reports, std::memory_order_relaxed);
+  oldest_report_at_.store(counts->oldest_at.value_or(kNoneQueued), std::memory_order_relaxed);
+}
+
+std::optional<int64_t> ModerationService::OldestOpenReportAt() const {
+  const int64_t at = oldest_report_at_.load(std::memory_order_relaxed);
+  if (at == kNoneQueued) return std::nullopt;
+  return at;
+}
+
+awaitable<void> ModerationService::RefreshForScrape() {
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.Now().time_since_epoch()).count();
+  int64_t last = counted_at_ns_.load(std::memory_order_relaxed);
+  if (last != std::numeric_limits<int64_t>::min() &&
+      now - last < std::chrono::nanoseconds(kScrapeFreshness).count()) {
+    co_return;
+  }
+  // One scrape of a storm reads; the others answer with what the last read found.
+  if (!counted_at_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) co_return;
+  auto counting = RefreshPending();
+  co_await std::move(counting);
 }
 
 void ModerationService::Start(boost::asio::any_io_executor executor) {

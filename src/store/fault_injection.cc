@@ -481,8 +481,8 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
-  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
-                                  admission::Deadline d) override {
+  awaitable<Result<ModerationOutcome>> SetModeration(PasteId id, ModerationChange change,
+                                                     admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);
     auto op = inner_.SetModeration(id, std::move(change), d);

@@ -22,6 +22,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../support/run_sync.h"
@@ -490,10 +491,81 @@ TYPED_TEST_P(StoreContract, WithholdingOwesAnEdgePurgeAndReviewClosesReports) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->pending, 1);  // `row`, reported afresh
   EXPECT_EQ(counts->open_reports, 1);
-  Status missing = RunSync(this->meta().SetModeration(
+  Result<ModerationOutcome> missing = RunSync(this->meta().SetModeration(
       Id("nothere00000"), ModerationChange{Moderation::kWithheld, "x", 350}, this->deadline()));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+// The takedown clock (docs/moderation.md): a queue entry keeps the time of the report that queued
+// it through later reports, a withholding and a reopening; the counts carry the oldest open entry's
+// arrival; the review that takes an entry out says when it arrived; a report after it starts a new
+// clock.
+TYPED_TEST_P(StoreContract, TheQueueKeepsEachEntrysArrivalAndItsOldest) {
+  const PasteMeta first = Row("clk000000001", 5000);
+  const PasteMeta second = Row("clk000000002", 5000);
+  const PasteMeta calm = Row("clk000000003", 5000);
+  for (const PasteMeta& r : {first, second, calm}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  auto counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_FALSE(counts->oldest_at) << "an empty queue has no oldest entry";
+  for (const auto& [row, network, at] :
+       {std::tuple{second, "192.0.2.0/24", 200}, std::tuple{first, "192.0.2.0/24", 210},
+        std::tuple{first, "198.51.100.0/24", 250}, std::tuple{second, "198.51.100.0/24", 260}}) {
+    ASSERT_TRUE(
+        RunSync(this->meta().AddReport(ReportOf(row, network, at), ReviewOnly(), this->deadline()))
+            .ok());
+  }
+  // The report that queued a paste dates its entry; a later one, even dated before it (another
+  // process's clock behind), leaves it.
+  ASSERT_TRUE(RunSync(this->meta().AddReport(ReportOf(first, "203.0.113.0/24", 205), ReviewOnly(),
+                                             this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(
+                          second.id, ModerationChange{Moderation::kWithheld, "2 networks", 270},
+                          this->deadline()))
+                  .ok());
+  this->backend_.Reopen();
+  auto open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->pastes.size(), 2u);
+  EXPECT_EQ(open->pastes[0].id, second.id);  // newest report first, as ever
+  EXPECT_EQ(open->pastes[0].first_at, 200);  // a withholding leaves the clock running
+  EXPECT_EQ(open->pastes[1].first_at, 210);
+  counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->oldest_at, 200);
+  // The review that takes an entry out says when it arrived; the next oldest is then the oldest.
+  auto restored = RunSync(this->meta().SetModeration(
+      second.id, ModerationChange{Moderation::kNone, "fine", 300}, this->deadline()));
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->queued_since, 200);
+  counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->oldest_at, 210);
+  // A change to a paste nothing was open for ran no clock.
+  auto unqueued = RunSync(this->meta().SetModeration(
+      calm.id, ModerationChange{Moderation::kTakenDown, "operator", 310}, this->deadline()));
+  ASSERT_TRUE(unqueued.ok());
+  EXPECT_FALSE(unqueued->queued_since);
+  // A new network's report after the review starts a new clock for the paste.
+  ASSERT_TRUE(RunSync(this->meta().AddReport(ReportOf(second, "203.0.113.0/24", 400), ReviewOnly(),
+                                             this->deadline()))
+                  .ok());
+  auto down = RunSync(this->meta().SetModeration(
+      first.id, ModerationChange{Moderation::kTakenDown, "malware", 410}, this->deadline()));
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(down->queued_since, 210);
+  counts = RunSync(this->meta().CountReports(this->deadline()));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->oldest_at, 400);
+  EXPECT_EQ(counts->pending, 1);
+  open = RunSync(this->meta().OpenReports(std::nullopt, 10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->pastes.size(), 1u);
+  EXPECT_EQ(open->pastes[0].first_at, 400);
 }
 
 // The votes of distinct networks withhold a paste in the report's own transaction; the creator's
@@ -1389,6 +1461,6 @@ REGISTER_TYPED_TEST_SUITE_P(
     ContentBlocksAddOnceRemoveAndBumpTheVersion,
     ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
     ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
-    ReportsOfListsAPastesOpenReportsAndTheirVotes);
+    ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest);
 
 }  // namespace sluice::store::contract

@@ -54,6 +54,20 @@ class QueryPlanTest(SluiceTestCase):
                     scans.append((sql, step))
         self.assertEqual(scans, [], "statements that read a whole table")
 
+    def test_the_oldest_open_arrival_is_one_index_probe(self):
+        """The takedown clock's read (docs/moderation.md): MIN over the queue's arrival. SQLite
+        plans a MIN without an index on its column as "SEARCH ... USING PRIMARY KEY" while it
+        reads every row, which the test above cannot tell from a probe; with the index it reads
+        the index's first entry."""
+        s = self.server()
+        s.stop()
+        statements = [sql for sql in prepared_statements() if "MIN(first_at)" in sql]
+        self.assertEqual(len(statements), 1, "the oldest arrival's statement was not found")
+        db = sqlite3.connect(f"file:{s.db_path}?mode=ro", uri=True)
+        plan = db.execute("EXPLAIN QUERY PLAN " + statements[0]).fetchall()
+        self.assertEqual([row[3] for row in plan],
+                         ["SEARCH report_queue USING COVERING INDEX report_queue_by_arrival"])
+
     def test_the_checker_sees_a_scan(self):
         """The test above can fail: a statement without an index is reported."""
         s = self.server()

@@ -198,8 +198,8 @@ class FaultyMetaStore final : public store::MetaStore {
     auto op = inner_.AddReport(std::move(report), policy, d);
     co_return co_await std::move(op);
   }
-  boost::asio::awaitable<Status> SetModeration(store::PasteId id, store::ModerationChange change,
-                                               admission::Deadline d) override {
+  boost::asio::awaitable<Result<store::ModerationOutcome>> SetModeration(
+      store::PasteId id, store::ModerationChange change, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
     auto op = inner_.SetModeration(id, std::move(change), d);
     co_return co_await std::move(op);

@@ -24,6 +24,15 @@ T RunSync(boost::asio::awaitable<T> task) {
   return std::move(*result);
 }
 
+/// RunSync for a coroutine that returns nothing.
+inline void RunSync(boost::asio::awaitable<void> task) {
+  boost::asio::io_context io;
+  std::exception_ptr failure;
+  boost::asio::co_spawn(io, std::move(task), [&](std::exception_ptr e) { failure = e; });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
+}
+
 /// Runs a coroutine to completion on a private io_context while `clock` drives its timers: whenever
 /// nothing is ready to run, time jumps to the next alarm (include/sluice/asio/timer.h). Throws if
 /// the coroutine waits on something other than the clock, rather than hanging.

@@ -8,6 +8,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +90,11 @@ struct ModerationOptions {
   /// holds them all in memory, 32 bytes each); past it a takedown stands without recording its
   /// digest and an operator's block is refused (docs/moderation.md). Default: 1,000,000.
   int64_t max_blocked_contents = 1'000'000;
+  /// What the operator promises: how long a report or notice may wait for action
+  /// (docs/moderation.md, "The takedown clock"). Exported as
+  /// sluice_moderation_takedown_deadline_seconds, which the alert rule in deploy/prometheus
+  /// compares the oldest open entry's age with. Default: 1 h.
+  std::chrono::seconds takedown_deadline = std::chrono::hours(1);
 };
 
 /// What an operator's content block did (ModerationService::BlockContent).
@@ -177,6 +183,15 @@ class ModerationService {
   int64_t OpenReportRows() const { return open_reports_.load(std::memory_order_relaxed); }
   /// Reads the counts again; a failure keeps the last ones.
   boost::asio::awaitable<void> RefreshPending();
+  /// The arrival (Unix seconds) of the review queue's oldest open entry, as last read with
+  /// PendingReports; none when the queue was empty.
+  std::optional<int64_t> OldestOpenReportAt() const;
+  /// Before a scrape of /metrics: reads the counts and the oldest arrival again unless they were
+  /// read less than kScrapeFreshness ago, so that the age exported is that of the stored entry
+  /// (one closed through another process is seen at the next scrape) while a scrape storm costs
+  /// one store read per kScrapeFreshness.
+  boost::asio::awaitable<void> RefreshForScrape();
+  static constexpr std::chrono::milliseconds kScrapeFreshness{1000};
   /// Reloads the blocks, and the content blocklist when its version changed, every
   /// blocks_refresh until Stop(): the bound on how long a change made through another process
   /// takes to reach this one.
@@ -195,8 +210,13 @@ class ModerationService {
   boost::asio::awaitable<Result<store::PasteMeta>> Find(std::string_view id_text,
                                                         admission::Deadline deadline);
   /// Sets the state and makes every cache let go of the old row, as a delete does.
-  boost::asio::awaitable<Status> Moderate(store::PasteMeta meta, store::ModerationChange change,
-                                          admission::Deadline deadline);
+  boost::asio::awaitable<Result<store::ModerationOutcome>> Moderate(store::PasteMeta meta,
+                                                                    store::ModerationChange change,
+                                                                    admission::Deadline deadline);
+  /// The time to action of an entry the operator's `action` (takedown, dismiss, restore) took
+  /// out of the queue, observed when the store said when it had arrived.
+  void ObserveTimeToAction(std::string_view action, const store::ModerationOutcome& outcome,
+                           int64_t at);
   /// Every cache lets go of `meta`, now in `state`.
   boost::asio::awaitable<void> ForgetCached(store::PasteMeta meta, store::Moderation state,
                                             admission::Deadline deadline);
@@ -235,6 +255,12 @@ class ModerationService {
   std::atomic<int64_t> pending_{0};
   OperatorEventSink* operator_events_ = nullptr;
   std::atomic<int64_t> open_reports_{0};
+  static constexpr int64_t kNoneQueued = -1;
+  std::atomic<int64_t> oldest_report_at_{kNoneQueued};
+  // Clock::Now() in nanoseconds of the last counts read begun: RefreshForScrape's cache.
+  std::atomic<int64_t> counted_at_ns_{std::numeric_limits<int64_t>::min()};
+  // Last: removed before anything its callbacks read goes.
+  GaugeCallbacks gauges_;
 };
 
 }  // namespace sluice::service

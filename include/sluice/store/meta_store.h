@@ -212,9 +212,9 @@ class MetaStore {
   /// kWithheld also enqueues an edge purge (OutboxEntry::kPurgeEdge) in the same transaction;
   /// kNone and kTakenDown close the paste's open reports (they have been reviewed, and their
   /// networks cannot report it again) and take it out of the review queue; kNone also records
-  /// `change.keep`.
-  virtual boost::asio::awaitable<Status> SetModeration(PasteId id, ModerationChange change,
-                                                       admission::Deadline deadline) = 0;
+  /// `change.keep`, and says when the paste had entered the queue (ModerationOutcome).
+  virtual boost::asio::awaitable<Result<ModerationOutcome>> SetModeration(
+      PasteId id, ModerationChange change, admission::Deadline deadline) = 0;
 
   /// Deletes at most `limit` rows that nothing needs any more: reports closed (by a review, or by
   /// the purge of their paste) at or before `closed_before`, and withholding charges older than
@@ -230,7 +230,8 @@ class MetaStore {
                                                                  size_t limit,
                                                                  admission::Deadline deadline) = 0;
 
-  /// The review queue's counts (one row, never a count over the queue).
+  /// The review queue's counts (one row, never a count over the queue) and its oldest entry's
+  /// arrival (one index probe).
   virtual boost::asio::awaitable<Result<ReportCounts>> CountReports(
       admission::Deadline deadline) = 0;
 

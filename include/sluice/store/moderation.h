@@ -120,6 +120,9 @@ struct ReportSummary {
   /// The newest open report's time and the newest stored note.
   int64_t latest_at = 0;
   std::string latest_note{};
+  /// When the paste entered the queue: its first open report's time (the takedown clock,
+  /// docs/moderation.md). A dismissal takes it out; a later report starts a new clock.
+  int64_t first_at = 0;
   Moderation moderation = Moderation::kNone;
   /// A review marked the paste "keep".
   bool keep = false;
@@ -158,6 +161,9 @@ struct ReportCounts {
   int64_t pending = 0;
   /// Open report rows stored (what max_open_reports bounds).
   int64_t open_reports = 0;
+  /// The arrival (ReportSummary::first_at) of the queue's oldest entry, read with the counts by
+  /// one probe of an index on the arrival; none when the queue is empty.
+  std::optional<int64_t> oldest_at{};
 };
 
 /// One body that creates are refused (451 blocked_content): the SHA-256 of exactly the bytes an
@@ -200,6 +206,14 @@ struct ModerationChange {
   /// takedown stands without it).
   std::optional<BlockedContent> block_content{};
   int64_t max_blocked_contents = 0;
+};
+
+/// What a change of state did besides setting it (MetaStore::SetModeration).
+struct ModerationOutcome {
+  /// The change took the paste out of the review queue: when it had entered it
+  /// (ReportSummary::first_at), for the time to action. None when it was not queued (nothing was
+  /// open) or the change leaves it queued (a withholding).
+  std::optional<int64_t> queued_since{};
 };
 
 /// Creates from `prefix` (a client key, an address or a CIDR block) are refused until `until`.

@@ -165,7 +165,11 @@ class MemoryMetaStore final : public MetaStore {
       ++open_reports_;
     }
     out.counted = true;
-    if (!queued) queued = &queue_.emplace(report.id, QueueRow{}).first->second;
+    if (!queued) {
+      queued = &queue_.emplace(report.id, QueueRow{}).first->second;
+      queued->first_at = report.at;
+      arrivals_.emplace(report.at, report.id);
+    }
     ++queued->reports;
     queued->notes += out.stored ? 1 : 0;
     queued->votes += out.vote ? 1 : 0;
@@ -209,11 +213,12 @@ class MemoryMetaStore final : public MetaStore {
     co_return out;
   }
 
-  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
-                                  admission::Deadline) override {
+  awaitable<Result<ModerationOutcome>> SetModeration(PasteId id, ModerationChange change,
+                                                     admission::Deadline) override {
     std::lock_guard lock(mu_);
     auto it = rows_.find(id);
     if (it == rows_.end()) co_return NotFound();
+    ModerationOutcome outcome;
     it->second.moderation = change.state;
     if (change.state == Moderation::kTakenDown && change.block_content &&
         static_cast<int64_t>(blocked_contents_.size()) < change.max_blocked_contents &&
@@ -223,7 +228,7 @@ class MemoryMetaStore final : public MetaStore {
     if (change.state == Moderation::kWithheld) {
       outbox_.push_back(
           {OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, change.at}, change.at});
-      co_return Ok();
+      co_return outcome;
     }
     if (change.state == Moderation::kNone) {
       if (change.keep) {
@@ -232,8 +237,9 @@ class MemoryMetaStore final : public MetaStore {
         keep_.erase(id);
       }
     }
+    if (auto q = queue_.find(id); q != queue_.end()) outcome.queued_since = q->second.first_at;
     CloseReports(id, change.at);
-    co_return Ok();
+    co_return outcome;
   }
 
   awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
@@ -277,6 +283,7 @@ class MemoryMetaStore final : public MetaStore {
       s.latest_note = q.latest_note;
       if (auto row = rows_.find(id); row != rows_.end()) s.moderation = row->second.moderation;
       s.keep = keep_.contains(id);
+      s.first_at = q.first_at;
       page.pastes.push_back(std::move(s));
     }
     std::sort(page.pastes.begin(), page.pastes.end(), [](const auto& a, const auto& b) {
@@ -292,7 +299,9 @@ class MemoryMetaStore final : public MetaStore {
 
   awaitable<Result<ReportCounts>> CountReports(admission::Deadline) override {
     std::lock_guard lock(mu_);
-    co_return ReportCounts{static_cast<int64_t>(queue_.size()), open_reports_};
+    ReportCounts counts{static_cast<int64_t>(queue_.size()), open_reports_};
+    if (!arrivals_.empty()) counts.oldest_at = arrivals_.begin()->first;
+    co_return counts;
   }
 
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
@@ -431,6 +440,7 @@ class MemoryMetaStore final : public MetaStore {
     int64_t reasons = 0;
     int64_t latest_at = 0;
     std::string latest_note;
+    int64_t first_at = 0;
   };
   struct Charge {
     std::string network;
@@ -454,7 +464,10 @@ class MemoryMetaStore final : public MetaStore {
         --open_reports_;
       }
     }
-    queue_.erase(id);
+    if (auto q = queue_.find(id); q != queue_.end()) {
+      arrivals_.erase({q->second.first_at, id});
+      queue_.erase(q);
+    }
   }
 
   std::mutex mu_;
@@ -464,6 +477,8 @@ class MemoryMetaStore final : public MetaStore {
   int64_t seq_ = 0;
   std::map<std::pair<PasteId, std::string>, StoredReport> reports_;  // by paste and network
   std::map<PasteId, QueueRow> queue_;
+  // The queue by arrival, as the SQL stores' index: the oldest entry without a walk of the queue.
+  std::set<std::pair<int64_t, PasteId>> arrivals_;
   std::set<PasteId> keep_;
   std::vector<Charge> charges_;
   int64_t open_reports_ = 0;

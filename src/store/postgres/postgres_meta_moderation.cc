@@ -53,32 +53,39 @@ Param DigestParam(const BodyDigest& d) {
 
 }  // namespace
 
-awaitable<Status> PgMetaStore::SetModeration(PasteId id, ModerationChange change,
-                                             admission::Deadline deadline) {
+awaitable<Result<ModerationOutcome>> PgMetaStore::SetModeration(PasteId id, ModerationChange change,
+                                                                admission::Deadline deadline) {
+  // The queue row's arrival is read by the outer statement, whose snapshot is taken before
+  // sluice_set_moderation runs and removes the row: the entry as the change found it.
+  const auto outcome = [](const PGresult* r) -> Result<ModerationOutcome> {
+    if (PQntuples(r) == 0 || !Bool(r, 0, 0)) {
+      return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
+    }
+    ModerationOutcome out;
+    if (!PQgetisnull(r, 0, 1)) out.queued_since = Int(r, 0, 1);
+    return out;
+  };
   if (change.state == Moderation::kTakenDown && change.block_content) {
     // One statement, so one transaction: the digest is blocked if and only if the takedown
     // commits. The function in FROM runs first; CASE calls the other only after it found the row.
     const BlockedContent& b = *change.block_content;
-    return Command(
+    return Query<ModerationOutcome>(
         PostgresPurpose::kModeration, deadline,
-        "SELECT ok, CASE WHEN ok THEN sluice_block_content($6::bytea, $7, $8, $9, $10) END "
+        "SELECT ok, (SELECT q.first_at FROM report_queue q WHERE q.paste_id = $1), "
+        "CASE WHEN ok THEN sluice_block_content($6::bytea, $7, $8, $9, $10) END "
         "FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok",
         {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason), P(change.at),
          P(change.keep ? "true" : "false"), DigestParam(b.sha256), P(b.added_at), P(b.source),
          P(b.reason), P(change.max_blocked_contents)},
-        [](const PGresult* r) -> Result<std::monostate> {
-          if (PQntuples(r) > 0 && Bool(r, 0, 0)) return std::monostate{};
-          return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
-        });
+        outcome);
   }
-  return Command(PostgresPurpose::kModeration, deadline,
-                 "SELECT sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean)",
-                 {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason),
-                  P(change.at), P(change.keep ? "true" : "false")},
-                 [](const PGresult* r) -> Result<std::monostate> {
-                   if (PQntuples(r) > 0 && Bool(r, 0, 0)) return std::monostate{};
-                   return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
-                 });
+  return Query<ModerationOutcome>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT ok, (SELECT q.first_at FROM report_queue q WHERE q.paste_id = $1) "
+      "FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok",
+      {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason), P(change.at),
+       P(change.keep ? "true" : "false")},
+      outcome);
 }
 
 awaitable<Result<size_t>> PgMetaStore::PurgeReports(int64_t closed_before, int64_t now,
@@ -110,7 +117,7 @@ awaitable<Result<ReportPage>> PgMetaStore::OpenReports(std::optional<ReportCurso
   return Query<ReportPage>(
       PostgresPurpose::kModeration, deadline,
       "SELECT q.paste_id, q.reports, q.notes, q.votes, q.reasons, q.latest_at, q.latest_note, "
-      "COALESCE(p.moderation, 0), COALESCE(p.review_keep, false) "
+      "COALESCE(p.moderation, 0), COALESCE(p.review_keep, false), q.first_at "
       "FROM report_queue q LEFT JOIN pastes p ON p.id = q.paste_id "
       "WHERE (q.latest_at, q.paste_id) < ($1::bigint, $2::text) "
       "ORDER BY q.latest_at DESC, q.paste_id DESC LIMIT $3",
@@ -134,6 +141,7 @@ awaitable<Result<ReportPage>> PgMetaStore::OpenReports(std::optional<ReportCurso
           s.latest_note = std::string(Text(r, i, 6));
           s.moderation = ModerationOf(Int(r, i, 7));
           s.keep = Bool(r, i, 8);
+          s.first_at = Int(r, i, 9);
           page.pastes.push_back(std::move(s));
         }
         return page;
@@ -141,12 +149,18 @@ awaitable<Result<ReportPage>> PgMetaStore::OpenReports(std::optional<ReportCurso
 }
 
 awaitable<Result<ReportCounts>> PgMetaStore::CountReports(admission::Deadline deadline) {
-  return Query<ReportCounts>(PostgresPurpose::kModeration, deadline,
-                             "SELECT pending, open_reports FROM report_counts WHERE slot = 0", {},
-                             [](const PGresult* r) -> Result<ReportCounts> {
-                               if (PQntuples(r) == 0) return ReportCounts{};
-                               return ReportCounts{Int(r, 0, 0), Int(r, 0, 1)};
-                             });
+  // min() over an indexed column is one probe of the index's first entry
+  // (report_queue_by_arrival).
+  return Query<ReportCounts>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT c.pending, c.open_reports, (SELECT min(q.first_at) FROM report_queue q) "
+      "FROM report_counts c WHERE c.slot = 0",
+      {}, [](const PGresult* r) -> Result<ReportCounts> {
+        if (PQntuples(r) == 0) return ReportCounts{};
+        ReportCounts counts{Int(r, 0, 0), Int(r, 0, 1)};
+        if (!PQgetisnull(r, 0, 2)) counts.oldest_at = Int(r, 0, 2);
+        return counts;
+      });
 }
 
 awaitable<Status> PgMetaStore::AddBlock(ClientBlock block, admission::Deadline deadline) {

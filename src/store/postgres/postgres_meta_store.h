@@ -84,8 +84,8 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
   // Moderation (postgres_meta_moderation.cc)
   awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
                                              admission::Deadline deadline) override;
-  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
-                                  admission::Deadline deadline) override;
+  awaitable<Result<ModerationOutcome>> SetModeration(PasteId id, ModerationChange change,
+                                                     admission::Deadline deadline) override;
   awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
                                          admission::Deadline deadline) override;
   awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after, size_t limit,

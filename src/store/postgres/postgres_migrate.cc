@@ -445,6 +445,26 @@ constexpr const char* kMigrations[] = {
       RETURN 1;
     END $$;
     )sql",
+    // 14: the takedown clock, as the SQLite store's migration 16 says: each queue entry's
+    // arrival, indexed. A trigger dates a new entry by its first report (the row's latest_at when
+    // it is inserted), so sluice_add_report stays as migration 8 made it: a conflict's update
+    // never touches first_at.
+    R"sql(
+    ALTER TABLE report_queue ADD COLUMN IF NOT EXISTS first_at bigint;
+    UPDATE report_queue q SET first_at = COALESCE((SELECT min(r.created_at) FROM paste_reports r
+        WHERE r.paste_id = q.paste_id AND r.open), q.latest_at)
+      WHERE q.first_at IS NULL;
+    CREATE OR REPLACE FUNCTION sluice_queue_arrival() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      NEW.first_at := COALESCE(NEW.first_at, NEW.latest_at);
+      RETURN NEW;
+    END $fn$;
+    DROP TRIGGER IF EXISTS report_queue_arrival ON report_queue;
+    CREATE TRIGGER report_queue_arrival BEFORE INSERT ON report_queue
+      FOR EACH ROW EXECUTE FUNCTION sluice_queue_arrival();
+    ALTER TABLE report_queue ALTER COLUMN first_at SET NOT NULL;
+    CREATE INDEX IF NOT EXISTS report_queue_by_arrival ON report_queue (first_at);
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

@@ -18,6 +18,16 @@ awaitable<Result<ReportOutcome>> SqliteMetaStore::AddReport(AbuseReport report, 
   co_return *outcome;
 }
 
+awaitable<Result<ModerationOutcome>> SqliteMetaStore::SetModeration(PasteId id,
+                                                                    ModerationChange change,
+                                                                    admission::Deadline) {
+  auto outcome = std::make_shared<ModerationOutcome>();
+  auto submitting = committer_->Submit(SetModerationOp{id, std::move(change), outcome});
+  const Status s = co_await std::move(submitting);
+  if (!s.ok()) co_return s.error();
+  co_return *outcome;
+}
+
 awaitable<Result<size_t>> SqliteMetaStore::PurgeReports(int64_t closed_before, int64_t now,
                                                         size_t limit, admission::Deadline) {
   auto deleted = std::make_shared<size_t>(0);
@@ -41,7 +51,7 @@ awaitable<Result<ReportPage>> SqliteMetaStore::OpenReports(std::optional<ReportC
           // below '~').
           Statement& s = db.Prepare(
               "SELECT q.paste_id, q.reports, q.notes, q.votes, q.reasons, q.latest_at, "
-              "q.latest_note, COALESCE(p.moderation, 0), COALESCE(p.review_keep, 0) "
+              "q.latest_note, COALESCE(p.moderation, 0), COALESCE(p.review_keep, 0), q.first_at "
               "FROM report_queue q LEFT JOIN pastes p ON p.id = q.paste_id "
               "WHERE (q.latest_at, q.paste_id) < (?, ?) "
               "ORDER BY q.latest_at DESC, q.paste_id DESC LIMIT ?");
@@ -66,6 +76,7 @@ awaitable<Result<ReportPage>> SqliteMetaStore::OpenReports(std::optional<ReportC
             r.latest_note = std::string(s.Text(6));
             r.moderation = ModerationOf(s.Int(7));
             r.keep = s.Int(8) != 0;
+            r.first_at = s.Int(9);
             page.pastes.push_back(std::move(r));
           }
           if (rc != SQLITE_DONE && rc != SQLITE_ROW) return StorageError(db, "open reports");
@@ -192,16 +203,19 @@ Status SqliteMetaStore::Apply(Db& db, const AddReportOp& op) {
     if (Status s = AddToCounts(db, 0, 1); !s.ok()) return s;
   }
   out.counted = true;
+  // first_at is the entry's arrival (the takedown clock): the time of the report that queued it;
+  // later reports leave it (PostgreSQL's trigger sets it on insert only, the same rule).
   Statement& upsert = db.Prepare(
       "INSERT INTO report_queue (paste_id, reports, notes, votes, reasons, latest_at, "
-      "latest_note) VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (paste_id) DO UPDATE SET "
-      "reports = reports + 1, notes = notes + excluded.notes, votes = votes + excluded.votes, "
+      "latest_note, first_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (paste_id) DO UPDATE "
+      "SET reports = reports + 1, notes = notes + excluded.notes, votes = votes + excluded.votes, "
       "reasons = reasons | excluded.reasons, latest_at = MAX(latest_at, excluded.latest_at), "
       "latest_note = CASE WHEN excluded.notes = 1 AND excluded.latest_at >= latest_at "
       "THEN excluded.latest_note ELSE latest_note END RETURNING reports, votes");
   upsert.Bind(1, r.id.view()).Bind(2, int64_t{out.stored ? 1 : 0});
   upsert.Bind(3, int64_t{out.vote ? 1 : 0}).Bind(4, ReportReasonBit(r.reason)).Bind(5, r.at);
   upsert.Bind(6, out.stored ? std::string_view(r.note) : std::string_view(""));
+  upsert.Bind(7, r.at);
   if (upsert.Step() != SQLITE_ROW) return StorageError(db, "report queue");
   out.open_reports = upsert.Int(0);
   out.votes = upsert.Int(1);
@@ -288,6 +302,11 @@ Status SqliteMetaStore::ReadCounts(Db& db, ReportCounts& counts) {
   if (rc == SQLITE_ROW) counts = ReportCounts{s.Int(0), s.Int(1)};
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "report counts");
   s.Reset();
+  // MIN over an indexed column is one probe of the index's first entry (report_queue_by_arrival).
+  Statement& oldest = db.Prepare("SELECT MIN(first_at) FROM report_queue");
+  if (oldest.Step() != SQLITE_ROW) return StorageError(db, "report queue arrival");
+  counts.oldest_at = oldest.OptionalInt(0);
+  oldest.Reset();
   return Ok();
 }
 
@@ -303,7 +322,8 @@ Status SqliteMetaStore::AddToCounts(Db& db, int64_t pending, int64_t open_report
 // Closes the paste's open reports (at `at`; those of a purged paste at their own time) and
 // takes it out of the queue. Its reports' rows stay until PurgeReports: a network that reported
 // it cannot report it again.
-Status SqliteMetaStore::CloseReports(Db& db, const PasteId& id, std::optional<int64_t> at) {
+Status SqliteMetaStore::CloseReports(Db& db, const PasteId& id, std::optional<int64_t> at,
+                                     std::optional<int64_t>* queued_since) {
   Statement& close = db.Prepare(
       "UPDATE paste_reports SET open = 0, closed_at = COALESCE(?, created_at) "
       "WHERE paste_id = ? AND open = 1");
@@ -311,10 +331,17 @@ Status SqliteMetaStore::CloseReports(Db& db, const PasteId& id, std::optional<in
   close.Bind(2, id.view());
   if (Status s = Done(db, close, "close reports"); !s.ok()) return s;
   const int64_t closed = sqlite3_changes(db.raw());
-  Statement& dequeue = db.Prepare("DELETE FROM report_queue WHERE paste_id = ?");
+  Statement& dequeue = db.Prepare("DELETE FROM report_queue WHERE paste_id = ? RETURNING first_at");
   dequeue.Bind(1, id.view());
-  if (Status s = Done(db, dequeue, "close reports"); !s.ok()) return s;
-  return AddToCounts(db, -sqlite3_changes(db.raw()), -closed);
+  int64_t dequeued = 0;
+  int rc;
+  while ((rc = dequeue.Step()) == SQLITE_ROW) {
+    ++dequeued;
+    if (queued_since != nullptr) *queued_since = dequeue.Int(0);
+  }
+  dequeue.Reset();
+  if (rc != SQLITE_DONE) return StorageError(db, "close reports");
+  return AddToCounts(db, -dequeued, -closed);
 }
 
 Status SqliteMetaStore::Apply(Db& db, const SetModerationOp& op) {
@@ -342,7 +369,7 @@ Status SqliteMetaStore::Apply(Db& db, const SetModerationOp& op) {
     enqueue.Bind(1, op.id.view()).Bind(2, c.at).Bind(3, c.at);
     return Done(db, enqueue, "enqueue purge");
   }
-  return CloseReports(db, op.id, c.at);
+  return CloseReports(db, op.id, c.at, op.outcome ? &op.outcome->queued_since : nullptr);
 }
 
 // One batch of at most `limit` rows, so the sweep never holds the writer for long: the

@@ -228,6 +228,16 @@ constexpr const char* kMigrations[] = {
     );
     INSERT INTO blocked_contents_state (slot, version, entries) VALUES (0, 0, 0);
     )sql",
+    // 16: the takedown clock (docs/moderation.md): each queue entry's arrival, the time of the
+    // report that queued it, indexed so that the oldest open entry is the index's first entry, one
+    // probe however long the queue. Entries from before take their oldest open report's time
+    // (their newest, when none of their reports was stored).
+    R"sql(
+    ALTER TABLE report_queue ADD COLUMN first_at INTEGER NOT NULL DEFAULT 0;
+    UPDATE report_queue SET first_at = COALESCE((SELECT MIN(r.created_at) FROM paste_reports r
+        WHERE r.paste_id = report_queue.paste_id AND r.open = 1), latest_at);
+    CREATE INDEX report_queue_by_arrival ON report_queue (first_at);
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the

@@ -102,6 +102,9 @@ struct AddReportOp {
 struct SetModerationOp {
   PasteId id;
   ModerationChange change;
+  // Written on the committer thread before the op's completion, read by the caller after it; null
+  // for a change made inside another op (a report's withholding).
+  std::shared_ptr<ModerationOutcome> outcome{};
 };
 struct PurgeReportsOp {
   int64_t closed_before;
@@ -213,10 +216,8 @@ class SqliteMetaStore final : public MetaStore {
 
   awaitable<Result<ReportOutcome>> AddReport(AbuseReport report, ReportPolicy policy,
                                              admission::Deadline) override;
-  awaitable<Status> SetModeration(PasteId id, ModerationChange change,
-                                  admission::Deadline) override {
-    return committer_->Submit(SetModerationOp{id, std::move(change)});
-  }
+  awaitable<Result<ModerationOutcome>> SetModeration(PasteId id, ModerationChange change,
+                                                     admission::Deadline) override;
   awaitable<Result<size_t>> PurgeReports(int64_t closed_before, int64_t now, size_t limit,
                                          admission::Deadline) override;
   awaitable<Result<ReportPage>> OpenReports(std::optional<ReportCursor> after, size_t limit,
@@ -299,7 +300,9 @@ class SqliteMetaStore final : public MetaStore {
   static Status CountCharges(Db& db, std::string_view network, int64_t now, int64_t& charged);
   static Status ReadCounts(Db& db, ReportCounts& counts);
   static Status AddToCounts(Db& db, int64_t pending, int64_t open_reports);
-  static Status CloseReports(Db& db, const PasteId& id, std::optional<int64_t> at);
+  // `queued_since` (may be null) gets the arrival of the queue row it removes.
+  static Status CloseReports(Db& db, const PasteId& id, std::optional<int64_t> at,
+                             std::optional<int64_t>* queued_since = nullptr);
 
   // Voters looked at beyond the threshold when some of them may have no budget left.
   static constexpr int64_t kSpareVoters = 64;

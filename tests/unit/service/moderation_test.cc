@@ -1,5 +1,6 @@
 #include "sluice/service/moderation.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../../support/faulty_stores.h"
@@ -249,6 +250,88 @@ TEST_F(ModerationTest, TakedownIs451ForGoodAndOwesTheBodysDeletion) {
 // The quota's live bytes are re-read only every storage_refresh (the clock here never moves): a
 // takedown must give its paste's bytes back at once, as a delete does, or a quota filled by the
 // paste taken down keeps refusing creates until the next refresh.
+// The value of the series `series` (name and labels, as rendered) in `text`; -1 when absent.
+double SeriesValue(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+// The takedown clock (docs/moderation.md): the oldest open entry's age is computed when scraped
+// from its stored arrival, the arrival is read again at most once per kScrapeFreshness, and each
+// action that closes an entry is timed from that arrival, by action.
+TEST_F(ModerationTest, TheTakedownClockAgesFromTheStoredArrivalAndTimesEachAction) {
+  ModerationOptions options;
+  options.takedown_deadline = std::chrono::hours(4);
+  MetricsRegistry metrics;
+  ModerationService moderation(meta_, *blobs_, cache_, admission_, blocks_, clock_, options,
+                               nullptr, nullptr, &metrics);
+  const std::string age = "sluice_moderation_oldest_open_age_seconds{kind=\"report\"}";
+  const auto timed = [](const char* action, const char* part) {
+    return fmt::format(
+        "sluice_moderation_time_to_action_seconds_{}{{action=\"{}\",kind=\"report\"}}", part,
+        action);
+  };
+  const auto scrape = [&] {
+    RunSync(moderation.RefreshForScrape());
+    return "\n" + metrics.Render();
+  };
+  std::string text = scrape();
+  EXPECT_EQ(SeriesValue(text, "sluice_moderation_takedown_deadline_seconds"), 14400);
+  EXPECT_EQ(SeriesValue(text, age), 0) << "nothing waits";
+  EXPECT_EQ(SeriesValue(text, timed("takedown", "count")), 0) << "declared before any action";
+
+  const store::PasteId old = Create("old");
+  const store::PasteId held = Create("held");
+  const store::PasteId fine = Create("fine");
+  ASSERT_TRUE(RunSync(moderation.Report("10.7.1.1", old.view(), "spam", "")).ok());
+  clock_.Advance(std::chrono::minutes(30));
+  for (const char* key : {"10.8.1.1", "10.8.2.1", "10.8.3.1"}) {
+    ASSERT_TRUE(RunSync(moderation.Report(key, held.view(), "spam", "")).ok());
+  }
+  ASSERT_FALSE(Read(held).ok()) << "withheld by three networks";
+  clock_.Advance(std::chrono::minutes(15));
+  ASSERT_TRUE(RunSync(moderation.Report("10.9.1.1", fine.view(), "spam", "")).ok());
+  clock_.Advance(std::chrono::minutes(5));
+  text = scrape();
+  EXPECT_EQ(SeriesValue(text, age), 3000) << "the oldest entry arrived 50 minutes ago";
+
+  // A scrape storm reads the store once per kScrapeFreshness; the age still grows at each scrape.
+  const int calls = meta_.calls.load();
+  clock_.Advance(ModerationService::kScrapeFreshness / 2);
+  RunSync(moderation.RefreshForScrape());
+  RunSync(moderation.RefreshForScrape());
+  EXPECT_EQ(meta_.calls.load(), calls);
+  clock_.Advance(std::chrono::seconds(60));
+  text = scrape();
+  EXPECT_EQ(meta_.calls.load(), calls + 1);
+  EXPECT_EQ(SeriesValue(text, age), 3060);
+
+  // Each action is timed from its entry's arrival; the oldest is then the next one.
+  ASSERT_TRUE(RunSync(moderation.Takedown(old.view(), "malware")).ok());         // 51 min after
+  ASSERT_TRUE(RunSync(moderation.Dismiss(held.view(), "fine after all")).ok());  // 21 min
+  clock_.Advance(std::chrono::hours(2));
+  text = scrape();
+  EXPECT_EQ(SeriesValue(text, age), 7200 + 360) << "the entry reported 45 minutes in";
+  ASSERT_TRUE(RunSync(moderation.Dismiss(fine.view(), "fine")).ok());  // 2 h 6 min
+  text = scrape();
+  EXPECT_EQ(SeriesValue(text, age), 0);
+  EXPECT_EQ(SeriesValue(text, timed("takedown", "sum")), 3060);
+  EXPECT_EQ(SeriesValue(text, timed("takedown", "count")), 1);
+  EXPECT_EQ(SeriesValue(text, timed("restore", "sum")), 3060 - 1800)
+      << "a withheld paste served again is a restore";
+  EXPECT_EQ(SeriesValue(text, timed("dismiss", "sum")), 7200 + 360);
+  EXPECT_EQ(SeriesValue(text, timed("dismiss", "count")), 1);
+  EXPECT_EQ(SeriesValue(text,
+                        "sluice_moderation_time_to_action_seconds_bucket{action=\"takedown\","
+                        "kind=\"report\",le=\"3600\"}"),
+            1);
+  EXPECT_EQ(SeriesValue(text,
+                        "sluice_moderation_time_to_action_seconds_bucket{action=\"takedown\","
+                        "kind=\"report\",le=\"2700\"}"),
+            0);
+}
+
 TEST_F(ModerationTest, ATakedownFreesItsBytesForTheQuotaAtOnce) {
   ServiceOptions options;
   options.max_storage_bytes = 10;
