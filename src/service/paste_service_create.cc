@@ -99,7 +99,10 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
   // neither abuse nor growth, and learns that before a size or a rate that does not apply to it.
   if (std::optional<Error> refused = CheckCreateAccess(creator)) co_return std::move(*refused);
   std::string client_key = creator.BudgetKey();
-  auto admitting = AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance);
+  std::optional<admission::TokenBudget> own;
+  if (creator.token) own = creator.token->budget;
+  auto admitting =
+      AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance, own);
   Result<CreateTicket> ticket = co_await std::move(admitting);
   if (abuse_ && !ticket.ok()) {
     // Only the refusals that are about this client: a 503 from a full cap or a failing store is
@@ -117,11 +120,9 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
   co_return ticket;
 }
 
-awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromise* promise,
-                                                                 const std::string& client_key,
-                                                                 const std::string& address_key,
-                                                                 const CreateHeaders& headers,
-                                                                 uint64_t allowance) {
+awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
+    CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
+    const CreateHeaders& headers, uint64_t allowance, std::optional<admission::TokenBudget> own) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
   // Before the buckets: a blocked client spends nothing and learns why. A block is of a network,
   // so it holds against the address whatever name the creator gave.
@@ -137,7 +138,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(CreateSlotPromi
   // the client's tokens.
   auto checking = CheckQuota(*headers.declared_length);
   if (std::optional<Error> full = co_await std::move(checking)) co_return std::move(*full);
-  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise);
+  auto admitting =
+      admission_.AdmitCreate(client_key, *headers.declared_length, promise, std::move(own));
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
   // The reservation last, once the caps have admitted the create: only creates that hold a slot

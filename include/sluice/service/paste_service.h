@@ -189,7 +189,9 @@ class PasteService {
                                                            CreateHeaders headers,
                                                            uint64_t allowance = 0,
                                                            CreateSlotPromise* promise = nullptr) {
-    return AdmitCreate(admission::Creator{std::move(client_key), {}}, headers, allowance, promise);
+    admission::Creator creator;
+    creator.address_key = std::move(client_key);
+    return AdmitCreate(std::move(creator), headers, allowance, promise);
   }
   /// Who may create (create_access): nothing for a creator the policy takes, else the refusal.
   std::optional<Error> CheckCreateAccess(const admission::Creator& creator) const;
@@ -296,11 +298,9 @@ class PasteService {
  private:
   bool IsLive(const store::PasteMeta& meta) const;
   /// AdmitCreate's checks in their order, without the counting of refusals.
-  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(CreateSlotPromise* promise,
-                                                                  const std::string& client_key,
-                                                                  const std::string& address_key,
-                                                                  const CreateHeaders& headers,
-                                                                  uint64_t allowance);
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(
+      CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
+      const CreateHeaders& headers, uint64_t allowance, std::optional<admission::TokenBudget> own);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
   /// wave of clients either.
   Error WithRetryAfter(Error e);
