@@ -99,6 +99,35 @@ TEST_F(TokenBudgetTest, ATokensOwnByteBudgetReplacesTheAddresses) {
   EXPECT_TRUE(RunSync(a.AdmitCreate("token:big/BBBBBBBB", 6000, nullptr, big)).ok());
 }
 
+TEST_F(TokenBudgetTest, TheReservedShareKeepsPartOfTheGlobalBurstForTokens) {
+  AdmissionOptions o = Small();
+  o.global_create_count = {1, 10};
+  o.token_reserved_share = 0.5;
+  AdmissionControl a(o, clock_, metrics_);
+  // Anonymous creates, each from its own address: they stop where 5 of the 10 would be left.
+  int anonymous = 0;
+  std::string refusal;
+  for (int i = 0; i < 20; ++i) {
+    anonymous += AdmittedInARow(a, "198.51.100." + std::to_string(i), std::nullopt, 1, &refusal);
+  }
+  EXPECT_EQ(anonymous, 5);
+  EXPECT_EQ(refusal, "global_count");
+  // The rest is a token's to take.
+  EXPECT_EQ(AdmittedInARow(a, "token:ci/AAAAAAAA", Budget(100, 100), 100, &refusal), 5);
+  EXPECT_EQ(refusal, "global_count");
+}
+
+TEST_F(TokenBudgetTest, NoReservedShareByDefault) {
+  AdmissionOptions o = Small();
+  o.global_create_count = {1, 10};
+  AdmissionControl a(o, clock_, metrics_);
+  int anonymous = 0;
+  for (int i = 0; i < 20; ++i) {
+    anonymous += AdmittedInARow(a, "198.51.100." + std::to_string(i), std::nullopt, 1, nullptr);
+  }
+  EXPECT_EQ(anonymous, 10);
+}
+
 class CreatorTokensTest : public ::testing::Test {
  protected:
   ManualClock clock_;

@@ -965,7 +965,7 @@ class CreateAccessServiceTest : public ::testing::Test {
 TEST_F(CreateAccessServiceTest, ARefusedCreatorIsToldTheOperatorsTextAndSpendsNothing) {
   PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
                        Restricted(admission::CreateAccess::kNetworks, "ask ops"));
-  const admission::Creator outsider{"203.0.113.7", {}};
+  const admission::Creator outsider{"203.0.113.7", {}, {}};
   for (int i = 0; i < 3; ++i) {
     auto refused = RunSync(service.AdmitCreate(outsider, {1, false}));
     ASSERT_FALSE(refused.ok());
@@ -994,7 +994,7 @@ TEST_F(CreateAccessServiceTest, ACredentialRefusalSaysWhatTheModeTakesWithoutThe
 TEST_F(CreateAccessServiceTest, ANamedCreatorHasItsOwnBudgetAndKeepsItsAddressForTheNetwork) {
   PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
                        Restricted(admission::CreateAccess::kTokens));
-  const admission::Creator alice{"203.0.113.7", "alice"};
+  const admission::Creator alice{"203.0.113.7", "alice", {}};
   auto ticket = RunSync(service.AdmitCreate(alice, {1, false}));
   ASSERT_TRUE(ticket.ok());
   EXPECT_EQ(ticket->client_key, "user:alice");
