@@ -7,6 +7,9 @@
 -- CORPUS=FILE sends, instead of that one text, a window of FILE at a random place per request (cut
 -- on character boundaries, padded to the exact length): real text, as compressible as pastes are
 -- (bench/run_create_bench.sh builds one from the repository's own sources). Raw format only.
+-- AUTHORIZATION=VALUE sends that Authorization header with every create (a creator token:
+-- "Bearer slt_..."); RANDOM_BEARER=1 sends a fresh random, well-formed, unknown creator token with
+-- each (the stranger's flood of bearer tokens; bench/run_tokens_bench.sh).
 -- STOP_AFTER (below) ends a run early. Prints "status <code> <count>" lines and "non_201 <count>" in done(); the run script parses them.
 
 -- statuses.lua sits beside this script, wherever wrk is run from.
@@ -21,6 +24,18 @@ setup = statuses.numbered(threads)
 local filler, escaped_filler
 local counter = 0
 local corpus_path = os.getenv("CORPUS") or ""
+local authorization = os.getenv("AUTHORIZATION") or ""
+local random_bearer = os.getenv("RANDOM_BEARER") == "1"
+local base64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+local function random_token()
+  local chars = {}
+  for i = 1, 43 do
+    local k = math.random(1, 64)
+    chars[i] = base64url:sub(k, k)
+  end
+  return "Bearer slt_" .. table.concat(chars)
+end
 local corpus
 
 local function json_escape(s)
@@ -80,8 +95,13 @@ function request()
     body = '{"content": "' .. header:sub(1, -2) .. '\\n' .. escaped_filler .. '", "ttl": "1d"}'
     ctype = "application/json"
   end
-  return wrk.format("POST", "/api/v1/pastes",
-                    { ["Content-Type"] = ctype, ["Content-Length"] = tostring(#body) }, body)
+  local headers = { ["Content-Type"] = ctype, ["Content-Length"] = tostring(#body) }
+  if random_bearer then
+    headers["Authorization"] = random_token()
+  elseif authorization ~= "" then
+    headers["Authorization"] = authorization
+  end
+  return wrk.format("POST", "/api/v1/pastes", headers, body)
 end
 
 -- STOP_AFTER=N: each wrk thread stops after N answers (bench/wal_pages.py, which counts what

@@ -47,6 +47,7 @@ bool IsValidForwardedUser(std::string_view name) {
 }
 
 std::string Creator::BudgetKey() const {
+  if (token) return "token:" + token->label + "/" + token->id;
   if (!forwarded_user.empty()) return "user:" + forwarded_user;
   return address_key;
 }

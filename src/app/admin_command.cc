@@ -144,6 +144,42 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
     o.path = "/admin/blocked-contents?limit=" + std::to_string(std::clamp<size_t>(most, 1, 1000));
     if (!after.empty()) o.path += "&after=" + PercentEncode(after);
   });
+  // Creator tokens (docs/admission.md, "Creator tokens"): the server mints the secret and keeps
+  // only its hash; `create` prints it once.
+  static std::string label, rate, burst, bytes_rate, expires;
+  CLI::App* token = admin->add_subcommand(
+      "token", "Creator tokens: creates with their own budgets (Authorization: Bearer)");
+  token->require_subcommand(1);
+  CLI::App* token_create =
+      token->add_subcommand("create", "A new token; its secret is printed once, kept nowhere");
+  token_create->add_option("--label", label, "Its name in the metrics and heavy hitters")
+      ->required();
+  token_create->add_option("--rate", rate, "Creates a second, minute or hour: 10/s, 600/m")
+      ->required();
+  token_create->add_option("--burst", burst, "Creates at once: 100")->required();
+  token_create->add_option("--bytes-rate", bytes_rate,
+                           "Create bytes: 1MB/s (default: the per-address byte budget)");
+  token_create->add_option("--expires", expires, "Lifetime: 90d, 12h (default: until revoked)");
+  token_create->callback([&o] {
+    o.method = "POST";
+    o.path = "/admin/tokens";
+    o.body = JsonBody({{"label", &label},
+                       {"rate", &rate},
+                       {"burst", &burst},
+                       {"bytes_rate", &bytes_rate},
+                       {"expires", &expires}});
+  });
+  token->add_subcommand("list", "Every token, revoked ones too; never a secret")->callback([&o] {
+    o.method = "GET";
+    o.path = "/admin/tokens";
+  });
+  CLI::App* token_revoke = token->add_subcommand(
+      "revoke", "Refuse the token from now on (every process within creator_tokens_refresh)");
+  token_revoke->add_option("ID", id, "The token's id (sluice admin token list)")->required();
+  token_revoke->callback([&o] {
+    o.method = "DELETE";
+    o.path = "/admin/tokens/" + PercentEncode(id);
+  });
   return admin;
 }
 

@@ -33,7 +33,8 @@ struct AdminCommandOptions {
   std::string key;
 };
 
-/// Adds `sluice admin` and its subcommands (reports, show, takedown, dismiss, block, audit) to
+/// Adds `sluice admin` and its subcommands (reports, show, takedown, dismiss, block, audit,
+/// token create|list|revoke) to
 /// `app`; returns the `admin` command, whose parsed() says it ran.
 CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& options);
 

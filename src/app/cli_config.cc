@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 // As src/app/settings_loader.cc: toml++'s parse_key() assertion is not one a file may trip.
 #define TOML_ASSERT(expr) static_assert(true)
 #include <toml++/toml.h>
@@ -19,10 +20,10 @@ std::string CliConfigPath() {
   return std::string(home != nullptr ? home : ".") + "/.config/sluice/cli.toml";
 }
 
-Result<std::optional<std::string>> ConfiguredServer() {
+Result<CliConfig> ReadCliConfig() {
   const std::string path = CliConfigPath();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return std::optional<std::string>();
+  if (!std::filesystem::exists(path, ec)) return CliConfig{};
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // As src/app/settings_loader.cc's ParseConfig: toml++ 3.3.0 reaches undefined behaviour on some
@@ -39,14 +40,20 @@ Result<std::optional<std::string>> ConfiguredServer() {
   } catch (const toml::parse_error& e) {
     return MakeError(ErrorCode::kInvalidArgument, fmt::format("{}: {}", path, e.description()));
   }
-  const toml::node* server = parsed.get("server");
-  if (server == nullptr) return std::optional<std::string>();
-  if (!server->is_string()) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        fmt::format("{}: 'server' must be a string like \"https://paste.example\"", path));
+  CliConfig config;
+  for (auto [key, example, out] :
+       {std::tuple<const char*, const char*, std::optional<std::string>*>{
+            "server", "\"https://paste.example\"", &config.server},
+        {"token", "\"slt_...\" (sluice admin token create)", &config.token}}) {
+    const toml::node* node = parsed.get(key);
+    if (node == nullptr) continue;
+    if (!node->is_string()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       fmt::format("{}: '{}' must be a string like {}", path, key, example));
+    }
+    *out = node->value<std::string>().value_or("");
   }
-  return std::optional<std::string>(server->value<std::string>().value_or(""));
+  return config;
 }
 
 }  // namespace sluice::app

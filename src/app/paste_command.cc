@@ -209,6 +209,11 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
                      "name's extension, else detected by the server)");
   command.add_flag("--burn", options.burn, "Burn after reading: one reader gets the text");
   command
+      .add_option("--token", options.token,
+                  "A creator token (sluice admin token create): creates on its own budget; "
+                  "default: `token` in ~/.config/sluice/cli.toml when the server is that file's")
+      ->envname("SLUICE_TOKEN");
+  command
       .add_option("--max-views", options.max_views,
                   "Expire after N views (each a POST to the claim; 1 is --burn)")
       ->check(CLI::Range(1, 10000));
@@ -232,17 +237,25 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
 
 int RunPaste(const PasteCommandOptions& given) {
   PasteCommandOptions options = given;
-  if (options.server.empty()) {
-    auto configured = ConfiguredServer();
-    if (!configured.ok()) {
-      Say("{}", configured.error().message);
-      return kExitUsage;
-    }
-    options.server = configured->value_or("http://127.0.0.1:8080");
+  auto configured = ReadCliConfig();
+  if (!configured.ok()) {
+    Say("{}", configured.error().message);
+    return kExitUsage;
   }
+  if (options.server.empty()) options.server = configured->server.value_or("http://127.0.0.1:8080");
   auto server = ParseServerUrl(options.server);
   if (!server.ok()) {
     Say("{}", server.error().message);
+    return kExitUsage;
+  }
+  if (options.token.empty() && configured->token && configured->server) {
+    // The file's token only to the file's server (src/app/cli_config.h).
+    auto own = ParseServerUrl(*configured->server);
+    if (own.ok() && own->Origin() == server->Origin()) options.token = *configured->token;
+  }
+  // It goes into a header line: only what a bearer credential may hold (token68, RFC 9110).
+  if (!options.token.empty() && !IsTokenText(options.token)) {
+    Say("the creator token is not one: letters, digits and '-', '_', '.', '~', '+', '/', '='");
     return kExitUsage;
   }
   const auto max_wait = ParseMaxWait(options.max_wait);
@@ -298,6 +311,9 @@ int RunPaste(const PasteCommandOptions& given) {
   request.headers = {{"Accept", "application/json"}, {"Content-Type", "text/plain; charset=utf-8"}};
   // The server takes the language of the link from the file name's extension (/ID.py).
   if (!filename.empty()) request.headers.emplace_back("Sluice-Filename", filename);
+  if (!options.token.empty()) {
+    request.headers.emplace_back("Authorization", "Bearer " + options.token);
+  }
 
   admission::Jitter jitter = FreshJitter();
   // --max-wait counts the exchanges as well as the pauses, so a server that answers each 429

@@ -36,6 +36,9 @@ struct PasteCommandOptions {
   bool burn = false;
   /// Expire after this many views (?max_views=N); 0: no limit. Default: 0.
   int max_views = 0;
+  /// A creator token, sent as "Authorization: Bearer TOKEN" (or SLUICE_TOKEN); empty: the
+  /// `token` of CliConfigPath()'s file when the server is that file's, else none. Default: "".
+  std::string token;
 };
 
 /// Adds the flags of `sluice paste` to `command`: FILE (positional, optional), --server (or the

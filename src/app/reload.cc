@@ -47,13 +47,14 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 91> kLive = {
+constexpr std::array<std::string_view, 94> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
     "ip_create_bytes_rate",
     "ip_create_bytes_burst",
     "global_create_rate",
+    "token_reserved_share",
     "global_create_burst",
     "global_create_bytes_rate",
     "global_create_bytes_burst",
@@ -108,6 +109,8 @@ constexpr std::array<std::string_view, 91> kLive = {
     "verify_bodies",
     // who may create; the networks file is read again on every reload, changed or not
     "create_access",
+    "max_creator_tokens",
+    "creator_tokens_refresh",
     "create_access_text",
     "create_networks",
     "create_networks_file",

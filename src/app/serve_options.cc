@@ -120,6 +120,7 @@ service::AdmissionOptions ReadAdmission(const Settings& s) {
   a.ip_create_count = {s.Number("ip_create_rate"), s.Number("ip_create_burst")};
   a.ip_create_bytes = {s.Number("ip_create_bytes_rate"), s.Number("ip_create_bytes_burst")};
   a.global_create_count = {s.Number("global_create_rate"), s.Number("global_create_burst")};
+  a.token_reserved_share = s.Number("token_reserved_share");
   a.global_create_bytes = {s.Number("global_create_bytes_rate"),
                            s.Number("global_create_bytes_burst")};
   a.create_slots = s.Integer("create_slots");
@@ -289,6 +290,10 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.server = ReadServer(s);
   o.moderation_threads = static_cast<size_t>(s.Integer("moderation_threads"));
   o.moderation = ReadModeration(s);
+  o.creator_tokens.max_tokens = s.Integer("max_creator_tokens");
+  o.creator_tokens.refresh =
+      std::chrono::duration_cast<std::chrono::milliseconds>(s.Duration("creator_tokens_refresh"));
+  o.creator_tokens.budget = s.Duration("moderation_timeout") * 2;
   o.moderation.shared_meta_ttl = o.service.shared_meta_ttl;
   o.service.creator_networks = o.moderation.networks;
   o.admin_listen = s.String("admin_listen");

@@ -16,6 +16,7 @@
 #include "sluice/notify/push.h"
 #include "sluice/render/view_renderer.h"
 #include "sluice/service/admission_control.h"
+#include "sluice/service/creator_tokens.h"
 #include "sluice/service/guarded_stores.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
@@ -48,6 +49,7 @@ struct ServeOptions {
   render::ViewRendererOptions render;
   http::ServerOptions server;
   service::ModerationOptions moderation;
+  service::CreatorTokensOptions creator_tokens;
   /// The admin listener's HOST:PORT (empty: none) and the file of its token (empty: no token, every
   /// admin request refused).
   std::string admin_listen;

@@ -323,6 +323,7 @@ ServerProcess::ServerProcess(const Settings& settings, Reread reread)
       moderation_(*meta_, *blobs_, cache_, admission_, blocks_, clock_, options_.moderation,
                   shared_state_.get(), &service_, &metrics_, &blocked_contents_),
       moderation_gauges_(metrics_),
+      creator_tokens_(*meta_, clock_, metrics_, options_.creator_tokens),
       edge_cache_(options_.edge_purge.empty()
                       ? nullptr
                       : store::MakeHttpPurgeEdgeCache(options_.edge_purge, clock_)),
@@ -396,6 +397,7 @@ http::ServerOptions ServerProcess::PublicOptions() {
   http::ServerOptions o = options_.server;
   o.moderation = &moderation_;  // the public reports
   o.abuse = &abuse_;            // /api/v1/status, with pseudonyms
+  o.creator_tokens = &creator_tokens_;
   return o;
 }
 
@@ -407,6 +409,7 @@ std::unique_ptr<http::HttpServer> ServerProcess::MakeAdminServer() {
   o.public_url.clear();
   o.moderation = &moderation_;
   o.abuse = &abuse_;
+  o.creator_tokens = &creator_tokens_;
   o.admin_token_sha256 = ReadAdminToken(options_.admin_token_file);
   return std::make_unique<http::HttpServer>(loops_.pointers(), std::move(o), service_, renderer_,
                                             metrics_, clock_);
@@ -450,6 +453,7 @@ void ServerProcess::Reload() {
   cache_.SetMaxAge(next_options->local_cache_ttl);
   renderer_.Reconfigure(next_options->render);
   moderation_.Reconfigure(next_options->moderation);
+  creator_tokens_.SetOptionsForReload(next_options->creator_tokens);
   put_bytes_plan_.store(next->Number("put_bytes_per_day_plan"), std::memory_order_relaxed);
   server_->Reconfigure(next_options->server);
   if (admin_server_) admin_server_->Reconfigure(next_options->server);
@@ -540,6 +544,7 @@ int ServerProcess::Run() {
             hangups.cancel();
             janitor_.Stop();
             moderation_.Stop();
+            creator_tokens_.Stop();
             // The admin side closes with the public one; the loops stop when the public drain
             // ends, which also ends whatever the admin side still serves.
             if (admin_server_) admin_server_->Drain([] {});
@@ -566,6 +571,7 @@ int ServerProcess::Run() {
     // The live bytes for /metrics, /status and the quota, read once now; creates re-read them.
     asio::co_spawn(loops_.front(), service_.RefreshStorage(), asio::detached);
     moderation_.Start(loops_.front().get_executor());
+    creator_tokens_.Start(loops_.front().get_executor());
     spdlog::info(
         "sluice {} ({}) listening on http://{}:{} (links: {}) with {} threads, data in {};{}",
         SLUICE_VERSION, kBuildCommit, server_->bound_address(), server_->port(),

@@ -141,6 +141,7 @@ class ServerProcess {
   std::unique_ptr<notify::Push> push_;
   service::ModerationService moderation_;
   GaugeCallbacks moderation_gauges_;  // after moderation_: its callback reads it
+  service::CreatorTokens creator_tokens_;
   std::unique_ptr<store::EdgeCache> edge_cache_;
   worker::Janitor janitor_;
   render::ViewRenderer renderer_;

@@ -332,7 +332,7 @@ constexpr SettingSpec kServeSettings[] = {
                 CheckTrustedProxy),
     ChoiceSetting("create_access", "anyone", "anyone|tokens|networks|tokens_or_networks",
                   "Who may create pastes (reading stays open to everyone): anyone; tokens: only "
-                  "creators named by forward_auth_header (and, later, creator tokens); networks: "
+                  "creators with a creator token or named by forward_auth_header; networks: "
                   "only addresses in create_networks or create_networks_file; tokens_or_networks: "
                   "either (refused: 401 when a credential would help, else 403)"),
     TextSetting("create_access_text", "",
@@ -386,6 +386,18 @@ constexpr SettingSpec kServeSettings[] = {
                 "File holding the key (one line, at least 16 characters) that signs challenges; "
                 "every process of a fleet needs the same one (empty: a random key per process, "
                 "so a solution is taken only by the process that issued it)"),
+    IntegerSetting("max_creator_tokens", "1000", "0", "1000000",
+                   "Creator tokens in force (neither revoked nor expired) at most, across every "
+                   "process sharing the store; each process holds them all in memory (sluice "
+                   "admin token create refuses past it)"),
+    DurationSetting("creator_tokens_refresh", "5s", "100ms", "1h",
+                    "How often each process asks the store whether the creator tokens changed: a "
+                    "token revoked or made through another process counts here within it, plus "
+                    "one store call"),
+    NumberSetting("token_reserved_share", "0", "0", "0.9",
+                  "Share of global_create_burst kept for creates with a creator token: an "
+                  "anonymous create is refused (429 global_count) once it would leave less; this "
+                  "process's buckets only, not the shared limiter store's"),
     PositiveSetting("ip_create_rate", "1", "1e15", "Creates per second per client key"),
     PositiveSetting("ip_create_burst", "10", "1e15", "Creates a client key may make at once"),
     PositiveSetting("ip_create_bytes_rate", "100000", "1e15",

@@ -406,6 +406,137 @@ awaitable<Reply> HandleAdminUnblockContent(const Request& req, Context& ctx) {
   co_return Reply::Empty(204);
 }
 
+namespace {
+
+Reply NoCreatorTokens() {
+  return Reply::Refuse(ErrorCode::kNotFound, "creator tokens are not set up here",
+                       "no_creator_tokens");
+}
+
+nlohmann::json TokenJson(const store::CreatorToken& t, int64_t now) {
+  nlohmann::json j = {
+      {"id", t.id},
+      {"label", t.label},
+      {"rate_per_second", static_cast<double>(t.rate_milli) / 1000.0},
+      {"burst", t.burst},
+      {"created_at", t.created_at},
+      {"expires_at", t.expires_at == 0 ? nlohmann::json(nullptr) : nlohmann::json(t.expires_at)},
+      {"revoked_at", t.revoked_at == 0 ? nlohmann::json(nullptr) : nlohmann::json(t.revoked_at)},
+      {"in_force", t.LiveAt(now)}};
+  if (t.bytes_rate > 0) {
+    j["bytes_rate_per_second"] = t.bytes_rate;
+    j["bytes_burst"] = t.bytes_burst;
+  }
+  return j;
+}
+
+// "10/s", "600/m", "1/h" (a bare number is per second): creates a second. Bytes the same, with an
+// optional k, M or G (powers of 1000) and B before the slash: "1MB/s", "500kB/s".
+Result<double> RatePerSecond(std::string_view text, bool bytes, const char* field) {
+  const auto bad = [&] {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     fmt::format("'{}' must be like {} (a number per s, m or h)", field,
+                                 bytes ? "1MB/s or 500kB/s" : "10/s or 600/m"),
+                     "bad_rate");
+  };
+  double per = 1;
+  if (const size_t slash = text.find('/'); slash != std::string_view::npos) {
+    const std::string_view unit = text.substr(slash + 1);
+    if (unit == "s") {
+      per = 1;
+    } else if (unit == "m") {
+      per = 60;
+    } else if (unit == "h") {
+      per = 3600;
+    } else {
+      return bad();
+    }
+    text = text.substr(0, slash);
+  }
+  double scale = 1;
+  if (bytes) {
+    if (text.ends_with('B')) text.remove_suffix(1);
+    if (!text.empty() && (text.back() == 'k' || text.back() == 'M' || text.back() == 'G')) {
+      scale = text.back() == 'k' ? 1e3 : text.back() == 'M' ? 1e6 : 1e9;
+      text.remove_suffix(1);
+    }
+  }
+  if (text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789.") != std::string_view::npos) {
+    return bad();
+  }
+  char* end = nullptr;
+  const std::string number(text);
+  const double v = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) return bad();
+  return v * scale / per;
+}
+
+}  // namespace
+
+awaitable<Reply> HandleAdminTokens(const Request& req, Context& ctx) {
+  if (!ctx.creator_tokens) co_return NoCreatorTokens();
+  if (req.method != Method::kPost) {
+    auto listing = ctx.creator_tokens->List();
+    auto tokens = co_await std::move(listing);
+    if (!tokens.ok()) co_return Reply::Refuse(tokens.error());
+    const int64_t now = ctx.clock.UnixSeconds();
+    nlohmann::json out = nlohmann::json::array();
+    for (const store::CreatorToken& t : *tokens) out.push_back(TokenJson(t, now));
+    co_return Uncached(Reply::Json(200, JsonText({{"tokens", out}})));
+  }
+  // {"label": "ci", "rate": "10/s", "burst": "100", "bytes_rate": "1MB/s", "expires": "90d"}
+  Result<nlohmann::json> j =
+      JsonFields(req.small_body, {"label", "rate", "burst", "bytes_rate", "expires"});
+  if (!j.ok()) co_return Reply::Refuse(j.error());
+  service::CreatorTokenRequest request;
+  request.label = Field(*j, "label");
+  if (!j->contains("rate") || !j->contains("burst")) {
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument, "'rate' and 'burst' are required",
+                            "bad_rate");
+  }
+  Result<double> rate = RatePerSecond(Field(*j, "rate"), false, "rate");
+  if (!rate.ok()) co_return Reply::Refuse(rate.error());
+  request.rate = *rate;
+  // A burst is a count: the rate's grammar without a unit.
+  Result<double> burst = RatePerSecond(Field(*j, "burst"), false, "burst");
+  if (!burst.ok() || Field(*j, "burst").find('/') != std::string::npos) {
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument, "'burst' must be a number, like 100",
+                            "bad_rate");
+  }
+  request.burst = *burst;
+  if (!Field(*j, "bytes_rate").empty()) {
+    Result<double> bytes = RatePerSecond(Field(*j, "bytes_rate"), true, "bytes_rate");
+    if (!bytes.ok()) co_return Reply::Refuse(bytes.error());
+    request.bytes_rate = *bytes;
+  }
+  if (!Field(*j, "expires").empty()) {
+    Result<std::chrono::seconds> lifetime = BlockDuration(Field(*j, "expires"));
+    if (!lifetime.ok()) co_return Reply::Refuse(lifetime.error());
+    if (lifetime->count() <= 0) {
+      co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                              "'expires' must be a lifetime, like 90d (leave it out: never)",
+                              "bad_duration");
+    }
+    request.expires_in = lifetime->count();
+  }
+  auto creating = ctx.creator_tokens->Create(std::move(request));
+  auto minted = co_await std::move(creating);
+  if (!minted.ok()) co_return Reply::Refuse(minted.error());
+  nlohmann::json out = TokenJson(minted->token, ctx.clock.UnixSeconds());
+  // The only time the secret leaves the server: this answer, to the admin listener's client.
+  out["secret"] = minted->secret;
+  co_return Uncached(Reply::Json(201, JsonText(out)));
+}
+
+awaitable<Reply> HandleAdminRevokeToken(const Request& req, Context& ctx) {
+  if (!ctx.creator_tokens) co_return NoCreatorTokens();
+  auto revoking = ctx.creator_tokens->Revoke(std::string(req.id));
+  auto revoked = co_await std::move(revoking);
+  if (!revoked.ok()) co_return Reply::Refuse(revoked.error());
+  co_return Reply::Empty(204);
+}
+
 awaitable<Reply> HandleAdminAbuse(const Request&, Context& ctx) {
   if (!ctx.abuse) {
     co_return Reply::Refuse(ErrorCode::kNotFound, "abuse watching is not set up here",

@@ -158,18 +158,6 @@ std::optional<Reply> RefuseEnvelope(std::string_view content_type, CreateFrom fr
       .Closing();
 }
 
-// A refused create: a refusal that a credential would lift is a 401, which names how to give one
-// (RFC 9110 11.6.1). The creator's credential today is the forward-auth proxy's, in front of this
-// server; creator tokens will be Bearer tokens (docs/admission.md, "Who may create").
-Reply RefuseCreate(const Error& error) {
-  if (error.reason == "create_access_credential") {
-    Reply reply = Reply::Refuse(error, 401).Closing();
-    reply.Set("WWW-Authenticate", "Bearer realm=\"sluice\"");
-    return reply;
-  }
-  return Reply::Refuse(error).Closing();
-}
-
 awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const std::string_view content_type = req.headers.Get("Content-Type");
   const auto boundary =
@@ -186,8 +174,8 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   // Who may create, size, rate limits and in-flight caps, decided from the headers alone. A
   // refused body is never read, so the connection cannot be reused.
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
-  Result<admission::Creator> creator = CreatorOf(req);
-  if (!creator.ok()) co_return Reply::Refuse(creator.error()).Closing();
+  Result<admission::Creator> creator = CreatorOf(req, ctx);
+  if (!creator.ok()) co_return RefuseCreate(creator.error());
   const std::string budget_key = creator->BudgetKey();
   auto admitting = ctx.service.AdmitCreate(*creator, headers, allowance);
   auto ticket = co_await std::move(admitting);
@@ -272,6 +260,7 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
                                      in.parent, in.encrypted);
   auto created = co_await std::move(creating);
   if (!created.ok()) co_return Reply::Refuse(created.error());
+  if (creator->token && ctx.creator_tokens) ctx.creator_tokens->NoteCreate(creator->token->id);
   const std::string id = created->id.str();
   const std::string url =
       extension.empty() ? PasteUrl(ctx, id) : PasteUrl(ctx, id, in.language, extension);
@@ -322,8 +311,42 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
 
 }  // namespace
 
-Result<admission::Creator> CreatorOf(const Request& req) {
-  admission::Creator creator{req.client.Key(), {}};
+// A refused create: a refusal that a credential would lift is a 401, which names how to give one
+// (RFC 9110 11.6.1; a bad token as RFC 6750 3.1 says), docs/admission.md, "Who may create".
+Reply RefuseCreate(const Error& error) {
+  if (error.reason == "create_access_credential") {
+    Reply reply = Reply::Refuse(error, 401).Closing();
+    reply.Set("WWW-Authenticate", "Bearer realm=\"sluice\"");
+    return reply;
+  }
+  if (error.reason == "invalid_token") {
+    Reply reply = Reply::Refuse(error, 401).Closing();
+    reply.Set("WWW-Authenticate", "Bearer realm=\"sluice\", error=\"invalid_token\"");
+    return reply;
+  }
+  return Reply::Refuse(error).Closing();
+}
+
+Result<admission::Creator> CreatorOf(const Request& req, const Context& ctx) {
+  admission::Creator creator;
+  creator.address_key = req.client.Key();
+  const std::vector<std::string_view> auths = req.headers.All("Authorization");
+  std::optional<std::string_view> bearer;
+  for (std::string_view auth : auths) {
+    if (auto credentials = BearerCredentials(auth)) bearer = credentials;
+  }
+  if (bearer) {
+    // The secret is never quoted back nor logged: a message names only what was wrong with it.
+    // Two fields are two credentials, of which the one meant cannot be told.
+    if (auths.size() == 1 && ctx.creator_tokens) creator.token = ctx.creator_tokens->Find(*bearer);
+    if (!creator.token) {
+      return MakeError(ErrorCode::kPermissionDenied,
+                       "the bearer token is not a creator token in force on this server (unknown, "
+                       "revoked or expired); create without it, or ask the operator for another",
+                       "invalid_token");
+    }
+    return creator;  // the token names the creator: a forward-auth name is not read beside it
+  }
   if (std::optional<std::string> user = req.client.ForwardedUser()) {
     if (!admission::IsValidForwardedUser(*user)) {
       return MakeError(

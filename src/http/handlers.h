@@ -18,6 +18,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/render/view_renderer.h"
+#include "sluice/service/creator_tokens.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 
@@ -45,6 +46,9 @@ struct Context {
   /// Public side: security.txt, robots.txt and /abuse (public_contact.h); null elsewhere, where
   /// those routes do not exist.
   std::shared_ptr<const PublicContact> contact{};
+  /// Creator tokens: looked up by the public side's creates, managed by the admin listener's
+  /// /admin/tokens; null when not set up (every bearer token on a create is then refused).
+  service::CreatorTokens* creator_tokens = nullptr;
 };
 
 using boost::asio::awaitable;
@@ -52,11 +56,16 @@ using boost::asio::awaitable;
 /// The name of the default TTL on the allow-list, for the create page's choice.
 std::string_view DefaultTtlName(const Context& ctx);
 
-/// Who a request creates as (admission::Creator): its address key and, from a trusted forward-auth
-/// proxy, the name it gave. A name that is not one (admission::IsValidForwardedUser) is a broken
-/// or hostile proxy's: InvalidArgument (reason bad_forwarded_user), never cleaned into some other
-/// creator's name.
-Result<admission::Creator> CreatorOf(const Request& req);
+/// Who a request creates as (admission::Creator): its address key, the creator token its
+/// "Authorization: Bearer" names and, from a trusted forward-auth proxy, the name it gave. A name
+/// that is not one (admission::IsValidForwardedUser) is a broken or hostile proxy's:
+/// InvalidArgument (reason bad_forwarded_user), never cleaned into some other creator's name. A
+/// bearer token not in force (malformed, unknown, revoked, expired; or two Authorization fields):
+/// PermissionDenied, reason invalid_token, never taken as anonymous. Asks no store.
+Result<admission::Creator> CreatorOf(const Request& req, const Context& ctx);
+/// The answer to a create refused before its body: 401 with WWW-Authenticate for a refusal a
+/// credential would lift (create_access_credential, invalid_token), else the error's status.
+Reply RefuseCreate(const Error& error);
 
 awaitable<Reply> HandleCreateApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleCreateForm(const Request& req, Context& ctx);
@@ -114,6 +123,11 @@ awaitable<Reply> HandleAdminAudit(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminBlockedContents(const Request& req, Context& ctx);
 /// DELETE /admin/blocked-contents/{sha256}: 204, or 404 not_blocked.
 awaitable<Reply> HandleAdminUnblockContent(const Request& req, Context& ctx);
+/// GET /admin/tokens: every creator token (never a secret); POST: a new one, whose secret the
+/// answer holds once (docs/admission.md, "Creator tokens").
+awaitable<Reply> HandleAdminTokens(const Request& req, Context& ctx);
+/// DELETE /admin/tokens/{id}: revokes it; 204, or 404 not_found.
+awaitable<Reply> HandleAdminRevokeToken(const Request& req, Context& ctx);
 /// GET /admin/abuse: the top client keys (in full) and prefixes, the budget distribution.
 awaitable<Reply> HandleAdminAbuse(const Request& req, Context& ctx);
 

@@ -52,7 +52,7 @@ std::string RequestClient::CreatorKey() const {
   std::optional<std::string> user = ForwardedUser();
   // An invalid name never reaches a body: its create is refused from the headers (CreatorOf).
   if (!user || !admission::IsValidForwardedUser(*user)) return Key();
-  return admission::Creator{Key(), std::move(*user)}.BudgetKey();
+  return admission::Creator{Key(), std::move(*user), {}}.BudgetKey();
 }
 
 std::string_view TargetPath(std::string_view target) {
@@ -93,6 +93,21 @@ std::optional<std::string> FormValue(std::string_view encoded, std::string_view 
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string_view> BearerCredentials(std::string_view authorization) {
+  constexpr std::string_view kScheme = "bearer";
+  if (authorization.size() <= kScheme.size()) return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) {
+      return std::nullopt;
+    }
+  }
+  std::string_view rest = authorization.substr(kScheme.size());
+  if (rest.front() != ' ' && rest.front() != '\t') return std::nullopt;
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t')) rest.remove_suffix(1);
+  return rest;
 }
 
 std::optional<std::string_view> CookieValue(const HeaderFields& headers, std::string_view name) {

@@ -104,6 +104,9 @@ class RequestClient final : public service::ClientKeySource {
 std::string_view TargetPath(std::string_view target);
 /// Form and query decoding: "%41" is "A" and "+" is a space.
 std::string PercentDecode(std::string_view s);
+/// The credentials of an "Authorization: Bearer CREDENTIALS" value (the scheme in any case, RFC
+/// 9110 11.1), without the spaces around them; nullopt for another scheme or none.
+std::optional<std::string_view> BearerCredentials(std::string_view authorization);
 /// The value of cookie `name` in the request's Cookie fields, as sent; nullopt if absent.
 std::optional<std::string_view> CookieValue(const HeaderFields& headers, std::string_view name);
 /// The decoded value of `name` in an application/x-www-form-urlencoded string.

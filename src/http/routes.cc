@@ -157,6 +157,8 @@ std::vector<Route> AdminRoutes() {
        HandleAdminUnblockContent,
        "admin_unblock_content"},
       {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
+      {"/admin/tokens", {kGet, kHead, kPost}, HandleAdminTokens, "admin_tokens"},
+      {"/admin/tokens/{id}", {kDelete}, HandleAdminRevokeToken, "admin_revoke_token"},
       {"/admin/abuse", read, HandleAdminAbuse, "admin_abuse"},
       {"/status", read, HandleAdminStatus, "admin_status"},
   };

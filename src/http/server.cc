@@ -327,6 +327,7 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
                   options.moderation,
                   options.admin_token_sha256,
                   options.abuse};
+  context.creator_tokens = options.creator_tokens;
   if (options.surface == ServerOptions::Surface::kPublic) {
     context.contact = std::make_shared<const PublicContact>(options.contact, options.public_url);
     PublicContact::Install(context.contact);

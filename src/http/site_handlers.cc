@@ -75,8 +75,8 @@ awaitable<Reply> HandleMetrics(const Request&, Context& ctx) {
 
 awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
   // The budgets a create of this client would spend: a named creator's own.
-  const Result<admission::Creator> creator = CreatorOf(req);
-  if (!creator.ok()) co_return Reply::Refuse(creator.error());
+  const Result<admission::Creator> creator = CreatorOf(req, ctx);
+  if (!creator.ok()) co_return RefuseCreate(creator.error());
   const std::string client_key = creator->BudgetKey();
   auto reading = ctx.service.DecidingBudgets(client_key);
   const service::ClientBudgets b = co_await std::move(reading);

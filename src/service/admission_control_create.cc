@@ -17,9 +17,12 @@ namespace {
 // The reasons of SharedCreateTakes' buckets, in its order: per client before global, as locally.
 constexpr const char* kSharedReasons[] = {"ip_create_count", "ip_create_bytes", "global_count",
                                           "global_bytes"};
-// A solver's takes: the same, but its count token from the solvers' share.
+// A solver's takes: its count token from the solvers' share.
 constexpr const char* kSharedSolverReasons[] = {"ip_create_count", "ip_create_bytes",
                                                 "solver_count", "global_bytes"};
+// The same for a creator token's takes (AdmissionControl::AdmitCreate's `own`).
+constexpr const char* kSharedTokenReasons[] = {"token_create_count", "token_create_bytes",
+                                               "global_count", "global_bytes"};
 
 // Log the fail-open state at most this often, so a flood of creates does not flood the log.
 constexpr Duration kFailOpenLogInterval = std::chrono::seconds(10);
@@ -90,11 +93,15 @@ boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::B
 }
 
 boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
-    std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise, bool solver) {
+    std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise,
+    std::optional<admission::TokenBudget> own, bool solver) {
   solver = solver && options_.Load()->solver_share > 0;
-  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes, promise, solver);
-  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes, solver);
-  auto asking = AskShared(takes, solver ? kSharedSolverReasons : kSharedReasons);
+  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes, promise, own, solver);
+  std::vector<store::BucketTake> takes =
+      SharedCreateTakes(client_key, declared_bytes, own, solver);
+  auto asking = AskShared(takes, own      ? kSharedTokenReasons
+                                 : solver ? kSharedSolverReasons
+                                          : kSharedReasons);
   SharedVerdict verdict = co_await std::move(asking);
   if (verdict.kind == SharedVerdict::kSilent) {
     NoteCreateSilent();
@@ -103,6 +110,8 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
     if (local.ok()) {
       ip_create_.NoteUse(client_key);
       local->tokens = CreateAdmission::Tokens::kLocalShare;
+      local->own = std::move(own);
+      local->solver = solver;
     }
     co_return local;
   }
@@ -121,6 +130,7 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
     // The budget lives in the shared store; the use histogram is this process's view of it.
     ip_create_.NoteUse(client_key);
     slot->tokens = CreateAdmission::Tokens::kShared;
+    slot->own = std::move(own);
     slot->solver = solver;
   }
   co_return slot;
@@ -130,31 +140,48 @@ boost::asio::awaitable<void> AdmissionControl::RefundCreate(const CreateAdmissio
                                                             std::string_view client_key) {
   if (admitted.tokens == CreateAdmission::Tokens::kShared) {
     auto refunding =
-        RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes, admitted.solver));
+        RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes, admitted.own,
+                                       admitted.solver));
     co_await std::move(refunding);
   } else {
-    RefundLocalTokens(admitted.tokens, client_key, admitted.declared_bytes, admitted.solver);
+    RefundLocalTokens(admitted.tokens, client_key, admitted.declared_bytes, admitted.own,
+                      admitted.solver);
   }
 }
 
 void AdmissionControl::RefundLocalTokens(CreateAdmission::Tokens taken, std::string_view client_key,
-                                         uint64_t declared_bytes, bool solver) {
+                                         uint64_t declared_bytes,
+                                         const std::optional<admission::TokenBudget>& own,
+                                         bool solver) {
   const double bytes = static_cast<double>(declared_bytes);
   // On the local share the per-client limits were open: only the global caps took tokens.
-  if (taken == CreateAdmission::Tokens::kLocal) ip_create_.Refund(client_key, 1, bytes);
+  if (taken == CreateAdmission::Tokens::kLocal) {
+    if (own) {
+      const std::shared_ptr<OwnBuckets> mine = OwnBucketsOf(client_key, *own);
+      mine->count.Refund(1);
+      mine->bytes.Refund(bytes);
+    } else {
+      ip_create_.Refund(client_key, 1, bytes);
+    }
+  }
   CountBucket(solver).Refund(1);
   global_bytes_.Refund(bytes);
 }
 
-std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(std::string_view client_key,
-                                                                   uint64_t declared_bytes,
-                                                                   bool solver) const {
+std::vector<store::BucketTake> AdmissionControl::SharedCreateTakes(
+    std::string_view client_key, uint64_t declared_bytes,
+    const std::optional<admission::TokenBudget>& own, bool solver) const {
   const double bytes = static_cast<double>(declared_bytes);
   const auto options = options_.Load();
   std::vector<store::BucketTake> takes;
   takes.reserve(4);
-  takes.push_back({fmt::format("ipc:{}", client_key), options->ip_create_count, 1});
-  takes.push_back({fmt::format("ipb:{}", client_key), options->ip_create_bytes, bytes});
+  // A token's budget key ("token:...") is no address's, so its buckets never share a name with
+  // an address's even under the same prefixes.
+  takes.push_back(
+      {fmt::format("ipc:{}", client_key), own ? own->count : options->ip_create_count, 1});
+  takes.push_back({fmt::format("ipb:{}", client_key),
+                   own ? own->bytes.value_or(options->ip_create_bytes) : options->ip_create_bytes,
+                   bytes});
   // The solvers' share has a key of its own: with no share kept, "gc" holds the whole budget as
   // before, and a tier that turns the share on starts both buckets full.
   takes.push_back({solver ? "gs" : "gc", CountPolicy(*options, solver), 1});
@@ -271,30 +298,94 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_vi
   }
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   if (!slot.ok()) {
-    RefundLocalTokens(CreateAdmission::Tokens::kLocalShare, client_key, declared_bytes, solver);
-  } else {
-    slot->solver = solver;
+    RefundLocalTokens(CreateAdmission::Tokens::kLocalShare, client_key, declared_bytes,
+                      std::nullopt, solver);
   }
   return slot;
 }
 
-Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view client_key,
-                                                           uint64_t declared_bytes,
-                                                           CreateSlotPromise* promise,
-                                                           bool solver) {
+std::optional<Error> AdmissionControl::RefuseFromTokensReserve() {
+  const auto options = options_.Load();
+  const double reserved = options->token_reserved_share * options->global_create_count.burst;
+  if (reserved <= 0) return std::nullopt;
+  // A look, then the take (TryTakeBoth) under the bucket's lock: anonymous creates racing here
+  // can dip into the reserve by as many as run at once, never more.
+  const double available = global_count_.Available();
+  if (available - 1 >= reserved) return std::nullopt;
+  const double missing = reserved + 1 - available;
+  const admission::TakeDecision decision{
+      false,
+      std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double>(missing / options->global_create_count.rate_per_second)),
+      false};
+  return RateLimited("global_count", options->global_create_count, decision,
+                     std::max(0.0, available - reserved));
+}
+
+std::shared_ptr<AdmissionControl::OwnBuckets> AdmissionControl::OwnBucketsOf(
+    std::string_view client_key, const admission::TokenBudget& own) {
+  const admission::TokenBucketPolicy bytes = OwnBytesPolicy(own);
+  std::lock_guard lock(own_mu_);
+  auto it = own_buckets_.find(std::string(client_key));
+  if (it != own_buckets_.end()) {
+    // A reload may have changed the per-address byte budget a token without its own follows.
+    const admission::TokenBucketPolicy held = it->second->bytes.policy();
+    if (held.rate_per_second != bytes.rate_per_second || held.burst != bytes.burst) {
+      it->second->bytes.SetPolicy(bytes);
+    }
+    return it->second;
+  }
+  if (own_buckets_.size() >= kMaxOwnBuckets) {
+    // A refilled pair is the same as a pair never made: nothing is lost by forgetting it.
+    std::erase_if(own_buckets_, [](const auto& entry) {
+      return entry.second->count.Available() >= entry.second->count.policy().burst &&
+             entry.second->bytes.Available() >= entry.second->bytes.policy().burst;
+    });
+  }
+  auto made = std::make_shared<OwnBuckets>(own, bytes, clock_);
+  own_buckets_.emplace(std::string(client_key), made);
+  return made;
+}
+
+Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(
+    std::string_view client_key, uint64_t declared_bytes, CreateSlotPromise* promise,
+    const std::optional<admission::TokenBudget>& own, bool solver) {
   const double bytes = static_cast<double>(declared_bytes);
-  const admission::KeyedDecision mine = ip_create_.TryTake(client_key, 1, bytes);
-  if (!mine.allowed()) {
-    const bool count = mine.refused_dimension == 0;
-    const auto budget = ip_create_.Peek(client_key);
-    return RateLimited(count ? "ip_create_count" : "ip_create_bytes",
-                       ip_create_.policies()[count ? 0 : 1], mine.decision,
-                       budget.available[count ? 0 : 1]);
+  if (own) {
+    // A creator token's own buckets instead of the address's (docs/admission.md, "Creator
+    // tokens").
+    const std::shared_ptr<OwnBuckets> mine = OwnBucketsOf(client_key, *own);
+    const auto taken = admission::TokenBucket::TryTakeBoth(mine->count, 1, mine->bytes, bytes);
+    if (!taken.decision.allowed) {
+      admission::TokenBucket& refused = taken.refused_first ? mine->count : mine->bytes;
+      return RateLimited(taken.refused_first ? "token_create_count" : "token_create_bytes",
+                         refused.policy(), taken.decision, refused.Available());
+    }
+  } else {
+    const admission::KeyedDecision mine = ip_create_.TryTake(client_key, 1, bytes);
+    if (!mine.allowed()) {
+      const bool count = mine.refused_dimension == 0;
+      const auto budget = ip_create_.Peek(client_key);
+      return RateLimited(count ? "ip_create_count" : "ip_create_bytes",
+                         ip_create_.policies()[count ? 0 : 1], mine.decision,
+                         budget.available[count ? 0 : 1]);
+    }
+    // A solver draws on a share of its own, which the tokens' reserve is not kept in.
+    if (std::optional<Error> reserved = solver ? std::nullopt : RefuseFromTokensReserve()) {
+      ip_create_.Refund(client_key, 1, bytes);
+      return std::move(*reserved);
+    }
   }
   admission::TokenBucket& counts = CountBucket(solver);
   const auto global = admission::TokenBucket::TryTakeBoth(counts, 1, global_bytes_, bytes);
   if (!global.decision.allowed) {
-    ip_create_.Refund(client_key, 1, bytes);
+    if (own) {
+      const std::shared_ptr<OwnBuckets> mine = OwnBucketsOf(client_key, *own);
+      mine->count.Refund(1);
+      mine->bytes.Refund(bytes);
+    } else {
+      ip_create_.Refund(client_key, 1, bytes);
+    }
     const bool count = global.refused_first;
     const auto options = options_.Load();
     return RateLimited(count ? (solver ? "solver_count" : "global_count") : "global_bytes",
@@ -304,8 +395,9 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(std::string_view clie
   Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
   // Shed, not limited: the tokens go back, the client did nothing wrong.
   if (!slot.ok()) {
-    RefundLocalTokens(CreateAdmission::Tokens::kLocal, client_key, declared_bytes, solver);
+    RefundLocalTokens(CreateAdmission::Tokens::kLocal, client_key, declared_bytes, own, solver);
   } else {
+    slot->own = own;
     slot->solver = solver;
   }
   return slot;
@@ -318,7 +410,7 @@ boost::asio::awaitable<ClientBudgets> AdmissionControl::DecidingBudgets(std::str
     b.source = ClientBudgets::Source::kThisProcessPeeksSpent;
     co_return b;
   }
-  std::vector<store::BucketTake> buckets = SharedCreateTakes(client_key, 0, false);
+  std::vector<store::BucketTake> buckets = SharedCreateTakes(client_key, 0);
   buckets.push_back(SharedReadTake(client_key));
   auto peeking = shared_->PeekAll(
       buckets, admission::Deadline::After(clock_, options_.Load()->shared_timeout));

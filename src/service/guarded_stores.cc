@@ -265,6 +265,30 @@ class GuardedMetaStore final : public store::MetaStore {
         {"blocked_contents", t().meta_moderation, true}, d,
         [this, after, limit](Deadline cd) { return inner_.BlockedContents(after, limit, cd); });
   }
+  awaitable<Status> AddCreatorToken(store::CreatorToken token, int64_t max_live, int64_t now,
+                                    Deadline d) override {
+    return Unwrap(dep_.Call<Unit>(
+        {"add_creator_token", t().meta_moderation, false}, d,
+        [this, token = std::move(token), max_live, now](Deadline cd) -> awaitable<Result<Unit>> {
+          auto adding = inner_.AddCreatorToken(token, max_live, now, cd);
+          co_return FromStatus(co_await std::move(adding));
+        }));
+  }
+  awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now, Deadline d) override {
+    return dep_.Call<bool>({"revoke_creator_token", t().meta_moderation, false}, d,
+                           [this, id = std::move(id), now](Deadline cd) {
+                             return inner_.RevokeCreatorToken(id, now, cd);
+                           });
+  }
+  awaitable<Result<store::CreatorTokenList>> CreatorTokens(Deadline d) override {
+    return dep_.Call<store::CreatorTokenList>(
+        {"creator_tokens", t().meta_moderation, true}, d,
+        [this](Deadline cd) { return inner_.CreatorTokens(cd); });
+  }
+  awaitable<Result<int64_t>> CreatorTokensVersion(Deadline d) override {
+    return dep_.Call<int64_t>({"creator_tokens", t().meta_moderation, true}, d,
+                              [this](Deadline cd) { return inner_.CreatorTokensVersion(cd); });
+  }
   awaitable<Result<store::BlockedContentsState>> BlockedContentsVersion(Deadline d) override {
     return dep_.Call<store::BlockedContentsState>(
         {"blocked_contents", t().meta_moderation, true}, d,

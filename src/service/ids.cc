@@ -31,8 +31,12 @@ void FillRandom(unsigned char* out, size_t n) {
   }
 }
 
-store::PasteId MintPasteId() {
-  std::array<char, store::PasteId::kLength> chars{};
+namespace {
+
+// `N` base62 characters, each equally likely.
+template <size_t N>
+std::array<char, N> RandomBase62() {
+  std::array<char, N> chars{};
   size_t filled = 0;
   std::array<unsigned char, 32> pool{};
   while (filled < chars.size()) {
@@ -44,11 +48,13 @@ store::PasteId MintPasteId() {
       if (filled == chars.size()) break;
     }
   }
-  return *store::PasteId::Parse(std::string_view(chars.data(), chars.size()));
+  return chars;
 }
 
-std::string MintDeleteToken() {
-  std::array<unsigned char, 16> raw{};
+// `N` random bytes as base64url without padding.
+template <size_t N>
+std::string RandomBase64Url() {
+  std::array<unsigned char, N> raw{};
   FillRandom(raw.data(), raw.size());
   std::string out;
   uint32_t acc = 0;
@@ -63,6 +69,22 @@ std::string MintDeleteToken() {
   }
   if (bits > 0) out += kBase64Url[(acc << (6 - bits)) & 63];
   return out;
+}
+
+}  // namespace
+
+store::PasteId MintPasteId() {
+  const auto chars = RandomBase62<store::PasteId::kLength>();
+  return *store::PasteId::Parse(std::string_view(chars.data(), chars.size()));
+}
+
+std::string MintDeleteToken() { return RandomBase64Url<16>(); }
+
+std::string MintCreatorTokenSecret() { return "slt_" + RandomBase64Url<32>(); }
+
+std::string MintCreatorTokenId() {
+  const auto chars = RandomBase62<8>();
+  return std::string(chars.data(), chars.size());
 }
 
 store::TokenHash HashDeleteToken(std::string_view token) {

@@ -172,6 +172,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
     if (feed.refusal) co_return std::move(*feed.refusal);
   }
   std::string client_key = creator.BudgetKey();
+  std::optional<admission::TokenBudget> own;
+  if (creator.token) own = creator.token->budget;
   // A creator with a credential has budgets of its own and is never asked to prove work.
   const bool may_solve = pow_ != nullptr && !creator.HoldsCredential();
   if (may_solve && feed.challenge && headers.proof.empty()) {
@@ -186,7 +188,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
     co_return WithChallenge(std::move(ask));
   }
   auto admitting =
-      AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance, may_solve);
+      AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance, own,
+                         may_solve);
   Result<CreateTicket> ticket = co_await std::move(admitting);
   if (may_solve && !ticket.ok() &&
       (ticket.error().reason == "global_count" || ticket.error().reason == "solver_count")) {
@@ -212,7 +215,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
 
 awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
     CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
-    const CreateHeaders& headers, uint64_t allowance, bool may_solve) {
+    const CreateHeaders& headers, uint64_t allowance, std::optional<admission::TokenBudget> own,
+    bool may_solve) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
   // Before the buckets: a blocked client spends nothing and learns why. A block is of a network,
   // so it holds against the address whatever name the creator gave.
@@ -235,7 +239,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
     if (std::optional<Error> refused = RedeemProof(headers.proof)) co_return std::move(*refused);
     solver = true;
   }
-  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise, solver);
+  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise,
+                                          std::move(own), solver);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
   // The reservation last, once the caps have admitted the create: only creates that hold a slot

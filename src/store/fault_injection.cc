@@ -559,6 +559,34 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await inner_.BlockedContentsVersion(d);
   }
 
+  awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
+                                    admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.AddCreatorToken(std::move(token), max_live, now, d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,
+                                             admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.RevokeCreatorToken(std::move(id), now, d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<CreatorTokenList>> CreatorTokens(admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.CreatorTokens(d);
+  }
+
+  awaitable<Result<int64_t>> CreatorTokensVersion(admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.CreatorTokensVersion(d);
+  }
+
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);

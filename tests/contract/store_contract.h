@@ -1001,6 +1001,98 @@ TYPED_TEST_P(StoreContract, ContentBlocksPageInDigestOrderAndStopAtTheirMaximum)
   EXPECT_FALSE(second->next);
 }
 
+// Creator tokens (docs/admission.md, "Creator tokens")
+
+inline CreatorToken TokenRow(std::string id, unsigned char secret, int64_t expires_at = 0) {
+  CreatorToken t;
+  t.id = std::move(id);
+  t.label = "ci-" + t.id;
+  t.secret_sha256.fill(0x22);
+  t.secret_sha256.front() = secret;
+  t.rate_milli = 10'500;
+  t.burst = 100;
+  t.bytes_rate = 1'000'000;
+  t.bytes_burst = 20'000'000;
+  t.expires_at = expires_at;
+  t.created_at = 1000;
+  return t;
+}
+
+TYPED_TEST_P(StoreContract, CreatorTokensAddListRevokeAndBumpTheVersion) {
+  auto before = RunSync(this->meta().CreatorTokensVersion(this->deadline()));
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  ASSERT_TRUE(
+      RunSync(this->meta().AddCreatorToken(TokenRow("tokB0001", 2), 10, 1000, this->deadline()))
+          .ok());
+  ASSERT_TRUE(RunSync(this->meta().AddCreatorToken(TokenRow("tokA0001", 1, 5000), 10, 1000,
+                                                   this->deadline()))
+                  .ok());
+  auto after_add = RunSync(this->meta().CreatorTokensVersion(this->deadline()));
+  ASSERT_TRUE(after_add.ok());
+  EXPECT_NE(*after_add, *before);
+  this->backend_.Reopen();
+  auto list = RunSync(this->meta().CreatorTokens(this->deadline()));
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  EXPECT_EQ(list->version, *after_add);
+  ASSERT_EQ(list->tokens.size(), 2u);
+  const CreatorToken& a = list->tokens[0];  // id order
+  EXPECT_EQ(a.id, "tokA0001");
+  EXPECT_EQ(a.label, "ci-tokA0001");
+  EXPECT_EQ(a.secret_sha256, TokenRow("x", 1).secret_sha256);
+  EXPECT_EQ(a.rate_milli, 10'500);
+  EXPECT_EQ(a.burst, 100);
+  EXPECT_EQ(a.bytes_rate, 1'000'000);
+  EXPECT_EQ(a.bytes_burst, 20'000'000);
+  EXPECT_EQ(a.expires_at, 5000);
+  EXPECT_EQ(a.created_at, 1000);
+  EXPECT_EQ(a.revoked_at, 0);
+  EXPECT_EQ(list->tokens[1].id, "tokB0001");
+  auto revoked = RunSync(this->meta().RevokeCreatorToken("tokB0001", 2000, this->deadline()));
+  ASSERT_TRUE(revoked.ok()) << revoked.error().message;
+  EXPECT_TRUE(*revoked);
+  auto after_revoke = RunSync(this->meta().CreatorTokensVersion(this->deadline()));
+  EXPECT_NE(*after_revoke, *after_add);
+  auto again = RunSync(this->meta().RevokeCreatorToken("tokB0001", 3000, this->deadline()));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);  // revoked already: nothing changed, the first revocation stays
+  EXPECT_EQ(*RunSync(this->meta().CreatorTokensVersion(this->deadline())), *after_revoke);
+  auto missing = RunSync(this->meta().RevokeCreatorToken("nosuch01", 3000, this->deadline()));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  auto listed = RunSync(this->meta().CreatorTokens(this->deadline()));
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->tokens.size(), 2u);
+  EXPECT_EQ(listed->tokens[1].revoked_at, 2000);
+  EXPECT_EQ(listed->version, *after_revoke);
+}
+
+TYPED_TEST_P(StoreContract, CreatorTokensStopAtTheCapOfLiveTokens) {
+  ASSERT_TRUE(
+      RunSync(this->meta().AddCreatorToken(TokenRow("cap00001", 1), 2, 1000, this->deadline()))
+          .ok());
+  // Expired at 1500: no longer live at 2000, so it leaves room.
+  ASSERT_TRUE(RunSync(this->meta().AddCreatorToken(TokenRow("cap00002", 2, 1500), 2, 1000,
+                                                   this->deadline()))
+                  .ok());
+  const Status full =
+      RunSync(this->meta().AddCreatorToken(TokenRow("cap00003", 3), 2, 1000, this->deadline()));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kInsufficientStorage);
+  EXPECT_EQ(full.error().reason, kCreatorTokensFull);
+  ASSERT_TRUE(
+      RunSync(this->meta().AddCreatorToken(TokenRow("cap00003", 3), 2, 2000, this->deadline()))
+          .ok());
+  ASSERT_TRUE(RunSync(this->meta().RevokeCreatorToken("cap00001", 2000, this->deadline())).ok());
+  ASSERT_TRUE(
+      RunSync(this->meta().AddCreatorToken(TokenRow("cap00004", 4), 2, 2000, this->deadline()))
+          .ok());
+  // The same secret twice is refused, whatever the cap.
+  EXPECT_FALSE(
+      RunSync(this->meta().AddCreatorToken(TokenRow("cap00005", 4), 10, 2000, this->deadline()))
+          .ok());
+  EXPECT_EQ(RunSync(this->meta().CreatorTokens(this->deadline()))->tokens.size(), 4u);
+}
+
 TYPED_TEST_P(StoreContract, ATakedownBlocksItsDigestInItsOwnTransaction) {
   ASSERT_TRUE(RunSync(this->meta().Insert(Row("takn00000001", 5000), this->deadline())).ok());
   ModerationChange change{Moderation::kTakenDown, "illegal", 300};
@@ -1458,8 +1550,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     ClaimNeverBurnsAModeratedRow, ReservationsHoldRoomUntilGivenBack,
     AnInsertTakesItsReservationAsLiveBytes, ReservationsPastTheirExpiryNoLongerCount,
     ReservationsWeighLiveBytesAsTheyChange, ConcurrentReservationsNeverPassTheQuota,
-    ContentBlocksAddOnceRemoveAndBumpTheVersion,
-    ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
+    ContentBlocksAddOnceRemoveAndBumpTheVersion, CreatorTokensAddListRevokeAndBumpTheVersion,
+    CreatorTokensStopAtTheCapOfLiveTokens, ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
     ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
     ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest);
 

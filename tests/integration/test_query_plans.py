@@ -21,6 +21,7 @@ BOUNDED = {
     "storage_usage",   # one row
     "schema_version",  # one row a migration
     "audit",           # read newest first with a LIMIT: SQLite walks the rowid from its end
+    "creator_tokens",  # written by the operator only (POST /admin/tokens), read whole by design
 }
 
 

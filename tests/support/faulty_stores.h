@@ -258,6 +258,27 @@ class FaultyMetaStore final : public store::MetaStore {
     if (Fails()) co_return StoreDown();
     co_return co_await inner_.BlockedContentsVersion(d);
   }
+  boost::asio::awaitable<Status> AddCreatorToken(store::CreatorToken token, int64_t max_live,
+                                                 int64_t now, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.AddCreatorToken(std::move(token), max_live, now, d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,
+                                                          admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.RevokeCreatorToken(std::move(id), now, d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<store::CreatorTokenList>> CreatorTokens(
+      admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.CreatorTokens(d);
+  }
+  boost::asio::awaitable<Result<int64_t>> CreatorTokensVersion(admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.CreatorTokensVersion(d);
+  }
   boost::asio::awaitable<Status> AddAudit(store::AuditEntry entry, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();
     auto op = inner_.AddAudit(std::move(entry), d);

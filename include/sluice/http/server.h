@@ -19,6 +19,7 @@
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/render/view_renderer.h"
+#include "sluice/service/creator_tokens.h"
 #include "sluice/service/moderation.h"
 #include "sluice/service/paste_service.h"
 
@@ -123,6 +124,9 @@ struct ServerOptions {
   /// Who creates and who is refused most (/api/v1/status: aggregates only; the admin listener's
   /// /status and /admin/abuse: keys and prefixes in full); may be null.
   const service::AbuseWatch* abuse = nullptr;
+  /// Creator tokens: looked up by the public side's creates, managed on the admin side; may be
+  /// null.
+  service::CreatorTokens* creator_tokens = nullptr;
   /// Public side: the contact, with public_url (security.txt's Canonical and Policy when https).
   ContactOptions contact{};
 };

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "sluice/admission/concurrency_limiter.h"
+#include "sluice/admission/create_access.h"
 #include "sluice/admission/jitter.h"
 #include "sluice/admission/keyed_limiter.h"
 #include "sluice/admission/keyed_slots.h"
@@ -45,6 +46,11 @@ struct AdmissionOptions {
   admission::TokenBucketPolicy global_create_count{350, 350};
   /// Create bytes across the process, or the tier when shared. Default: 10 MB/s, burst 10 MB.
   admission::TokenBucketPolicy global_create_bytes{10'000'000, 10'000'000};
+  /// Share of the global create-count burst kept for creator tokens' creates: an anonymous create
+  /// is refused (global_count) once taking it would leave fewer than this share of the burst, so
+  /// a flood of anonymous creates cannot spend all of it. 0 to 0.9; this process's buckets only
+  /// (with a SharedState the tier's budget is not split). Default: 0.
+  double token_reserved_share = 0;
   /// App processes sharing the global caps. While the shared store does not answer, each enforces
   /// global / processes x local_share_slack on its own. Only used with a SharedState. Default: 1.
   int64_t processes = 1;
@@ -132,6 +138,8 @@ struct CreateAdmission {
   /// Which buckets its tokens came from, for AdmissionControl::RefundCreate.
   enum class Tokens { kLocal, kShared, kLocalShare } tokens = Tokens::kLocal;
   uint64_t declared_bytes = 0;
+  /// A creator token's own budget, when its buckets were the token's rather than the address's.
+  std::optional<admission::TokenBudget> own{};
   /// Its count token came from the solvers' share (AdmissionOptions::solver_share).
   bool solver = false;
 };
@@ -177,13 +185,16 @@ class AdmissionControl {
   /// Then the create cap and the client's and its network's shares of it (Unavailable, reason
   /// create_slots, create_bytes, create_slots_per_client or create_slots_per_network).
   /// With a `promise` (PromiseCreateSlot) the create slot is the promised one, and spends it.
+  /// With `own` (a creator token's budget) the per-client buckets of `client_key` are kept at the
+  /// token's rates instead of ip_create_count and ip_create_bytes (reasons token_create_count,
+  /// token_create_bytes), in the shared store when there is one; the global caps and the slots
+  /// are the same as everyone's.
   /// A `solver` (a create whose proof of work was redeemed) takes its count token from the
   /// solvers' share instead of the others' (refused as solver_count); with no share kept it is
   /// judged as any other create.
-  boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(std::string client_key,
-                                                              uint64_t declared_bytes,
-                                                              CreateSlotPromise* promise = nullptr,
-                                                              bool solver = false);
+  boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(
+      std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise = nullptr,
+      std::optional<admission::TokenBudget> own = std::nullopt, bool solver = false);
 
   /// What is left of the solvers' share, 0 (spent) to 1 (full); 1 when none is kept. What the
   /// proof of work's difficulty follows (PowDifficulty).
@@ -278,7 +289,26 @@ class AdmissionControl {
                     const admission::TakeDecision& decision, double available);
   void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
   Result<CreateAdmission> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes,
-                                           CreateSlotPromise* promise, bool solver);
+                                           CreateSlotPromise* promise,
+                                           const std::optional<admission::TokenBudget>& own,
+                                           bool solver);
+  /// For an anonymous create: the refusal when taking it would leave less of the global count
+  /// bucket than token_reserved_share of its burst; nothing otherwise.
+  std::optional<Error> RefuseFromTokensReserve();
+  /// A creator token's buckets on this process: a pair per budget key, at the token's rates.
+  struct OwnBuckets {
+    OwnBuckets(const admission::TokenBudget& budget,
+               const admission::TokenBucketPolicy& address_bytes, const Clock& clock)
+        : count(budget.count, clock), bytes(budget.bytes.value_or(address_bytes), clock) {}
+    admission::TokenBucket count;
+    admission::TokenBucket bytes;
+  };
+  /// The byte policy of a token budget: its own, else the per-address one.
+  admission::TokenBucketPolicy OwnBytesPolicy(const admission::TokenBudget& own) const {
+    return own.bytes.value_or(options_.Load()->ip_create_bytes);
+  }
+  std::shared_ptr<OwnBuckets> OwnBucketsOf(std::string_view client_key,
+                                           const admission::TokenBudget& own);
   /// The global buckets only, then the slots: the fail-open path when the shared store is silent.
   Result<CreateAdmission> AdmitCreateOnLocalShare(std::string_view client_key,
                                                   uint64_t declared_bytes,
@@ -294,8 +324,9 @@ class AdmissionControl {
   Result<CreateAdmission> TakeCreateSlot(std::string_view client_key, uint64_t declared_bytes,
                                          CreateSlotPromise* promise);
   Result<admission::Permit> TakeReadSlot();
-  std::vector<store::BucketTake> SharedCreateTakes(std::string_view client_key,
-                                                   uint64_t declared_bytes, bool solver) const;
+  std::vector<store::BucketTake> SharedCreateTakes(
+      std::string_view client_key, uint64_t declared_bytes,
+      const std::optional<admission::TokenBudget>& own = std::nullopt, bool solver = false) const;
   store::BucketTake SharedReadTake(std::string_view client_key) const;
   /// What the shared store said of a take: all taken, refused (with the 429 to answer; `reasons`
   /// names each bucket of `takes`), or nothing in time (fail open).
@@ -310,7 +341,9 @@ class AdmissionControl {
   /// Gives back what a create admitted on this process's buckets (`taken` kLocal or kLocalShare)
   /// took from them.
   void RefundLocalTokens(CreateAdmission::Tokens taken, std::string_view client_key,
-                         uint64_t declared_bytes, bool solver);
+                         uint64_t declared_bytes,
+                         const std::optional<admission::TokenBudget>& own = std::nullopt,
+                         bool solver = false);
   void NoteSharedAnswer();
   void NoteSharedSilence(const Error& why);
   /// The shared store decided a create of this process: its local shares have nothing to stand in
@@ -327,6 +360,12 @@ class AdmissionControl {
   admission::KeyedLimiter ip_read_;
   admission::KeyedLimiter ip_report_;
   admission::KeyedLimiter ip_delete_;
+  // Creator tokens' buckets, by budget key. Only tokens found in force make an entry, so it holds
+  // at most the live tokens and those revoked while this process ran; refilled entries are
+  // forgotten past kMaxOwnBuckets.
+  static constexpr size_t kMaxOwnBuckets = 10'000;
+  std::mutex own_mu_;
+  std::unordered_map<std::string, std::shared_ptr<OwnBuckets>> own_buckets_;  // own_mu_
   /// The others' part of global_create_count (all of it with no solver share), and the solvers'.
   admission::TokenBucket global_count_;
   admission::TokenBucket solver_count_;

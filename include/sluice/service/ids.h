@@ -20,8 +20,13 @@ store::PasteId MintPasteId();
 
 /// A fresh 128-bit delete token, as 22 base64url characters.
 std::string MintDeleteToken();
+/// A creator token's secret: "slt_" and 256 bits as 43 base64url characters.
+std::string MintCreatorTokenSecret();
+/// A creator token's public id: 8 base62 characters (about 47.6 bits).
+std::string MintCreatorTokenId();
 
-/// SHA-256 of the token, the only form in which it is stored.
+/// SHA-256 of the token (a delete token or a creator token's secret), the only form in which it
+/// is stored.
 store::TokenHash HashDeleteToken(std::string_view token);
 
 /// Compares two hashes in constant time, so response timing says nothing about how close a guess

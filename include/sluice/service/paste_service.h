@@ -198,7 +198,9 @@ class PasteService {
                                                            CreateHeaders headers,
                                                            uint64_t allowance = 0,
                                                            CreateSlotPromise* promise = nullptr) {
-    return AdmitCreate(admission::Creator{std::move(client_key), {}}, headers, allowance, promise);
+    admission::Creator creator;
+    creator.address_key = std::move(client_key);
+    return AdmitCreate(std::move(creator), headers, allowance, promise);
   }
   /// Turns on the proof-of-work rung (docs/overload.md, "Proof of work"): a create refused by the
   /// others' share of the global count (global_count) or by the solvers' share (solver_count)
@@ -331,7 +333,8 @@ class PasteService {
   /// proof of work is asked of this creator, so a solution it carries is redeemed.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(
       CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
-      const CreateHeaders& headers, uint64_t allowance, bool may_solve);
+      const CreateHeaders& headers, uint64_t allowance, std::optional<admission::TokenBudget> own,
+      bool may_solve);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
   /// wave of clients either.
   Error WithRetryAfter(Error e);

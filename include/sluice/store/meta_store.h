@@ -12,6 +12,7 @@
 
 #include "sluice/admission/deadline.h"
 #include "sluice/common/result.h"
+#include "sluice/store/creator_token.h"
 #include "sluice/store/moderation.h"
 #include "sluice/store/paste.h"
 
@@ -303,6 +304,30 @@ class MetaStore {
   /// retried: a second call for one id is refused (Internal).
   virtual boost::asio::awaitable<Result<StorageReservation>> ReserveStorage(
       StorageRequest request, admission::Deadline deadline) = 0;
+
+  // Creator tokens (docs/admission.md, "Creator tokens"). Every process holds the live ones in
+  // memory (service::CreatorTokens) and reads them again only when their version changed, so a
+  // create never asks the store.
+
+  /// Adds `token` if fewer than `max_live` tokens are live at `now` (in the same transaction, so
+  /// the cap holds across processes); else InsufficientStorage (kCreatorTokensFull). Internal if
+  /// its id or its secret's hash is taken (both random: not expected). Bumps the version.
+  virtual boost::asio::awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live,
+                                                         int64_t now,
+                                                         admission::Deadline deadline) = 0;
+
+  /// Revokes token `id` at `now`: true if it was in force, false if it was revoked already.
+  /// NotFound if there is no such token. Bumps the version when it changed something.
+  virtual boost::asio::awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,
+                                                                  admission::Deadline deadline) = 0;
+
+  /// Every token in id order and the version, read in one snapshot.
+  virtual boost::asio::awaitable<Result<CreatorTokenList>> CreatorTokens(
+      admission::Deadline deadline) = 0;
+
+  /// The version alone: one row, what each process polls.
+  virtual boost::asio::awaitable<Result<int64_t>> CreatorTokensVersion(
+      admission::Deadline deadline) = 0;
 };
 
 }  // namespace sluice::store

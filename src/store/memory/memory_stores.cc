@@ -374,6 +374,52 @@ class MemoryMetaStore final : public MetaStore {
                                    static_cast<int64_t>(blocked_contents_.size())};
   }
 
+  awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
+                                    admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    int64_t live = 0;
+    for (const auto& [id, t] : creator_tokens_) {
+      if (id == token.id || t.secret_sha256 == token.secret_sha256) {
+        co_return MakeError(ErrorCode::kInternal, "a creator token with that id or secret exists",
+                            "creator_token_exists");
+      }
+      if (t.LiveAt(now)) ++live;
+    }
+    if (live >= max_live) {
+      co_return MakeError(ErrorCode::kInsufficientStorage,
+                          "the store holds max_creator_tokens live creator tokens",
+                          std::string(kCreatorTokensFull));
+    }
+    creator_tokens_.emplace(token.id, std::move(token));
+    ++creator_tokens_version_;
+    co_return Ok();
+  }
+
+  awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,
+                                             admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    auto it = creator_tokens_.find(id);
+    if (it == creator_tokens_.end()) {
+      co_return MakeError(ErrorCode::kNotFound, "no such creator token", "not_found");
+    }
+    if (it->second.revoked_at != 0) co_return false;
+    it->second.revoked_at = now;
+    ++creator_tokens_version_;
+    co_return true;
+  }
+
+  awaitable<Result<CreatorTokenList>> CreatorTokens(admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    CreatorTokenList list{creator_tokens_version_, {}};
+    for (const auto& entry : creator_tokens_) list.tokens.push_back(entry.second);
+    co_return list;
+  }
+
+  awaitable<Result<int64_t>> CreatorTokensVersion(admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    co_return creator_tokens_version_;
+  }
+
   awaitable<Status> AddAudit(AuditEntry entry, admission::Deadline) override {
     std::lock_guard lock(mu_);
     audit_.push_back(std::move(entry));
@@ -485,6 +531,8 @@ class MemoryMetaStore final : public MetaStore {
   std::vector<ClientBlock> blocks_;
   std::map<BodyDigest, BlockedContent> blocked_contents_;
   int64_t blocked_version_ = 0;
+  std::map<std::string, CreatorToken> creator_tokens_;  // by id
+  int64_t creator_tokens_version_ = 0;
   std::vector<AuditEntry> audit_;
   LocalStorageLedger ledger_;
 };

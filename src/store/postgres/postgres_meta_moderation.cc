@@ -292,4 +292,83 @@ awaitable<Result<BlockedContentsState>> PgMetaStore::BlockedContentsVersion(
       });
 }
 
+awaitable<Status> PgMetaStore::AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
+                                               admission::Deadline deadline) {
+  const CreatorToken& t = token;
+  return Command(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT sluice_add_creator_token($1, $2, $3::bytea, $4, $5, $6, $7, $8, $9, $10, $11)",
+      {P(t.id), P(t.label), DigestParam(t.secret_sha256), P(t.rate_milli), P(t.burst),
+       P(t.bytes_rate), P(t.bytes_burst), P(t.expires_at), P(t.created_at), P(max_live), P(now)},
+      [max_live](const PGresult* r) -> Result<std::monostate> {
+        if (PQntuples(r) > 0 && Int(r, 0, 0) == 2) {
+          return MakeError(
+              ErrorCode::kInsufficientStorage,
+              fmt::format("the store holds max_creator_tokens ({}) live creator tokens", max_live),
+              std::string(kCreatorTokensFull));
+        }
+        return std::monostate{};
+      });
+}
+
+awaitable<Result<bool>> PgMetaStore::RevokeCreatorToken(std::string id, int64_t now,
+                                                        admission::Deadline deadline) {
+  // The revoke and the version in one statement; a concurrent revoke of the same token waits for
+  // the row and then finds it revoked, so the version moves once.
+  return Query<bool>(
+      PostgresPurpose::kModeration, deadline,
+      "WITH hit AS (UPDATE creator_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0 "
+      "RETURNING 1), "
+      "bumped AS (UPDATE creator_tokens_state SET version = version + 1 "
+      "WHERE slot = 0 AND EXISTS (SELECT 1 FROM hit) RETURNING 1) "
+      "SELECT (SELECT count(*) FROM hit), (SELECT count(*) FROM bumped), "
+      "(SELECT count(*) FROM creator_tokens WHERE id = $1)",
+      {P(id), P(now)}, [](const PGresult* r) -> Result<bool> {
+        if (PQntuples(r) == 0 || Int(r, 0, 2) == 0) {
+          return MakeError(ErrorCode::kNotFound, "no such creator token", "not_found");
+        }
+        return Int(r, 0, 0) > 0;
+      });
+}
+
+awaitable<Result<CreatorTokenList>> PgMetaStore::CreatorTokens(admission::Deadline deadline) {
+  // One statement, one snapshot: the version and the rows agree. A LEFT JOIN keeps the version
+  // when there is no token.
+  return Query<CreatorTokenList>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT s.version, t.id, t.label, t.secret_sha256, t.rate_milli, t.burst, t.bytes_rate, "
+      "t.bytes_burst, t.expires_at, t.created_at, t.revoked_at "
+      "FROM creator_tokens_state s LEFT JOIN creator_tokens t ON true WHERE s.slot = 0 "
+      "ORDER BY t.id",
+      {}, [](const PGresult* r) -> Result<CreatorTokenList> {
+        CreatorTokenList list;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          list.version = Int(r, i, 0);
+          if (PQgetisnull(r, i, 1)) continue;
+          if (Text(r, i, 3).size() != 2 + 2 * TokenHash().size()) continue;
+          CreatorToken t;
+          t.id = std::string(Text(r, i, 1));
+          t.label = std::string(Text(r, i, 2));
+          t.secret_sha256 = Hash(Text(r, i, 3));
+          t.rate_milli = Int(r, i, 4);
+          t.burst = Int(r, i, 5);
+          t.bytes_rate = Int(r, i, 6);
+          t.bytes_burst = Int(r, i, 7);
+          t.expires_at = Int(r, i, 8);
+          t.created_at = Int(r, i, 9);
+          t.revoked_at = Int(r, i, 10);
+          list.tokens.push_back(std::move(t));
+        }
+        return list;
+      });
+}
+
+awaitable<Result<int64_t>> PgMetaStore::CreatorTokensVersion(admission::Deadline deadline) {
+  return Query<int64_t>(PostgresPurpose::kModeration, deadline,
+                        "SELECT version FROM creator_tokens_state WHERE slot = 0", {},
+                        [](const PGresult* r) -> Result<int64_t> {
+                          return PQntuples(r) == 0 ? int64_t{0} : Int(r, 0, 0);
+                        });
+}
+
 }  // namespace sluice::store::pg

@@ -107,6 +107,12 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
       admission::Deadline deadline) override;
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override;
+  awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
+                                    admission::Deadline deadline) override;
+  awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,
+                                             admission::Deadline deadline) override;
+  awaitable<Result<CreatorTokenList>> CreatorTokens(admission::Deadline deadline) override;
+  awaitable<Result<int64_t>> CreatorTokensVersion(admission::Deadline deadline) override;
 
   // Storage accounting (postgres_meta_storage.cc)
   awaitable<Result<uint64_t>> LiveBytes(admission::Deadline deadline) override;

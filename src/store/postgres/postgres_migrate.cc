@@ -465,6 +465,50 @@ constexpr const char* kMigrations[] = {
     ALTER TABLE report_queue ALTER COLUMN first_at SET NOT NULL;
     CREATE INDEX IF NOT EXISTS report_queue_by_arrival ON report_queue (first_at);
     )sql",
+    // 15: creator tokens, as the SQLite store's migration 17 says.
+    // sluice_add_creator_token takes the state row's lock first, so concurrent adds from several
+    // processes are ordered and max_creator_tokens holds across them; it answers 1 (added) or 2
+    // (the store holds the maximum of live tokens).
+    R"sql(
+    CREATE TABLE IF NOT EXISTS creator_tokens (
+      id text PRIMARY KEY,
+      label text NOT NULL,
+      secret_sha256 bytea NOT NULL UNIQUE,
+      rate_milli bigint NOT NULL,
+      burst bigint NOT NULL,
+      bytes_rate bigint NOT NULL,
+      bytes_burst bigint NOT NULL,
+      expires_at bigint NOT NULL,
+      created_at bigint NOT NULL,
+      revoked_at bigint NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS creator_tokens_state (
+      slot smallint PRIMARY KEY,
+      version bigint NOT NULL
+    );
+    INSERT INTO creator_tokens_state (slot, version) VALUES (0, 0) ON CONFLICT (slot) DO NOTHING;
+    CREATE OR REPLACE FUNCTION sluice_add_creator_token(
+        p_id text, p_label text, p_sha256 bytea, p_rate_milli bigint, p_burst bigint,
+        p_bytes_rate bigint, p_bytes_burst bigint, p_expires_at bigint, p_created_at bigint,
+        p_max bigint, p_now bigint)
+    RETURNS smallint LANGUAGE plpgsql AS $$
+    DECLARE
+      n bigint;
+    BEGIN
+      PERFORM 1 FROM creator_tokens_state WHERE slot = 0 FOR UPDATE;
+      SELECT count(*) INTO n FROM creator_tokens
+        WHERE revoked_at = 0 AND (expires_at = 0 OR expires_at > p_now);
+      IF n >= p_max THEN
+        RETURN 2;
+      END IF;
+      INSERT INTO creator_tokens (id, label, secret_sha256, rate_milli, burst, bytes_rate,
+                                  bytes_burst, expires_at, created_at, revoked_at)
+        VALUES (p_id, p_label, p_sha256, p_rate_milli, p_burst, p_bytes_rate, p_bytes_burst,
+                p_expires_at, p_created_at, 0);
+      UPDATE creator_tokens_state SET version = version + 1 WHERE slot = 0;
+      RETURN 1;
+    END $$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

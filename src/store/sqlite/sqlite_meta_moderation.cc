@@ -537,4 +537,110 @@ Status SqliteMetaStore::Apply(Db& db, const UnblockContentOp& op) {
   return Ok();
 }
 
+awaitable<Result<bool>> SqliteMetaStore::RevokeCreatorToken(std::string id, int64_t now,
+                                                            admission::Deadline) {
+  auto revoked = std::make_shared<bool>(false);
+  auto submitting = committer_->Submit(RevokeCreatorTokenOp{std::move(id), now, revoked});
+  const Status s = co_await std::move(submitting);
+  if (!s.ok()) co_return s.error();
+  co_return *revoked;
+}
+
+awaitable<Result<CreatorTokenList>> SqliteMetaStore::CreatorTokens(admission::Deadline deadline) {
+  return asio_glue::RunBlocking(moderation_pool(), [this, deadline]() -> Result<CreatorTokenList> {
+    return readers_.Read(deadline, [&](Db& db) -> Result<CreatorTokenList> {
+      // The version before the rows: a change between the two leaves rows newer than the
+      // version, which the next poll reads again; the other order could miss one.
+      CreatorTokenList list;
+      Statement& version = db.Prepare("SELECT version FROM creator_tokens_state WHERE slot = 0");
+      if (version.Step() == SQLITE_ROW) list.version = version.Int(0);
+      version.Reset();
+      Statement& s = db.Prepare(
+          "SELECT id, label, secret_sha256, rate_milli, burst, bytes_rate, bytes_burst, "
+          "expires_at, created_at, revoked_at FROM creator_tokens ORDER BY id");
+      int rc;
+      while ((rc = s.Step()) == SQLITE_ROW) {
+        CreatorToken t;
+        t.id = std::string(s.Text(0));
+        t.label = std::string(s.Text(1));
+        const auto blob = s.Blob(2);
+        if (blob.size() != t.secret_sha256.size()) continue;  // only digests are ever written
+        std::copy(blob.begin(), blob.end(), t.secret_sha256.begin());
+        t.rate_milli = s.Int(3);
+        t.burst = s.Int(4);
+        t.bytes_rate = s.Int(5);
+        t.bytes_burst = s.Int(6);
+        t.expires_at = s.Int(7);
+        t.created_at = s.Int(8);
+        t.revoked_at = s.Int(9);
+        list.tokens.push_back(std::move(t));
+      }
+      if (rc != SQLITE_DONE) return StorageError(db, "creator tokens");
+      return list;
+    });
+  });
+}
+
+awaitable<Result<int64_t>> SqliteMetaStore::CreatorTokensVersion(admission::Deadline deadline) {
+  return asio_glue::RunBlocking(moderation_pool(), [this, deadline]() -> Result<int64_t> {
+    return readers_.Read(deadline, [&](Db& db) -> Result<int64_t> {
+      Statement& s = db.Prepare("SELECT version FROM creator_tokens_state WHERE slot = 0");
+      const int rc = s.Step();
+      const int64_t version = rc == SQLITE_ROW ? s.Int(0) : 0;
+      s.Reset();
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "creator tokens version");
+      return version;
+    });
+  });
+}
+
+Status SqliteMetaStore::Apply(Db& db, const AddCreatorTokenOp& op) {
+  // The count and the insert in one transaction (the writer's), so max_live holds however many
+  // processes add at once.
+  Statement& count = db.Prepare(
+      "SELECT count(*) FROM creator_tokens WHERE revoked_at = 0 AND "
+      "(expires_at = 0 OR expires_at > ?)");
+  count.Bind(1, op.now);
+  if (count.Step() != SQLITE_ROW) return StorageError(db, "creator tokens");
+  const int64_t live = count.Int(0);
+  count.Reset();
+  if (live >= op.max_live) {
+    return MakeError(
+        ErrorCode::kInsufficientStorage,
+        fmt::format("the store holds max_creator_tokens ({}) live creator tokens", op.max_live),
+        std::string(kCreatorTokensFull));
+  }
+  const CreatorToken& t = op.token;
+  Statement& insert = db.Prepare(
+      "INSERT INTO creator_tokens (id, label, secret_sha256, rate_milli, burst, bytes_rate, "
+      "bytes_burst, expires_at, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)");
+  insert.Bind(1, t.id).Bind(2, t.label).Bind(3, std::span<const unsigned char>(t.secret_sha256));
+  insert.Bind(4, t.rate_milli).Bind(5, t.burst).Bind(6, t.bytes_rate).Bind(7, t.bytes_burst);
+  insert.Bind(8, t.expires_at).Bind(9, t.created_at);
+  if (Status s = Done(db, insert, "add creator token"); !s.ok()) return s;
+  Statement& bump =
+      db.Prepare("UPDATE creator_tokens_state SET version = version + 1 WHERE slot = 0");
+  return Done(db, bump, "creator tokens state");
+}
+
+Status SqliteMetaStore::Apply(Db& db, const RevokeCreatorTokenOp& op) {
+  Statement& find = db.Prepare("SELECT revoked_at FROM creator_tokens WHERE id = ?");
+  find.Bind(1, op.id);
+  const int rc = find.Step();
+  const int64_t revoked_at = rc == SQLITE_ROW ? find.Int(0) : 0;
+  find.Reset();
+  if (rc == SQLITE_DONE)
+    return MakeError(ErrorCode::kNotFound, "no such creator token", "not_found");
+  if (rc != SQLITE_ROW) return StorageError(db, "creator tokens");
+  if (revoked_at != 0) return Ok();
+  Statement& revoke = db.Prepare("UPDATE creator_tokens SET revoked_at = ? WHERE id = ?");
+  revoke.Bind(1, op.now).Bind(2, op.id);
+  if (Status s = Done(db, revoke, "revoke creator token"); !s.ok()) return s;
+  Statement& bump =
+      db.Prepare("UPDATE creator_tokens_state SET version = version + 1 WHERE slot = 0");
+  if (Status s = Done(db, bump, "creator tokens state"); !s.ok()) return s;
+  *op.revoked = true;
+  return Ok();
+}
+
 }  // namespace sluice::store::sqlite

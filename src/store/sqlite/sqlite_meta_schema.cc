@@ -238,6 +238,28 @@ constexpr const char* kMigrations[] = {
         WHERE r.paste_id = report_queue.paste_id AND r.open = 1), latest_at);
     CREATE INDEX report_queue_by_arrival ON report_queue (first_at);
     )sql",
+    // 17: creator tokens (docs/admission.md, "Creator tokens"): the SHA-256 of each secret, never the
+    // secret, the token's own budget, and one row whose version every add and revoke bumps, so
+    // that each process reads the tokens again only when they changed.
+    R"sql(
+    CREATE TABLE creator_tokens (
+      id TEXT PRIMARY KEY,
+      label TEXT NOT NULL,
+      secret_sha256 BLOB NOT NULL UNIQUE,
+      rate_milli INTEGER NOT NULL,
+      burst INTEGER NOT NULL,
+      bytes_rate INTEGER NOT NULL,
+      bytes_burst INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      revoked_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE creator_tokens_state (
+      slot INTEGER PRIMARY KEY,
+      version INTEGER NOT NULL
+    );
+    INSERT INTO creator_tokens_state (slot, version) VALUES (0, 0);
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the

@@ -129,9 +129,21 @@ struct UnblockContentOp {
   BodyDigest sha256;
   std::shared_ptr<bool> removed;
 };
+struct AddCreatorTokenOp {
+  CreatorToken token;
+  int64_t max_live;
+  int64_t now;
+};
+struct RevokeCreatorTokenOp {
+  std::string id;
+  int64_t now;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<bool> revoked;
+};
 using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
                              ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
-                             AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp>;
+                             AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp,
+                             AddCreatorTokenOp, RevokeCreatorTokenOp>;
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -243,6 +255,14 @@ class SqliteMetaStore final : public MetaStore {
       admission::Deadline deadline) override;
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override;
+  awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
+                                    admission::Deadline) override {
+    return committer_->Submit(AddCreatorTokenOp{std::move(token), max_live, now});
+  }
+  awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,
+                                             admission::Deadline) override;
+  awaitable<Result<CreatorTokenList>> CreatorTokens(admission::Deadline deadline) override;
+  awaitable<Result<int64_t>> CreatorTokensVersion(admission::Deadline deadline) override;
 
   // Burn after reading and storage accounting
 
@@ -293,6 +313,8 @@ class SqliteMetaStore final : public MetaStore {
   Status Apply(Db& db, const AddAuditOp& op);
   Status Apply(Db& db, const BlockContentOp& op);
   Status Apply(Db& db, const UnblockContentOp& op);
+  Status Apply(Db& db, const AddCreatorTokenOp& op);
+  Status Apply(Db& db, const RevokeCreatorTokenOp& op);
   // Inserts `entry` unless its digest is there or the list holds `max_entries` (`full` says
   // which); bumps the version when it did.
   static Status InsertBlockedContent(Db& db, const BlockedContent& entry, int64_t max_entries,

@@ -17,14 +17,14 @@ CreateAccessPolicy Policy(CreateAccess mode, std::vector<std::string> networks =
   return {mode, std::make_shared<const PrefixSet>(blocks)};
 }
 
-const Creator kAnonymousOutside{"203.0.113.7", {}};
-const Creator kAnonymousInside{"10.1.2.3", {}};
-const Creator kNamedOutside{"203.0.113.7", "alice@example.org"};
+const Creator kAnonymousOutside{"203.0.113.7", {}, {}};
+const Creator kAnonymousInside{"10.1.2.3", {}, {}};
+const Creator kNamedOutside{"203.0.113.7", "alice@example.org", {}};
 
 TEST(CreateAccessTest, AnyoneTakesEveryCreator) {
   const CreateAccessPolicy p = Policy(CreateAccess::kAnyone);
   EXPECT_EQ(DecideCreateAccess(p, kAnonymousOutside), AccessVerdict::kAllowed);
-  EXPECT_EQ(DecideCreateAccess(p, Creator{"unix", {}}), AccessVerdict::kAllowed);
+  EXPECT_EQ(DecideCreateAccess(p, Creator{"unix", {}, {}}), AccessVerdict::kAllowed);
 }
 
 TEST(CreateAccessTest, TokensTakesOnlyANamedCreatorAndAsksTheRestForACredential) {
@@ -38,12 +38,13 @@ TEST(CreateAccessTest, TokensTakesOnlyANamedCreatorAndAsksTheRestForACredential)
 TEST(CreateAccessTest, NetworksTakesOnlyAddressesInTheListWhateverTheName) {
   const CreateAccessPolicy p = Policy(CreateAccess::kNetworks, {"10.0.0.0/8", "2001:db8::/32"});
   EXPECT_EQ(DecideCreateAccess(p, kAnonymousInside), AccessVerdict::kAllowed);
-  EXPECT_EQ(DecideCreateAccess(p, Creator{"2001:db8:1:2::/64", {}}), AccessVerdict::kAllowed);
+  EXPECT_EQ(DecideCreateAccess(p, Creator{"2001:db8:1:2::/64", {}, {}}), AccessVerdict::kAllowed);
   EXPECT_EQ(DecideCreateAccess(p, kAnonymousOutside), AccessVerdict::kNetworkNotAllowed);
   EXPECT_EQ(DecideCreateAccess(p, kNamedOutside), AccessVerdict::kNetworkNotAllowed);
-  EXPECT_EQ(DecideCreateAccess(p, Creator{"2001:db9::/64", {}}), AccessVerdict::kNetworkNotAllowed);
+  EXPECT_EQ(DecideCreateAccess(p, Creator{"2001:db9::/64", {}, {}}),
+            AccessVerdict::kNetworkNotAllowed);
   // A key that is no address (a Unix socket's peer) is in no network.
-  EXPECT_EQ(DecideCreateAccess(p, Creator{"unix", {}}), AccessVerdict::kNetworkNotAllowed);
+  EXPECT_EQ(DecideCreateAccess(p, Creator{"unix", {}, {}}), AccessVerdict::kNetworkNotAllowed);
 }
 
 TEST(CreateAccessTest, NetworksWithNoListRefusesEveryone) {
@@ -87,12 +88,44 @@ TEST(CreateAccessTest, ANameIsBudgetedApartFromEveryAddress) {
   EXPECT_EQ(kAnonymousOutside.BudgetKey(), "203.0.113.7");
   EXPECT_EQ(kNamedOutside.BudgetKey(), "user:alice@example.org");
   // Two names behind one address are two keys; one name from two addresses is one.
-  const Creator bob{"203.0.113.7", "bob"};
-  const Creator bob_elsewhere{"198.51.100.1", "bob"};
+  const Creator bob{"203.0.113.7", "bob", {}};
+  const Creator bob_elsewhere{"198.51.100.1", "bob", {}};
   EXPECT_NE(bob.BudgetKey(), kNamedOutside.BudgetKey());
   EXPECT_EQ(bob.BudgetKey(), bob_elsewhere.BudgetKey());
   // No address key parses as a name's key or the other way round.
   EXPECT_FALSE(Cidr::Parse(bob.BudgetKey()));
+}
+
+Creator WithToken(std::string address, std::string label, std::string id) {
+  Creator c{std::move(address), {}, {}};
+  c.token = PresentedToken{std::move(id), std::move(label), TokenBudget{{10, 100}, std::nullopt}};
+  return c;
+}
+
+TEST(CreateAccessTest, ATokenHolderHoldsACredentialInEveryMode) {
+  const Creator holder = WithToken("203.0.113.7", "ci", "AbCdEf12");
+  EXPECT_TRUE(holder.HoldsCredential());
+  EXPECT_EQ(DecideCreateAccess(Policy(CreateAccess::kAnyone), holder), AccessVerdict::kAllowed);
+  EXPECT_EQ(DecideCreateAccess(Policy(CreateAccess::kTokens), holder), AccessVerdict::kAllowed);
+  EXPECT_EQ(DecideCreateAccess(Policy(CreateAccess::kTokensOrNetworks, {"10.0.0.0/8"}), holder),
+            AccessVerdict::kAllowed);
+  // A token is no network: `networks` asks for the address, whatever the token.
+  EXPECT_EQ(DecideCreateAccess(Policy(CreateAccess::kNetworks, {"10.0.0.0/8"}), holder),
+            AccessVerdict::kNetworkNotAllowed);
+}
+
+TEST(CreateAccessTest, ATokenIsBudgetedByItsIdWithItsLabelShown) {
+  const Creator a = WithToken("203.0.113.7", "ci", "AbCdEf12");
+  const Creator a_elsewhere = WithToken("198.51.100.1", "ci", "AbCdEf12");
+  const Creator b = WithToken("203.0.113.7", "ci", "ZzZzZz99");
+  EXPECT_EQ(a.BudgetKey(), "token:ci/AbCdEf12");
+  EXPECT_EQ(a.BudgetKey(), a_elsewhere.BudgetKey());  // one token, one budget, from anywhere
+  EXPECT_NE(a.BudgetKey(), b.BudgetKey());            // two tokens of one label, two budgets
+  // The token names the creator before a forward-auth name does.
+  Creator named = a;
+  named.forwarded_user = "alice";
+  EXPECT_EQ(named.BudgetKey(), a.BudgetKey());
+  EXPECT_FALSE(Cidr::Parse(a.BudgetKey()));
 }
 
 }  // namespace

@@ -965,7 +965,7 @@ class CreateAccessServiceTest : public ::testing::Test {
 TEST_F(CreateAccessServiceTest, ARefusedCreatorIsToldTheOperatorsTextAndSpendsNothing) {
   PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
                        Restricted(admission::CreateAccess::kNetworks, "ask ops"));
-  const admission::Creator outsider{"203.0.113.7", {}};
+  const admission::Creator outsider{"203.0.113.7", {}, {}};
   for (int i = 0; i < 3; ++i) {
     auto refused = RunSync(service.AdmitCreate(outsider, {1, false}));
     ASSERT_FALSE(refused.ok());
@@ -981,18 +981,20 @@ TEST_F(CreateAccessServiceTest, ARefusedCreatorIsToldTheOperatorsTextAndSpendsNo
 TEST_F(CreateAccessServiceTest, ACredentialRefusalSaysWhatTheModeTakesWithoutTheOperatorsText) {
   PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
                        Restricted(admission::CreateAccess::kTokensOrNetworks));
-  auto refused = RunSync(service.AdmitCreate(admission::Creator{"203.0.113.7", {}}, {1, false}));
+  auto refused =
+      RunSync(service.AdmitCreate(admission::Creator{"203.0.113.7", {}, {}}, {1, false}));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().reason, "create_access_credential");
   EXPECT_EQ(refused.error().message,
             DefaultCreateAccessText(admission::CreateAccess::kTokensOrNetworks));
-  EXPECT_TRUE(RunSync(service.AdmitCreate(admission::Creator{"10.9.9.9", {}}, {1, false})).ok());
+  EXPECT_TRUE(
+      RunSync(service.AdmitCreate(admission::Creator{"10.9.9.9", {}, {}}, {1, false})).ok());
 }
 
 TEST_F(CreateAccessServiceTest, ANamedCreatorHasItsOwnBudgetAndKeepsItsAddressForTheNetwork) {
   PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_,
                        Restricted(admission::CreateAccess::kTokens));
-  const admission::Creator alice{"203.0.113.7", "alice"};
+  const admission::Creator alice{"203.0.113.7", "alice", {}};
   auto ticket = RunSync(service.AdmitCreate(alice, {1, false}));
   ASSERT_TRUE(ticket.ok());
   EXPECT_EQ(ticket->client_key, "user:alice");
@@ -1000,7 +1002,7 @@ TEST_F(CreateAccessServiceTest, ANamedCreatorHasItsOwnBudgetAndKeepsItsAddressFo
   // alice's one create is spent; bob behind the same address has his own.
   EXPECT_EQ(RunSync(service.AdmitCreate(alice, {1, false})).error().reason, "ip_create_count");
   EXPECT_TRUE(
-      RunSync(service.AdmitCreate(admission::Creator{"203.0.113.7", "bob"}, {1, false})).ok());
+      RunSync(service.AdmitCreate(admission::Creator{"203.0.113.7", "bob", {}}, {1, false})).ok());
   // The paste records the network it came from, not the name.
   auto created = RunSync(service.Create(std::move(*ticket), "x", ""), clock_);
   ASSERT_TRUE(created.ok());
