@@ -98,6 +98,9 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.reservation_lifetime = s.Duration("body_timeout") + s.Duration("create_budget");
   o.create_access = ReadCreateAccess(s);
   o.create_access_text = s.String("create_access_text");
+  o.read_only = s.Boolean("read_only");
+  o.read_only_retry_after =
+      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("read_only_retry_after"));
   return o;
 }
 

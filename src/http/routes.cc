@@ -157,6 +157,7 @@ std::vector<Route> AdminRoutes() {
        HandleAdminUnblockContent,
        "admin_unblock_content"},
       {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
+      {"/admin/read-only", {kGet, kHead, kPut}, HandleAdminReadOnly, "admin_read_only"},
       {"/admin/abuse", read, HandleAdminAbuse, "admin_abuse"},
       {"/status", read, HandleAdminStatus, "admin_status"},
   };
