@@ -471,8 +471,10 @@ class Migration {
       ++(Live(row) ? unchanged_ : dead_unchanged_);
       co_return true;
     }
-    if (!there.ok() && !Live(row)) {
-      ++dead_unchanged_;  // expired or deleted before it was ever copied
+    // Expired or deleted at the source, and never copied or gone on the target too (a burn
+    // paste's last claim leaves views_left apart on the two tombstones: nothing to carry).
+    if (!Live(row) && (!there.ok() || there->deleted || there->expires_at <= now_)) {
+      ++dead_unchanged_;
       co_return true;
     }
     ++changed_;
