@@ -50,6 +50,23 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
   static std::string id, reason, note, prefix, duration = "1d", content, after;
   static size_t most = 1000;
   static bool keep = false;
+  static std::string window = "status";
+  CLI::App* read_only = admin->add_subcommand(
+      "read-only",
+      "Open (on) or close (off) the read-only window of a cutover: writes answer 503 read_only, "
+      "reads go on (docs/scale-out.md, 'Outgrowing one box'); status: whether it is open");
+  read_only->add_option("on|off|status", window, "What to do")
+      ->check(CLI::IsMember({"on", "off", "status"}))
+      ->capture_default_str();
+  read_only->callback([&o] {
+    o.path = "/admin/read-only";
+    if (window == "status") {
+      o.method = "GET";
+      return;
+    }
+    o.method = "PUT";
+    o.body = nlohmann::json{{"read_only", window == "on"}}.dump();
+  });
   CLI::App* reports = admin->add_subcommand(
       "reports", "Pastes with open reports, newest first, page after page of the queue");
   reports->add_option("--limit", most, "List at most this many pastes")->capture_default_str();
@@ -281,10 +298,10 @@ int RunAdmin(AdminCommandOptions& o) {
   // an answer can carry a paste's text, so it may be as large as one.
   const auto exchange = [&](const std::string& path) {
     CliRequest req;
-    req.method = o.method == "POST" || o.method == "DELETE" ? o.method : "GET";
+    req.method = o.method == "POST" || o.method == "DELETE" || o.method == "PUT" ? o.method : "GET";
     req.target = server.base_path + path;
     req.headers = {{"Authorization", "Bearer " + token}};
-    if (o.method == "POST") {
+    if (o.method == "POST" || o.method == "PUT") {
       req.headers.emplace_back("Content-Type", "application/json");
       req.body = o.body.empty() ? "{}" : o.body;
     }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "data_dir_lock.h"
 #include "settings.h"
 #include "sluice/admission/token_bucket.h"
+#include "sluice/asio/completion.h"
 #include "sluice/asio/timer.h"
 #include "sluice/service/body_check.h"
 #include "sluice/service/content_blocklist.h"
@@ -192,14 +194,28 @@ class Migration {
     now_ = clock_.UnixSeconds();
     if (o_.dry_run) co_return co_await DryRun();
     if (!o_.verify_only) {
-      if (!co_await Copy()) co_return 1;
+      bool copied = false;
+      if (o_.changed) {
+        copied = co_await CopyChanged();
+      } else {
+        copied = co_await Copy();
+      }
+      if (!copied) co_return 1;
       if (!co_await CopyBlocks()) co_return 1;
       if (!co_await CopyBlockedContents()) co_return 1;
     }
-    bool verified = co_await Verify();
+    // After a pass over what changed, what it copied is verified already (CheckOne): the
+    // whole walk is left out, so that the window's pass costs a read of each row, not of each
+    // body.
+    // Not a co_await inside ?: : g++ 12 resumes such a frame at a bad state.
+    bool verified = true;
+    if (!o_.changed || o_.verify_only) verified = co_await Verify();
+    if (verified) verified = co_await VerifyBlocks();
     if (verified) verified = co_await VerifyBlockedContents();
     std::printf("%s\n", nlohmann::json{{"moved", moved_},
                                        {"already_there", already_},
+                                       {"unchanged", unchanged_},
+                                       {"changed", changed_},
                                        {"not_moved_expired", expired_},
                                        {"not_moved_deleted", deleted_},
                                        {"bytes", bytes_},
@@ -251,10 +267,18 @@ class Migration {
     if (!last && at - last_progress_ < std::chrono::seconds(1)) return;
     last_progress_ = at;
     const double seconds = std::chrono::duration<double>(at - started_).count();
-    const double rate = seconds > 0 ? static_cast<double>(moved_ + already_) / seconds : 0;
+    const uint64_t walked = moved_ + already_ + unchanged_ + dead_unchanged_;
+    const double rate = seconds > 0 ? static_cast<double>(walked) / seconds : 0;
     const double mb = seconds > 0 ? static_cast<double>(bytes_) / 1e6 / seconds : 0;
-    const uint64_t done = done_before_ + moved_ + already_;
+    const uint64_t done = done_before_ + walked;
     const uint64_t left = total_ > done ? total_ - done : 0;
+    if (o_.changed) {
+      // No count first: in the window, a walk of the rows to count them would be time too.
+      std::fprintf(stderr, "migrate-store: %llu rows compared, %llu changed; %.0f rows/s\n",
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(changed_),
+                   rate);
+      return;
+    }
     std::fprintf(stderr,
                  "migrate-store: %llu of %llu pastes, %.1f MB; %.0f pastes/s, %.2f MB/s; about "
                  "%.0f s left\n",
@@ -341,11 +365,7 @@ class Migration {
       auto page = co_await Page(after);
       if (!page) co_return false;
       if (page->empty()) break;
-      for (const PasteMeta& row : *page) {
-        co_await Pace();
-        if (!co_await CopyOne(row)) co_return false;
-        Progress(false);
-      }
+      if (!co_await ForEachRow(*page, &Migration::CopyStep)) co_return false;
       after = page->back().id;
       cursor.after = after;
       cursor.moved = done_before_ + moved_ + already_;
@@ -355,6 +375,120 @@ class Migration {
     cursor.done = true;
     SaveCursor(state_path(), from_key_, cursor);
     Progress(true);
+    co_return true;
+  }
+
+  // The rows of one page, o_.jobs at a time. The io_context has one thread, so the workers share
+  // the page's index and the counts without a lock; a step's own calls run on the stores' pools.
+  using RowStep = awaitable<bool> (Migration::*)(const PasteMeta&);
+  struct PageRun {
+    const std::vector<PasteMeta>* rows;
+    RowStep step;
+    size_t next = 0;
+    bool ok = true;
+    std::exception_ptr thrown{};
+  };
+
+  awaitable<void> RowWorker(PageRun* run) {
+    while (run->ok && run->next < run->rows->size()) {
+      const PasteMeta& row = (*run->rows)[run->next++];
+      if (!co_await (this->*run->step)(row)) run->ok = false;
+    }
+  }
+
+  // False when a step failed (the rows not yet begun are then left for the next run).
+  awaitable<bool> ForEachRow(const std::vector<PasteMeta>& rows, RowStep step) {
+    PageRun run{&rows, step};
+    const size_t workers = std::max<size_t>(1, std::min(o_.jobs, rows.size()));
+    auto executor = co_await asio::this_coro::executor;
+    co_await asio_glue::AwaitCompletion<bool>([&](asio_glue::Completion<bool> done) {
+      auto left = std::make_shared<size_t>(workers);
+      auto finish = std::make_shared<asio_glue::Completion<bool>>(std::move(done));
+      for (size_t i = 0; i < workers; ++i) {
+        asio::co_spawn(executor, RowWorker(&run), [&run, left, finish](std::exception_ptr e) {
+          if (e && !run.thrown) run.thrown = e;
+          if (e) run.ok = false;
+          if (--*left == 0) (*finish)(true);
+        });
+      }
+    });
+    if (run.thrown) std::rethrow_exception(run.thrown);
+    co_return run.ok;
+  }
+
+  awaitable<bool> CopyStep(const PasteMeta& row) {
+    co_await Pace();
+    const bool ok = co_await CopyOne(row);
+    Progress(false);
+    co_return ok;
+  }
+
+  // The window's pass (MigrateStoreOptions::changed): every source row against the target's, and
+  // then the pastes with open reports, whose new reports change no row.
+  awaitable<bool> CopyChanged() {
+    started_ = last_progress_ = clock_.Now();
+    std::optional<PasteId> after;
+    for (;;) {
+      auto page = co_await Page(after);
+      if (!page) co_return false;
+      if (page->empty()) break;
+      if (!co_await ForEachRow(*page, &Migration::CheckStep)) co_return false;
+      after = page->back().id;
+    }
+    Progress(true);
+    std::optional<store::ReportCursor> reports_after;
+    for (;;) {
+      auto listing = source_.meta->OpenReports(reports_after, 500, CallDeadline());
+      auto queue = co_await std::move(listing);
+      if (!queue.ok()) {
+        std::printf("failed: reading the source's review queue: %s\n",
+                    queue.error().message.c_str());
+        co_return false;
+      }
+      for (const store::ReportSummary& reported : queue->pastes) {
+        if (!co_await CopyReports(reported.id)) co_return false;
+        co_await VerifyReports(reported.id);
+      }
+      if (!queue->next) co_return true;
+      reports_after = queue->next;
+    }
+  }
+
+  // One row of the window's pass: nothing to do when the target's row says the same in every
+  // field (its body was checked against the row's SHA-256 when it was copied, and a body never
+  // changes under its id); else the paste is copied as by a whole pass, then verified.
+  awaitable<bool> CheckStep(const PasteMeta& row) {
+    co_await Pace();
+    auto getting = target_.meta->Get(row.id, CallDeadline());
+    auto there = co_await std::move(getting);
+    if (!there.ok() && there.error().code != ErrorCode::kNotFound) {
+      std::printf("failed: reading %s on the target: %s\n", row.id.str().c_str(),
+                  there.error().message.c_str());
+      co_return false;
+    }
+    Progress(false);
+    if (there.ok() && AllDifferences(row, *there).empty()) {
+      ++(Live(row) ? unchanged_ : dead_unchanged_);
+      co_return true;
+    }
+    // Expired or deleted at the source, and never copied or gone on the target too (a burn
+    // paste's last claim leaves views_left apart on the two tombstones: nothing to carry).
+    if (!Live(row) && (!there.ok() || there->deleted || there->expires_at <= now_)) {
+      ++dead_unchanged_;
+      co_return true;
+    }
+    ++changed_;
+    if (!co_await CopyOne(row)) co_return false;
+    if (Live(row)) {
+      if (!co_await VerifyOne(row)) co_return false;
+      ++verified_;
+      co_return true;
+    }
+    auto reading = target_.meta->Get(row.id, CallDeadline());
+    auto after = co_await std::move(reading);
+    if (after.ok() && !after->deleted && after->expires_at > now_) {
+      Differ(row.id, "deleted: true on the source, false on the target");
+    }
     co_return true;
   }
 
@@ -464,7 +598,7 @@ class Migration {
       Differ(row.id, fmt::format("views_left: {} on the source, {} on the target", row.views_left,
                                  target_row->views_left));
     }
-    if (!co_await CopyReports(row)) co_return false;
+    if (!co_await CopyReports(row.id)) co_return false;
     if (target_row->moderation != row.moderation) {
       store::ModerationChange change{row.moderation, "moved by sluice admin migrate-store", now_};
       auto setting = target_.meta->SetModeration(row.id, change, CallDeadline());
@@ -489,12 +623,11 @@ class Migration {
   // The open reports, each as its network made it; a network that already reported the paste on
   // the target is not counted again, so a repeat adds nothing. No charge, threshold or cap: the
   // report is stored as it is, and withholding is the moderation state's to carry.
-  awaitable<bool> CopyReports(const PasteMeta& row) {
-    auto listing = source_.meta->ReportsOf(row.id, CallDeadline());
+  awaitable<bool> CopyReports(const PasteId& id) {
+    auto listing = source_.meta->ReportsOf(id, CallDeadline());
     auto reports = co_await std::move(listing);
     if (!reports.ok()) {
-      std::printf("failed: reports of %s: %s\n", row.id.str().c_str(),
-                  reports.error().message.c_str());
+      std::printf("failed: reports of %s: %s\n", id.str().c_str(), reports.error().message.c_str());
       co_return false;
     }
     // Oldest first, as they were made: the target's queue entry then arrives when the source's
@@ -510,7 +643,7 @@ class Migration {
     for (const store::AbuseReport& r : *reports) {
       auto adding = target_.meta->AddReport(r, policy, CallDeadline());
       if (auto added = co_await std::move(adding); !added.ok()) {
-        std::printf("failed: a report of %s: %s\n", row.id.str().c_str(),
+        std::printf("failed: a report of %s: %s\n", id.str().c_str(),
                     added.error().message.c_str());
         co_return false;
       }
@@ -620,14 +753,14 @@ class Migration {
       auto page = co_await Page(after);
       if (!page) co_return false;
       if (page->empty()) break;
-      for (const PasteMeta& row : *page) {
-        if (!Live(row)) continue;
-        co_await Pace();
-        if (!co_await VerifyOne(row)) co_return false;
-        ++verified_;
-      }
+      if (!co_await ForEachRow(*page, &Migration::VerifyStep)) co_return false;
       after = page->back().id;
     }
+    co_return true;
+  }
+
+  // Every block in force at the source is on the target.
+  awaitable<bool> VerifyBlocks() {
     auto from = source_.meta->ActiveBlocks(now_, CallDeadline());
     auto blocks = co_await std::move(from);
     auto to = target_.meta->ActiveBlocks(now_, CallDeadline());
@@ -669,20 +802,37 @@ class Migration {
                (row.body_sha256 && service::DigestBody(*body) != *row.body_sha256)) {
       Differ(row.id, "body: its SHA-256 or size on the target does not match the source's row");
     }
-    auto want_listing = source_.meta->ReportsOf(row.id, CallDeadline());
+    co_await VerifyReports(row.id);
+    co_return true;
+  }
+
+  // One exit, after the awaits: g++ 12 built this coroutine with a co_return ahead of its first
+  // co_await so that resuming it hit a trap (SIGILL).
+  awaitable<bool> VerifyStep(const PasteMeta& row) {
+    bool ok = true;
+    if (Live(row)) {
+      co_await Pace();
+      ok = co_await VerifyOne(row);
+      if (ok) ++verified_;
+    }
+    co_return ok;
+  }
+
+  // Each open report of `id` at the source is on the target.
+  awaitable<void> VerifyReports(PasteId id) {
+    auto want_listing = source_.meta->ReportsOf(id, CallDeadline());
     auto want = co_await std::move(want_listing);
-    auto got_listing = target_.meta->ReportsOf(row.id, CallDeadline());
+    auto got_listing = target_.meta->ReportsOf(id, CallDeadline());
     auto got = co_await std::move(got_listing);
     if (!want.ok() || !got.ok()) {
-      Differ(row.id, "reports: cannot be read");
-    } else {
-      for (const auto& r : *want) {
-        const bool found =
-            std::any_of(got->begin(), got->end(), [&](const auto& g) { return SameReport(r, g); });
-        if (!found) Differ(row.id, "reports: the report of network " + r.network + " is missing");
-      }
+      Differ(id, "reports: cannot be read");
+      co_return;
     }
-    co_return true;
+    for (const auto& r : *want) {
+      const bool found =
+          std::any_of(got->begin(), got->end(), [&](const auto& g) { return SameReport(r, g); });
+      if (!found) Differ(id, "reports: the report of network " + r.network + " is missing");
+    }
   }
 
   std::string state_path() const { return o_.state.empty() ? o_.to + ".migrate-state" : o_.state; }
@@ -697,6 +847,9 @@ class Migration {
   uint64_t total_ = 0, done_before_ = 0;
   uint64_t moved_ = 0, already_ = 0, expired_ = 0, deleted_ = 0, bytes_ = 0;
   uint64_t verified_ = 0, differences_ = 0, blocked_contents_ = 0;
+  // The window's pass: live rows alike on both sides, dead ones (expired, deleted) with nothing
+  // to do, and rows copied again.
+  uint64_t unchanged_ = 0, dead_unchanged_ = 0, changed_ = 0;
   TimePoint started_{}, last_progress_{};
 };
 
@@ -721,6 +874,13 @@ CLI::App* AddMigrateStoreCommand(CLI::App& admin, MigrateStoreOptions& o) {
   cmd->add_option("--page", o.page, "Rows per page of the source's listing and per saved cursor")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--jobs", o.jobs, "Pastes of a page copied at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--changed", o.changed,
+                "The cutover's last pass, in the read-only window: compare each row with the "
+                "target's and copy and verify only the pastes that changed (new, deleted, views "
+                "spent, moderation, reports)");
   return cmd;
 }
 
@@ -729,7 +889,10 @@ int RunMigrateStore(const MigrateStoreOptions& o) {
   // Before the stores, so they go first: the S3 store's sockets live on `io`, and the SQLite
   // stores' work on the pools.
   asio::io_context io(1);
-  asio::thread_pool read_pool(2), cleanup_pool(2), moderation_pool(1);
+  // As many threads as pastes in flight, so that the embedded stores' blocking calls (SQLite,
+  // fsync'd files) are not the queue the jobs wait in.
+  const size_t threads = std::max<size_t>(2, o.jobs);
+  asio::thread_pool read_pool(threads), cleanup_pool(threads), moderation_pool(1);
   Side source{"source", {}, {}, {}, {}, nullptr, {}};
   Side target{"target", {}, {}, {}, {}, nullptr, {}};
   try {

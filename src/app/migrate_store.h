@@ -29,6 +29,14 @@ struct MigrateStoreOptions {
   double rate = 200;
   /// Rows per page of the source's listing, and per save of the cursor. Default: 100.
   size_t page = 100;
+  /// Pastes of a page copied at once: each copy is a chain of round trips to both sides, so
+  /// several in flight keep the stores busy. Default: 4.
+  size_t jobs = 4;
+  /// The cutover's last pass (docs/scale-out.md, "Outgrowing one box"): each source row is
+  /// compared with the target's, and only the pastes whose rows differ or are missing, and those
+  /// with open reports, are copied and verified; the bodies of unchanged rows, checked when they
+  /// were copied, are not read again. Default: false (every paste copied and verified).
+  bool changed = false;
 };
 
 /// Adds `migrate-store` to `admin` (the `sluice admin` command); returns it, whose parsed() says

@@ -47,7 +47,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 94> kLive = {
+constexpr std::array<std::string_view, 96> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -107,6 +107,8 @@ constexpr std::array<std::string_view, 94> kLive = {
     "delete_budget",
     "max_storage_bytes",
     "verify_bodies",
+    "read_only",
+    "read_only_retry_after",
     // who may create; the networks file is read again on every reload, changed or not
     "create_access",
     "max_creator_tokens",

@@ -99,6 +99,9 @@ service::ServiceOptions ReadService(const Settings& s) {
   o.create_access = ReadCreateAccess(s);
   o.create_access_text = s.String("create_access_text");
   o.proof_of_work_difficulty = static_cast<uint64_t>(s.Integer("proof_of_work_difficulty"));
+  o.read_only = s.Boolean("read_only");
+  o.read_only_retry_after =
+      std::chrono::duration_cast<std::chrono::seconds>(s.Duration("read_only_retry_after"));
   return o;
 }
 

@@ -441,6 +441,11 @@ void ServerProcess::Reload() {
   admission_.Reconfigure(next_options->admission);
   // The stores' own timeouts before the service's: the tighter of the two bounds a call.
   call_timeouts_.Store(next_options->timeouts);
+  // The read-only window follows the file only when the file's value changed: a reload for
+  // something else leaves a window opened or closed through the admin listener as it is.
+  if (std::find(changes.live.begin(), changes.live.end(), "read_only") == changes.live.end()) {
+    next_options->service.read_only = service_.options()->read_only;
+  }
   service_.Reconfigure(next_options->service);
   feeds_.Reconfigure(next_options->feed_rates, next_options->feed_refuse_text);
   ReloadFeeds(next_options->feeds);

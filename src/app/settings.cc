@@ -322,6 +322,16 @@ constexpr SettingSpec kServeSettings[] = {
     BooleanSetting("verify_bodies", "true",
                    "true: record each body's SHA-256 and serve a body only if it matches its row "
                    "(false only to measure what the check costs)"),
+    // The cutover's window (docs/scale-out.md, "Outgrowing one box"): a setting so that a SIGHUP
+    // opens it on a server with no admin listener; PUT /admin/read-only does it without the file.
+    BooleanSetting("read_only", "false",
+                   "true: refuse every write (creates, forks, deletes, claims of burn and counted "
+                   "pastes, reports, moderation) with 503 read_only and Retry-After "
+                   "read_only_retry_after, while reads go on: the short window of a move to new "
+                   "stores (sluice admin read-only on|off does the same through admin_listen)"),
+    DurationSetting("read_only_retry_after", "30s", "1s", "1h",
+                    "The Retry-After of a write refused while read_only: about how long the "
+                    "window lasts"),
     ListSetting("edge_purge", "",
                 "Edge caches (Varnish, a CDN) to purge deleted pastes from: base URLs, "
                 "comma-separated, e.g. http://127.0.0.1:6081",

@@ -334,6 +334,24 @@ awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx) {
                                                 {"until", block->until}})));
 }
 
+awaitable<Reply> HandleAdminReadOnly(const Request& req, Context& ctx) {
+  if (req.method == Method::kPut) {
+    Result<nlohmann::json> j = JsonFields(req.small_body, {}, {"read_only"});
+    if (!j.ok()) co_return Reply::Refuse(j.error());
+    if (!j->contains("read_only")) {
+      co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                              "send {\"read_only\": true} or {\"read_only\": false}", "bad_json");
+    }
+    const bool on = (*j)["read_only"].get<bool>();
+    ctx.service.SetReadOnly(on);
+    spdlog::warn("audit: read-only window {} through the admin listener", on ? "opened" : "closed");
+  }
+  const std::shared_ptr<const service::ServiceOptions> o = ctx.service.options();
+  co_return Uncached(Reply::Json(
+      200,
+      JsonText({{"read_only", o->read_only}, {"retry_after", o->read_only_retry_after.count()}})));
+}
+
 namespace {
 
 nlohmann::json BlockedContentJson(const store::BlockedContent& e) {

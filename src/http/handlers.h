@@ -130,6 +130,9 @@ awaitable<Reply> HandleAdminTokens(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminRevokeToken(const Request& req, Context& ctx);
 /// GET /admin/abuse: the top client keys (in full) and prefixes, the budget distribution.
 awaitable<Reply> HandleAdminAbuse(const Request& req, Context& ctx);
+/// GET /admin/read-only: whether the read-only window is open; PUT {"read_only": true|false}
+/// opens or closes it (service::PasteService::SetReadOnly) and answers the same.
+awaitable<Reply> HandleAdminReadOnly(const Request& req, Context& ctx);
 
 /// The "abuse" object of /api/v1/status (docs/openapi.yaml): the budget distribution and the
 /// saturation, the schema the status page draws.

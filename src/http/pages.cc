@@ -160,6 +160,7 @@ ProblemSection ProblemOf(unsigned status, std::string_view reason) {
       {"report_global_rate", &templates::Problem::report_global_rate},
       {"cross_site", &templates::Problem::cross_site},
       {"delete_rate", &templates::Problem::delete_rate},
+      {"read_only", &templates::Problem::read_only},
   };
   if (auto it = kReasons.find(reason); it != kReasons.end()) return it->second;
   switch (status) {
@@ -370,9 +371,11 @@ std::string ErrorPage(const Reader& reader, unsigned status, std::string_view re
   page.retry_in = retry_in;
   page.retry_at = retry_at;
   page.limit = status == 429;
-  page.overload = status >= 500;
+  // The read-only window is a 503 as well, but no overload: the operator closed writes on purpose.
+  page.maintenance = reason == "read_only";
+  page.overload = status >= 500 && !page.maintenance;
   page.not_found = status == 404;
-  page.rejected = !page.limit && !page.overload && !page.not_found;
+  page.rejected = !page.limit && !page.overload && !page.not_found && !page.maintenance;
   page.reason = reason;
   page.message = message;
   page.access = reason.starts_with("create_access") || reason == "feed_refused";

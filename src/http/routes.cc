@@ -159,6 +159,7 @@ std::vector<Route> AdminRoutes() {
       {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
       {"/admin/tokens", {kGet, kHead, kPost}, HandleAdminTokens, "admin_tokens"},
       {"/admin/tokens/{id}", {kDelete}, HandleAdminRevokeToken, "admin_revoke_token"},
+      {"/admin/read-only", {kGet, kHead, kPut}, HandleAdminReadOnly, "admin_read_only"},
       {"/admin/abuse", read, HandleAdminAbuse, "admin_abuse"},
       {"/status", read, HandleAdminStatus, "admin_status"},
   };

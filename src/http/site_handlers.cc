@@ -101,6 +101,9 @@ awaitable<Reply> HandleLimits(const Request& req, Context& ctx) {
       {"client_key", client_key},
       {"create_access",
        std::string(admission::CreateAccessName(ctx.service.options()->create_access.mode))},
+      // The cutover's window (docs/scale-out.md): a client that reads this knows why its
+      // creates answer 503 read_only, and for how long to wait.
+      {"read_only", ctx.service.options()->read_only},
       {"buckets_from", from},
       {"buckets", buckets},
       {"pools",

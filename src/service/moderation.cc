@@ -251,9 +251,14 @@ awaitable<Result<store::PasteMeta>> ModerationService::Find(std::string_view id_
   co_return meta;
 }
 
+std::optional<Error> ModerationService::ReadOnly() const {
+  return storage_ ? storage_->ReadOnlyRefusal() : std::nullopt;
+}
+
 awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_key,
                                                            std::string_view id_text,
                                                            std::string reason, std::string note) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
   const std::shared_ptr<const ModerationOptions> options = options_.Load();
   if (store::ReportReasonBit(reason) == 0) {
     co_return Invalid("reason must be one of spam, malware, illegal, personal_data, other",
@@ -424,6 +429,7 @@ awaitable<Result<PasteReview>> ModerationService::Show(std::string_view id_text)
 }
 
 awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::string reason) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
   const Deadline deadline = Deadline::After(clock_, built_.budget);
   auto finding = Find(id_text, deadline);
   Result<store::PasteMeta> meta = co_await std::move(finding);
@@ -470,6 +476,7 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
 
 awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::string note,
                                              bool keep) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
   const Deadline deadline = Deadline::After(clock_, built_.budget);
   auto finding = Find(id_text, deadline);
   Result<store::PasteMeta> meta = co_await std::move(finding);
@@ -502,6 +509,7 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
 awaitable<Result<store::ClientBlock>> ModerationService::Block(std::string prefix,
                                                                std::chrono::seconds duration,
                                                                std::string reason) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
   if (Status valid = Blocklist::Check(prefix); !valid.ok()) co_return valid.error();
   if (duration <= std::chrono::seconds::zero() || duration > std::chrono::hours(24 * 366)) {
     co_return Invalid("a block lasts from 1 s to 366 days", "bad_duration");
@@ -542,6 +550,7 @@ constexpr size_t kBlockedContentsPage = 10'000;
 
 awaitable<Result<ContentBlockReceipt>> ModerationService::BlockContent(std::string_view sha256,
                                                                        std::string reason) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
   const auto digest = ContentBlocklist::ParseHex(sha256);
   if (!digest) co_return BadDigest();
   if (reason.empty()) reason = "blocked by the operator";
@@ -570,6 +579,7 @@ awaitable<Result<ContentBlockReceipt>> ModerationService::BlockContent(std::stri
 }
 
 awaitable<Result<bool>> ModerationService::UnblockContent(std::string_view sha256) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
   const auto digest = ContentBlocklist::ParseHex(sha256);
   if (!digest) co_return BadDigest();
   const Deadline deadline = Deadline::After(clock_, built_.budget);

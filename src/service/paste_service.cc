@@ -104,7 +104,15 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
           "sluice_storage_quota_refusals_total",
           "Creates refused 507 storage_quota: live bytes, plus the bytes reserved by creates in "
           "flight, plus the declared length over the quota")),
+      read_only_refusals_(metrics.GetCounter(
+          "sluice_read_only_refusals_total",
+          "Writes (creates, forks, deletes, claims, reports, moderation) refused 503 read_only "
+          "during the read-only window")),
       storage_gauges_(metrics) {
+  storage_gauges_.Add("sluice_read_only",
+                      "1 while the read-only window is open (read_only, or PUT /admin/read-only): "
+                      "writes answer 503 read_only, reads go on",
+                      {}, [this] { return options_.Load()->read_only ? 1.0 : 0.0; });
   storage_gauges_.Add("sluice_storage_live_bytes",
                       "Bytes of live pastes (not deleted, not yet purged) in the metadata store, "
                       "as this process last saw them",
@@ -125,6 +133,7 @@ PasteService::PasteService(store::MetaStore& meta, store::BlobStore& blobs, Past
 }
 
 void PasteService::Reconfigure(const ServiceOptions& next) {
+  std::lock_guard lock(reconfigure_mu_);
   ServiceOptions o = *options_.Load();
   o.max_paste_bytes = next.max_paste_bytes;
   o.default_ttl = next.default_ttl;
@@ -144,7 +153,28 @@ void PasteService::Reconfigure(const ServiceOptions& next) {
   // keeps the snapshot it took (docs/admission.md, "Who may create").
   o.create_access = next.create_access;
   o.create_access_text = next.create_access_text;
+  o.read_only = next.read_only;
+  o.read_only_retry_after = next.read_only_retry_after;
   options_.Store(std::move(o));
+}
+
+void PasteService::SetReadOnly(bool on) {
+  std::lock_guard lock(reconfigure_mu_);
+  ServiceOptions o = *options_.Load();
+  o.read_only = on;
+  options_.Store(std::move(o));
+}
+
+std::optional<Error> PasteService::ReadOnlyRefusal() const {
+  const std::shared_ptr<const ServiceOptions> options = options_.Load();
+  if (!options->read_only) return std::nullopt;
+  read_only_refusals_.Inc();
+  Error e = MakeError(ErrorCode::kUnavailable,
+                      "this server is read-only for a short while (its store is moving); reading "
+                      "works, and nothing was changed: try again later",
+                      "read_only");
+  e.retry_after_seconds = options->read_only_retry_after.count();
+  return e;
 }
 
 Error PasteService::WithRetryAfter(Error e) {

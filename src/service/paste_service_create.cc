@@ -159,7 +159,10 @@ std::optional<Error> PasteService::RedeemProof(std::string_view proof) {
 awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator creator,
                                                           CreateHeaders headers, uint64_t allowance,
                                                           CreateSlotPromise* promise) {
-  // First, and apart from the refusals AbuseWatch counts: a creator the operator does not take is
+  // The window first: a create it refuses would be one the cutover's copy misses, and a 503 for
+  // the server's state says nothing about this creator, so nothing is spent or counted for it.
+  if (std::optional<Error> closed = ReadOnlyRefusal()) co_return std::move(*closed);
+  // Then, and apart from the refusals AbuseWatch counts: a creator the operator does not take is
   // neither abuse nor growth, and learns that before a size or a rate that does not apply to it.
   if (std::optional<Error> refused = CheckCreateAccess(creator)) co_return std::move(*refused);
   // Then the feeds, for the same reasons, and only for anonymous creators: one the operator's

@@ -24,6 +24,8 @@ using boost::asio::awaitable;
 
 awaitable<Status> PasteService::Delete(std::string_view id_text, std::string_view token,
                                        std::string_view client_key) {
+  // Before the delete budget: a delete in the window spends nothing (ReadOnlyRefusal).
+  if (std::optional<Error> closed = ReadOnlyRefusal()) co_return std::move(*closed);
   if (!client_key.empty()) {
     if (Status admitted = admission_.AdmitDelete(client_key); !admitted.ok()) co_return admitted;
   }

@@ -222,6 +222,9 @@ awaitable<void> PasteService::KeepShared(const store::PasteMeta& meta, Deadline 
 
 awaitable<Result<CachedPaste>> PasteService::Claim(const ClientKeySource& client,
                                                    std::string_view id_text) {
+  // A claim spends a view, a write the cutover's copy could miss: in the read-only window the
+  // paste is neither served nor burned, and the reader may claim it once the window closes.
+  if (std::optional<Error> closed = ReadOnlyRefusal()) co_return std::move(*closed);
   const auto id = store::PasteId::Parse(id_text);
   if (!id) co_return PasteNotFound();
   // A claim is an origin read (never cached) and then a write: it pays like a fill's leader.

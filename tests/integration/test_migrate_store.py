@@ -252,6 +252,54 @@ class MigrateStoreTest(SluiceTestCase):
         target = self.server(["--meta", url, "--data-dir", shared, *RELAXED])
         self.assertReadsBack(docs, live, dead, target)
 
+    def test_the_windows_pass_copies_only_what_changed_and_verifies_it(self):
+        src, docs, live, dead = self.source(plain=40)
+        url = self.database()
+        shared = os.path.join(self.root, "shared")
+        from_file = self.settings("from", data_dir=src.data_dir)
+        to_file = self.settings("to", data_dir=shared, meta=url)
+        res, summary = self.migrate(from_file, to_file, "--rate", "0", "--jobs", "8")
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual((summary["moved"], summary["differences"]), (len(live), 0), summary)
+        # What changes at the source after the first pass: new pastes, a delete, a view spent,
+        # a report, a takedown.
+        new = [src.create_ok(f"made after the first pass {i}")["id"] for i in range(5)]
+        paste_id, token = self.token
+        self.assertStatus(src.delete(paste_id, token=token), 204)
+        counted = self.kinds["counted"]
+        self.assertStatus(src.request("POST", f"/api/v1/pastes/{counted}/claim", body=b""), 200)
+        self.report(src, self.kinds["first"], "198.19.40.1")
+        taken = self.kinds["fork"]
+        self.assertStatus(src.admin_request("POST", f"/admin/pastes/{taken}/takedown",
+                                            body="{}"), 200)
+        self.assertEqual(self.admin_read_only(src, "on").returncode, 0)
+        res, summary = self.migrate(from_file, to_file, "--changed", "--rate", "0")
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual(summary["differences"], 0, summary)
+        self.assertEqual(summary["moved"], len(new), summary)
+        # The new ones, the deleted one, the counted one and the taken-down one; the rest alike.
+        self.assertEqual(summary["changed"], len(new) + 3, summary)
+        self.assertEqual(summary["unchanged"], len(live) - 3, summary)
+        # The changed ones were verified as copied; the unchanged ones' bodies were not read.
+        self.assertEqual(summary["verified"], len(new) + 2, summary)
+        whole, summary = self.migrate(from_file, to_file, "--verify-only", "--rate", "0")
+        self.assertEqual(whole.returncode, 0, whole.stdout + whole.stderr)
+        self.assertEqual(summary["differences"], 0, summary)
+        src.stop()
+        target = self.server(["--meta", url, "--data-dir", shared, *RELAXED])
+        for i in new:
+            self.assertStatus(target.get(f"/raw/{i}"), 200)
+        self.assertStatus(target.get(f"/raw/{paste_id}"), 404)
+        self.assertStatus(target.get(f"/raw/{taken}"), 451)
+        self.assertEqual(self.sql(url, f"SELECT views_left FROM pastes WHERE id = '{counted}'"),
+                         "2")
+        reports = target.admin_request("GET", "/admin/reports").json()["pastes"]
+        self.assertIn(self.kinds["first"], [p["id"] for p in reports])
+
+    def admin_read_only(self, s, what):
+        return run_sluice(["admin", "--admin", f"http://127.0.0.1:{s.admin_port}", "--token-file",
+                           s.admin_token_file, "read-only", what])
+
     def test_a_body_damaged_on_disk_is_named_and_not_copied(self):
         src, docs, live, dead = self.source(plain=20)
         src.stop()

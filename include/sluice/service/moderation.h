@@ -228,6 +228,10 @@ class ModerationService {
                                       admission::Deadline deadline);
   boost::asio::awaitable<void> RefreshLoop();
   Error WithRetryAfter(Error e);
+  /// The read-only window's refusal (PasteService::ReadOnlyRefusal), or nothing: a report, a
+  /// takedown, a dismissal, a block or a change of the content blocklist made in the window is a
+  /// change the cutover's copy could miss, so each is refused first, the operator's own too.
+  std::optional<Error> ReadOnly() const;
 
   store::MetaStore& meta_;
   store::BlobStore& blobs_;

@@ -84,6 +84,14 @@ struct ServiceOptions {
   /// The search a proof-of-work challenge asks for while the solvers' share is at least half
   /// full (its maxnumber; PowDifficulty raises it as the share drains). Default: 100,000.
   uint64_t proof_of_work_difficulty = 100'000;
+  /// The read-only window of a cutover (docs/scale-out.md, "Outgrowing one box"): every write a
+  /// copy of the store would miss (a create or fork, a delete, a claim of a counted paste, a
+  /// report, an operator's moderation) is refused Unavailable, reason read_only, before anything
+  /// is spent; reads go on. Default: false.
+  bool read_only = false;
+  /// The Retry-After of a write refused in the window: about how long the operator expects it to
+  /// last. Default: 30 s.
+  std::chrono::seconds read_only_retry_after{30};
 };
 
 /// The refusal's text when the operator wrote none: what the mode takes, and that reading is open.
@@ -167,6 +175,13 @@ class PasteService {
   /// per-call timeouts are also the guarded stores' own (service::LiveCallTimeouts), which the
   /// caller changes with these. shared_meta_ttl and storage_refresh stay as built.
   void Reconfigure(const ServiceOptions& next);
+  /// Opens (true) or closes the read-only window from now on, whatever the options said
+  /// (the admin listener's PUT /admin/read-only); the next Reconfigure sets it again.
+  void SetReadOnly(bool on);
+  /// Nothing outside the read-only window (ServiceOptions::read_only); in it, the refusal every
+  /// write answers: Unavailable, reason read_only, Retry-After read_only_retry_after. Checked
+  /// first by each use case that writes, here and in ModerationService.
+  std::optional<Error> ReadOnlyRefusal() const;
 
   /// Step 1 of a create, from the headers alone: LengthRequired without a bounded length, TooLarge
   /// over the limit. `allowance` is extra framing the transport adds (multipart boundaries).
@@ -189,6 +204,7 @@ class PasteService {
   /// PermissionDenied, which the edge answers 401) or "create_access_network" (PermissionDenied,
   /// 403), with the operator's text as the message, before anything is spent or counted.
   /// `creator`'s budget key (admission::Creator::BudgetKey) keys every per-key budget.
+  /// First of all, the read-only window (ReadOnlyRefusal): the server's state, not the client's.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(admission::Creator creator,
                                                            CreateHeaders headers,
                                                            uint64_t allowance = 0,
@@ -423,6 +439,10 @@ class PasteService {
   // Bytes created per hour over the last 24 h, by hour number (Unix hours), for the 24 h gauge.
   mutable std::mutex created_mu_;
   std::array<std::pair<int64_t, uint64_t>, 24> created_hours_{};
+  Counter& read_only_refusals_;
+  // Reconfigure and SetReadOnly each read, change and store the options: one at a time, so that
+  // neither undoes the other.
+  std::mutex reconfigure_mu_;
   GaugeCallbacks storage_gauges_;  // last: its callbacks read the members above
 };
 

@@ -1014,3 +1014,53 @@ TEST_F(CreateAccessServiceTest, ANamedCreatorHasItsOwnBudgetAndKeepsItsAddressFo
 
 }  // namespace
 }  // namespace sluice::service
+
+namespace sluice::service {
+namespace {
+
+// The read-only window of a cutover (ServiceOptions::read_only, docs/scale-out.md): every write is
+// refused first, spending nothing, and reads go on.
+class ReadOnlyWindowServiceTest : public CreateAccessServiceTest {
+ protected:
+  static ServiceOptions Window(bool on) {
+    ServiceOptions o;
+    o.read_only = on;
+    o.read_only_retry_after = std::chrono::seconds(45);
+    return o;
+  }
+  struct Reader final : ClientKeySource {
+    std::string Key() const override { return "10.0.0.1"; }
+  };
+  static void ExpectReadOnly(const Status& s) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+    EXPECT_EQ(s.error().reason, "read_only");
+    EXPECT_EQ(s.error().retry_after_seconds, 45);
+  }
+};
+
+TEST_F(ReadOnlyWindowServiceTest, WritesAreRefusedFirstAndSpendNothingWhileReadsGoOn) {
+  PasteService service(*meta_, *blobs_, cache_, admission_, clock_, metrics_, Window(false));
+  auto ticket = RunSync(service.AdmitCreate("10.0.0.1", {5, false}));
+  ASSERT_TRUE(ticket.ok());
+  auto made = RunSync(service.Create(std::move(*ticket), "plain", ""), clock_);
+  ASSERT_TRUE(made.ok());
+  // The key's one create (OneCreatePerKey) is spent; another key's is kept for after the window.
+  service.Reconfigure(Window(true));
+  for (int i = 0; i < 3; ++i) {
+    auto refused = RunSync(service.AdmitCreate("10.0.0.2", {5, false}));
+    ExpectReadOnly(refused.ok() ? Ok() : Status(refused.error()));
+  }
+  ExpectReadOnly(RunSync(service.Delete(made->id.str(), made->delete_token)));
+  auto claim = RunSync(service.Claim(Reader(), made->id.str()));
+  ExpectReadOnly(claim.ok() ? Ok() : Status(claim.error()));
+  EXPECT_TRUE(RunSync(service.Read(Reader(), made->id.str())).ok());
+  EXPECT_TRUE(service.options()->read_only);
+
+  service.SetReadOnly(false);
+  EXPECT_TRUE(RunSync(service.AdmitCreate("10.0.0.2", {5, false})).ok());
+  EXPECT_TRUE(RunSync(service.Delete(made->id.str(), made->delete_token)).ok());
+}
+
+}  // namespace
+}  // namespace sluice::service
