@@ -950,7 +950,8 @@ class ConfigTest(SluiceTestCase):
                                   "admin-token-file", "push-webhook", "push-webhook-secret-file",
                                   "push-command", "abuse-contact", "abuse-policy-text",
                                   "create-access-text", "create-networks", "create-networks-file",
-                                  "forward-auth-header"):
+                                  "forward-auth-header", "feeds", "feed-refuse-text",
+                                  "proof-of-work-key-file"):
                 self.assertTrue(m.group(2).startswith("="), f"--{m.group(1)} shows no default")
 
     def test_config_file_max_paste_bytes(self):
