@@ -122,13 +122,15 @@ bench:
 # Varnish) until Ctrl-C; stack-down stops one started in the background by scripts/stack.sh up.
 # HA=1: PostgreSQL primary + synchronous standby on a multi-host URL, failed over by hand, and Redis
 # under three sentinels; HA=patroni: PostgreSQL under Patroni instead, which fails over by itself
-# (docs/scale-out.md, "The HA stack").
+# (docs/scale-out.md, "The HA stack"). S3=ceph: the bodies on Ceph RGW (a one-node cluster,
+# scripts/testenv/ceph-rgw.sh) instead of s3rver.
 STACK_PROCESSES ?= 2
 HA ?=
+S3 ?= s3rver
 stack: build
 	@scripts/install-deps.sh test
 	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES) $(if $(filter 1,$(HA)),--ha) \
-	  $(if $(filter patroni,$(HA)),--ha --patroni)
+	  $(if $(filter patroni,$(HA)),--ha --patroni) --s3 $(S3)
 
 stack-down:
 	scripts/stack.sh down
