@@ -138,7 +138,7 @@ stack-down:
 # Long versions of the scenario tests (the short ones run in make test), figures written to
 # bench/results/scenarios.md, then slowhttptest's three attacks at 1,000 connections and 200/s each
 # (probe figures appended to bench/work/slowhttp-long.jsonl), then the crash test for 50
-# kill -9 cycles.
+# kill -9 cycles, then the stack with its bodies on Ceph RGW (tests/stack/test_stack_ceph.py).
 chaos: build
 	python3 tools/run_chaos.py --bin $(DEV)/sluice
 	@scripts/install-deps.sh test
@@ -147,6 +147,8 @@ chaos: build
 	  python3 -m unittest discover -v -s tests/integration -p 'test_slowhttp.py'
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
+	SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
+	  python3 -m unittest discover -v -s tests/stack -p 'test_stack_ceph.py'
 
 # The chaos lab: the whole stack (4 processes) with a fault proxy on every wire, each overload
 # scenario at the spec's scale, the report and plots written to bench/results/lab/. LAB_SCALE < 1
