@@ -122,13 +122,15 @@ bench:
 # Varnish) until Ctrl-C; stack-down stops one started in the background by scripts/stack.sh up.
 # HA=1: PostgreSQL primary + synchronous standby on a multi-host URL, failed over by hand, and Redis
 # under three sentinels; HA=patroni: PostgreSQL under Patroni instead, which fails over by itself
-# (docs/scale-out.md, "The HA stack").
+# (docs/scale-out.md, "The HA stack"). S3=ceph: the bodies on Ceph RGW (a one-node cluster,
+# scripts/testenv/ceph-rgw.sh) instead of s3rver.
 STACK_PROCESSES ?= 2
 HA ?=
+S3 ?= s3rver
 stack: build
 	@scripts/install-deps.sh test
 	scripts/stack.sh up --foreground --processes $(STACK_PROCESSES) $(if $(filter 1,$(HA)),--ha) \
-	  $(if $(filter patroni,$(HA)),--ha --patroni)
+	  $(if $(filter patroni,$(HA)),--ha --patroni) --s3 $(S3)
 
 stack-down:
 	scripts/stack.sh down
@@ -136,7 +138,7 @@ stack-down:
 # Long versions of the scenario tests (the short ones run in make test), figures written to
 # bench/results/scenarios.md, then slowhttptest's three attacks at 1,000 connections and 200/s each
 # (probe figures appended to bench/work/slowhttp-long.jsonl), then the crash test for 50
-# kill -9 cycles.
+# kill -9 cycles, then the stack with its bodies on Ceph RGW (tests/stack/test_stack_ceph.py).
 chaos: build
 	python3 tools/run_chaos.py --bin $(DEV)/sluice
 	@scripts/install-deps.sh test
@@ -145,6 +147,8 @@ chaos: build
 	  python3 -m unittest discover -v -s tests/integration -p 'test_slowhttp.py'
 	SLUICE_CRASH_ITERATIONS=50 SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
 	  python3 -m unittest discover -v -s tests/integration -p 'test_crash.py'
+	SLUICE_BIN=$(DEV)/sluice PYTHONPATH=tests/lib \
+	  python3 -m unittest discover -v -s tests/stack -p 'test_stack_ceph.py'
 
 # The chaos lab: the whole stack (4 processes) with a fault proxy on every wire, each overload
 # scenario at the spec's scale, the report and plots written to bench/results/lab/. LAB_SCALE < 1

@@ -19,7 +19,10 @@ full_page_writes on) behind N sluice processes and nginx (least_conn), as a flee
 bodies in one folder of files that every process shares (inline_body_bytes 0, so no body sits in a
 process's own bodies.db). A checkpoint then measures creates, hot, cold and absent reads, deletes,
 the start-up and the sweep; the backup and the co-tenant are the embedded store's questions. The
-report goes to bench/results/growth-postgres.md.
+report goes to bench/results/growth-postgres.md. With --bodies ceph as well, the bodies are in a
+bucket of Ceph's RADOS Gateway instead of the shared folder (scripts/testenv/ceph-rgw.sh, its OSD
+on BlueStore in a sparse file under WORK/ceph), the fleet as it runs on a real object store; the
+disk figure then counts the OSD's file, the monitor's store and PostgreSQL.
 """
 import argparse
 import http.client
@@ -187,16 +190,20 @@ class Fleet(Server):
     """N sluice processes on one PostgreSQL, bodies in one shared folder, nginx in front: the
     Server a checkpoint talks to, its url the balancer, its figures the processes' sum."""
 
-    def __init__(self, binary, work, log_path, port, processes):
+    def __init__(self, binary, work, log_path, port, processes, bodies="files"):
         super().__init__(binary, os.path.join(work, "app0"), log_path, port + 3, port + 4)
         self.work, self.base, self.processes, self.procs = work, port, processes, []
         self.pg_dir = os.path.join(work, "postgres")
-        self.blobs = os.path.join(work, "blobs")
+        self.bodies = bodies
+        self.blobs = os.path.join(work, "ceph" if bodies == "ceph" else "blobs")
+        self.blob_args, self.blob_env = [], {}
         self.app_ports = [port + 10 + i for i in range(processes)]
         self.meta_url = None
 
     def start_dependencies(self):
         os.makedirs(self.blobs, exist_ok=True)
+        if self.bodies == "ceph":
+            self.start_ceph()
         env = {**os.environ, "PG_DURABLE": "1", "PG_SHARED_BUFFERS": "256MB"}
         self.meta_url = subprocess.run(
             [os.path.join(REPO, "scripts/testenv/postgres.sh"), "start", self.pg_dir,
@@ -213,18 +220,41 @@ class Fleet(Server):
                 " location / { proxy_pass http://fleet; proxy_http_version 1.1;"
                 ' proxy_set_header Connection ""; proxy_next_upstream off; } }')
 
+    def start_ceph(self):
+        """A one-node Ceph and its gateway, the OSD on BlueStore: a million pastes of a few KB
+        are gigabytes, more than memstore should hold in the OSD's memory on a shared machine
+        (bench/results/ceph-rgw.md measured it). The file is sparse; BlueStore's cache is the
+        size of PostgreSQL's shared_buffers (256 MB), so neither store has more memory."""
+        env = {**os.environ, "CEPH_RGW_OBJECTSTORE": "bluestore",
+               "CEPH_RGW_BLOCK_BYTES": str(60 << 30), "CEPH_RGW_CACHE_BYTES": str(256 << 20),
+               # A start beside other people's builds: ceph's commands may take minutes.
+               "CEPH_RGW_PATIENCE": "600"}
+        script = os.path.join(REPO, "scripts/testenv/ceph-rgw.sh")
+        subprocess.run([script, "start", self.blobs, "0", "sluice-growth"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+        def read(name):
+            with open(os.path.join(self.blobs, name)) as f:
+                return f.read().strip()
+
+        self.blob_args = ["--blob", "s3://" + read("bucket"), "--s3-endpoint", read("endpoint")]
+        self.blob_env = {"AWS_ACCESS_KEY_ID": read("access_key"),
+                         "AWS_SECRET_ACCESS_KEY": read("secret_key"), "AWS_REGION": "us-east-1"}
+
     def start(self):
         began = time.monotonic()
         self.procs = []
         for i, port in enumerate(self.app_ports):
             data = os.path.join(self.work, f"app{i}")
             os.makedirs(data, exist_ok=True)
-            if not os.path.islink(os.path.join(data, "blobs")):
+            if self.bodies == "files" and not os.path.islink(os.path.join(data, "blobs")):
                 os.symlink(self.blobs, os.path.join(data, "blobs"))
             self.procs.append(subprocess.Popen(
                 [self.binary, "serve", "--listen", f"127.0.0.1:{port}", "--admin-listen",
                  f"127.0.0.1:{port + 1000}", "--data-dir", data, "--meta", self.meta_url,
-                 "--inline-body-bytes", "0", "--processes", str(self.processes), *LIFTED],
+                 "--inline-body-bytes", "0", "--processes", str(self.processes), *self.blob_args,
+                 *LIFTED],
+                env={**os.environ, **self.blob_env},
                 stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT))
         self.proc = self.procs[0]
         for port, proc in zip(self.app_ports, self.procs):
@@ -243,6 +273,9 @@ class Fleet(Server):
     def stop_dependencies(self):
         subprocess.run([os.path.join(REPO, "scripts/testenv/postgres.sh"), "pause", self.pg_dir],
                        check=False, stdout=subprocess.DEVNULL)
+        if self.bodies == "ceph":
+            subprocess.run([os.path.join(REPO, "scripts/testenv/ceph-rgw.sh"), "stop", self.blobs],
+                           check=False, stdout=subprocess.DEVNULL)
 
     def rss_mb(self):
         total = 0.0
@@ -345,8 +378,10 @@ class Growth:
         self.work = os.path.realpath(args.work)
         self.data = os.path.join(self.work, "data")
         self.samples = os.path.join(self.work, "samples")
+        bodies = ("a bucket of Ceph RGW (one node, BlueStore on a file)" if args.bodies == "ceph"
+                  else "shared files")
         store = (f"PostgreSQL 15 (fsync on) behind {args.fleet} processes and nginx, bodies in "
-                 "shared files" if args.fleet else "embedded (SQLite and files)")
+                 f"{bodies}" if args.fleet else "embedded (SQLite and files)")
         self.results = {"checkpoints": [], "fill": [], "binary": describe_binary(args.bin),
                         "store": store,
                          "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -378,7 +413,8 @@ class Growth:
             f.write(self.hot_body)
         log_path = os.path.join(self.work, "sluice.log")
         if self.args.fleet:
-            self.server = Fleet(self.args.bin, self.work, log_path, self.args.port, self.args.fleet)
+            self.server = Fleet(self.args.bin, self.work, log_path, self.args.port, self.args.fleet,
+                                self.args.bodies)
             self.start_nginx(self.server.start_dependencies())
         else:
             self.server = Server(self.args.bin, self.data, log_path, self.args.port,
@@ -494,6 +530,10 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         c["hot"] = {"rate": ok_rate(hot, 200), "p50": hot["p50"], "p99": hot["p99"],
                     "vs_nginx": ok_rate(hot, 200) / nginx}
         lines = self.sample_lines()
+        if not lines:
+            # Every create so far was refused (a store past its deadlines): nothing to read back.
+            sys.exit(f"no create was acknowledged by {c['live']:.0f} live pastes (creates: "
+                     f"{creates['statuses']}); see {s.log_path}")
         ids_file = os.path.join(self.work, "ids.txt")
         with open(ids_file, "w") as f:
             f.writelines(lines)
@@ -652,7 +692,13 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
             json.dump(self.results, f, indent=1)
 
     def run(self):
-        self.setup()
+        try:
+            self.setup()
+        except BaseException:
+            # What started before the failure (PostgreSQL, Ceph's daemons) is not left running.
+            if self.args.fleet and hasattr(self, "server"):
+                self.server.stop_dependencies()
+            raise
         self.t0 = time.monotonic()
         self.deleted_total = 0
         self.purged_before_restart = 0
@@ -807,6 +853,8 @@ def main():
                         "creates (a quick A/B of two binaries; no report)")
     parser.add_argument("--fleet", type=int, default=0, metavar="N",
                         help="N processes on PostgreSQL with shared files, not the embedded store")
+    parser.add_argument("--bodies", choices=("files", "ceph"), default="files",
+                        help="with --fleet: the bodies in shared files or in a Ceph RGW bucket")
     parser.add_argument("--sweep-seconds", type=int, default=300,
                         help="longest a checkpoint waits for its backlog to be swept")
     args = parser.parse_args()
@@ -820,6 +868,9 @@ def main():
         return
     if os.geteuid() != 0:
         sys.exit("run as root: the cold reads drop the page cache")
+    if args.bodies == "ceph" and (not args.fleet or args.resume):
+        # ceph-rgw.sh makes a new cluster each start: a resumed run would find its bucket empty.
+        sys.exit("--bodies ceph goes with --fleet, and cannot --resume")
     Growth(args).run()
 
 

@@ -11,6 +11,9 @@
 #                                                   # first (to 3 million), both in the report
 #   FLEET=2 bench/run_growth_bench.sh               # PostgreSQL behind 2 processes and nginx,
 #                                                   # to 3 million: bench/results/growth-postgres.md
+#   FLEET=2 BODIES=ceph bench/run_growth_bench.sh   # the same with the bodies in a bucket of Ceph
+#                                                   # RGW (scripts/testenv/ceph-rgw.sh, BlueStore),
+#                                                   # to 1 million: bench/results/growth-ceph-rgw.md
 #
 # About 50 minutes to 10 million on 2 cores, most of it the fill; about 70 to 3 million with
 # FLEET=2 (PostgreSQL with fsync on, a file a body: 700-1,400 creates/s on 2 cores).
@@ -25,6 +28,18 @@ require_tools wrk nginx sqlite3
 bin=$(sluice_binary)
 commit=$(git rev-parse --short HEAD)
 runs=()
+if [ -n "${FLEET:-}" ] && [ "${BODIES:-files}" = ceph ]; then
+  require_tools radosgw ceph-osd ceph-mon ceph-mgr
+  SIZES=${SIZES:-0,1000000}
+  /usr/bin/python3 bench/growth.py --bin "$bin" --fleet "$FLEET" --bodies ceph \
+    --work bench/work/growth-ceph --sizes "$SIZES" --port 19900
+  /usr/bin/python3 bench/growth.py --report bench/results/growth-ceph-rgw.md \
+    --runs "$commit=bench/work/growth-ceph/growth.json" \
+    --notes bench/results/growth-ceph-rgw-notes.md \
+    --command "FLEET=$FLEET BODIES=ceph bench/run_growth_bench.sh (SIZES=$SIZES)"
+  echo "wrote bench/results/growth-ceph-rgw.md"
+  exit 0
+fi
 if [ -n "${FLEET:-}" ]; then
   SIZES=${SIZES:-0,1000000,3000000}
   /usr/bin/python3 bench/growth.py --bin "$bin" --fleet "$FLEET" --work bench/work/growth-pg \

@@ -4,7 +4,7 @@
 # processes, nginx (least_conn balancer) and Varnish (the edge) in front.
 #
 #   scripts/stack.sh up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies]
-#                       [--ha [--patroni]] [-- SLUICE ARGS]
+#                       [--ha [--patroni]] [--s3 s3rver|ceph] [-- SLUICE ARGS]
 #   scripts/stack.sh restart-apps [--dir DIR] [--meta URL] [-- SLUICE ARGS]
 #   scripts/stack.sh down [--dir DIR]
 #
@@ -15,6 +15,12 @@
 # (P+8, control P+23). restart-apps restarts the sluice processes with other settings (the
 # stack's own plus SLUICE ARGS) on the same ports and dependencies; with --meta, on another
 # PostgreSQL for this restart only (the lab's "primary fails over" puts them on a Patroni cluster).
+#
+# With --s3 ceph (`make stack S3=ceph`), the bodies go to a real object store instead of s3rver:
+# Ceph's RADOS Gateway in front of a one-node cluster (scripts/testenv/ceph-rgw.sh: a monitor, a
+# manager, an OSD on memstore unless CEPH_RGW_OBJECTSTORE=bluestore), its gateway on P+4 and its
+# user's own keys. It starts in 10-15 s on 2 cores (bench/results/ceph-rgw.md). The fault proxy
+# in front of S3 is a TCP proxy and sits in front of either.
 #
 # With --ha (`make stack HA=1`), the variant that survives losing any one server (docs/scale-out.md,
 # "The HA stack"): PostgreSQL primary (P+2) and a synchronous streaming standby (P+30), sluice on
@@ -48,6 +54,7 @@ foreground=0
 fault_proxies=0
 ha=0
 patroni=0
+s3=s3rver
 meta_opt=""
 sluice_args=()
 while [ $# -gt 0 ]; do
@@ -59,6 +66,7 @@ while [ $# -gt 0 ]; do
     --fault-proxies) fault_proxies=1; shift ;;
     --ha) ha=1; shift ;;
     --patroni) patroni=1; shift ;;
+    --s3) s3=$2; shift 2 ;;
     --meta) meta_opt=$2; shift 2 ;;
     --) shift; sluice_args=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -71,6 +79,10 @@ if [ "$cmd" = restart-apps ] && [ -f "$dir/stack.env" ]; then
   # shellcheck disable=SC1091
   . "$dir/stack.env"
 fi
+case "$s3" in
+  s3rver | ceph) ;;
+  *) echo "--s3 is s3rver or ceph, not $s3" >&2; exit 2 ;;
+esac
 
 edge_port=$base
 nginx_port=$((base + 1))
@@ -108,7 +120,7 @@ start_app() {  # INDEX
   [ -s "$dir/admin.token" ] || (umask 077 && openssl rand -hex 24 >"$dir/admin.token")
   # Each process holds its own share of the global create budget (docs/overload.md, "Shared state": global / N with slack
   # when Redis is down); the shared buckets in Redis hold the tier's total.
-  AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+  AWS_ACCESS_KEY_ID=$s3_access_key AWS_SECRET_ACCESS_KEY=$s3_secret_key AWS_REGION=us-east-1 \
     setsid "$sluice_bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/app$i" \
     --admin-listen "127.0.0.1:$((port + 1000))" --admin-token-file "$dir/admin.token" \
     --meta "$meta_url" \
@@ -118,6 +130,31 @@ start_app() {  # INDEX
     --edge-purge "http://127.0.0.1:$edge_port" "${sluice_args[@]}" \
     >>"$dir/app$i/log" 2>&1 &
   echo $! >"$dir/app$i/pid"
+}
+
+# The bodies' store on P+4 and the keys sluice signs with: s3rver's fixed ones, or those of the
+# user ceph-rgw.sh made.
+start_s3() {
+  if [ "$s3" = ceph ]; then
+    echo "starting Ceph RGW (a monitor, a manager, an OSD and the gateway)..."
+    "$here/scripts/testenv/ceph-rgw.sh" start "$dir/ceph" "$s3_port" "$bucket" >/dev/null
+  else
+    echo "starting s3rver..."
+    "$here/scripts/testenv/s3rver.sh" start "$dir/s3" "$s3_port" "$bucket" >/dev/null
+  fi
+  s3_keys
+}
+
+s3_keys() {
+  if [ "$s3" = ceph ]; then
+    s3_label="S3 (Ceph RGW):             "
+    s3_access_key=$(cat "$dir/ceph/access_key")
+    s3_secret_key=$(cat "$dir/ceph/secret_key")
+  else
+    s3_label="S3 (s3rver):               "
+    s3_access_key=S3RVER
+    s3_secret_key=S3RVER
+  fi
 }
 
 start_proxy() {  # NAME LISTEN UPSTREAM CONTROL
@@ -174,18 +211,17 @@ up() {
     "$here/scripts/testenv/redis-sentinel.sh" start "$dir/redis-ha" 2 >/dev/null
     ha_cache_url=$(cat "$dir/redis-ha/url")
     meta_url=${meta_opt:-$ha_meta_url}
-    echo "starting s3rver..."
   else
-    echo "starting PostgreSQL, Redis and s3rver..."
+    echo "starting PostgreSQL and Redis..."
     "$here/scripts/testenv/postgres.sh" start "$dir/postgres" "$pg_port" >/dev/null
     "$here/scripts/testenv/redis.sh" start "$dir/redis" "$redis_port" >/dev/null
   fi
-  "$here/scripts/testenv/s3rver.sh" start "$dir/s3" "$s3_port" "$bucket" >/dev/null
+  start_s3
   # The primary, wherever it is: the HA URLs reach it by target_session_attrs=read-write.
   "$sluice_bin" migrate --meta "${ha_meta_url:-postgres://postgres@127.0.0.1:$pg_port/sluice}" >/dev/null
   {
-    printf 'base=%q processes=%q fault_proxies=%q ha=%q patroni=%q ha_meta_url=%q ha_cache_url=%q\n' \
-      "$base" "$processes" "$fault_proxies" "$ha" "$patroni" "$ha_meta_url" "$ha_cache_url"
+    printf 'base=%q processes=%q fault_proxies=%q ha=%q patroni=%q ha_meta_url=%q ha_cache_url=%q s3=%q\n' \
+      "$base" "$processes" "$fault_proxies" "$ha" "$patroni" "$ha_meta_url" "$ha_cache_url" "$s3"
     printf 'stack_args=('
     [ ${#sluice_args[@]} -eq 0 ] || printf '%q ' "${sluice_args[@]}"
     printf ')\n'
@@ -222,7 +258,7 @@ sluice stack is up ($processes processes), state in $dir
   balancer (nginx):           http://127.0.0.1:$nginx_port/
   processes:                  $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 10 + i)); done)
   admin listeners:            $(for ((i = 0; i < processes; i++)); do printf 'http://127.0.0.1:%s/ ' $((base + 1010 + i)); done)(token in $dir/admin.token)
-  S3 (s3rver):                http://127.0.0.1:$s3_port  bucket $bucket
+  $s3_label http://127.0.0.1:$s3_port  bucket $bucket
 EOF
   if [ "$patroni" = 1 ]; then
     cat <<EOF
@@ -254,7 +290,7 @@ EOF
   fault proxies (listen -> upstream, control):
     PostgreSQL  127.0.0.1:$pg_dial -> $pg_port  http://127.0.0.1:$((base + 20))/faults
     Redis       127.0.0.1:$redis_dial -> $redis_port  http://127.0.0.1:$((base + 21))/faults
-    s3rver      127.0.0.1:$s3_dial -> $s3_port  http://127.0.0.1:$((base + 22))/faults
+    S3          127.0.0.1:$s3_dial -> $s3_port  http://127.0.0.1:$((base + 22))/faults
     edge->nginx 127.0.0.1:$edge_backend -> $nginx_port  http://127.0.0.1:$((base + 23))/faults
 EOF
   fi
@@ -265,6 +301,7 @@ restart_apps() {
   dir=$(cd "$dir" && pwd)
   # The stack's own settings, then this restart's.
   sluice_args=("${stack_args[@]}" "${sluice_args[@]}")
+  s3_keys
   for app in "$dir"/app*; do stop_pidfile "$app/pid"; done
   start_apps || exit 1
 }
@@ -285,7 +322,8 @@ down() {
   stop_pidfile "$dir/nginx/nginx.pid"
   for app in "$dir"/app*; do stop_pidfile "$app/pid"; done
   for proxy in "$dir"/proxy-*; do [ -d "$proxy" ] && stop_pidfile "$proxy/pid"; done
-  "$here/scripts/testenv/s3rver.sh" stop "$dir/s3" || true
+  [ ! -d "$dir/s3" ] || "$here/scripts/testenv/s3rver.sh" stop "$dir/s3" || true
+  [ ! -d "$dir/ceph" ] || "$here/scripts/testenv/ceph-rgw.sh" stop "$dir/ceph" || true
   "$here/scripts/testenv/redis.sh" stop "$dir/redis" || true
   # The HA variant's parts, where they exist.
   [ ! -d "$dir/redis-ha" ] || "$here/scripts/testenv/redis-sentinel.sh" stop "$dir/redis-ha" || true
@@ -310,5 +348,5 @@ case "$cmd" in
     ;;
   down) down ;;
   restart-apps) restart_apps ;;
-  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] [--ha [--patroni]] | restart-apps [--dir DIR] [--meta URL] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up [--processes N] [--base-port P] [--dir DIR] [--foreground] [--fault-proxies] [--ha [--patroni]] [--s3 s3rver|ceph] | restart-apps [--dir DIR] [--meta URL] [-- ARGS] | down [--dir DIR]" >&2; exit 2 ;;
 esac

@@ -23,7 +23,12 @@
 #
 # The OSD's object store is CEPH_RGW_OBJECTSTORE: memstore (the default; the objects live in the
 # OSD's memory, which suits a throw-away cluster whose data is a few MB) or bluestore (on a
-# sparse 10 GiB file, DIR/osd.0/block). bench/results/ceph-rgw.md measures both.
+# sparse 10 GiB file, DIR/osd.0/block). bench/results/ceph-rgw.md measures both. For a cluster
+# that holds more than a test's few MB (the growth bench's million pastes), CEPH_RGW_BLOCK_BYTES
+# sizes BlueStore's file (sparse: only what is written takes disk) and CEPH_RGW_CACHE_BYTES its
+# cache (default 64 MiB, a shared machine's test cluster). CEPH_RGW_PATIENCE (default 60) is how
+# many seconds one ceph or radosgw-admin command, and the wait for the bucket, may take: on a
+# machine whose cores are taken by others, a niced ceph command (Python) took over 60 s to start.
 set -euo pipefail
 testenv=$(cd "$(dirname "$0")" && pwd)
 
@@ -40,11 +45,11 @@ start_daemon() {  # DIR NAME command...
   echo $! >"$dir/$name.pid"
 }
 
-# Sends each "METHOD URL" SigV4-signed, again every 0.1 s until it is answered 200, all within
-# 60 s and while the gateway runs; fails with the last answer otherwise. One Python for them all:
-# importing botocore takes seconds on a busy machine. curl 7.88's --aws-sigv4 signs S3 requests
-# that RGW refuses (SignatureDoesNotMatch), so botocore signs, as it checks signatures in
-# tests/backend/sigv4_checking_proxy.py.
+# Sends each "METHOD URL" SigV4-signed, again every 0.1 s until it is answered 2xx, all within
+# CEPH_RGW_PATIENCE (60) s and while the gateway runs; fails with the last answer otherwise. One
+# Python for them all: importing botocore takes seconds on a busy machine. curl 7.88's
+# --aws-sigv4 signs S3 requests that RGW refuses (SignatureDoesNotMatch), so botocore signs, as
+# it checks signatures in tests/backend/sigv4_checking_proxy.py.
 s3_until_ok() {  # DIR "METHOD URL"...
   local dir=$1
   shift
@@ -57,7 +62,7 @@ from botocore.credentials import Credentials
 
 key, secret, cafile, pid = sys.argv[1:5]
 context = ssl.create_default_context(cafile=cafile)
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + int(os.environ.get("CEPH_RGW_PATIENCE", "60"))
 
 
 def send(method, url):
@@ -78,7 +83,7 @@ for step in sys.argv[5:]:
     method, url = step.split(" ", 1)
     while True:
         status, body = send(method, url)
-        if status == 200:
+        if 200 <= status < 300:  # a DELETE answers 204
             break
         try:
             os.kill(int(pid), 0)
@@ -233,9 +238,9 @@ osd objectstore = $objectstore
 osd memory target = 939524096
 osd memory cache min = 67108864
 bluestore cache autotune = false
-bluestore cache size = 67108864
+bluestore cache size = ${CEPH_RGW_CACHE_BYTES:-67108864}
 bluestore block create = true
-bluestore block size = 10737418240
+bluestore block size = ${CEPH_RGW_BLOCK_BYTES:-10737418240}
 memstore device bytes = 2147483648
 osd op num shards = 1
 osd op num threads per shard = 2
@@ -268,7 +273,8 @@ EOF
       >"$dir/log/mon.mkfs" 2>&1
     rm "$dir/monmap"
     start_daemon "$dir" mon ceph-mon "${conf[@]}" -i a
-    ceph_cli() { timeout 60 ceph "${conf[@]}" --connect-timeout 30 "$@"; }
+    patience=${CEPH_RGW_PATIENCE:-60}
+    ceph_cli() { timeout "$patience" ceph "${conf[@]}" --connect-timeout 30 "$@"; }
     for _ in $(seq 1 300); do
       ceph_cli mon stat >/dev/null 2>&1 && break
       check_alive "$dir" mon
@@ -305,7 +311,7 @@ EOF
     # Ready for the user when the gateway answers HTTP (an anonymous listing).
     endpoint="http://127.0.0.1:$port"
     ready=""
-    for _ in $(seq 1 1200); do
+    for _ in $(seq 1 $((patience * 20))); do
       if curl -s -o /dev/null "$endpoint/" 2>/dev/null; then
         ready=1
         break
@@ -314,7 +320,7 @@ EOF
       sleep 0.1
     done
     [[ -n "$ready" ]] || {
-      echo "ceph-rgw: the gateway did not answer on port $port within 120 s" >&2
+      echo "ceph-rgw: the gateway did not answer on port $port within $((patience * 2)) s" >&2
       stop_all "$dir"
       exit 1
     }
@@ -324,7 +330,7 @@ EOF
     # check is a real S3 request answered, not a sleep.
     access_key=$(openssl rand -hex 10 | tr a-f A-F)
     secret_key=$(openssl rand -base64 30)
-    timeout 60 radosgw-admin "${conf[@]}" user create --uid sluice --display-name sluice \
+    timeout "$patience" radosgw-admin "${conf[@]}" user create --uid sluice --display-name sluice \
       --access-key "$access_key" --secret-key "$secret_key" >"$dir/log/user.json" \
       2>"$dir/log/user.err"
     echo "$access_key" >"$dir/access_key"
@@ -337,6 +343,12 @@ EOF
     s3_until_ok "$dir" "PUT $endpoint/$bucket" "GET $endpoint/$bucket?list-type=2&max-keys=1" \
       "GET https://localhost:$tls_port/$bucket?list-type=2&max-keys=1"
     phase bucket_listed
+    # An object written and removed: the gateway makes its data pool at the first write (a new
+    # OSD map, its placement groups created), which took a first PUT 6.7 s on a busy machine, past
+    # sluice's 1 s put_timeout. Made here, the cluster is ready for the first paste.
+    s3_until_ok "$dir" "PUT $endpoint/$bucket/ceph-rgw-probe" \
+      "DELETE $endpoint/$bucket/ceph-rgw-probe"
+    phase object_written
     echo "https://localhost:$tls_port" >"$dir/tls_endpoint"
     echo "$endpoint" >"$dir/endpoint"
     cat "$dir/endpoint"

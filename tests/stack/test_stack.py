@@ -40,7 +40,8 @@ STACK_ARGS = ["--global-create-rate", "20", "--global-create-burst", "20",
 
 
 class Stack:
-    def __init__(self):
+    def __init__(self, s3="s3rver", args=()):
+        self.s3, self.args = s3, list(args)
         self.dir = tempfile.mkdtemp(prefix="sluice-stack-")
         self.base = free_port_range(20)
         self.edge = self.base
@@ -49,10 +50,18 @@ class Stack:
 
     def up(self):
         env = dict(os.environ, SLUICE_BIN=sluice_bin())
+        # The variant's flags in place of STACK_ARGS' own (sluice takes a flag once), or added.
+        args = list(STACK_ARGS)
+        for flag, value in zip(self.args[::2], self.args[1::2]):
+            if flag in args:
+                args[args.index(flag) + 1] = value
+            else:
+                args += [flag, value]
         res = subprocess.run([os.path.join(ROOT, "scripts", "stack.sh"), "up", "--processes",
                               str(PROCESSES), "--base-port", str(self.base), "--dir", self.dir,
-                              "--", *STACK_ARGS], env=env, capture_output=True, text=True,
-                             timeout=180)
+                              "--s3", self.s3, "--", *args], env=env,
+                             capture_output=True, text=True,
+                             timeout=180 if self.s3 == "s3rver" else 600)
         if res.returncode != 0:
             raise AssertionError(f"stack did not start:\n{res.stdout}\n{res.stderr}\n{self.logs()}")
 
@@ -68,6 +77,12 @@ class Stack:
                 with open(path, errors="replace") as f:
                     out.append(f"--- app{i} ---\n" + "".join(f.readlines()[-40:]))
         return "\n".join(out)
+
+    def s3_pid(self):
+        """The pid of the bodies' store: s3rver, or Ceph's gateway (test_stack_ceph.py)."""
+        path = "s3/s3rver.pid" if self.s3 == "s3rver" else "ceph/radosgw.pid"
+        with open(os.path.join(self.dir, path)) as f:
+            return int(f.read().strip())
 
     def script(self, name, *args):
         subprocess.run([os.path.join(ROOT, "scripts", "testenv", name), *args], check=True,
@@ -95,9 +110,12 @@ class Stack:
 
 
 class StackTest(unittest.TestCase):
+    S3 = "s3rver"
+    ARGS = []  # the variant's own flags and values, over STACK_ARGS
+
     @classmethod
     def setUpClass(cls):
-        cls.stack = Stack()
+        cls.stack = Stack(cls.S3, cls.ARGS)
         try:
             cls.stack.up()
         except Exception:
@@ -285,8 +303,7 @@ class StackTest(unittest.TestCase):
         # Until the edge holds it: a first read that met a busy moment (503) is not cached.
         wait_until(lambda: s.request(s.edge, "GET", f"/raw/{paste['id']}")[1].get("X-Cache")
                    == "HIT", timeout=20, interval=0.2, message="the paste cached at the edge")
-        with open(os.path.join(s.dir, "s3", "s3rver.pid")) as f:
-            s3_pid = int(f.read().strip())
+        s3_pid = s.s3_pid()
         os.kill(s3_pid, signal.SIGSTOP)
         try:
             statuses = [s.create(f"slow {i}".encode(), client=f"10.5.1.{i}")[0] for i in range(6)]
