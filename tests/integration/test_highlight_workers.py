@@ -46,7 +46,10 @@ class HighlightWorkersTest(SluiceTestCase):
             return list(pool.map(view, paths))
 
     def test_concurrent_views_in_many_languages_never_crash_the_server(self):
-        server = self.server()
+        # About crashes, not speed: at the default render_timeout a loaded machine under ASan
+        # answered every one of 160 views plain (render_timeout), and "some view highlighted"
+        # failed with nothing wrong.
+        server = self.server(["--render-timeout", "30s"])
         first = server.create_ok("int main(void) { return 0; }")["id"]
         # The reproduction: one paste, 8 languages at the same moment, on a cold server.
         for response in self.views(server, [f"/{first}?lang={lang}" for lang in LANGUAGES]):

@@ -130,6 +130,9 @@ TEST(ViewRendererTest, ThePlainRungRendersABoundedHeadOnceAndSharesIt) {
   ViewRendererOptions options = Options();
   options.slots = 1;
   options.render_delay = std::chrono::milliseconds(200);
+  // The view that holds the slot must not time out into the plain rung itself, however long a
+  // loaded machine under ASan takes to highlight it (it once did, making three plain views).
+  options.render_timeout = std::chrono::minutes(5);
   ViewRenderer renderer(options, SystemClock::Instance(), metrics);
   const auto text = std::make_shared<const std::string>(std::string(900'000, '\n'));
   const auto views = RenderAll(io, renderer, 3, "python", text);
@@ -233,7 +236,11 @@ TEST(ViewRendererTest, ARenderPastItsTimeoutIsPlainTaggedApartFromAShedAndNotTri
   EXPECT_NE(
       metrics.Render().find("sluice_view_rung_total{rung=\"plain\",reason=\"render_timeout\"} 2"),
       std::string::npos);
-  // Remembered by paste and language: the same paste in another language is tried afresh.
+  // Remembered by paste and language: the same paste in another language is tried afresh. The
+  // renderer's timer counts the timeout's length in real time from the clock's now, so the last
+  // view gets a long one: at 300 ms a loaded machine under ASan once timed it out too.
+  options.render_timeout = std::chrono::minutes(5);
+  renderer.Reconfigure(options);
   const auto other = RenderAll(io, renderer, 1, "python", std::make_shared<const std::string>("x"));
   EXPECT_EQ(other[0].Tag(), "highlighted");
 }
