@@ -66,7 +66,7 @@ struct Error {
   std::optional<LimitInfo> limit;
   /// Set on a 429 that a proof of work would lift (docs/overload.md, "Proof of work"): the
   /// challenge to solve, as its JSON object.
-  std::optional<std::string> challenge;
+  std::optional<std::string> challenge{};
 };
 
 inline Error MakeError(ErrorCode code, std::string message, std::string reason = {}) {
