@@ -25,17 +25,16 @@ run: build
 # (fuzz/replay_main.cc) and the server's API and hostile-input suites under AddressSanitizer+UBSan;
 # then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
 # (clang, libFuzzer) is `make fuzz`. `make test` is held to 25 minutes on 2 cores, so each stage
-# prints its wall time, and the two sanitizer builds compile while the dev suite's parallel part
-# runs, in the idle scheduling class (chrt --idle): those tests mostly wait on their servers and
-# timers, and an idle-class compiler gets only the CPU that no test wants. The tests labelled
-# `serial` (open-loop load generators, the stack) run after the builds, with the machine to
-# themselves: beside two idle-class builds, a load generator fell 147 ms behind its schedule. The
-# builds' log is build/sanitizer-builds.log. The builds run in a session of their own (so that one
-# kill stops them), and Debian's kernel shares the CPU between sessions before it looks at a
-# process's class (sched_autogroup): the "idle" compilers get half the machine when the suite
-# wants it all. That is deliberate: at autogroup nice 19 they got nearly nothing beside the suite
-# and a cold make test took 6 minutes longer waiting for them (bench/results/make-test.md), and
-# the suites beside them run patient servers (tests/lib/sluice_harness.py), which the flake hunt
+# prints its wall time. The two sanitizer builds are most of a cold run's CPU (bench/results/
+# make-test.md), so they compile from the end of the dev build to the end of the dev suites, in
+# the idle scheduling class (chrt --idle) and in a session of their own (so that one kill stops
+# them; their log is build/sanitizer-builds.log). First come the tests labelled `serial` (open-loop
+# load generators, the stack), which mostly wait on their schedules and servers: beside them the
+# builds' session runs at autogroup nice 19, since Debian's kernel shares the CPU between sessions
+# before it looks at a process's class (sched_autogroup), so the compilers get what those tests
+# leave and nothing they want. Then the parallel part, beside which the builds' session goes back
+# to nice 0 and gets up to half the machine: at 19 there, a cold make test waited 6 minutes longer
+# for them, and those suites run patient servers (tests/lib/sluice_harness.py) that the flake hunt
 # found holding under two CPU hogs and a syncing disk writer at full priority.
 test:
 	@$(STAGE_CLOCK) set -e; \
@@ -43,13 +42,16 @@ test:
 	echo "== $@: dependencies in $$(( $$(date +%s) - start )) s"; \
 	$(MAKE) --no-print-directory build-dev-suite; \
 	if chrt --idle 0 true 2>/dev/null; then idle="chrt --idle 0"; else idle="nice -n 19"; fi; \
-	setsid $$idle $(MAKE) --no-print-directory build-asan build-tsan >build/sanitizer-builds.log 2>&1 & \
+	setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$@"' builds \
+	  $$idle $(MAKE) --no-print-directory build-asan build-tsan >build/sanitizer-builds.log 2>&1 & \
 	builds=$$!; \
+	$(MAKE) --no-print-directory check-dev-serial || { kill -TERM -- -$$builds 2>/dev/null; exit 1; }; \
+	echo 0 >/proc/$$builds/autogroup 2>/dev/null || true; \
 	$(MAKE) --no-print-directory check-dev-parallel || { kill -TERM -- -$$builds 2>/dev/null; exit 1; }; \
 	echo "== $@: waiting for the sanitizer builds at $$(( $$(date +%s) - start )) s"; \
 	wait $$builds || { tail -60 build/sanitizer-builds.log; exit 1; }; \
 	grep '^== ' build/sanitizer-builds.log; \
-	$(MAKE) --no-print-directory check-dev-serial check-asan check-tsan
+	$(MAKE) --no-print-directory check-asan check-tsan
 
 # Each suite alone: test-dev, test-asan, test-tsan (build, then run); build-X and check-X do half.
 test-dev test-asan test-tsan: test-%:

@@ -424,46 +424,58 @@ void ServerProcess::Reload() {
   // systemd shows the unit as reloading until READY=1 (and Type=notify-reload, systemd 253, waits
   // for it): every path below ends with NotifyReloaded.
   systemd::NotifyReloading("reloading the configuration");
-  // Everything is read and checked before anything is applied, so a bad file changes nothing.
-  std::optional<Settings> next;
-  std::optional<ServeOptions> next_options;
-  try {
-    next.emplace(reread_());
-    next_options.emplace(ReadServeOptions(*next));
-  } catch (const std::exception& e) {
-    reloads_invalid_.Inc();
-    spdlog::error("reload refused, nothing changed: {}", e.what());
-    systemd::NotifyReloaded(std::string("reload refused, nothing changed: ") + e.what());
-    return;
-  }
-  const ReloadChanges changes = CompareForReload(settings_, applied_, *next);
-  const std::vector<std::string> held = HeldByStart(options_, *next_options, settings_);
-  admission_.Reconfigure(next_options->admission);
+  // Reading is off the loops: this runs on the first one, which serves requests too, and a
+  // create_networks_file of a million lines took 1.3 s to parse. The reload thread reads and
+  // checks everything before anything is applied, so a bad file changes nothing; the apply comes
+  // back to the first loop, in the order of the reads.
+  boost::asio::post(reload_thread_, [this] {
+    RunBehindTheLoops();
+    std::optional<Settings> next;
+    std::optional<ServeOptions> next_options;
+    try {
+      next.emplace(reread_());
+      next_options.emplace(ReadServeOptions(*next));
+    } catch (const std::exception& e) {
+      reloads_invalid_.Inc();
+      spdlog::error("reload refused, nothing changed: {}", e.what());
+      systemd::NotifyReloaded(std::string("reload refused, nothing changed: ") + e.what());
+      return;
+    }
+    auto read = std::make_shared<std::pair<Settings, ServeOptions>>(std::move(*next),
+                                                                    std::move(*next_options));
+    boost::asio::post(loops_.front(), [this, read] { ApplyReload(read->first, read->second); });
+  });
+}
+
+void ServerProcess::ApplyReload(const Settings& next, ServeOptions next_options) {
+  const ReloadChanges changes = CompareForReload(settings_, applied_, next);
+  const std::vector<std::string> held = HeldByStart(options_, next_options, settings_);
+  admission_.Reconfigure(next_options.admission);
   // The stores' own timeouts before the service's: the tighter of the two bounds a call.
-  call_timeouts_.Store(next_options->timeouts);
+  call_timeouts_.Store(next_options.timeouts);
   // The read-only window follows the file only when the file's value changed: a reload for
   // something else leaves a window opened or closed through the admin listener as it is.
   if (std::find(changes.live.begin(), changes.live.end(), "read_only") == changes.live.end()) {
-    next_options->service.read_only = service_.options()->read_only;
+    next_options.service.read_only = service_.options()->read_only;
   }
-  service_.Reconfigure(next_options->service);
-  feeds_.Reconfigure(next_options->feed_rates, next_options->feed_refuse_text);
-  ReloadFeeds(next_options->feeds);
+  service_.Reconfigure(next_options.service);
+  feeds_.Reconfigure(next_options.feed_rates, next_options.feed_refuse_text);
+  ReloadFeeds(next_options.feeds);
   for (service::Dependency* dependency : {&meta_dependency_, &blob_dependency_}) {
-    dependency->SetBreakerThresholds(next_options->breaker.refusals_to_open,
-                                     next_options->breaker.open_for,
-                                     next_options->breaker.failover_open_for);
+    dependency->SetBreakerThresholds(next_options.breaker.refusals_to_open,
+                                     next_options.breaker.open_for,
+                                     next_options.breaker.failover_open_for);
   }
-  retry_budget_.SetRatio(next_options->retry_budget.ratio);
-  cache_.SetMaxAge(next_options->local_cache_ttl);
-  renderer_.Reconfigure(next_options->render);
-  moderation_.Reconfigure(next_options->moderation);
-  creator_tokens_.SetOptionsForReload(next_options->creator_tokens);
-  put_bytes_plan_.store(next->Number("put_bytes_per_day_plan"), std::memory_order_relaxed);
-  server_->Reconfigure(next_options->server);
-  if (admin_server_) admin_server_->Reconfigure(next_options->server);
-  spdlog::set_level(spdlog::level::from_str(next->String("log_level")));
-  applied_ = *next;
+  retry_budget_.SetRatio(next_options.retry_budget.ratio);
+  cache_.SetMaxAge(next_options.local_cache_ttl);
+  renderer_.Reconfigure(next_options.render);
+  moderation_.Reconfigure(next_options.moderation);
+  creator_tokens_.SetOptionsForReload(next_options.creator_tokens);
+  put_bytes_plan_.store(next.Number("put_bytes_per_day_plan"), std::memory_order_relaxed);
+  server_->Reconfigure(next_options.server);
+  if (admin_server_) admin_server_->Reconfigure(next_options.server);
+  spdlog::set_level(spdlog::level::from_str(next.String("log_level")));
+  applied_ = next;
   if (!changes.restart.empty()) {
     spdlog::warn("reload: {} cannot change while running and keep their values; restart to apply",
                  fmt::join(changes.restart, ", "));
@@ -477,22 +489,26 @@ void ServerProcess::Reload() {
   systemd::NotifyReloaded(whole ? "reloaded" : "reloaded; some settings need a restart");
 }
 
-// How much nicer than the loops the feed loader runs (whatever the process's own nice value).
-constexpr int kFeedLoaderNicer = 10;
+// How much nicer than the loops the reload thread runs (whatever the process's own nice value).
+constexpr int kReloadThreadNicer = 10;
+
+void ServerProcess::RunBehindTheLoops() {
+  // The reload thread yields the cores to the loops: on a small machine a load of a million
+  // prefixes (a second of CPU) run at the loops' priority doubled their p99 while it ran
+  // (bench/results/feeds.md). Linux takes a thread's id for a thread's nice value.
+  NameThisThread("reload");
+  // The main thread's value (the loops'), so that every task sets the same one.
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::getpid()));
+  if (errno == 0) {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
+                  std::min(19, nice + kReloadThreadNicer));
+  }
+}
 
 void ServerProcess::ReloadFeeds(std::vector<admission::FeedSpec> specs) {
-  boost::asio::post(feed_loader_, [this, specs = std::move(specs)] {
-    // The loader's thread yields the cores to the loops: on a small machine a load of a million
-    // prefixes (a second of CPU) run at the loops' priority doubled their p99 while it ran
-    // (bench/results/feeds.md). Linux takes a thread's id for a thread's nice value.
-    NameThisThread("feed-loader");
-    // The main thread's value (the loops'), so that every load sets the same one.
-    errno = 0;
-    const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::getpid()));
-    if (errno == 0) {
-      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
-                    std::min(19, nice + kFeedLoaderNicer));
-    }
+  boost::asio::post(reload_thread_, [this, specs = std::move(specs)] {
+    RunBehindTheLoops();
     const std::shared_ptr<const admission::FeedSet> previous = feeds_.Current();
     if (specs.empty() && previous->empty()) return;
     FeedLoad load = LoadFeeds(specs, previous.get());
@@ -601,6 +617,7 @@ ServerProcess::ShutdownOrder::~ShutdownOrder() {
   // 1. Blocking work queued on the pools calls into the embedded stores: it finishes first. The
   //    render threads end too: each one's last step cancels its view's timer on a loop, so they
   //    must not outlive the loops (a shutdown with renders in progress, test_highlight_workers.py).
+  p.reload_thread_.join();
   p.read_pool_.join();
   p.cleanup_pool_.join();
   p.moderation_pool_.join();

@@ -78,12 +78,16 @@ class ServerProcess {
   explicit ServerProcess(const Settings& settings, Reread reread = {});
   /// Listens and serves until SIGTERM or SIGINT, then drains; the exit code. SIGHUP reloads.
   int Run();
-  /// Reads the settings again and applies what can change live to new requests; the result
-  /// counted in sluice_config_reloads_total. Runs on the first event loop.
+  /// Reads the settings again on reload_thread_, then applies on the first event loop what can
+  /// change live to new requests; the result counted in sluice_config_reloads_total. Called on
+  /// the first event loop.
   void Reload();
 
  private:
-  /// Reads every feed's file again on feed_loader_ and swaps the new sets in when built, so the
+  void ApplyReload(const Settings& next, ServeOptions next_options);
+  /// Lowers the calling thread (the reload thread) below the loops' priority.
+  static void RunBehindTheLoops();
+  /// Reads every feed's file again on reload_thread_ and swaps the new sets in when built, so the
   /// loops never wait for a million prefixes; a broken file keeps its feed's networks.
   void ReloadFeeds(std::vector<admission::FeedSpec> specs);
   http::ServerOptions PublicOptions();
@@ -133,9 +137,10 @@ class ServerProcess {
   // Before the service that redeems through it; null unless proof_of_work.
   std::unique_ptr<service::ProofOfWork> pow_;
   service::ReputationFeeds feeds_;
-  // One thread: loads run one at a time, in the order of the reloads, so the last one wins. After
-  // feeds_, so it is joined (a load in progress finishes) before feeds_ goes.
-  boost::asio::thread_pool feed_loader_{1};
+  // Reloads read their settings and feeds here, one at a time, in the order of the SIGHUPs, so
+  // the last one wins. After feeds_, so it is joined (a load in progress finishes) before feeds_
+  // goes; ShutdownOrder joins it first, since a read's apply is posted to the first loop.
+  boost::asio::thread_pool reload_thread_{1};
   service::PasteService service_;
   // Before the moderation that publishes to it; null when no sink is set.
   std::unique_ptr<notify::Push> push_;

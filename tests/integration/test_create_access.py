@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import threading
+import time
 import unittest
 
 from promtext import metric
@@ -257,6 +258,36 @@ class CreateAccessTest(SluiceTestCase):
                    message="the reload counted as invalid")
         self.assertStatus(s.create(b"x", headers=OUTSIDER), 201)
         self.assertIn("create_networks_file", s.log())
+
+    def test_a_long_networks_file_is_read_off_the_event_loop(self):
+        # One loop, which also takes the signal: before the reload's read moved to a thread of its
+        # own (src/app/server_process.cc, Reload), a file of a million lines kept that loop from
+        # answering anyone for 1.3 s. Probes sent after the signal and answered before the new
+        # settings apply prove the loop answered while the file was read; a loop busy reading
+        # answers at most one probe that raced the signal, and the rest after the apply.
+        s0 = self.server([], start=False)
+        path = os.path.join(s0.root, "create.netset")
+        with open(path, "w") as f:
+            f.write("10.0.0.0/8\n")
+        s0.args += ["--threads", "1", "--create-access", "networks", "--trusted-proxy",
+                    "127.0.0.1/32", "--create-networks-file", path]
+        s = s0.start()
+        with open(path + ".tmp", "w") as f:
+            f.writelines(f"100.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}/32\n"
+                         for i in range(600_000))
+        os.replace(path + ".tmp", path)
+        conn = s.raw()
+        before = metric(s.metrics_from(conn), "sluice_config_reloads_total", result="ok") or 0
+        s.proc.send_signal(signal.SIGHUP)
+        answered_before_apply = 0
+        give_up = time.monotonic() + 120
+        while (metric(s.metrics_from(conn), "sluice_config_reloads_total", result="ok")
+               or 0) != before + 1:
+            self.assertLess(time.monotonic(), give_up, "the reload never applied")
+            answered_before_apply += 1
+        conn.close()
+        self.assertGreaterEqual(answered_before_apply, 3)
+        self.assertStatus(s.create(b"x", headers={"X-Forwarded-For": "100.0.1.2"}), 201)
 
 
 if __name__ == "__main__":
