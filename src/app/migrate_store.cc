@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -360,18 +361,14 @@ class Migration {
       total_ = left + cursor.moved;
     }
     started_ = last_progress_ = clock_.Now();
-    std::optional<PasteId> after = cursor.after;
-    for (;;) {
-      auto page = co_await Page(after);
-      if (!page) co_return false;
-      if (page->empty()) break;
-      if (!co_await ForEachRow(*page, &Migration::CopyStep)) co_return false;
-      after = page->back().id;
-      cursor.after = after;
-      cursor.moved = done_before_ + moved_ + already_;
-      cursor.bytes = bytes_;
-      SaveCursor(state_path(), from_key_, cursor);
-    }
+    const bool copied =
+        co_await ForEachPage(cursor.after, &Migration::CopyStep, [&](const PasteId& last) {
+          cursor.after = last;
+          cursor.moved = done_before_ + moved_ + already_;
+          cursor.bytes = bytes_;
+          SaveCursor(state_path(), from_key_, cursor);
+        });
+    if (!copied) co_return false;
     cursor.done = true;
     SaveCursor(state_path(), from_key_, cursor);
     Progress(true);
@@ -423,18 +420,25 @@ class Migration {
     co_return ok;
   }
 
+  // Every source row after `after`, a page at a time, through `step`; `page_done` (when given)
+  // learns the last id of each page finished, for a cursor. False when a read or a step failed.
+  awaitable<bool> ForEachPage(std::optional<PasteId> after, RowStep step,
+                              std::function<void(const PasteId&)> page_done = {}) {
+    for (;;) {
+      auto page = co_await Page(after);
+      if (!page) co_return false;
+      if (page->empty()) co_return true;
+      if (!co_await ForEachRow(*page, step)) co_return false;
+      after = page->back().id;
+      if (page_done) page_done(*after);
+    }
+  }
+
   // The window's pass (MigrateStoreOptions::changed): every source row against the target's, and
   // then the pastes with open reports, whose new reports change no row.
   awaitable<bool> CopyChanged() {
     started_ = last_progress_ = clock_.Now();
-    std::optional<PasteId> after;
-    for (;;) {
-      auto page = co_await Page(after);
-      if (!page) co_return false;
-      if (page->empty()) break;
-      if (!co_await ForEachRow(*page, &Migration::CheckStep)) co_return false;
-      after = page->back().id;
-    }
+    if (!co_await ForEachPage(std::nullopt, &Migration::CheckStep)) co_return false;
     Progress(true);
     std::optional<store::ReportCursor> reports_after;
     for (;;) {
@@ -747,17 +751,7 @@ class Migration {
 
   // Reads every live source paste back from the target: its row field by field, its reports,
   // and its body against the source row's SHA-256. Every difference is named.
-  awaitable<bool> Verify() {
-    std::optional<PasteId> after;
-    for (;;) {
-      auto page = co_await Page(after);
-      if (!page) co_return false;
-      if (page->empty()) break;
-      if (!co_await ForEachRow(*page, &Migration::VerifyStep)) co_return false;
-      after = page->back().id;
-    }
-    co_return true;
-  }
+  awaitable<bool> Verify() { co_return co_await ForEachPage(std::nullopt, &Migration::VerifyStep); }
 
   // Every block in force at the source is on the target.
   awaitable<bool> VerifyBlocks() {
