@@ -21,6 +21,22 @@ sluice_binary() {
   realpath "$bin"
 }
 
+# bench_work NAME: a scratch folder $work under bench/work and an EXIT trap that stops every pid
+# the script adds to $pids (its servers) and removes the folder. A script with more to stop
+# defines bench_cleanup_extra, which the trap calls before the folder goes.
+bench_work() {
+  mkdir -p bench/work
+  work=$(mktemp -d "$(pwd)/bench/work/$1.XXXXXX")
+  pids=()
+  trap bench_cleanup EXIT
+}
+bench_cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  if declare -F bench_cleanup_extra >/dev/null; then bench_cleanup_extra; fi
+  rm -rf "$work"
+}
+
 # Prints a free loopback port.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -28,15 +28,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-32}
 WRK_THREADS=${WRK_THREADS:-2}
 read -r -a pages <<<"${PAGES:-view create fork error}"
-mkdir -p bench/work
-work=$(mktemp -d "$(pwd)/bench/work/pages.XXXXXX")
-pids=()
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work pages
 
 # The same text in every server: 10 KiB of this repository's C++ (a usual line length).
 paste_of_10k src/http/read_handlers.cc "$work/paste10k.txt"

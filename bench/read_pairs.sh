@@ -19,17 +19,11 @@ shift
 DURATION=${DURATION:-8}
 CONNS=${CONNS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
-mkdir -p bench/work
-work=$(mktemp -d "$(pwd)/bench/work/reads.XXXXXX")
-pids=()
 nginx_pid=""
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+bench_cleanup_extra() {
   [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
-  rm -rf "$work"
 }
-trap cleanup EXIT
+bench_work reads
 
 mkdir -p "$work/www"
 body_source=${BODY:-$0}

@@ -20,16 +20,7 @@ rounds=${ROUNDS:-3}
 duration=${DURATION:-10}
 conns=${CONNS:-16}
 export BODY_BYTES=${BODY_BYTES:-10240}
-mkdir -p bench/work
-work=$(mktemp -d "$(pwd)/bench/work/blocklist.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    if kill -0 "$p" 2>/dev/null; then kill "$p"; wait "$p" 2>/dev/null || true; fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work blocklist
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # The full server's data dir: made by the binary itself (its migrations), then seeded.

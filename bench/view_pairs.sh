@@ -19,15 +19,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-32}
 WRK_THREADS=${WRK_THREADS:-2}
 PASTE_LANG=${LANG_NAME:-cpp}
-mkdir -p bench/work
-work=$(mktemp -d "$(pwd)/bench/work/views.XXXXXX")
-pids=()
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work views
 
 paste_of_10k "${BODY:-src/http/pages.cc}" "$work/paste10k.txt"
 labels=()
