@@ -54,6 +54,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def sluice_retry_after(body):
+    """How long sluice's JSON refusal says to wait (its retry_after; a second where it names
+    none, as outcome_unknown's "send it again"), or None for another answer (nginx's page)."""
+    try:
+        refusal = json.loads(body)
+        return float(refusal.get("retry_after", 1)) if "reason" in refusal else None
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
 class ComposeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -135,21 +145,27 @@ class ComposeTest(unittest.TestCase):
 
     def up(self):
         """`up -d`, then until both processes answer their HEALTHCHECK and a create through nginx
-        is acknowledged (PostgreSQL migrated). Returns the seconds it took."""
+        is acknowledged (PostgreSQL migrated). Returns the seconds it took and the acknowledged
+        paste's (id, text)."""
         started = time.monotonic()
         self.compose("up", "-d", timeout=600, check=True)
+        acknowledged = []
 
         def ready():
             for service in ("sluice1", "sluice2"):
                 if podman("exec", self.container(service), *PROBE).returncode != 0:
                     return False
-            return self.try_create("ready?\n", timeout=5)[0] == 201
+            text = f"ready? {uuid.uuid4().hex}\n"
+            status, body = self.try_create(text, timeout=5)
+            if status == 201:
+                acknowledged.append((json.loads(body)["id"], text))
+            return status == 201
         try:
             wait_until(ready, 180, interval=1,
                        message="the fleet acknowledging creates through nginx")
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.logs()}") from None
-        return time.monotonic() - started
+        return time.monotonic() - started, acknowledged[0]
 
     def load(self, acked, stop, errors):
         """Creates from one thread until stop is set: each 201 recorded with its text, a 429 waited
@@ -159,19 +175,23 @@ class ComposeTest(unittest.TestCase):
             status, body = self.try_create(text)
             if status == 201:
                 acked.append((json.loads(body)["id"], text, time.monotonic()))
-            elif status == 429:
-                # The per-network create limit, shared by both processes through Redis: an honest
-                # answer, waited out as the client is told.
-                time.sleep(json.loads(body)["retry_after"])
+            elif status in (429, 503) and sluice_retry_after(body) is not None:
+                # sluice's own refusals: the per-network create limit, shared by both processes
+                # through Redis, or a store past its patient timeout on a loaded disk (503
+                # outcome_unknown, which the client is told to send again). Honest answers, waited
+                # out as the client is told; not the kill's doing, which nginx answers (502).
+                time.sleep(sluice_retry_after(body))
             else:
                 errors.append((status, body[:200] if isinstance(body, bytes) else body))
 
     def test_fleet_serves_through_nginx_survives_a_killed_process_and_keeps_data(self):
-        took = self.up()
+        # The create that showed the fleet ready is the first paste kept: a second one here was
+        # answered 503 outcome_unknown once, its insert past the 2 s patient timeout while a loaded
+        # disk held PostgreSQL's commit (the flake hunt), which is an honest answer, not a loss.
+        took, first = self.up()
         print(f"\ncompose up to the first acknowledged create through nginx: {took:.1f} s",
               file=sys.stderr)
-        paste = self.http.create("through nginx\n")
-        self.assert_read_back([(paste, "through nginx\n")])
+        self.assert_read_back([first])
 
         acked, errors, stop = [], [], threading.Event()
         threads = [threading.Thread(target=self.load, args=(acked, stop, errors))
@@ -196,16 +216,16 @@ class ComposeTest(unittest.TestCase):
         self.assertLessEqual(len(errors), THREADS, errors)
         self.assertIn("running", self.state("sluice2"))
 
-        self.assert_read_back([(paste, "through nginx\n")] + [(p, text) for p, text, _ in acked])
+        self.assert_read_back([first] + [(p, text) for p, text, _ in acked])
 
         # `down` without -v keeps the volumes; the next `up` serves the old pastes.
         self.compose("down", timeout=300, check=True)
         for volume in ("bodies", "postgres"):
             self.assertEqual(podman("volume", "exists", f"{self.project}_{volume}").returncode, 0,
                              volume)
-        took = self.up()
+        took, again = self.up()
         print(f"compose up again (volumes kept): {took:.1f} s", file=sys.stderr)
-        self.assert_read_back([(paste, "through nginx\n")] + [(p, text) for p, text, _ in acked])
+        self.assert_read_back([first, again] + [(p, text) for p, text, _ in acked])
 
     def assert_read_back(self, pastes):
         """Every (id, text) reads back as it was acknowledged, or the test fails with the
@@ -220,12 +240,8 @@ class ComposeTest(unittest.TestCase):
             for paste_id in list(pending):
                 status, body = self.http.raw(paste_id)
                 answers[paste_id] = (status, body)
-                retry_after = None
-                if status in (429, 503):
-                    try:
-                        retry_after = json.loads(body)["retry_after"]
-                    except (ValueError, KeyError):
-                        pass  # not sluice's answer (nginx's own page): it stands
+                # Not sluice's answer (nginx's own page): it stands.
+                retry_after = sluice_retry_after(body) if status in (429, 503) else None
                 if retry_after is None:
                     del pending[paste_id]
                 else:
