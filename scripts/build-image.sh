@@ -44,6 +44,11 @@ base() {
   packages=$(printf '%s\n' "$@" | sort -u | paste -sd, -)
   key=$(printf '%s\n' "$release" "$packages" "${mmdebstrap_options[*]}" | sha256sum | cut -c1-16)
   tag="localhost/$name:$release-$key"
+  # One build of a base at a time: `make test` starts the services base in the background while
+  # it compiles, and the compose test may ask for it before that is done; it then waits here and
+  # finds it built. (This runs in a $(...) subshell: the lock goes with it.)
+  exec {lock}>"${TMPDIR:-/tmp}/sluice-base-$key.lock"
+  flock "$lock"
   if "${podman[@]}" image exists "$tag"; then
     echo "base $tag is built (from: $packages)" >&2
   else
