@@ -119,18 +119,6 @@ bool IsFormToken(std::string_view t) {
          });
 }
 
-// True if `origin` ("https://paste.example", "http://127.0.0.1:8080") is this server's: its
-// public_url, or the authority the request was sent to (Host), whatever the scheme a TLS proxy
-// in front may have stripped.
-bool IsOwnOrigin(std::string_view origin, const Request& req, const Context& ctx) {
-  if (SameText(origin, ctx.base_url)) return true;
-  const size_t scheme_end = origin.find("://");
-  if (scheme_end == std::string_view::npos) return false;
-  const std::string_view authority = origin.substr(scheme_end + 3);
-  const std::string_view host = req.headers.Get("Host");
-  return !host.empty() && SameText(authority, host);
-}
-
 // Nothing (go on) when the report form's POST comes from this site's own page, else the 403.
 // Browsers say where a request comes from (Sec-Fetch-Site, then Origin); for one that says
 // neither, the form's token decides.
@@ -165,6 +153,15 @@ std::variant<size_t, Reply> PageLimit(const Request& req) {
 }
 
 }  // namespace
+
+bool IsOwnOrigin(std::string_view origin, const Request& req, const Context& ctx) {
+  if (SameText(origin, ctx.base_url)) return true;
+  const size_t scheme_end = origin.find("://");
+  if (scheme_end == std::string_view::npos) return false;
+  const std::string_view authority = origin.substr(scheme_end + 3);
+  const std::string_view host = req.headers.Get("Host");
+  return !host.empty() && SameText(authority, host);
+}
 
 std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx) {
   constexpr std::string_view kBearer = "Bearer ";

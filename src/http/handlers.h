@@ -24,6 +24,8 @@
 
 namespace sluice::http {
 
+class ReviewDesk;
+
 /// What every handler may use; one per server, shared by its threads (all members thread-safe).
 struct Context {
   service::PasteService& service;
@@ -49,6 +51,9 @@ struct Context {
   /// Creator tokens: looked up by the public side's creates, managed by the admin listener's
   /// /admin/tokens; null when not set up (every bearer token on a create is then refused).
   service::CreatorTokens* creator_tokens = nullptr;
+  /// Admin listener only: the review page's sessions, form tokens and sign-in budget
+  /// (review_desk.h); null elsewhere.
+  std::shared_ptr<ReviewDesk> review{};
 };
 
 using boost::asio::awaitable;
@@ -140,6 +145,21 @@ nlohmann::json AbuseAggregatesJson(const service::AbuseAggregates& aggregates);
 /// The "abuse" object of the admin listener's /status and /admin/abuse: the aggregates and
 /// `top_keys`, `top_prefixes` in full.
 nlohmann::json AbuseJson(const service::AbuseView& view);
+/// The review page (review_handlers.cc, docs/moderation.md "The review page"): each checks its own
+/// sign-in (a session cookie or a trusted forward-auth name) instead of the bearer token.
+/// GET /admin/login: the form; POST: the admin token, answered with the session cookie.
+awaitable<Reply> HandleReviewLogin(const Request& req, Context& ctx);
+/// POST /admin/logout: clears the session cookie.
+awaitable<Reply> HandleReviewLogout(const Request& req, Context& ctx);
+/// GET /admin/review?limit=N&before=CURSOR: one page of the review queue with each entry's clock.
+awaitable<Reply> HandleReviewQueue(const Request& req, Context& ctx);
+/// GET /admin/review/{id}: the paste as plain text; POST: an action (takedown, dismiss, keep,
+/// restore) with the form's CSRF token.
+awaitable<Reply> HandleReviewPaste(const Request& req, Context& ctx);
+/// True if `origin` ("https://paste.example") is this server's: its base_url, or the authority
+/// the request was sent to (Host), whatever the scheme a TLS proxy in front may have stripped.
+bool IsOwnOrigin(std::string_view origin, const Request& req, const Context& ctx);
+
 /// The admin listener's gate, before any route: nothing (go on) for the right bearer token, else
 /// the 401 to answer.
 std::optional<Reply> CheckAdminToken(const HeaderFields& headers, const Context& ctx);

@@ -138,12 +138,26 @@ std::vector<Route> DefaultRoutes(bool metrics) {
 std::vector<Route> AdminRoutes() {
   using enum Method;
   const Methods read{kGet, kHead};
+  constexpr RouteKind kPage = RouteKind::kOther;
+  constexpr AdminGate kOwn = AdminGate::kOwnSignIn;
   // Labels are the admin side's own, so its answers never blur the public routes' metrics.
   return {
       {"/healthz", read, HandleHealthz, "admin_healthz"},
       {"/metrics", read, HandleMetrics, "admin_metrics"},
       {"/debug/faults", {kGet, kHead, kPut}, HandleFaults, "debug"},
       {"/admin/reports", read, HandleAdminReports, "admin_reports"},
+      // The review page (docs/moderation.md, "The review page"): its own sign-in, and the site's
+      // stylesheet, which is no secret.
+      {"/admin/login", {kGet, kHead, kPost}, HandleReviewLogin, "admin_login", kPage, kOwn},
+      {"/admin/logout", {kPost}, HandleReviewLogout, "admin_logout", kPage, kOwn},
+      {"/admin/review", read, HandleReviewQueue, "admin_review", kPage, kOwn},
+      {"/admin/review/{id}",
+       {kGet, kHead, kPost},
+       HandleReviewPaste,
+       "admin_review_paste",
+       kPage,
+       kOwn},
+      {"/static/{path...}", read, HandleStatic, "admin_static", kPage, kOwn},
       {"/admin/pastes/{id}", read, HandleAdminPaste, "admin_paste"},
       {"/admin/pastes/{id}/takedown", {kPost}, HandleAdminTakedown, "admin_takedown"},
       {"/admin/pastes/{id}/dismiss", {kPost}, HandleAdminDismiss, "admin_dismiss"},

@@ -24,6 +24,15 @@ enum class RouteKind {
   kOther,
 };
 
+/// Who may reach a route of the admin listener (the public side has no gate).
+enum class AdminGate {
+  /// The bearer token (CheckAdminToken), before the route runs: the JSON admin API.
+  kBearerToken,
+  /// The route checks its own sign-in (the review page's session cookie or forward-auth name,
+  /// review_desk.h), or needs none (its stylesheet): a browser cannot send the bearer token.
+  kOwnSignIn,
+};
+
 /// A set of methods, as bits of Method.
 class Methods {
  public:
@@ -51,6 +60,7 @@ struct Route {
   /// The `route` label of the HTTP metrics.
   std::string_view label;
   RouteKind kind = RouteKind::kOther;
+  AdminGate gate = AdminGate::kBearerToken;
 };
 
 struct RouteMatch {

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "review_desk.h"
 #include "session.h"
 #include "sluice/admission/client_key.h"
 #include "sluice/asio/spawn.h"
@@ -328,6 +329,9 @@ HttpServer::HttpServer(std::vector<asio::io_context*> ios, ServerOptions options
                   options.admin_token_sha256,
                   options.abuse};
   context.creator_tokens = options.creator_tokens;
+  if (options.surface == ServerOptions::Surface::kAdmin) {
+    context.review = std::make_shared<ReviewDesk>(options.admin_token_sha256, clock);
+  }
   if (options.surface == ServerOptions::Surface::kPublic) {
     context.contact = std::make_shared<const PublicContact>(options.contact, options.public_url);
     PublicContact::Install(context.contact);

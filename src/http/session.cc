@@ -51,8 +51,10 @@ awaitable<Reply> Dispatch(Exchange& x, const RequestClient& client, const Header
   label_index = match.label_index;
   const bool unread_body = !x.parser.is_done();
   if (x.refusal && match.label != "healthz") co_return Reply::Refuse(*x.refusal).Closing();
-  if (x.edge.options.surface == ServerOptions::Surface::kAdmin) {
-    // Every admin answer, a 404 included, is for the token's holder only.
+  if (x.edge.options.surface == ServerOptions::Surface::kAdmin &&
+      !(match.route && match.route->gate == AdminGate::kOwnSignIn)) {
+    // Every admin answer, a 404 included, is for the token's holder only; the review page's
+    // routes check their own sign-in (review_desk.h).
     if (auto refused = CheckAdminToken(fields, x.edge.context)) {
       refused->close = unread_body;
       co_return std::move(*refused);

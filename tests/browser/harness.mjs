@@ -56,8 +56,11 @@ export async function startSluice(extraArgs = [], { relaxed = true } = {}) {
     child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`sluice exited ${code}:\n${log}`)); });
   });
   child.removeAllListeners('exit');
+  // The admin listener's URL, logged before "listening on" (src/app/server_process.cc).
+  const admin = log.match(/admin listener at (http:\/\/127\.0\.0\.1:\d+)/);
   return {
     url,
+    adminUrl: admin ? admin[1] : null,
     // Everything the server wrote so far (its log, the access log when --access-log is on).
     log: () => log,
     async stop() {

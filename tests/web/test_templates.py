@@ -33,6 +33,8 @@ ALLOWED_RAW = {
     ("paste.html", "lines_html"): "the highlighter's lines (src/render), every character escaped",
     ("derived.html", "fragment_html"): "a diff's highlighted lines or cmark-gfm's HTML (src/render)",
     ("abuse.html", "contacts_html"): "contact_link.html, rendered once per abuse_contact",
+    ("review_layout.html", "body_html"): "the review page's own template, rendered",
+    ("review_queue.html", "rows_html"): "review_row.html, rendered once per queue entry",
 }
 
 RAW = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}")

@@ -181,6 +181,8 @@ class ModerationService {
   int64_t PendingReports() const { return pending_.load(std::memory_order_relaxed); }
   /// Open reports stored, as last read with PendingReports.
   int64_t OpenReportRows() const { return open_reports_.load(std::memory_order_relaxed); }
+  /// takedown_deadline, as built: the review page marks entries late against it.
+  std::chrono::seconds TakedownDeadline() const { return built_.takedown_deadline; }
   /// Reads the counts again; a failure keeps the last ones.
   boost::asio::awaitable<void> RefreshPending();
   /// The arrival (Unix seconds) of the review queue's oldest open entry, as last read with
