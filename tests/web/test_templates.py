@@ -33,6 +33,7 @@ ALLOWED_RAW = {
     ("paste.html", "lines_html"): "the highlighter's lines (src/render), every character escaped",
     ("derived.html", "fragment_html"): "a diff's highlighted lines or cmark-gfm's HTML (src/render)",
     ("abuse.html", "contacts_html"): "contact_link.html, rendered once per abuse_contact",
+    ("transparency.html", "months_html"): "transparency_month.html, rendered once per month",
 }
 
 RAW = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}")
