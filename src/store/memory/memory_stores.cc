@@ -328,12 +328,15 @@ class MemoryMetaStore final : public MetaStore {
   awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
       std::string first_month, size_t limit, admission::Deadline) override {
     std::lock_guard lock(mu_);
+    // The SQL stores' order: the newest month first, then by kind and label.
     std::vector<TransparencyCount> out;
-    for (auto it = tally_.rbegin(); it != tally_.rend() && out.size() < limit; ++it) {
+    for (auto it = tally_.lower_bound({first_month, "", ""}); it != tally_.end(); ++it) {
       const auto& [month, kind, label] = it->first;
-      if (month < first_month) break;
       out.push_back(TransparencyCount{month, kind, label, it->second});
     }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.month > b.month; });
+    if (out.size() > limit) out.resize(limit);
     co_return out;
   }
 
