@@ -17,9 +17,11 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "backends.h"
 #include "data_dir_lock.h"
@@ -204,6 +206,7 @@ class Migration {
       if (!copied) co_return 1;
       if (!co_await CopyBlocks()) co_return 1;
       if (!co_await CopyBlockedContents()) co_return 1;
+      if (!co_await CopyTransparency()) co_return 1;
     }
     // After a pass over what changed, what it copied is verified already (CheckOne): the
     // whole walk is left out, so that the window's pass costs a read of each row, not of each
@@ -679,6 +682,38 @@ class Migration {
     }
     co_return true;
   }
+
+  // The transparency report's counters (docs/moderation.md, "Transparency"), after the blocks and
+  // the content blocklist, whose copies the target counts as it adds them: each target counter
+  // is raised to the source's (the difference added), never lowered, so a resumed or second run
+  // adds nothing and the report reads the same on the new store.
+  awaitable<bool> CopyTransparency() {
+    auto from = source_.meta->TransparencyCounts("", kAllTransparencyRows, CallDeadline());
+    auto rows = co_await std::move(from);
+    auto to = target_.meta->TransparencyCounts("", kAllTransparencyRows, CallDeadline());
+    auto present = co_await std::move(to);
+    if (!rows.ok() || !present.ok()) {
+      std::printf("failed: reading the transparency counters: %s\n",
+                  (!rows.ok() ? rows.error() : present.error()).message.c_str());
+      co_return false;
+    }
+    std::map<std::tuple<std::string, std::string, std::string>, int64_t> there;
+    for (const store::TransparencyCount& c : *present) there[{c.month, c.kind, c.label}] = c.count;
+    std::vector<store::TransparencyCount> missing;
+    for (store::TransparencyCount c : *rows) {
+      c.count -= there[{c.month, c.kind, c.label}];
+      if (c.count > 0) missing.push_back(std::move(c));
+    }
+    if (missing.empty()) co_return true;
+    auto adding = target_.meta->AddTransparency(std::move(missing), CallDeadline());
+    if (Status s = co_await std::move(adding); !s.ok()) {
+      std::printf("failed: adding the transparency counters: %s\n", s.error().message.c_str());
+      co_return false;
+    }
+    co_return true;
+  }
+  // Counter rows read at most: decades of every kind and label.
+  static constexpr size_t kAllTransparencyRows = 100'000;
 
   // The content blocklist (docs/moderation.md, "Takedowns that stick"), in digest order: a text
   // taken down on the old store stays refused on the new one. Adding an entry that is there

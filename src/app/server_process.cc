@@ -569,7 +569,20 @@ int ServerProcess::Run() {
             // The admin side closes with the public one; the loops stop when the public drain
             // ends, which also ends whatever the admin side still serves.
             if (admin_server_) admin_server_->Drain([] {});
-            server_->Drain([this] { loops_.Stop(); });
+            server_->Drain([this] {
+              // The re-uploads refused since the last flush are stored before the loops stop
+              // (docs/moderation.md, "Transparency"), within a budget that keeps the shutdown
+              // inside drain_timeout + 1 s.
+              asio::co_spawn(loops_.front(),
+                             moderation_.FlushTransparency(std::chrono::milliseconds(500)),
+                             [this](std::exception_ptr, Status flushed) {
+                               if (!flushed.ok()) {
+                                 spdlog::warn("shutdown: transparency counts not stored: {}",
+                                              flushed.error().message);
+                               }
+                               loops_.Stop();
+                             });
+            });
           }
           signals.async_wait(on_signal);
         };

@@ -115,6 +115,12 @@ awaitable<Reply> HandleRobotsTxt(const Request& req, Context& ctx);
 /// review queue's length.
 awaitable<Reply> HandleAbusePage(const Request& req, Context& ctx);
 
+/// GET /transparency: the transparency report, a page for browsers and JSON for programs
+/// (?format=json, or an Accept without text/html), from ModerationService::Transparency.
+awaitable<Reply> HandleTransparency(const Request& req, Context& ctx);
+/// The JSON of GET /transparency (docs/openapi.yaml).
+nlohmann::json TransparencyJson(const service::TransparencyReport& report);
+
 // Moderation (admin_handlers.cc).
 awaitable<Reply> HandleReportApi(const Request& req, Context& ctx);
 awaitable<Reply> HandleReportForm(const Request& req, Context& ctx);

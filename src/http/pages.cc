@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <ctime>
 #include <map>
@@ -460,6 +461,86 @@ std::string AbusePage(const Reader& reader, const PublicContact& contact, int64_
   page.policy_text = contact.options().policy_text;
   page.pending = pending_text;
   return WholePage(reader, {.abuse = true}, page);
+}
+
+namespace {
+
+// "copyright 2, court_order 1": a notice's category and sender kind are codes, as a report's
+// reason is, shown as they are stored.
+std::string CountsInWords(const std::map<std::string, int64_t>& counts) {
+  std::string out;
+  for (const auto& [label, n] : counts) {
+    if (n == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", label.empty() ? "-" : label, n);
+  }
+  return out.empty() ? "-" : out;
+}
+
+int64_t CountOf(const std::map<std::string, int64_t>& counts, std::string_view label) {
+  const auto it = counts.find(std::string(label));
+  return it == counts.end() ? 0 : it->second;
+}
+
+// "≤ 10 minutes", or "> 14 days" past the last step; "-" when nothing was timed.
+std::string QuantileInWords(const std::optional<service::TimeQuantile>& q, i18n::Lang lang) {
+  if (!q) return "-";
+  if (q->beyond) {
+    return "> " + DurationInWords(store::kTimeToActionBounds.back(), lang);
+  }
+  return "\u2264 " + DurationInWords(q->at_most_seconds, lang);
+}
+
+bool AnythingCounted(const service::MonthFigures& m) {
+  const auto any = [](const std::map<std::string, int64_t>& counts) {
+    return std::any_of(counts.begin(), counts.end(), [](const auto& c) { return c.second != 0; });
+  };
+  return m.notices != 0 || any(m.notices_by_sender) || any(m.withholds) || m.takedowns != 0 ||
+         m.restores != 0 || m.dismissals != 0 || m.timed_actions != 0 || m.reuploads_blocked != 0 ||
+         any(m.blocks);
+}
+
+}  // namespace
+
+std::string TransparencyPage(const Reader& reader, const service::TransparencyReport& report) {
+  std::string months;
+  for (size_t i = 0; i < report.months.size(); ++i) {
+    const service::MonthFigures& m = report.months[i];
+    if (i > 0 && !AnythingCounted(m)) continue;
+    const std::string notices = std::to_string(m.notices);
+    const std::string categories = CountsInWords(m.notices_by_category);
+    const std::string senders = CountsInWords(m.notices_by_sender);
+    const std::string votes = std::to_string(CountOf(m.withholds, store::kWithholdVotes));
+    const std::string notice = std::to_string(CountOf(m.withholds, store::kWithholdNotice));
+    const std::string takedowns = std::to_string(m.takedowns);
+    const std::string restores = std::to_string(m.restores);
+    const std::string dismissals = std::to_string(m.dismissals);
+    const std::string median = QuantileInWords(m.median, reader.lang);
+    const std::string p95 = QuantileInWords(m.p95, reader.lang);
+    const std::string reuploads = std::to_string(m.reuploads_blocked);
+    const std::string networks = std::to_string(CountOf(m.blocks, store::kBlockNetwork));
+    const std::string contents = std::to_string(CountOf(m.blocks, store::kBlockContent));
+    templates::TransparencyMonth row;
+    row.month = m.month;
+    row.notices = notices;
+    row.any_notices = m.notices != 0 || !m.notices_by_sender.empty();
+    row.notice_categories = categories;
+    row.notice_senders = senders;
+    row.withheld_votes = votes;
+    row.withheld_notice = notice;
+    row.takedowns = takedowns;
+    row.restores = restores;
+    row.dismissals = dismissals;
+    row.median = median;
+    row.p95 = p95;
+    row.reuploads = reuploads;
+    row.blocks_network = networks;
+    row.blocks_content = contents;
+    templates::Render(row, reader.lang, months);
+  }
+  templates::Transparency page;
+  page.months_html = months;
+  return WholePage(reader, {.transparency = true}, page);
 }
 
 }  // namespace sluice::http

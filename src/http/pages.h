@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "page_language.h"
+#include "sluice/service/transparency.h"
 
 namespace sluice::http {
 
@@ -142,6 +143,10 @@ class PublicContact;
 /// How to report abuse (GET /abuse): the contact's settings, and `pending`, the pastes in the
 /// review queue.
 std::string AbusePage(const Reader& reader, const PublicContact& contact, int64_t pending);
+
+/// The transparency report (GET /transparency): the months of `report` with anything counted,
+/// and the newest month always.
+std::string TransparencyPage(const Reader& reader, const service::TransparencyReport& report);
 
 /// RFC 3339 UTC ("2026-12-07T10:00:00Z") for expiry times in JSON and pages.
 std::string FormatUnixTime(int64_t unix_seconds);

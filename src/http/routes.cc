@@ -124,6 +124,7 @@ std::vector<Route> DefaultRoutes(bool metrics) {
       {"/new", read, HandleNewFrom, "new"},
       // The public contact (public_contact.h): there whatever the settings say.
       {"/abuse", read, HandleAbusePage, "abuse"},
+      {"/transparency", read, HandleTransparency, "transparency"},
       {"/robots.txt", read, HandleRobotsTxt, "robots"},
       {"/.well-known/security.txt", read, HandleSecurityTxt, "security_txt"},
       {"/{id}/diff", read, HandleDiff, "diff"},

@@ -276,4 +276,82 @@ awaitable<Reply> HandleAbusePage(const Request& req, Context& ctx) {
   co_return reply;
 }
 
+namespace {
+
+nlohmann::json CountsJson(const std::map<std::string, int64_t>& counts,
+                          std::initializer_list<std::string_view> always = {}) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::string_view label : always) j[std::string(label)] = 0;
+  for (const auto& [label, n] : counts) j[label] = n;
+  return j;
+}
+
+nlohmann::json QuantileJson(const std::optional<service::TimeQuantile>& q) {
+  if (!q) return nullptr;
+  if (q->beyond) return {{"more_than_seconds", store::kTimeToActionBounds.back()}};
+  return {{"at_most_seconds", q->at_most_seconds}};
+}
+
+}  // namespace
+
+nlohmann::json TransparencyJson(const service::TransparencyReport& report) {
+  nlohmann::json months = nlohmann::json::array();
+  for (const service::MonthFigures& m : report.months) {
+    months.push_back({
+        {"month", m.month},
+        {"notices",
+         {{"total", m.notices},
+          {"by_category", CountsJson(m.notices_by_category)},
+          {"by_sender", CountsJson(m.notices_by_sender)}}},
+        {"withholds", CountsJson(m.withholds, {store::kWithholdVotes, store::kWithholdNotice})},
+        {"takedowns", m.takedowns},
+        {"restores", m.restores},
+        {"dismissals", m.dismissals},
+        {"time_to_action",
+         {{"actions", m.timed_actions},
+          {"median", QuantileJson(m.median)},
+          {"p95", QuantileJson(m.p95)}}},
+        {"reuploads_blocked", m.reuploads_blocked},
+        {"blocks", CountsJson(m.blocks, {store::kBlockNetwork, store::kBlockContent})},
+    });
+  }
+  return {{"months", std::move(months)},
+          {"read_at", FormatUnixTime(report.read_at)},
+          {"time_to_action_bounds_seconds", store::kTimeToActionBounds},
+          {"encrypted_pastes",
+           "The re-upload block refuses exactly the bytes of a removed paste. Encrypted pastes "
+           "cannot be matched: the server never sees their text, and the same text encrypted "
+           "again is different bytes."}};
+}
+
+awaitable<Reply> HandleTransparency(const Request& req, Context& ctx) {
+  if (!ctx.moderation) co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
+  auto reading = ctx.moderation->Transparency();
+  Result<std::shared_ptr<const service::TransparencyReport>> report = co_await std::move(reading);
+  if (!report.ok()) co_return Reply::Refuse(report.error());
+  const std::shared_ptr<const service::TransparencyReport>& made = *report;
+  const bool html = req.WantsHtml() && req.Query("format").value_or("") != "json";
+  // The report changes at most once per ModerationService::kTransparencyFreshness: its page and
+  // its JSON are made once per report (and language) and thread, so a flood of requests formats
+  // nothing and costs the store one read per few seconds.
+  struct Made {
+    const service::TransparencyReport* report = nullptr;
+    std::shared_ptr<const service::TransparencyReport> keep;  // so the address is not reused
+    std::shared_ptr<const std::string> body;
+  };
+  thread_local std::array<Made, i18n::kLangCount + 1> made_by;
+  const size_t slot_at = html ? static_cast<size_t>(ReaderOf(req).lang) : i18n::kLangCount;
+  Made& slot = made_by[slot_at];
+  if (slot.report != made.get() || !slot.body) {
+    slot = {made.get(), made,
+            std::make_shared<const std::string>(html ? TransparencyPage(ReaderOf(req), *made)
+                                                     : JsonText(TransparencyJson(*made)))};
+  }
+  Reply reply = html ? Reply::Html(200, "") : Reply::Json(200, "");
+  reply.shared_body = slot.body;
+  reply.Set("Cache-Control", "public, max-age=60");
+  reply.Set("Vary", "Accept");
+  co_return reply;
+}
+
 }  // namespace sluice::http

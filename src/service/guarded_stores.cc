@@ -302,6 +302,23 @@ class GuardedMetaStore final : public store::MetaStore {
                           co_return FromStatus(co_await std::move(adding));
                         }));
   }
+  awaitable<Status> AddTransparency(std::vector<store::TransparencyCount> counts,
+                                    Deadline d) override {
+    return Unwrap(
+        dep_.Call<Unit>({"transparency", t().meta_moderation, false}, d,
+                        [this, counts = std::move(counts)](Deadline cd) -> awaitable<Result<Unit>> {
+                          auto adding = inner_.AddTransparency(counts, cd);
+                          co_return FromStatus(co_await std::move(adding));
+                        }));
+  }
+  awaitable<Result<std::vector<store::TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, Deadline d) override {
+    return dep_.Call<std::vector<store::TransparencyCount>>(
+        {"transparency", t().meta_moderation, true}, d,
+        [this, first_month = std::move(first_month), limit](Deadline cd) {
+          return inner_.TransparencyCounts(first_month, limit, cd);
+        });
+  }
   awaitable<Result<std::vector<store::AuditEntry>>> AuditTrail(size_t limit, Deadline d) override {
     return dep_.Call<std::vector<store::AuditEntry>>(
         {"audit", t().meta_moderation, true}, d,

@@ -436,6 +436,8 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   if (!meta.ok()) co_return meta.error();
   if (reason.empty()) reason = "taken down by the operator";
   store::ModerationChange change{store::Moderation::kTakenDown, reason, clock_.UnixSeconds()};
+  change.tally.push_back(store::TransparencyCount{store::TransparencyMonth(change.at),
+                                                  std::string(store::kTallyTakedown), "", 1});
   // The takedown records what its paste's body hashes to, so those bytes are refused from then on
   // (docs/moderation.md, "Takedowns that stick"). A row from before checksums (or written with
   // verify_bodies off) has none: its body, still there, is hashed now.
@@ -487,14 +489,17 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
   }
   if (note.empty()) note = "reports dismissed";
   const int64_t now = clock_.UnixSeconds();
-  auto moderating =
-      Moderate(*meta, store::ModerationChange{store::Moderation::kNone, note, now, keep}, deadline);
-  Result<store::ModerationOutcome> moderated = co_await std::move(moderating);
-  if (!moderated.ok()) co_return moderated.error();
   // A withheld paste served again is a restore; reports closed on a paste still served, a
   // dismissal.
-  ObserveTimeToAction(meta->moderation == store::Moderation::kWithheld ? "restore" : "dismiss",
-                      *moderated, now);
+  const bool restore = meta->moderation == store::Moderation::kWithheld;
+  store::ModerationChange change{store::Moderation::kNone, note, now, keep};
+  change.tally.push_back(store::TransparencyCount{
+      store::TransparencyMonth(now),
+      std::string(restore ? store::kTallyRestore : store::kTallyDismiss), "", 1});
+  auto moderating = Moderate(*meta, std::move(change), deadline);
+  Result<store::ModerationOutcome> moderated = co_await std::move(moderating);
+  if (!moderated.ok()) co_return moderated.error();
+  ObserveTimeToAction(restore ? "restore" : "dismiss", *moderated, now);
   auto recording =
       Record("dismiss", meta->id.str(),
              fmt::format("{} (was {}{})", note, store::ModerationName(meta->moderation),
@@ -691,6 +696,11 @@ awaitable<void> ModerationService::RefreshLoop() {
     }
     auto counting = RefreshPending();
     co_await std::move(counting);
+    auto flushing = FlushTransparency(built_.budget);
+    if (Status flushed = co_await std::move(flushing); !flushed.ok()) {
+      // The refusals wait in memory for the next flush.
+      spdlog::warn("moderation: transparency counts not stored: {}", flushed.error().message);
+    }
     const auto step = std::chrono::milliseconds(100);
     for (auto slept = std::chrono::milliseconds(0); slept < built_.blocks_refresh && !stopping_;
          slept += step) {
@@ -698,6 +708,64 @@ awaitable<void> ModerationService::RefreshLoop() {
       (void)co_await std::move(waiting);
     }
   }
+}
+
+awaitable<Status> ModerationService::RecordTransparency(std::string_view kind, std::string label,
+                                                        int64_t count) {
+  std::vector<store::TransparencyCount> counts{store::TransparencyCount{
+      store::TransparencyMonth(clock_.UnixSeconds()), std::string(kind), std::move(label), count}};
+  auto adding = meta_.AddTransparency(std::move(counts), Deadline::After(clock_, built_.budget));
+  if (Status added = co_await std::move(adding); !added.ok()) {
+    co_return WithRetryAfter(added.error());
+  }
+  co_return Ok();
+}
+
+awaitable<Status> ModerationService::FlushTransparency(Duration budget) {
+  if (blocked_contents_ == nullptr) co_return Ok();
+  const int64_t refused = blocked_contents_->TakeRefused();
+  if (refused == 0) co_return Ok();
+  // Dated by the flush: a refusal in the last blocks_refresh of a month may count in the next.
+  std::vector<store::TransparencyCount> counts{
+      store::TransparencyCount{store::TransparencyMonth(clock_.UnixSeconds()),
+                               std::string(store::kTallyReuploadBlocked), "", refused}};
+  auto adding = meta_.AddTransparency(std::move(counts), Deadline::After(clock_, budget));
+  Status added = co_await std::move(adding);
+  // Counted at most once: a failed flush is given back for the next one only when it cannot have
+  // been stored (as a create, a flush whose outcome is unknown is never repeated).
+  if (!added.ok() && !store::InsertOutcomeUnknown(added.error())) {
+    blocked_contents_->ReturnRefused(refused);
+  }
+  co_return added;
+}
+
+awaitable<Result<std::shared_ptr<const TransparencyReport>>> ModerationService::Transparency() {
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.Now().time_since_epoch()).count();
+  {
+    std::lock_guard lock(transparency_mu_);
+    if (transparency_ &&
+        (transparency_reading_ || now_ns - transparency_read_ns_ <
+                                      std::chrono::nanoseconds(kTransparencyFreshness).count())) {
+      co_return transparency_;
+    }
+    transparency_reading_ = true;
+  }
+  const int64_t now = clock_.UnixSeconds();
+  std::vector<std::string> months = LastMonths(now, kTransparencyMonths);
+  auto reading = meta_.TransparencyCounts(months.back(), store::kMaxTransparencyRows,
+                                          Deadline::After(clock_, built_.budget));
+  Result<std::vector<store::TransparencyCount>> rows = co_await std::move(reading);
+  std::lock_guard lock(transparency_mu_);
+  transparency_reading_ = false;
+  if (!rows.ok()) {
+    if (transparency_) co_return transparency_;  // stale beats nothing; the next call tries again
+    co_return WithRetryAfter(rows.error());
+  }
+  transparency_ =
+      std::make_shared<const TransparencyReport>(SummarizeTransparency(*rows, months, now));
+  transparency_read_ns_ = now_ns;
+  co_return transparency_;
 }
 
 }  // namespace sluice::service

@@ -319,6 +319,7 @@ awaitable<Result<CreatedPaste>> PasteService::Create(CreateTicket ticket, std::s
   if (options->verify_bodies || screened) digest = DigestBody(body);
   if (screened && blocked_contents_->Contains(*digest)) {
     blocked_content_refusals_.Inc();
+    blocked_contents_->CountRefused();
     co_return MakeError(ErrorCode::kWithheld,
                         "this text was taken down by the operator and cannot be posted again",
                         "blocked_content");

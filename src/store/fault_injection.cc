@@ -517,6 +517,22 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
+  awaitable<Status> AddTransparency(std::vector<TransparencyCount> counts,
+                                    admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.AddTransparency(std::move(counts), d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.TransparencyCounts(std::move(first_month), limit, d);
+    co_return co_await std::move(op);
+  }
+
   awaitable<Result<std::vector<AbuseReport>>> ReportsOf(PasteId id,
                                                         admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");

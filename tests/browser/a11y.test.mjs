@@ -117,6 +117,8 @@ test('axe finds nothing on any page, light and dark', async () => {
   // The public contact: every section shown (contacts, security.txt, the operator's words).
   await check('abuse', 200, await page.goto(server.url + '/abuse'));
   await check('abuse, no contact set', 200, await page.goto(strict.url + '/abuse'));
+  // The transparency report, with the withholding above counted.
+  await check('transparency', 200, await page.goto(server.url + '/transparency'));
 
   await page.goto(server.url + '/status');
   await page.waitForSelector('#card-pools svg text');
@@ -162,6 +164,7 @@ test('axe finds nothing in every other language, light and dark', async () => {
       (await submit(page, server.url, 'once\n', { burn: true }), await page.inputValue('#share-link'))));
     await check('404: no such paste', 404, await page.goto(server.url + '/AAAAAAAAAAAA'));
     await check('abuse', 200, await page.goto(server.url + '/abuse'));
+    await check('transparency', 200, await page.goto(server.url + '/transparency'));
     await context.close();
   }
   assert.deepEqual(errors, [], 'no script errors');

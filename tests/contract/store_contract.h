@@ -1122,6 +1122,111 @@ TYPED_TEST_P(StoreContract, ATakedownBlocksItsDigestInItsOwnTransaction) {
   EXPECT_EQ(RunSync(this->meta().BlockedContentsVersion(this->deadline()))->entries, 1);
 }
 
+// The transparency report's counters (include/sluice/store/transparency.h)
+
+inline std::vector<TransparencyCount> Sorted(std::vector<TransparencyCount> rows) {
+  std::sort(rows.begin(), rows.end(), [](const TransparencyCount& a, const TransparencyCount& b) {
+    return std::tie(a.month, a.kind, a.label) < std::tie(b.month, b.kind, b.label);
+  });
+  return rows;
+}
+
+// Unix seconds in November and December 2025 (UTC).
+inline constexpr int64_t kNovember = 1764547199;  // 2025-11-30T23:59:59Z
+inline constexpr int64_t kDecember = 1764547200;  // 2025-12-01T00:00:00Z
+
+TYPED_TEST_P(StoreContract, TransparencyCountsAddUpByMonthKindAndLabel) {
+  ASSERT_TRUE(RunSync(this->meta().AddTransparency(
+                          {{"2025-11", "reupload_blocked", "", 4},
+                           {"2025-12", "reupload_blocked", "", 2},
+                           {"2025-12", "reupload_blocked", "", 3},  // the same counter twice
+                           {"2025-12", "notice_category", "copyright", 1},
+                           {"2025-12", "notice_sender", "registrar", 0}},  // nothing to add
+                          this->deadline()))
+                  .ok());
+  ASSERT_TRUE(RunSync(this->meta().AddTransparency({{"2025-12", "notice_category", "copyright", 1}},
+                                                   this->deadline()))
+                  .ok());
+  const std::vector<TransparencyCount> want = {{"2025-11", "reupload_blocked", "", 4},
+                                               {"2025-12", "notice_category", "copyright", 2},
+                                               {"2025-12", "reupload_blocked", "", 5}};
+  auto all = RunSync(this->meta().TransparencyCounts("2025-01", 100, this->deadline()));
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  EXPECT_EQ(Sorted(*all), want);
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(all->front().month, "2025-12") << "newest month first";
+  EXPECT_EQ(all->back().month, "2025-11");
+  // From a month on, and at most `limit` rows, the newest first.
+  auto december = RunSync(this->meta().TransparencyCounts("2025-12", 100, this->deadline()));
+  ASSERT_TRUE(december.ok());
+  EXPECT_EQ(Sorted(*december), (std::vector<TransparencyCount>{want[1], want[2]}));
+  auto one = RunSync(this->meta().TransparencyCounts("2025-01", 1, this->deadline()));
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().month, "2025-12");
+  if (this->backend_.persistent()) {
+    this->backend_.Reopen();
+    auto again = RunSync(this->meta().TransparencyCounts("2025-01", 100, this->deadline()));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(Sorted(*again), want) << "the counters survive reopening";
+  }
+}
+
+// Each moderation action counts itself in its own transaction, dated by its own time: a
+// withholding by votes, a review's own tally and its time to action, a network block, a digest
+// added to the content blocklist; an action that fails counts nothing.
+TYPED_TEST_P(StoreContract, ModerationActionsCountThemselvesWithTheirTime) {
+  const PasteMeta reported = Row("tall00000001", kDecember + 100000);
+  const PasteMeta taken = Row("tall00000002", kDecember + 100000);
+  for (const PasteMeta& r : {reported, taken}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  ReportPolicy policy;  // 3 votes withhold
+  const char* networks[] = {"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"};
+  const int64_t times[] = {kNovember - 1, kNovember, kDecember};
+  for (int i = 0; i < 3; ++i) {
+    auto out = RunSync(this->meta().AddReport(ReportOf(reported, networks[i], times[i]), policy,
+                                              this->deadline()));
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    EXPECT_EQ(out->withheld, i == 2);
+  }
+  // The withholding is the third report's, in December; the entry arrived in November.
+  ModerationChange restore{Moderation::kNone, "fine", kDecember + 600};
+  restore.tally = {{"2025-12", "restore", "", 1}};
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(reported.id, restore, this->deadline())).ok());
+  // A takedown of a paste nobody reported: no time to action; its digest counted once added.
+  ModerationChange takedown{Moderation::kTakenDown, "illegal", kDecember + 700};
+  takedown.tally = {{"2025-12", "takedown", "", 1}};
+  takedown.block_content = BlockedContent{Digest(0x31), kDecember + 700, "tall00000002", "x"};
+  takedown.max_blocked_contents = 10;
+  ASSERT_TRUE(RunSync(this->meta().SetModeration(taken.id, takedown, this->deadline())).ok());
+  // A change of a paste that has no row counts nothing.
+  EXPECT_EQ(RunSync(this->meta().SetModeration(Id("none00000009"), takedown, this->deadline()))
+                .error()
+                .code,
+            ErrorCode::kNotFound);
+  ASSERT_TRUE(RunSync(this->meta().AddBlock(
+                          ClientBlock{"203.0.113.0/24", "spam", kNovember, kNovember + 3600},
+                          this->deadline()))
+                  .ok());
+  EXPECT_TRUE(*RunSync(this->meta().BlockContent(
+      BlockedContent{Digest(0x32), kDecember + 800, "admin", "leak"}, 10, this->deadline())));
+  // There already: nothing added, nothing counted.
+  EXPECT_FALSE(*RunSync(this->meta().BlockContent(
+      BlockedContent{Digest(0x31), kDecember + 900, "admin", "again"}, 10, this->deadline())));
+  auto rows = RunSync(this->meta().TransparencyCounts("2025-11", 100, this->deadline()));
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  // The restore came 602 s after the entry's arrival (kNovember - 1): the bucket of 900 s.
+  EXPECT_EQ(Sorted(*rows), (std::vector<TransparencyCount>{
+                               {"2025-11", "block", "network", 1},
+                               {"2025-12", "block", "content", 2},
+                               {"2025-12", "restore", "", 1},
+                               {"2025-12", "takedown", "", 1},
+                               {"2025-12", "time_to_action", "900", 1},
+                               {"2025-12", "withhold", "votes", 1},
+                           }));
+}
+
 // Burn after reading and storage accounting
 
 inline PasteMeta BurnRow(std::string_view id, int64_t expires_at) {
@@ -1553,6 +1658,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     ContentBlocksAddOnceRemoveAndBumpTheVersion, CreatorTokensAddListRevokeAndBumpTheVersion,
     CreatorTokensStopAtTheCapOfLiveTokens, ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
     ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
-    ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest);
+    ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest,
+    TransparencyCountsAddUpByMonthKindAndLabel, ModerationActionsCountThemselvesWithTheirTime);
 
 }  // namespace sluice::store::contract

@@ -180,9 +180,13 @@ class MigrateStoreTest(SluiceTestCase):
         again, summary = self.migrate(from_file, to_file, "--rate", "0")
         self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
         self.assertEqual((summary["moved"], summary["already_there"]), (0, len(live)), summary)
+        transparency = src.get("/transparency?format=json").json()["months"]
         src.stop()
         target = self.server(["--meta", url, "--blob", f"s3://{BUCKET}", "--s3-endpoint",
                               s3.endpoint, *RELAXED], env=S3_ENV)
+        # The transparency report moved with its counters, once however many runs: the target's
+        # own counts of what it was given (blocks, the digest) are not added to them.
+        self.assertEqual(target.get("/transparency?format=json").json()["months"], transparency)
         self.assertReadsBack(docs, live, dead, target)
         for paste_id, body in raw.items():
             self.assertEqual(target.get(f"/raw/{paste_id}").body, body, paste_id)

@@ -124,6 +124,10 @@ class OpenApiTest(SluiceTestCase):
         for path in ("/healthz", "/metrics", "/api/v1/limits", "/status", "/api/v1/status",
                      "/abuse", "/robots.txt", "/.well-known/security.txt"):
             self.check(path, "get", s.get(path))
+        for accept in ("*/*", "text/html", "application/json"):
+            self.check("/transparency", "get", s.get("/transparency", headers={"Accept": accept}))
+        self.check("/transparency", "get", s.get("/transparency?format=json",
+                                                 headers={"Accept": "text/html"}))
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key))
         self.check("/api/v1/pastes/{id}", "delete", s.delete(key, token=token))
         self.check("/api/v1/pastes/{id}", "delete", s.delete("AAAAAAAAAAAA", token="x"))

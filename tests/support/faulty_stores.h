@@ -226,6 +226,18 @@ class FaultyMetaStore final : public store::MetaStore {
     auto op = inner_.AddBlock(std::move(block), d);
     co_return co_await std::move(op);
   }
+  boost::asio::awaitable<Status> AddTransparency(std::vector<store::TransparencyCount> counts,
+                                                 admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.AddTransparency(std::move(counts), d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<std::vector<store::TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.TransparencyCounts(std::move(first_month), limit, d);
+    co_return co_await std::move(op);
+  }
   boost::asio::awaitable<Result<std::vector<store::AbuseReport>>> ReportsOf(
       store::PasteId id, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();

@@ -35,6 +35,7 @@ ALLOWED_RAW = {
     ("abuse.html", "contacts_html"): "contact_link.html, rendered once per abuse_contact",
     ("review_layout.html", "body_html"): "the review page's own template, rendered",
     ("review_queue.html", "rows_html"): "review_row.html, rendered once per queue entry",
+    ("transparency.html", "months_html"): "transparency_month.html, rendered once per month",
 }
 
 RAW = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}")

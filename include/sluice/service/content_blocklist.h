@@ -39,6 +39,15 @@ class ContentBlocklist {
   void Add(const store::BodyDigest& digest);
   void Remove(const store::BodyDigest& digest);
 
+  /// A create refused because its body is blocked: counted here, in memory, because refusals
+  /// come at a flood's rate; ModerationService adds them to the transparency report's counters
+  /// in batches (docs/moderation.md, "Transparency").
+  void CountRefused() const { refused_.fetch_add(1, std::memory_order_relaxed); }
+  /// The refusals counted since the last call, which are no longer counted here.
+  int64_t TakeRefused() { return refused_.exchange(0, std::memory_order_relaxed); }
+  /// Gives back refusals taken that could not be stored, so the next batch holds them.
+  void ReturnRefused(int64_t n) { refused_.fetch_add(n, std::memory_order_relaxed); }
+
   /// 64 lowercase hex digits.
   static std::string Hex(const store::BodyDigest& digest);
   /// Exactly 64 hex digits, either case; nothing otherwise.
@@ -49,6 +58,8 @@ class ContentBlocklist {
   std::mutex change_mu_;  // orders Replace, Add and Remove, each a read-copy-store
   std::atomic<size_t> size_{0};
   std::atomic<int64_t> version_{-1};
+  // A tally beside the list, not part of it: counting a refusal changes no lookup.
+  mutable std::atomic<int64_t> refused_{0};
 };
 
 }  // namespace sluice::service

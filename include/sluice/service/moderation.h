@@ -27,6 +27,7 @@
 #include "sluice/service/content_blocklist.h"
 #include "sluice/service/operator_events.h"
 #include "sluice/service/paste_cache.h"
+#include "sluice/service/transparency.h"
 #include "sluice/store/blob_store.h"
 #include "sluice/store/meta_store.h"
 #include "sluice/store/shared_state.h"
@@ -204,6 +205,28 @@ class ModerationService {
   /// and the two buckets keep their tokens up to their new bursts. budget, blocks_refresh and
   /// shared_meta_ttl stay as built.
   void Reconfigure(const ModerationOptions& next);
+  // The transparency report (docs/moderation.md, "Transparency"). The actions above count
+  // themselves in their own store transaction (store::ModerationChange::tally and the store's own
+  // counts); what is counted elsewhere comes through these.
+
+  /// The report of the last kTransparencyMonths months (newest first), from the store's counters:
+  /// read again when the last read is kTransparencyFreshness old, by one caller at a time while
+  /// the others get the last report, so a flood of requests costs one bounded read (at most
+  /// store::kMaxTransparencyRows rows) per kTransparencyFreshness. Unavailable when the store
+  /// cannot be read and no report was read before; a stale one otherwise.
+  boost::asio::awaitable<Result<std::shared_ptr<const TransparencyReport>>> Transparency();
+  static constexpr int kTransparencyMonths = 12;
+  static constexpr std::chrono::seconds kTransparencyFreshness{5};
+  /// Adds `count` to the counter (`kind`, `label`) of the month the clock is in, in a store call of
+  /// its own: for events that no moderation change of this service carries (the notice intake's
+  /// store::kTallyNoticeCategory and kTallyNoticeSender, when it stores its notice by other means).
+  boost::asio::awaitable<Status> RecordTransparency(std::string_view kind, std::string label,
+                                                    int64_t count = 1);
+  /// Adds the creates refused blocked_content since the last flush (ContentBlocklist counts them
+  /// in memory) to this month's counter in one store call; on failure they wait for the next
+  /// flush. Called every blocks_refresh by the refresh loop, and at shutdown, after the drain.
+  boost::asio::awaitable<Status> FlushTransparency(Duration budget);
+
   /// Where each counted report and each withholding is published (docs/moderation.md, "Push");
   /// null (the default): nowhere. Set before Start; `sink` must outlive the service.
   void TellOperator(OperatorEventSink* sink) { operator_events_ = sink; }
@@ -265,6 +288,12 @@ class ModerationService {
   std::atomic<int64_t> oldest_report_at_{kNoneQueued};
   // Clock::Now() in nanoseconds of the last counts read begun: RefreshForScrape's cache.
   std::atomic<int64_t> counted_at_ns_{std::numeric_limits<int64_t>::min()};
+  // The last transparency report read and when (Clock::Now() in nanoseconds), and whether a read
+  // is under way: Transparency()'s cache.
+  std::mutex transparency_mu_;
+  std::shared_ptr<const TransparencyReport> transparency_;
+  int64_t transparency_read_ns_ = 0;
+  bool transparency_reading_ = false;
   // Last: removed before anything its callbacks read goes.
   GaugeCallbacks gauges_;
 };

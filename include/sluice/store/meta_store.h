@@ -266,6 +266,23 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<BlockedContentsState>> BlockedContentsVersion(
       admission::Deadline deadline) = 0;
 
+  // The transparency report's counters (include/sluice/store/transparency.h). Besides what
+  // these two calls add, AddReport adds (withhold, votes) when it withholds, SetModeration its
+  // change's tally and, when it takes the paste out of the review queue, (time_to_action, the
+  // bucket of its time since the entry's arrival), AddBlock (block, network), and BlockContent or
+  // a takedown's SetModeration (block, content) when it adds a digest: each in the transaction of
+  // the action it counts, dated by that action's own time.
+
+  /// Adds each count to its (month, kind, label) counter, all in one transaction: one upsert
+  /// each. Counts of 0 are skipped.
+  virtual boost::asio::awaitable<Status> AddTransparency(std::vector<TransparencyCount> counts,
+                                                         admission::Deadline deadline) = 0;
+
+  /// The counters of `first_month` ("YYYY-MM") and later, newest month first, at most `limit`
+  /// rows: a range of the counters' primary key.
+  virtual boost::asio::awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, admission::Deadline deadline) = 0;
+
   /// Appends one operator action to the audit trail.
   virtual boost::asio::awaitable<Status> AddAudit(AuditEntry entry,
                                                   admission::Deadline deadline) = 0;

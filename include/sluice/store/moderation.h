@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sluice/store/paste.h"
+#include "sluice/store/transparency.h"
 
 namespace sluice::store {
 
@@ -206,6 +207,11 @@ struct ModerationChange {
   /// takedown stands without it).
   std::optional<BlockedContent> block_content{};
   int64_t max_blocked_contents = 0;
+  /// Transparency counters to add to in the change's own transaction (the action's own count:
+  /// a takedown, a restore, a dismissal). The store adds the time to action itself when the
+  /// change takes the paste out of the review queue, and the content block when it adds a digest
+  /// (include/sluice/store/transparency.h).
+  std::vector<TransparencyCount> tally{};
 };
 
 /// What a change of state did besides setting it (MetaStore::SetModeration).

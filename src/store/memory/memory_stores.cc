@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include "../storage_ledger.h"
 #include "sluice/store/backends.h"
@@ -205,6 +206,7 @@ class MemoryMetaStore final : public MetaStore {
                report.at});
           out.withheld = true;
           out.charged = std::move(chosen);
+          Tally(report.at, kTallyWithhold, kWithholdVotes);
         }
       }
     }
@@ -224,7 +226,9 @@ class MemoryMetaStore final : public MetaStore {
         static_cast<int64_t>(blocked_contents_.size()) < change.max_blocked_contents &&
         blocked_contents_.emplace(change.block_content->sha256, *change.block_content).second) {
       ++blocked_version_;
+      Tally(change.at, kTallyBlock, kBlockContent);
     }
+    for (const TransparencyCount& c : change.tally) Add(c);
     if (change.state == Moderation::kWithheld) {
       outbox_.push_back(
           {OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, change.at}, change.at});
@@ -237,7 +241,10 @@ class MemoryMetaStore final : public MetaStore {
         keep_.erase(id);
       }
     }
-    if (auto q = queue_.find(id); q != queue_.end()) outcome.queued_since = q->second.first_at;
+    if (auto q = queue_.find(id); q != queue_.end()) {
+      outcome.queued_since = q->second.first_at;
+      Tally(change.at, kTallyTimeToAction, TimeToActionBucket(change.at - q->second.first_at));
+    }
     CloseReports(id, change.at);
     co_return outcome;
   }
@@ -306,8 +313,31 @@ class MemoryMetaStore final : public MetaStore {
 
   awaitable<Status> AddBlock(ClientBlock block, admission::Deadline) override {
     std::lock_guard lock(mu_);
+    Tally(block.created_at, kTallyBlock, kBlockNetwork);
     blocks_.push_back(std::move(block));
     co_return Ok();
+  }
+
+  awaitable<Status> AddTransparency(std::vector<TransparencyCount> counts,
+                                    admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    for (const TransparencyCount& c : counts) Add(c);
+    co_return Ok();
+  }
+
+  awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    // The SQL stores' order: the newest month first, then by kind and label.
+    std::vector<TransparencyCount> out;
+    for (auto it = tally_.lower_bound({first_month, "", ""}); it != tally_.end(); ++it) {
+      const auto& [month, kind, label] = it->first;
+      out.push_back(TransparencyCount{month, kind, label, it->second});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.month > b.month; });
+    if (out.size() > limit) out.resize(limit);
+    co_return out;
   }
 
   awaitable<Result<std::vector<AbuseReport>>> ReportsOf(PasteId id, admission::Deadline) override {
@@ -340,6 +370,7 @@ class MemoryMetaStore final : public MetaStore {
                           "the content blocklist holds max_blocked_contents entries",
                           std::string(kBlockedContentsFull));
     }
+    Tally(entry.added_at, kTallyBlock, kBlockContent);
     blocked_contents_.emplace(entry.sha256, std::move(entry));
     ++blocked_version_;
     co_return true;
@@ -501,6 +532,13 @@ class MemoryMetaStore final : public MetaStore {
     });
   }
 
+  void Add(const TransparencyCount& c) {
+    if (c.count != 0) tally_[{c.month, c.kind, c.label}] += c.count;
+  }
+  void Tally(int64_t at, std::string_view kind, std::string_view label) {
+    Add(TransparencyCount{TransparencyMonth(at), std::string(kind), std::string(label), 1});
+  }
+
   // Closes the paste's open reports (at `at`; a purged paste's as made) and drops its queue row.
   void CloseReports(const PasteId& id, std::optional<int64_t> at) {
     for (auto& [k, r] : reports_) {
@@ -534,6 +572,8 @@ class MemoryMetaStore final : public MetaStore {
   std::map<std::string, CreatorToken> creator_tokens_;  // by id
   int64_t creator_tokens_version_ = 0;
   std::vector<AuditEntry> audit_;
+  // By (month, kind, label), as the SQL stores' primary key.
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> tally_;
   LocalStorageLedger ledger_;
 };
 

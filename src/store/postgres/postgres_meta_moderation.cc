@@ -17,12 +17,14 @@ awaitable<Result<ReportOutcome>> PgMetaStore::AddReport(AbuseReport report, Repo
   const int64_t reason_bit = ReportReasonBit(report.reason);
   return Query<ReportOutcome>(
       PostgresPurpose::kModeration, deadline,
-      "SELECT * FROM sluice_add_report($1, $2, $3, $4, $5, $6::boolean, $7, $8, $9, $10, "
-      "$11::boolean, $12, $13)",
+      "SELECT r.*, CASE WHEN r.o_withheld THEN sluice_tally($14, $15, $16, 1) END "
+      "FROM sluice_add_report($1, $2, $3, $4, $5, $6::boolean, $7, $8, $9, $10, "
+      "$11::boolean, $12, $13) AS r",
       {P(report.id.view()), P(report.network), P(report.reason), P(report.note), P(report.at),
        P(report.from_creator ? "true" : "false"), P(reason_bit), P(policy.hide_threshold),
        P(policy.withholds_per_network), P(policy.max_open_reports),
-       P(policy.may_withhold ? "true" : "false"), P(kWithholdWindowSeconds), P(kSpareVoters)},
+       P(policy.may_withhold ? "true" : "false"), P(kWithholdWindowSeconds), P(kSpareVoters),
+       P(TransparencyMonth(report.at)), P(kTallyWithhold), P(kWithholdVotes)},
       [](const PGresult* r) -> Result<ReportOutcome> {
         if (PQntuples(r) == 0 || !Bool(r, 0, 0)) {
           return MakeError(ErrorCode::kNotFound, "no such paste", "not_found");
@@ -51,6 +53,46 @@ Param DigestParam(const BodyDigest& d) {
   return Param{std::string(reinterpret_cast<const char*>(d.data()), d.size()), true};
 }
 
+// A PostgreSQL array literal of `items`, each quoted (so any text is one element).
+template <typename Items, typename Field>
+Param ArrayParam(const Items& items, Field field) {
+  std::string out = "{";
+  for (const auto& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    const std::string value = field(item);  // a temporary in the loop's head would not live
+    for (char c : value) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return P(out);
+}
+
+// The four arrays of sluice_tally_each: months, kinds, labels and counts.
+void AppendTallyParams(const std::vector<TransparencyCount>& counts, std::vector<Param>& params) {
+  params.push_back(ArrayParam(counts, [](const TransparencyCount& c) { return c.month; }));
+  params.push_back(ArrayParam(counts, [](const TransparencyCount& c) { return c.kind; }));
+  params.push_back(ArrayParam(counts, [](const TransparencyCount& c) { return c.label; }));
+  params.push_back(
+      ArrayParam(counts, [](const TransparencyCount& c) { return std::to_string(c.count); }));
+}
+
+// The bounds of the time-to-action buckets, for sluice_tally_time.
+Param BoundsParam() {
+  static const std::string bounds = [] {
+    std::string out = "{";
+    for (int64_t b : kTimeToActionBounds) {
+      if (out.size() > 1) out += ',';
+      out += std::to_string(b);
+    }
+    return out + "}";
+  }();
+  return P(bounds);
+}
+
 }  // namespace
 
 awaitable<Result<ModerationOutcome>> PgMetaStore::SetModeration(PasteId id, ModerationChange change,
@@ -65,27 +107,46 @@ awaitable<Result<ModerationOutcome>> PgMetaStore::SetModeration(PasteId id, Mode
     if (!PQgetisnull(r, 0, 1)) out.queued_since = Int(r, 0, 1);
     return out;
   };
+  // One statement, so one transaction: the change's counters, and its time to action when it
+  // takes the paste out of the queue (a review: anything but a withholding), count if and only
+  // if the change commits. The function in FROM runs first; CASE calls the others only after it
+  // found the row.
+  std::vector<Param> params{
+      P(id.view()),
+      P(static_cast<int64_t>(change.state)),
+      P(change.reason),
+      P(change.at),
+      P(change.keep ? "true" : "false"),
+      P(TransparencyMonth(change.at)),
+      BoundsParam(),
+      P(change.state != Moderation::kWithheld ? "true" : "false"),
+  };
+  AppendTallyParams(change.tally, params);
+  static constexpr const char* kSetModeration =
+      "SELECT ok, (SELECT q.first_at FROM report_queue q WHERE q.paste_id = $1), "
+      "CASE WHEN ok AND $8::boolean THEN (SELECT sluice_tally_time($6, $4 - q.first_at, "
+      "$7::bigint[]) FROM report_queue q WHERE q.paste_id = $1) END, "
+      "CASE WHEN ok THEN sluice_tally_each($9::text[], $10::text[], $11::text[], $12::bigint[]) "
+      "END FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok";
+  // The same, and the digest blocked (and counted, when it was not there) if and only if the
+  // takedown commits.
+  static constexpr const char* kSetModerationBlocking =
+      "SELECT ok, (SELECT q.first_at FROM report_queue q WHERE q.paste_id = $1), "
+      "CASE WHEN ok AND $8::boolean THEN (SELECT sluice_tally_time($6, $4 - q.first_at, "
+      "$7::bigint[]) FROM report_queue q WHERE q.paste_id = $1) END, "
+      "CASE WHEN ok THEN sluice_tally_each($9::text[], $10::text[], $11::text[], $12::bigint[]) "
+      "END, CASE WHEN ok THEN (SELECT CASE WHEN o = 1 THEN sluice_tally($6, 'block', 'content', "
+      "1) END FROM sluice_block_content($13::bytea, $14, $15, $16, $17) AS o) END "
+      "FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok";
   if (change.state == Moderation::kTakenDown && change.block_content) {
-    // One statement, so one transaction: the digest is blocked if and only if the takedown
-    // commits. The function in FROM runs first; CASE calls the other only after it found the row.
     const BlockedContent& b = *change.block_content;
-    return Query<ModerationOutcome>(
-        PostgresPurpose::kModeration, deadline,
-        "SELECT ok, (SELECT q.first_at FROM report_queue q WHERE q.paste_id = $1), "
-        "CASE WHEN ok THEN sluice_block_content($6::bytea, $7, $8, $9, $10) END "
-        "FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok",
-        {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason), P(change.at),
-         P(change.keep ? "true" : "false"), DigestParam(b.sha256), P(b.added_at), P(b.source),
-         P(b.reason), P(change.max_blocked_contents)},
-        outcome);
+    params.insert(params.end(), {DigestParam(b.sha256), P(b.added_at), P(b.source), P(b.reason),
+                                 P(change.max_blocked_contents)});
+    return Query<ModerationOutcome>(PostgresPurpose::kModeration, deadline, kSetModerationBlocking,
+                                    std::move(params), outcome);
   }
-  return Query<ModerationOutcome>(
-      PostgresPurpose::kModeration, deadline,
-      "SELECT ok, (SELECT q.first_at FROM report_queue q WHERE q.paste_id = $1) "
-      "FROM sluice_set_moderation($1, $2::smallint, $3, $4, $5::boolean) AS ok",
-      {P(id.view()), P(static_cast<int64_t>(change.state)), P(change.reason), P(change.at),
-       P(change.keep ? "true" : "false")},
-      outcome);
+  return Query<ModerationOutcome>(PostgresPurpose::kModeration, deadline, kSetModeration,
+                                  std::move(params), outcome);
 }
 
 awaitable<Result<size_t>> PgMetaStore::PurgeReports(int64_t closed_before, int64_t now,
@@ -165,8 +226,38 @@ awaitable<Result<ReportCounts>> PgMetaStore::CountReports(admission::Deadline de
 
 awaitable<Status> PgMetaStore::AddBlock(ClientBlock block, admission::Deadline deadline) {
   return Command(PostgresPurpose::kModeration, deadline,
-                 "INSERT INTO blocks (prefix, reason, created_at, until) VALUES ($1, $2, $3, $4)",
-                 {P(block.prefix), P(block.reason), P(block.created_at), P(block.until)});
+                 "WITH b AS (INSERT INTO blocks (prefix, reason, created_at, until) "
+                 "VALUES ($1, $2, $3, $4) RETURNING 1) "
+                 "SELECT sluice_tally($5, $6, $7, 1) FROM b",
+                 {P(block.prefix), P(block.reason), P(block.created_at), P(block.until),
+                  P(TransparencyMonth(block.created_at)), P(kTallyBlock), P(kBlockNetwork)});
+}
+
+awaitable<Status> PgMetaStore::AddTransparency(std::vector<TransparencyCount> counts,
+                                               admission::Deadline deadline) {
+  std::vector<Param> params;
+  AppendTallyParams(counts, params);
+  return Command(PostgresPurpose::kModeration, deadline,
+                 "SELECT sluice_tally_each($1::text[], $2::text[], $3::text[], $4::bigint[])",
+                 std::move(params));
+}
+
+awaitable<Result<std::vector<TransparencyCount>>> PgMetaStore::TransparencyCounts(
+    std::string first_month, size_t limit, admission::Deadline deadline) {
+  // A range of the primary key from its newest end.
+  return Query<std::vector<TransparencyCount>>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT month, kind, label, n FROM transparency_counts WHERE month >= $1 "
+      "ORDER BY month DESC, kind, label LIMIT $2",
+      {P(first_month), P(static_cast<int64_t>(limit))},
+      [](const PGresult* r) -> Result<std::vector<TransparencyCount>> {
+        std::vector<TransparencyCount> out;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          out.push_back(TransparencyCount{std::string(Text(r, i, 0)), std::string(Text(r, i, 1)),
+                                          std::string(Text(r, i, 2)), Int(r, i, 3)});
+        }
+        return out;
+      });
 }
 
 awaitable<Result<std::vector<AbuseReport>>> PgMetaStore::ReportsOf(PasteId id,
@@ -223,10 +314,13 @@ awaitable<Result<std::vector<AuditEntry>>> PgMetaStore::AuditTrail(size_t limit,
 
 awaitable<Result<bool>> PgMetaStore::BlockContent(BlockedContent entry, int64_t max_entries,
                                                   admission::Deadline deadline) {
+  // Counted in the same statement when added (1).
   return Query<bool>(PostgresPurpose::kModeration, deadline,
-                     "SELECT sluice_block_content($1::bytea, $2, $3, $4, $5)",
+                     "SELECT o, CASE WHEN o = 1 THEN sluice_tally($6, $7, $8, 1) END "
+                     "FROM sluice_block_content($1::bytea, $2, $3, $4, $5) AS o",
                      {DigestParam(entry.sha256), P(entry.added_at), P(entry.source),
-                      P(entry.reason), P(max_entries)},
+                      P(entry.reason), P(max_entries), P(TransparencyMonth(entry.added_at)),
+                      P(kTallyBlock), P(kBlockContent)},
                      [max_entries](const PGresult* r) -> Result<bool> {
                        const int64_t outcome = PQntuples(r) > 0 ? Int(r, 0, 0) : -1;
                        if (outcome == 2) {

@@ -107,6 +107,10 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
       admission::Deadline deadline) override;
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override;
+  awaitable<Status> AddTransparency(std::vector<TransparencyCount> counts,
+                                    admission::Deadline deadline) override;
+  awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, admission::Deadline deadline) override;
   awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
                                     admission::Deadline deadline) override;
   awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,

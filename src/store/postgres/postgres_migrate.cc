@@ -509,6 +509,41 @@ constexpr const char* kMigrations[] = {
       RETURN 1;
     END $$;
     )sql",
+    // 16: the transparency report's counters, as the SQLite store's migration 18 says. Each
+    // function adds in the statement of the action it counts (postgres_meta_moderation.cc), so the
+    // count commits with the action or not at all. sluice_tally_each adds its rows in key order,
+    // so two statements that bump the same counters lock them in the same order.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS transparency_counts (
+      month text COLLATE "C" NOT NULL,
+      kind text COLLATE "C" NOT NULL,
+      label text COLLATE "C" NOT NULL,
+      n bigint NOT NULL,
+      PRIMARY KEY (month, kind, label)
+    );
+    CREATE OR REPLACE FUNCTION sluice_tally(p_month text, p_kind text, p_label text, p_n bigint)
+    RETURNS integer LANGUAGE sql AS $$
+      INSERT INTO transparency_counts (month, kind, label, n) VALUES (p_month, p_kind, p_label, p_n)
+        ON CONFLICT (month, kind, label) DO UPDATE SET n = transparency_counts.n + excluded.n;
+      SELECT 1;
+    $$;
+    CREATE OR REPLACE FUNCTION sluice_tally_each(p_months text[], p_kinds text[],
+                                                 p_labels text[], p_ns bigint[])
+    RETURNS integer LANGUAGE sql AS $$
+      INSERT INTO transparency_counts (month, kind, label, n)
+        SELECT m, k, l, sum(n) FROM unnest(p_months, p_kinds, p_labels, p_ns) AS t(m, k, l, n)
+          WHERE n <> 0 GROUP BY m, k, l ORDER BY m, k, l
+        ON CONFLICT (month, kind, label) DO UPDATE SET n = transparency_counts.n + excluded.n;
+      SELECT 1;
+    $$;
+    -- The label of a time to action: the first of the bounds (ascending) that holds it, or inf.
+    CREATE OR REPLACE FUNCTION sluice_tally_time(p_month text, p_seconds bigint, p_bounds bigint[])
+    RETURNS integer LANGUAGE sql AS $$
+      SELECT sluice_tally(p_month, 'time_to_action',
+                          COALESCE((SELECT min(b)::text FROM unnest(p_bounds) AS b
+                                    WHERE b >= p_seconds), 'inf'), 1);
+    $$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

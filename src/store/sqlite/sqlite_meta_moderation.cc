@@ -281,6 +281,7 @@ Status SqliteMetaStore::Withhold(Db& db, const AbuseReport& r, const ReportPolic
       r.id, ModerationChange{Moderation::kWithheld,
                              fmt::format("reported from {} networks", chosen.size()), r.at}};
   if (Status s = Apply(db, withhold); !s.ok()) return s;
+  if (Status s = Tally(db, r.at, kTallyWithhold, kWithholdVotes); !s.ok()) return s;
   out.withheld = true;
   out.charged = std::move(chosen);
   return Ok();
@@ -361,6 +362,12 @@ Status SqliteMetaStore::Apply(Db& db, const SetModerationOp& op) {
         !s.ok()) {
       return s;
     }
+    if (added) {
+      if (Status s = Tally(db, c.at, kTallyBlock, kBlockContent); !s.ok()) return s;
+    }
+  }
+  for (const TransparencyCount& count : c.tally) {
+    if (Status s = Tally(db, count); !s.ok()) return s;
   }
   if (c.state == Moderation::kWithheld) {
     Statement& enqueue = db.Prepare(
@@ -369,7 +376,11 @@ Status SqliteMetaStore::Apply(Db& db, const SetModerationOp& op) {
     enqueue.Bind(1, op.id.view()).Bind(2, c.at).Bind(3, c.at);
     return Done(db, enqueue, "enqueue purge");
   }
-  return CloseReports(db, op.id, c.at, op.outcome ? &op.outcome->queued_since : nullptr);
+  std::optional<int64_t> queued_since;
+  if (Status s = CloseReports(db, op.id, c.at, &queued_since); !s.ok()) return s;
+  if (op.outcome) op.outcome->queued_since = queued_since;
+  if (!queued_since) return Ok();
+  return Tally(db, c.at, kTallyTimeToAction, TimeToActionBucket(c.at - *queued_since));
 }
 
 // One batch of at most `limit` rows, so the sweep never holds the writer for long: the
@@ -399,7 +410,53 @@ Status SqliteMetaStore::Apply(Db& db, const AddBlockOp& op) {
       db.Prepare("INSERT INTO blocks (prefix, reason, created_at, until) VALUES (?, ?, ?, ?)");
   s.Bind(1, op.block.prefix).Bind(2, op.block.reason).Bind(3, op.block.created_at);
   s.Bind(4, op.block.until);
-  return Done(db, s, "block");
+  if (Status done = Done(db, s, "block"); !done.ok()) return done;
+  return Tally(db, op.block.created_at, kTallyBlock, kBlockNetwork);
+}
+
+Status SqliteMetaStore::Tally(Db& db, const TransparencyCount& count) {
+  if (count.count == 0) return Ok();
+  Statement& s = db.Prepare(
+      "INSERT INTO transparency_counts (month, kind, label, n) VALUES (?, ?, ?, ?) "
+      "ON CONFLICT (month, kind, label) DO UPDATE SET n = n + excluded.n");
+  s.Bind(1, count.month).Bind(2, count.kind).Bind(3, count.label).Bind(4, count.count);
+  return Done(db, s, "transparency");
+}
+
+Status SqliteMetaStore::Tally(Db& db, int64_t at, std::string_view kind, std::string_view label) {
+  return Tally(db,
+               TransparencyCount{TransparencyMonth(at), std::string(kind), std::string(label), 1});
+}
+
+Status SqliteMetaStore::Apply(Db& db, const AddTransparencyOp& op) {
+  for (const TransparencyCount& count : op.counts) {
+    if (Status s = Tally(db, count); !s.ok()) return s;
+  }
+  return Ok();
+}
+
+awaitable<Result<std::vector<TransparencyCount>>> SqliteMetaStore::TransparencyCounts(
+    std::string first_month, size_t limit, admission::Deadline deadline) {
+  return asio_glue::RunBlocking(
+      moderation_pool(),
+      [this, first_month = std::move(first_month), limit,
+       deadline]() -> Result<std::vector<TransparencyCount>> {
+        return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<TransparencyCount>> {
+          // A range of the primary key from its newest end.
+          Statement& s = db.Prepare(
+              "SELECT month, kind, label, n FROM transparency_counts WHERE month >= ? "
+              "ORDER BY month DESC, kind, label LIMIT ?");
+          s.Bind(1, first_month).Bind(2, static_cast<int64_t>(limit));
+          std::vector<TransparencyCount> out;
+          int rc;
+          while ((rc = s.Step()) == SQLITE_ROW) {
+            out.push_back(TransparencyCount{std::string(s.Text(0)), std::string(s.Text(1)),
+                                            std::string(s.Text(2)), s.Int(3)});
+          }
+          if (rc != SQLITE_DONE) return StorageError(db, "transparency counts");
+          return out;
+        });
+      });
 }
 
 Status SqliteMetaStore::Apply(Db& db, const AddAuditOp& op) {
@@ -514,6 +571,9 @@ Status SqliteMetaStore::Apply(Db& db, const BlockContentOp& op) {
   bool full = false;
   if (Status s = InsertBlockedContent(db, op.entry, op.max_entries, *op.added, full); !s.ok()) {
     return s;
+  }
+  if (*op.added) {
+    if (Status s = Tally(db, op.entry.added_at, kTallyBlock, kBlockContent); !s.ok()) return s;
   }
   if (full) {
     return MakeError(ErrorCode::kInsufficientStorage,

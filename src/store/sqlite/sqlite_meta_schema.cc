@@ -260,6 +260,18 @@ constexpr const char* kMigrations[] = {
     );
     INSERT INTO creator_tokens_state (slot, version) VALUES (0, 0);
     )sql",
+    // 18: the transparency report's counters (include/sluice/store/transparency.h): one row per
+    // month, kind and label, added to by the transaction of the action each counts. A report
+    // reads a range of the primary key from its first month on.
+    R"sql(
+    CREATE TABLE transparency_counts (
+      month TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      label TEXT NOT NULL,
+      n INTEGER NOT NULL,
+      PRIMARY KEY (month, kind, label)
+    ) WITHOUT ROWID;
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the

@@ -134,6 +134,9 @@ struct AddCreatorTokenOp {
   int64_t max_live;
   int64_t now;
 };
+struct AddTransparencyOp {
+  std::vector<TransparencyCount> counts;
+};
 struct RevokeCreatorTokenOp {
   std::string id;
   int64_t now;
@@ -143,7 +146,7 @@ struct RevokeCreatorTokenOp {
 using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
                              ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
                              AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp,
-                             AddCreatorTokenOp, RevokeCreatorTokenOp>;
+                             AddCreatorTokenOp, RevokeCreatorTokenOp, AddTransparencyOp>;
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -255,6 +258,12 @@ class SqliteMetaStore final : public MetaStore {
       admission::Deadline deadline) override;
   awaitable<Result<std::vector<AuditEntry>>> AuditTrail(size_t limit,
                                                         admission::Deadline deadline) override;
+  awaitable<Status> AddTransparency(std::vector<TransparencyCount> counts,
+                                    admission::Deadline) override {
+    return committer_->Submit(AddTransparencyOp{std::move(counts)});
+  }
+  awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
+      std::string first_month, size_t limit, admission::Deadline deadline) override;
   awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
                                     admission::Deadline) override {
     return committer_->Submit(AddCreatorTokenOp{std::move(token), max_live, now});
@@ -315,6 +324,10 @@ class SqliteMetaStore final : public MetaStore {
   Status Apply(Db& db, const UnblockContentOp& op);
   Status Apply(Db& db, const AddCreatorTokenOp& op);
   Status Apply(Db& db, const RevokeCreatorTokenOp& op);
+  Status Apply(Db& db, const AddTransparencyOp& op);
+  // Adds `count` to its transparency counter (one upsert), inside the calling op's savepoint.
+  static Status Tally(Db& db, const TransparencyCount& count);
+  static Status Tally(Db& db, int64_t at, std::string_view kind, std::string_view label);
   // Inserts `entry` unless its digest is there or the list holds `max_entries` (`full` says
   // which); bumps the version when it did.
   static Status InsertBlockedContent(Db& db, const BlockedContent& entry, int64_t max_entries,

@@ -134,6 +134,46 @@ TEST(PagesTest, EveryOtherPageEscapesItsFields) {
   ExpectNothingInterpreted(DeletedPage(kReader, kText), "deleted");
 }
 
+// A report with something in every row, notices included, and a month past the last step.
+service::TransparencyReport ReportWithEveryNumber(std::string label = "copyright") {
+  service::TransparencyReport report;
+  service::MonthFigures m{"2026-12"};
+  m.notices = 2;
+  m.notices_by_category = {{label, 2}};
+  m.notices_by_sender = {{label, 2}};
+  m.withholds = {{"votes", 3}, {"notice", 1}};
+  m.takedowns = 4;
+  m.restores = 1;
+  m.dismissals = 2;
+  m.timed_actions = 5;
+  m.median = service::TimeQuantile{300, false};
+  m.p95 = service::TimeQuantile{0, true};
+  m.reuploads_blocked = 9;
+  m.blocks = {{"network", 1}, {"content", 4}};
+  report.months.push_back(m);
+  report.months.push_back(service::MonthFigures{"2026-11"});  // nothing: not shown
+  m.month = "2026-10";
+  report.months.push_back(m);
+  return report;
+}
+
+TEST(PagesTest, TransparencyPageEscapesLabelsAndShowsOnlyMonthsWithNumbers) {
+  // A notice's category and sender are the notice intake's codes; the page escapes whatever the
+  // store holds.
+  const std::string page = TransparencyPage(kReader, ReportWithEveryNumber(kText));
+  ExpectNothingInterpreted(page, "transparency");
+  EXPECT_NE(page.find("id=\"month-2026-12\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"month-2026-10\""), std::string::npos);
+  EXPECT_EQ(page.find("id=\"month-2026-11\""), std::string::npos) << "an empty month is left out";
+  EXPECT_NE(page.find("\u2264 5 minutes"), std::string::npos);
+  EXPECT_NE(page.find("&gt; 14 days"), std::string::npos);
+  EXPECT_NE(page.find("Encrypted pastes cannot be matched"), std::string::npos);
+  // The newest month is shown even when nothing was counted.
+  service::TransparencyReport empty;
+  empty.months.push_back(service::MonthFigures{"2026-12"});
+  EXPECT_NE(TransparencyPage(kReader, empty).find("id=\"month-2026-12\""), std::string::npos);
+}
+
 TEST(PagesTest, AbusePageAndFooterEscapeTheContactSettings) {
   // The settings admit only mailto:, https:// and tel: URIs; the page escapes whatever it gets.
   ContactOptions hostile;
@@ -266,6 +306,7 @@ std::vector<std::pair<std::string, std::string>> EveryPage(const Reader& reader)
   contact.policy_text = "-";
   pages.emplace_back("abuse", AbusePage(reader, PublicContact(contact, "https://h"), 3));
   pages.emplace_back("abuse, no contact", AbusePage(reader, PublicContact({}, ""), 0));
+  pages.emplace_back("transparency", TransparencyPage(reader, ReportWithEveryNumber()));
   for (const double quota : {0.0, 1e9}) {
     pages.emplace_back("status", StatusPage(reader,
                                             {{"sluice_storage_quota_bytes", quota},

@@ -247,6 +247,81 @@ TEST_F(ModerationTest, TakedownIs451ForGoodAndOwesTheBodysDeletion) {
   EXPECT_EQ(Read(id).error().reason, "taken_down");
 }
 
+// The transparency report (docs/moderation.md, "Transparency"): each action counts itself in
+// the store, the report reads the counters, and a flood of requests costs one store read per
+// kTransparencyFreshness.
+TEST_F(ModerationTest, TheTransparencyReportCountsEachActionOnceAndReadsOncePerFreshness) {
+  const store::PasteId restored = Create("restored");
+  const store::PasteId dismissed = Create("dismissed");
+  const store::PasteId taken = Create("taken");
+  for (const char* key : {"10.0.1.1", "10.0.2.1", "10.0.3.1"})
+    ASSERT_TRUE(Report(restored, key).ok());
+  ASSERT_TRUE(Report(dismissed, "10.0.4.1").ok());
+  clock_.Advance(std::chrono::minutes(3));
+  ASSERT_TRUE(RunSync(moderation_.Dismiss(restored.view(), "fine")).ok());
+  ASSERT_TRUE(RunSync(moderation_.Dismiss(dismissed.view(), "fine")).ok());
+  ASSERT_TRUE(RunSync(moderation_.Takedown(taken.view(), "illegal")).ok());
+  ASSERT_TRUE(RunSync(moderation_.Block("203.0.113.0/24", std::chrono::hours(1), "spam")).ok());
+
+  auto report = RunSync(moderation_.Transparency());
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_EQ((*report)->months.size(), 12u);
+  const MonthFigures& now = (*report)->months.front();
+  EXPECT_EQ(now.month, store::TransparencyMonth(clock_.UnixSeconds()));
+  EXPECT_EQ(now.withholds, (std::map<std::string, int64_t>{{"votes", 1}}));
+  EXPECT_EQ(now.restores, 1);
+  EXPECT_EQ(now.dismissals, 1);
+  EXPECT_EQ(now.takedowns, 1);
+  EXPECT_EQ(now.blocks, (std::map<std::string, int64_t>{{"network", 1}}));
+  // Two entries left the queue three minutes after they arrived; the takedown had none.
+  EXPECT_EQ(now.timed_actions, 2);
+  EXPECT_EQ(now.median->at_most_seconds, 300);
+
+  // Fresh for kTransparencyFreshness: the same report, no store call, even after an action.
+  ASSERT_TRUE(RunSync(moderation_.Takedown(dismissed.view(), "changed my mind")).ok());
+  const int calls = meta_.calls.load();
+  for (int i = 0; i < 100; ++i) {
+    auto again = RunSync(moderation_.Transparency());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->get(), report->get());
+  }
+  EXPECT_EQ(meta_.calls.load(), calls);
+  clock_.Advance(ModerationService::kTransparencyFreshness);
+  auto later = RunSync(moderation_.Transparency());
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(meta_.calls.load(), calls + 1);
+  EXPECT_EQ((*later)->months.front().takedowns, 2);
+
+  // The store down: the last report, stale, rather than nothing.
+  clock_.Advance(ModerationService::kTransparencyFreshness);
+  meta_.fail = true;
+  auto stale = RunSync(moderation_.Transparency());
+  meta_.fail = false;
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(stale->get(), later->get());
+}
+
+// Refused re-uploads are counted in memory and added to the store in batches; a batch that
+// provably did not reach the store waits for the next flush, and none is added twice.
+TEST_F(ModerationTest, RefusedReuploadsReachTheCountersInBatches) {
+  ContentBlocklist list;
+  ModerationService moderation{
+      meta_,   *blobs_, cache_,  admission_, blocks_, clock_, ModerationOptions{},
+      nullptr, nullptr, nullptr, &list};
+  for (int i = 0; i < 3; ++i) list.CountRefused();
+  meta_.fail = true;
+  EXPECT_FALSE(RunSync(moderation.FlushTransparency(std::chrono::seconds(1))).ok());
+  meta_.fail = false;
+  list.CountRefused();
+  ASSERT_TRUE(RunSync(moderation.FlushTransparency(std::chrono::seconds(1))).ok());
+  ASSERT_TRUE(RunSync(moderation.FlushTransparency(std::chrono::seconds(1))).ok());
+  auto rows = RunSync(meta_impl_->TransparencyCounts("1970-01", 100, admission::Deadline::Never()));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(*rows,
+            (std::vector<store::TransparencyCount>{
+                {store::TransparencyMonth(clock_.UnixSeconds()), "reupload_blocked", "", 4}}));
+}
+
 // The quota's live bytes are re-read only every storage_refresh (the clock here never moves): a
 // takedown must give its paste's bytes back at once, as a delete does, or a quota filled by the
 // paste taken down keeps refusing creates until the next refresh.
