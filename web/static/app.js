@@ -118,8 +118,8 @@
   const form = document.getElementById('create');
 
   // Proof of work (docs/overload.md, "Proof of work"). While many addresses together spend the
-  // server's create budget, it asks a create for the solution of a challenge; a Web Worker
-  // (pow.js, named by the form only when the server has the rung on) searches while the page
+  // server's create budget, it asks a create for the solution of a challenge; Web Workers
+  // (pow.js, named by the form only when the server has the rung on) search while the page
   // shows how far it has got: a progress bar, and a status a screen reader announces at the start
   // and the end (not at every step, which would drown the page). Resolves to the solution, the
   // payload the server takes, or null if this browser cannot find it (then the create goes as it
