@@ -167,9 +167,14 @@ chaos: build
 # offers proportionally less load to proportionally fewer slots (same knee, same shed share).
 # "primary fails over" runs a Patroni cluster with etcd beside the stack (scripts/testenv/patroni.sh).
 LAB_SCALE ?= 1.0
+# Then the distributed flood against proof of work (bench/pow_flood.py; `make test` runs its short
+# form, tests/integration/test_proof_of_work.py), 120 s a rung, plotted beside its report.
 lab: build
 	@scripts/install-deps.sh lab
 	python3 tools/run_lab.py --bin $(DEV)/sluice --scale $(LAB_SCALE)
+	SLUICE_BIN=$(DEV)/sluice python3 bench/pow_flood.py --seconds 120 \
+	  --plot bench/results/proof-of-work-flood.png > bench/results/proof-of-work.md.new
+	mv bench/results/proof-of-work.md.new bench/results/proof-of-work.md
 
 # libFuzzer targets (clang), each for FUZZ_SECONDS, starting from the seed corpus in fuzz/corpus;
 # the executions per target are printed at the end. `make test-fuzz` runs each for 5 s; `make test`

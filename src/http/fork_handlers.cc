@@ -59,7 +59,8 @@ awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
   const std::optional<std::string> from = req.Query("from");
   if (!from || from->empty())
     co_return Reply::Html(
-        200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+        200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes,
+                       nullptr, ctx.service.ProofOfWorkOn()));
   auto reading = ctx.service.Read(req.client, *from);
   auto paste = co_await std::move(reading);
   if (!paste.ok()) co_return Reply::Refuse(paste.error());
@@ -77,8 +78,9 @@ awaitable<Reply> HandleNewFrom(const Request& req, Context& ctx) {
     prefill.load_from = fmt::format("/raw/{}", parent);
     prefill.size_bytes = paste->body->size();
   }
-  Reply reply = Reply::Html(200, IndexPage(ReaderOf(req), DefaultTtlName(ctx),
-                                           ctx.service.options()->max_paste_bytes, &prefill));
+  Reply reply = Reply::Html(
+      200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes,
+                     &prefill, ctx.service.ProofOfWorkOn()));
   // The page holds the text: as private as the paste's own view is public, but never kept.
   reply.Set("Cache-Control", "no-store");
   co_return reply;

@@ -250,7 +250,7 @@ std::string DurationInWords(int64_t seconds, i18n::Lang lang) {
 }
 
 std::string IndexPage(const Reader& reader, std::string_view default_ttl, uint64_t max_paste_bytes,
-                      const CreatePrefill* prefill) {
+                      const CreatePrefill* prefill, bool proof_of_work) {
   std::string ttls;
   for (const auto& [name, seconds] : service::TtlAllowList()) {
     const std::string label = DurationInWords(seconds.count(), reader.lang);
@@ -274,6 +274,8 @@ std::string IndexPage(const Reader& reader, std::string_view default_ttl, uint64
   page.plain_text = chosen == "text";
   page.language_options_html = languages;
   page.ttl_options_html = ttls;
+  page.pow = proof_of_work;
+  page.pow_worker_url = AssetUrl("/static/pow.js");
   if (prefill) {
     page.parent = prefill->parent;
     page.load = !prefill->load_from.empty();

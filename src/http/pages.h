@@ -36,8 +36,12 @@ struct CreatePrefill {
   uint64_t size_bytes = 0;
 };
 /// The create page. `max_paste_bytes` bounds what its script encrypts (docs/encryption.md).
+/// With `proof_of_work` its script asks GET /api/v1/limits before a create and, when the server
+/// asks for a solution, finds it in a Web Worker (web/static/pow.js) before sending the form
+/// (docs/overload.md, "Proof of work"); without it the page sends no extra request.
 std::string IndexPage(const Reader& reader, std::string_view default_ttl,
-                      uint64_t max_paste_bytes = 1'000'000, const CreatePrefill* prefill = nullptr);
+                      uint64_t max_paste_bytes = 1'000'000, const CreatePrefill* prefill = nullptr,
+                      bool proof_of_work = false);
 
 /// What the paste page shows beyond the paste: present only on the answer to the create.
 struct CreatedNotice {

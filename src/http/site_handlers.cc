@@ -26,7 +26,8 @@ std::string_view DefaultTtlName(const Context& ctx) {
 
 awaitable<Reply> HandleIndex(const Request& req, Context& ctx) {
   co_return Reply::Html(
-      200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes));
+      200, IndexPage(ReaderOf(req), DefaultTtlName(ctx), ctx.service.options()->max_paste_bytes,
+                     nullptr, ctx.service.ProofOfWorkOn()));
 }
 
 awaitable<Reply> HandleSetLanguage(const Request& req, Context&) {

@@ -19,8 +19,10 @@ QRCODE_JS = "/usr/share/nodejs/qrcode-generator/qrcode.js"
 SOURCES = {f"/static/{name}": os.path.join(REPO, "web", "static", name)
            for name in os.listdir(os.path.join(REPO, "web", "static"))}
 SOURCES["/static/qrcode.js"] = QRCODE_JS
-TAG_RE = re.compile(rb'<(?:script src|link rel="stylesheet" href)="(/static/[^"?]+)\?v=([0-9a-f]+)"'
-                    rb'(?: integrity="([^"]+)")?')
+# A page links a script, a stylesheet, or (the create page) the proof of work's Web Worker, which
+# app.js starts from the form's data-pow-worker.
+TAG_RE = re.compile(rb'<(?:script src|link rel="stylesheet" href|form [^>]*data-pow-worker)='
+                    rb'"(/static/[^"?]+)\?v=([0-9a-f]+)"(?: integrity="([^"]+)")?')
 
 
 def read(path):
@@ -31,7 +33,8 @@ def read(path):
 class StaticAssetsTest(SluiceTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.srv = cls.start_class_server()
+        # With the proof of work's rung on, so that the create page names its worker.
+        cls.srv = cls.start_class_server(["--proof-of-work", "true"])
 
     def linked(self):
         """Every asset the create page and a created page link: {path: (version, integrity)}."""

@@ -116,8 +116,169 @@
     mark(true);
   }
   const form = document.getElementById('create');
+
+  // Proof of work (docs/overload.md, "Proof of work"). While many addresses together spend the
+  // server's create budget, it asks a create for the solution of a challenge; Web Workers
+  // (pow.js, named by the form only when the server has the rung on) search while the page
+  // shows how far it has got: a progress bar, and a status a screen reader announces at the start
+  // and the end (not at every step, which would drown the page). Resolves to the solution, the
+  // payload the server takes, or null if this browser cannot find it (then the create goes as it
+  // is and meets the same 429 as without this script).
+  const powWorker = form ? form.getAttribute('data-pow-worker') : null;
+  // Workers searching side by side, each a part of the range: a phone has cores to spare, and
+  // more than four buys little (the secret is uniform, so the mean search is half a part).
+  function workerCount() {
+    return Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1));
+  }
+  function solveChallenge(challenge) {
+    return new Promise(function (resolve) {
+      const box = document.getElementById('pow');
+      const bar = document.getElementById('pow-progress');
+      const status = document.getElementById('pow-status');
+      if (!powWorker || !window.Worker || !box || !bar || !status) {
+        resolve(null);
+        return;
+      }
+      const total = Number(challenge.maxnumber) + 1;
+      const count = Math.min(workerCount(), total);
+      const part = Math.ceil(total / count);
+      const workers = [];
+      const searched = [];
+      let running = 0;
+      let ended = false;
+      const started = performance.now();
+      const end = function (payload, text) {
+        if (ended) return;
+        ended = true;
+        workers.forEach(function (w) {
+          w.terminate();
+        });
+        form.removeAttribute('aria-busy');
+        status.textContent = text;
+        resolve(payload);
+      };
+      const failed = function () {
+        end(null, t('Your browser could not solve the puzzle; the paste is sent without it.'));
+      };
+      const solved = function (number) {
+        const ms = performance.now() - started;
+        bar.value = 100;
+        form.setAttribute('data-pow-ms', String(Math.round(ms)));
+        const seconds = (ms / 1000).toLocaleString(document.documentElement.lang || undefined, {
+          maximumFractionDigits: 1,
+        });
+        const fields = {
+          algorithm: challenge.algorithm,
+          challenge: challenge.challenge,
+          number: number,
+          salt: challenge.salt,
+          signature: challenge.signature,
+        };
+        end(
+          btoa(JSON.stringify(fields)),
+          t('Solved in {seconds} s: sending your paste.', { seconds }),
+        );
+      };
+      bar.value = 0;
+      bar.setAttribute('aria-label', t('Puzzle progress'));
+      box.hidden = false;
+      form.setAttribute('aria-busy', 'true');
+      status.textContent = t(
+        'Many pastes are being created at once, so your browser first solves a small puzzle to show it is not a flood. Your paste is sent as soon as it is done.',
+      );
+      try {
+        for (let k = 0; k < count; k++) {
+          const worker = new Worker(powWorker);
+          workers.push(worker);
+          searched.push(0);
+          running++;
+          worker.onmessage = function (e) {
+            const m = e.data;
+            if (typeof m.searched === 'number') {
+              searched[k] = m.searched;
+              const sum = searched.reduce(function (a, b) {
+                return a + b;
+              }, 0);
+              bar.value = Math.min(99, Math.floor((100 * sum) / total));
+            } else if (typeof m.number === 'number') {
+              solved(m.number);
+            } else if (--running === 0) {
+              failed(); // every part searched, or none could be
+            }
+          };
+          worker.onerror = function (e) {
+            e.preventDefault();
+            failed();
+          };
+          const from = k * part;
+          worker.postMessage({
+            challenge: challenge,
+            from: from,
+            to: Math.min(total, from + part) - 1,
+          });
+        }
+      } catch {
+        failed();
+      }
+    });
+  }
+  // crypt.js sends an encrypted paste itself and meets the challenge in the 429's JSON.
+  window.sluicePow = { solve: solveChallenge };
+
+  // The challenge the server would ask this create for now (GET /api/v1/limits), or null: asked
+  // before the form leaves, since a refused form's text would be gone with its page.
+  function challengeBeforeCreate() {
+    const abort = new AbortController();
+    const timer = setTimeout(function () {
+      abort.abort();
+    }, 3000);
+    return fetch('/api/v1/limits', {
+      headers: { Accept: 'application/json' },
+      credentials: 'same-origin',
+      signal: abort.signal,
+    })
+      .then(function (r) {
+        return r.ok ? r.json() : {};
+      })
+      .then(function (j) {
+        const pow = j && j.proof_of_work;
+        return pow && pow.asked && pow.challenge ? pow.challenge : null;
+      })
+      .catch(function () {
+        return null;
+      })
+      .finally(function () {
+        clearTimeout(timer);
+      });
+  }
+
   if (form) {
     const area = form.querySelector('textarea');
+    if (powWorker) {
+      const action = form.getAttribute('action');
+      form.addEventListener('submit', function (e) {
+        const encrypt = document.getElementById('encrypt');
+        if (encrypt && encrypt.checked) return; // crypt.js's own submit handler sends it
+        e.preventDefault();
+        const button = form.querySelector('button[type=submit]');
+        button.disabled = true;
+        challengeBeforeCreate()
+          .then(function (challenge) {
+            return challenge ? solveChallenge(challenge) : null;
+          })
+          .then(function (proof) {
+            // The solution rides in the query: the server reads a form's body only after the
+            // create is admitted. Set afresh each time, so a page come back to never resends a
+            // spent one. submit() fires no submit event, so this handler does not run again.
+            form.setAttribute(
+              'action',
+              proof ? action + '?proof=' + encodeURIComponent(proof) : action,
+            );
+            button.disabled = false;
+            form.submit();
+          });
+      });
+    }
     // A fork of a large paste: the page does not carry the text (src/http/pages.cc, IndexPage),
     // so it is loaded here from the raw link, as text, never as markup.
     const from = area.getAttribute('data-prefill-from');

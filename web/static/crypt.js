@@ -327,6 +327,15 @@
     return 'HTTP ' + r.status;
   }
 
+  async function challengeOf(r) {
+    try {
+      const j = await r.json();
+      return j && j.challenge ? j.challenge : null;
+    } catch {
+      return null;
+    }
+  }
+
   // ---- the create page: "Encrypt in this browser" ----
   const form = document.getElementById('create');
   const encrypt = document.getElementById('encrypt');
@@ -374,12 +383,23 @@
         form.setAttribute('data-encrypt-ms', String(Math.round(performance.now() - t0)));
         const body = { content: sealed.envelope, encrypted: true, ttl: form.elements.ttl.value };
         if (form.elements.burn.checked) body.burn = true;
-        const r = await fetch('/api/v1/pastes', {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-          body: JSON.stringify(body),
-          credentials: 'omit',
-        });
+        const send = function (proof) {
+          const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+          if (proof) headers['Sluice-Proof'] = proof;
+          return fetch('/api/v1/pastes', {
+            method: 'POST',
+            headers: headers,
+            body: JSON.stringify(body),
+            credentials: 'omit',
+          });
+        };
+        let r = await send(null);
+        // During a flood the server asks for a proof of work (docs/overload.md): app.js solves
+        // it in a Web Worker, showing its progress, and the same create goes again with it.
+        const challenge = r.status === 429 ? await challengeOf(r.clone()) : null;
+        const proof =
+          challenge && window.sluicePow ? await window.sluicePow.solve(challenge) : null;
+        if (proof) r = await send(proof);
         if (r.status !== 201) {
           say(problem, t('Not created: {why}', { why: await errorText(r) }), true);
           return;

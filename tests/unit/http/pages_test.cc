@@ -49,6 +49,18 @@ TEST(PagesTest, IndexPageEscapesTheFork) {
   }
 }
 
+// The create page sends no extra request unless the server has the rung on: only then does it name
+// the proof of work's worker, which app.js's submit handler waits for (docs/overload.md).
+TEST(PagesTest, IndexPageNamesTheProofOfWorkWorkerOnlyWhenTheRungIsOn) {
+  const std::string off = IndexPage(kReader, "1w", 1000);
+  EXPECT_EQ(off.find("data-pow-worker"), std::string::npos);
+  EXPECT_EQ(off.find("pow-status"), std::string::npos);
+  const std::string on = IndexPage(kReader, "1w", 1000, nullptr, true);
+  EXPECT_NE(on.find("data-pow-worker=\"/static/pow.js?v="), std::string::npos) << on;
+  // The status exists before the search starts, so a screen reader announces what it then says.
+  EXPECT_NE(on.find("id=\"pow-status\" role=\"status\""), std::string::npos) << on;
+}
+
 PasteView HostileView() {
   PasteView view;
   view.id = kText;
