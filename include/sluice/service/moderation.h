@@ -201,6 +201,10 @@ class ModerationService {
   boost::asio::awaitable<Result<NoticeReceipt>> AddNotice(NoticeRequest request);
   /// Up to `limit` open notices, the oldest first, each with its pastes.
   boost::asio::awaitable<Result<std::vector<store::Notice>>> OpenNotices(size_t limit);
+  /// Publishes a "deadline_warning" for each open notice, and the oldest open report, past
+  /// deadline_warning_share of its deadline, once per item and process. RefreshLoop runs it every
+  /// blocks_refresh; nothing else needs to.
+  boost::asio::awaitable<void> WarnOfDeadlines();
   /// takedown_deadline: a notice's deadline when its sender gave none.
   std::chrono::seconds TakedownDeadline() const { return built_.takedown_deadline; }
   /// The arrival of the oldest open notice, as last read with PendingReports; none when none.
@@ -257,9 +261,7 @@ class ModerationService {
   boost::asio::awaitable<std::string> CloseNoticesOf(const store::PasteMeta& meta,
                                                      std::string_view action, int64_t at,
                                                      admission::Deadline deadline);
-  /// Publishes a "deadline_warning" for each open notice, and the oldest open report, past
-  /// deadline_warning_share of its deadline, once per item (RefreshLoop).
-  boost::asio::awaitable<void> WarnOfDeadlines();
+
   /// Every cache lets go of `meta`, now in `state`.
   boost::asio::awaitable<void> ForgetCached(store::PasteMeta meta, store::Moderation state,
                                             admission::Deadline deadline);

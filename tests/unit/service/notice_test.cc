@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace sluice::service {
 namespace {
@@ -11,20 +12,27 @@ constexpr int64_t kNow = 1'800'000'000;
 
 TEST(PasteIdOfLink, ReadsEveryReadRouteAndNothingElse) {
   const std::string id = "AbCdEfGh1234";
-  for (const std::string link :
-       {id, "https://p.example/" + id, "http://p.example:8080/" + id + "/",
-        "https://p.example/raw/" + id, "https://p.example/documents/" + id,
-        "https://p.example/api/v1/pastes/" + id, "https://p.example/" + id + "/diff",
-        "https://p.example/" + id + "/rendered", "https://p.example/new?lang=de&from=" + id,
-        "https://p.example/" + id + "#secret-key", "https://p.example/report/" + id}) {
-    EXPECT_EQ(PasteIdOfLink(link), id) << link;
-  }
-  for (const std::string link :
-       {std::string("AbCdEfGh123"), "ftp://p.example/" + id, "https://p.example/x/" + id,
-        "https://p.example/abuse/case/4711", "https://p.example/" + id + "/other",
-        "https://p.example/new?from=bad", std::string("https:///") + id, std::string("")}) {
-    EXPECT_FALSE(PasteIdOfLink(link)) << link;
-  }
+  const std::vector<std::string> good = {id,
+                                         "https://p.example/" + id,
+                                         "http://p.example:8080/" + id + "/",
+                                         "https://p.example/raw/" + id,
+                                         "https://p.example/documents/" + id,
+                                         "https://p.example/api/v1/pastes/" + id,
+                                         "https://p.example/" + id + "/diff",
+                                         "https://p.example/" + id + "/rendered",
+                                         "https://p.example/new?lang=de&from=" + id,
+                                         "https://p.example/" + id + "#secret-key",
+                                         "https://p.example/report/" + id};
+  for (const std::string& link : good) EXPECT_EQ(PasteIdOfLink(link), id) << link;
+  const std::vector<std::string> bad = {"AbCdEfGh123",
+                                        "ftp://p.example/" + id,
+                                        "https://p.example/x/" + id,
+                                        "https://p.example/abuse/case/4711",
+                                        "https://p.example/" + id + "/other",
+                                        "https://p.example/new?from=bad",
+                                        "https:///" + id,
+                                        ""};
+  for (const std::string& link : bad) EXPECT_FALSE(PasteIdOfLink(link)) << link;
 }
 
 TEST(PasteLinksIn, FindsLinksInTextEachOnceInOrder) {

@@ -2,6 +2,7 @@
 // expiry, only for a challenge this server signed; the payload is ALTCHA's.
 #include "sluice/service/proof_of_work.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
 
