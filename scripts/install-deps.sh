@@ -10,8 +10,9 @@ packages=(g++ cmake make pkg-config ccache mold python3
   libboost1.74-dev libsqlite3-dev libssl-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libpq-dev libsource-highlight-dev source-highlight libsystemd-dev liblz4-dev
   libcmark-gfm-dev libcmark-gfm-extensions-dev libdtl-dev
-  libjemalloc-dev zlib1g-dev libcurl4-openssl-dev
+  libjemalloc-dev zlib1g-dev libcurl4-openssl-dev libgmime-3.0-dev
   node-qrcode-generator)
+# libgmime-3.0-dev: `sluice admin notice --email` reads an abuse e-mail's MIME (src/notice/email.cc).
 # python3: tools/compile_templates.py compiles the page templates (web/templates) at build time.
 # node-qrcode-generator: the share link's QR code is drawn in the browser by Debian's library, which
 # the build embeds from /usr/share/nodejs like the files in web/static (docs/web.md).

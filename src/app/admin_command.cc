@@ -13,6 +13,7 @@
 #include "cli_output.h"
 #include "crypt_command.h"
 #include "server_url.h"
+#include "sluice/notice/email.h"
 #include "sluice/service/body_check.h"
 #include "sluice/service/content_blocklist.h"
 #include "sluice/store/paste.h"
@@ -87,6 +88,35 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
     o.method = "GET";
     o.path = "/admin/audit";
   });
+  CLI::App* notice = admin->add_subcommand(
+      "notice",
+      "Take in an abuse notice: its pastes are withheld at once (451 withheld_notice) and it waits "
+      "in the queue on the takedown clock (docs/moderation.md, 'Notices')");
+  notice->add_option("--paste", o.notice.pastes, "A paste id or link (repeat for each)");
+  notice->add_option("--sender", o.notice.sender,
+                     "Who sent it (an abuse desk's address); with --email: the From address");
+  notice->add_option("--reference", o.notice.reference,
+                     "The sender's reference (case number); with --email: the Message-ID. The "
+                     "same sender and reference again is the same notice");
+  notice->add_option("--category", o.notice.category,
+                     "copyright, malware, phishing, personal_data, illegal, spam, terrorism or "
+                     "other (default)");
+  notice->add_option("--deadline", o.notice.deadline,
+                     "The sender's deadline: RFC 3339 (2026-12-05T18:00:00Z) or a duration (1h, "
+                     "2d); default: takedown_deadline");
+  notice->add_flag("--email", o.notice.email,
+                   "Read the notice from an e-mail on standard input (RFC 5322, MIME; at most "
+                   "1 MiB): paste links from its text, the sender from From, the reference from "
+                   "Message-ID, unless given");
+  notice->callback([&o] {
+    o.method = "POST";
+    o.path = "/admin/notices";
+  });
+  admin->add_subcommand("notices", "Open notices, the oldest first, each with its clock")
+      ->callback([&o] {
+        o.method = "GET";
+        o.path = "/admin/notices";
+      });
   CLI::App* show = admin->add_subcommand("show", "A paste's metadata and text");
   show->add_option("ID", id, "Paste id")->required();
   show->add_option("--key", o.key,
@@ -202,6 +232,52 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
 
 namespace {
 
+// The notice's JSON from its flags and, with --email, the e-mail on standard input; 0, or the
+// usage exit code (2) after saying why. Links are sent as they are: the server reads them
+// (service::ParseNoticeJson), so the CLI and the route accept the same ones.
+int NoticeBody(AdminCommandOptions& o, std::string_view command) {
+  AdminCommandOptions::Notice& n = o.notice;
+  if (n.email) {
+    std::string message;
+    char buffer[64 * 1024];
+    size_t got;
+    while ((got = std::fread(buffer, 1, sizeof buffer, stdin)) > 0) {
+      message.append(buffer, got);
+      if (message.size() > notice::kMaxEmailBytes) {
+        Tell(command, fmt::format("the e-mail on standard input is over {} bytes; nothing sent",
+                                  notice::kMaxEmailBytes));
+        return 2;
+      }
+    }
+    Result<notice::EmailNotice> mail = notice::ParseNoticeEmail(message);
+    if (!mail.ok()) {
+      Tell(command, mail.error().message + "; nothing sent");
+      return 2;
+    }
+    if (n.sender.empty()) n.sender = mail->sender;
+    if (n.reference.empty()) n.reference = mail->message_id;
+    for (std::string& id : mail->pastes) n.pastes.push_back(std::move(id));
+    if (n.reference.empty()) {
+      Tell(command, "the e-mail has no Message-ID: give --reference; nothing sent");
+      return 2;
+    }
+  }
+  if (n.pastes.empty()) {
+    Tell(command, n.email ? "the e-mail names no paste (no link to one in its text); nothing sent"
+                          : "name the pastes with --paste ID|URL");
+    return 2;
+  }
+  if (n.sender.empty() || n.reference.empty()) {
+    Tell(command, "--sender and --reference are required (or --email)");
+    return 2;
+  }
+  nlohmann::json j = {{"sender", n.sender}, {"reference", n.reference}, {"pastes", n.pastes}};
+  if (!n.category.empty()) j["category"] = n.category;
+  if (!n.deadline.empty()) j["deadline"] = n.deadline;
+  o.body = j.dump();
+  return 0;
+}
+
 bool IsHexDigest(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c));
@@ -212,6 +288,9 @@ bool IsHexDigest(std::string_view text) {
 
 int RunAdmin(AdminCommandOptions& o) {
   constexpr std::string_view kCommand = "sluice admin";
+  if (o.path == "/admin/notices" && o.method == "POST") {
+    if (int usage = NoticeBody(o, kCommand); usage != 0) return usage;
+  }
   if (o.path == "/admin/blocked-contents" && o.method == "POST") {
     // A file is hashed here and only its digest is sent: the admin listener takes small bodies,
     // and the text need not travel to block it.
@@ -322,6 +401,10 @@ int RunAdmin(AdminCommandOptions& o) {
             ? doc["error"].get<std::string>()
             : a.body;
     Tell(kCommand, fmt::format("{}: {}", a.status, message));
+    // A notice refused for its pastes says why for each one.
+    if (!doc.is_discarded() && doc.contains("pastes")) {
+      std::fprintf(stderr, "%s\n", JsonForTerminal(doc["pastes"].dump(2)).c_str());
+    }
     return true;
   };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -31,10 +32,20 @@ struct AdminCommandOptions {
   /// `show --key KEY`: the link's key of an encrypted paste, to open its envelope here (never
   /// sent to the server). Default: none.
   std::string key;
+  /// `notice`: what its flags say, turned into `body` when the command runs (with --email, after
+  /// the e-mail on standard input is read).
+  struct Notice {
+    std::vector<std::string> pastes;
+    std::string sender;
+    std::string reference;
+    std::string category;
+    std::string deadline;
+    bool email = false;
+  } notice{};
 };
 
 /// Adds `sluice admin` and its subcommands (reports, show, takedown, dismiss, block, audit,
-/// token create|list|revoke) to
+/// notice, notices, token create|list|revoke) to
 /// `app`; returns the `admin` command, whose parsed() says it ran.
 CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& options);
 

@@ -47,7 +47,7 @@ namespace {
 //   budget (twice it) is the moderation service's, set when it is built.
 // highlight_slots is live up to the workers started, and PostgreSQL's statement timeouts stay as
 // at start; ServerProcess::Reload names both when a reload asks for more.
-constexpr std::array<std::string_view, 96> kLive = {
+constexpr std::array<std::string_view, 97> kLive = {
     // admission
     "ip_create_rate",
     "ip_create_burst",
@@ -154,6 +154,7 @@ constexpr std::array<std::string_view, 96> kLive = {
     "report_global_rate",
     "report_global_burst",
     "max_open_reports",
+    "max_notices",
     "put_bytes_per_day_plan",
 };
 

@@ -159,6 +159,7 @@ service::ModerationOptions ReadModeration(const Settings& s) {
   m.global_report_rate = {s.Number("report_global_rate"), s.Number("report_global_burst")};
   m.max_open_reports = s.Integer("max_open_reports");
   m.max_blocked_contents = s.Integer("max_blocked_contents");
+  m.max_notices = s.Integer("max_notices");
   m.budget = s.Duration("moderation_timeout") * 2;
   m.takedown_deadline = In<std::chrono::seconds>(s, "takedown_deadline");
   return m;

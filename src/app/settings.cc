@@ -550,6 +550,10 @@ constexpr SettingSpec kServeSettings[] = {
                    "blocked_content after a takedown or an operator's block); every process "
                    "holds them all in memory, 32 MB per million. Past it a takedown stands "
                    "without blocking its text again"),
+    IntegerSetting("max_notices", "100000", "0", "100000000",
+                   "Abuse notices (POST /admin/notices, sluice admin notice) stored at most, over "
+                   "all processes sharing the store; past it a notice is refused 507 notices_full "
+                   "(docs/moderation.md, \"Notices\")"),
     DurationSetting("moderation_timeout", "1s", "1ms", "10m",
                     "Timeout of one store call of moderation (a report, a review, the review "
                     "queue); a report's whole budget is twice it"),

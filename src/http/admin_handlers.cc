@@ -15,6 +15,7 @@
 #include "sluice/service/body_check.h"
 #include "sluice/service/content_blocklist.h"
 #include "sluice/service/ids.h"
+#include "sluice/service/notice.h"
 #include "sluice/service/text.h"
 
 namespace sluice::http {
@@ -488,6 +489,70 @@ Result<double> RatePerSecond(std::string_view text, bool bytes, const char* fiel
 }
 
 }  // namespace
+
+namespace {
+
+// A notice with its clock (docs/moderation.md, "Notices"): when it arrived, how long it has
+// waited, and its deadline (the sender's, else takedown_deadline's) with the time left.
+nlohmann::json NoticeJson(const store::Notice& n, int64_t now, int64_t takedown_deadline) {
+  nlohmann::json pastes = nlohmann::json::array();
+  for (const store::NoticePaste& p : n.pastes) {
+    pastes.push_back({{"id", p.paste}, {"outcome", p.outcome}, {"open", p.open}});
+  }
+  const int64_t due = n.deadline_at.value_or(n.received_at + takedown_deadline);
+  return {{"id", n.id},
+          {"sender", n.sender},
+          {"reference", n.reference},
+          {"category", n.category},
+          {"arrived_at", n.received_at},
+          {"waiting_seconds", std::max<int64_t>(0, now - n.received_at)},
+          {"deadline_at", due},
+          {"deadline_given", n.deadline_at.has_value()},
+          {"seconds_left", due - now},
+          {"open_pastes", n.open_pastes},
+          {"pastes", pastes}};
+}
+
+}  // namespace
+
+awaitable<Reply> HandleAdminNotices(const Request& req, Context& ctx) {
+  if (!ctx.moderation) co_return NoModeration();
+  const int64_t now = ctx.clock.UnixSeconds();
+  const int64_t deadline = ctx.moderation->TakedownDeadline().count();
+  if (req.method != Method::kPost) {
+    auto limit_or_refusal = PageLimit(req);
+    if (auto* refusal = std::get_if<Reply>(&limit_or_refusal)) co_return std::move(*refusal);
+    auto listing = ctx.moderation->OpenNotices(std::get<size_t>(limit_or_refusal));
+    auto open = co_await std::move(listing);
+    if (!open.ok()) co_return Reply::Refuse(open.error());
+    nlohmann::json out = nlohmann::json::array();
+    for (const store::Notice& n : *open) out.push_back(NoticeJson(n, now, deadline));
+    co_return Uncached(Reply::Json(200, JsonText({{"notices", out}})));
+  }
+  if (!IsApplicationJson(req.headers.Get("Content-Type"))) {
+    co_return Reply::Refuse(ErrorCode::kInvalidArgument,
+                            "send the notice as JSON, with 'Content-Type: application/json'",
+                            "unsupported_media_type", 415);
+  }
+  Result<service::NoticeRequest> parsed = service::ParseNoticeJson(req.small_body, now);
+  if (!parsed.ok()) co_return Reply::Refuse(parsed.error());
+  auto adding = ctx.moderation->AddNotice(std::move(*parsed));
+  Result<service::NoticeReceipt> receipt = co_await std::move(adding);
+  if (!receipt.ok()) co_return Reply::Refuse(receipt.error());
+  nlohmann::json notice = NoticeJson(receipt->notice, now, deadline);
+  if (!receipt->stored) {
+    // Nothing stored: each paste says why, so the sender can correct the list.
+    const std::string message =
+        "the notice names no paste that could be withheld (each is missing or already taken "
+        "down); nothing was stored";
+    co_return Uncached(Reply::Json(422, JsonText({{"error", message},
+                                                  {"message", message},
+                                                  {"reason", "no_withholdable_paste"},
+                                                  {"pastes", notice["pastes"]}})));
+  }
+  co_return Uncached(Reply::Json(receipt->created ? 201 : 200,
+                                 JsonText({{"created", receipt->created}, {"notice", notice}})));
+}
 
 awaitable<Reply> HandleAdminTokens(const Request& req, Context& ctx) {
   if (!ctx.creator_tokens) co_return NoCreatorTokens();

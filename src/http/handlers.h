@@ -130,6 +130,9 @@ awaitable<Reply> HandleAdminTakedown(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminDismiss(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminBlock(const Request& req, Context& ctx);
 awaitable<Reply> HandleAdminAudit(const Request& req, Context& ctx);
+/// POST /admin/notices (a notice: 201, 200 when its reference was stored, 422 when it names no
+/// paste that could be withheld) and GET (the open notices, oldest first, each with its clock).
+awaitable<Reply> HandleAdminNotices(const Request& req, Context& ctx);
 /// GET (a page) and POST (a digest, or the text itself) /admin/blocked-contents.
 awaitable<Reply> HandleAdminBlockedContents(const Request& req, Context& ctx);
 /// DELETE /admin/blocked-contents/{sha256}: 204, or 404 not_blocked.

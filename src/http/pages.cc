@@ -150,6 +150,7 @@ ProblemSection ProblemOf(unsigned status, std::string_view reason) {
       {"storage_quota", &templates::Problem::storage_quota},
       {"body_missing", &templates::Problem::body_missing},
       {"under_review", &templates::Problem::under_review},
+      {"withheld_notice", &templates::Problem::withheld_notice},
       {"taken_down", &templates::Problem::taken_down},
       {"blocked", &templates::Problem::blocked},
       {"create_access_credential", &templates::Problem::create_access_credential},

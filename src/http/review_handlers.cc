@@ -126,6 +126,8 @@ std::string_view StateText(store::Moderation m) {
   switch (m) {
     case store::Moderation::kWithheld:
       return "withheld (451)";
+    case store::Moderation::kWithheldNotice:
+      return "withheld by a notice (451)";
     case store::Moderation::kTakenDown:
       return "taken down";
     default:
@@ -228,6 +230,39 @@ awaitable<Reply> HandleReviewQueue(const Request& req, Context& ctx) {
   const std::chrono::seconds deadline = ctx.moderation->TakedownDeadline();
   const int64_t now = ctx.clock.UnixSeconds();
   std::string rows;
+  // The first page leads with the notices still open, oldest first (the takedown clock's order),
+  // one row per paste each still names; a page of them at most, like the reports below.
+  std::vector<store::Notice> notices;
+  if (!after) {
+    auto noticing = ctx.moderation->OpenNotices(limit);
+    auto open = co_await std::move(noticing);
+    if (!open.ok()) co_return Reply::Refuse(open.error());
+    notices = std::move(*open);
+  }
+  for (const store::Notice& n : notices) {
+    const int64_t waited = std::max<int64_t>(0, now - n.received_at);
+    std::string late = LateText(waited, deadline);
+    if (n.deadline_at && now >= *n.deadline_at) late = "past the sender's deadline";
+    const std::string notice_text =
+        fmt::format("{} from {} ({})", n.reference, n.sender, n.category);
+    const std::string waiting = DurationInWords(waited);
+    for (const store::NoticePaste& p : n.pastes) {
+      if (!p.open) continue;
+      templates::ReviewRow row;
+      row.id = p.paste;
+      row.kind = "notice";
+      row.notice = true;
+      row.notice_text = notice_text;
+      row.reasons = n.category;
+      row.state = std::string(StateText(store::Moderation::kWithheldNotice));
+      row.waiting = waiting;
+      row.late = !late.empty();
+      row.late_text = late;
+      row.form_token = form_token;
+      row.withheld = true;
+      templates::Render(row, rows);
+    }
+  }
   for (const store::ReportSummary& r : page->pastes) {
     const int64_t waited = std::max<int64_t>(0, now - r.first_at);
     const std::string id = r.id.str();
@@ -251,7 +286,8 @@ awaitable<Reply> HandleReviewQueue(const Request& req, Context& ctx) {
     row.late = !late.empty();
     row.late_text = late;
     row.form_token = form_token;
-    row.withheld = r.moderation == store::Moderation::kWithheld;
+    row.withheld = r.moderation == store::Moderation::kWithheld ||
+                   r.moderation == store::Moderation::kWithheldNotice;
     templates::Render(row, rows);
   }
   const std::string pending = std::to_string(ctx.moderation->PendingReports());
@@ -272,7 +308,7 @@ awaitable<Reply> HandleReviewQueue(const Request& req, Context& ctx) {
   queue.warn_at = warn_text;
   queue.done = !done_text.empty();
   queue.done_text = done_text;
-  queue.empty = page->pastes.empty();
+  queue.empty = page->pastes.empty() && rows.empty();
   queue.rows_html = rows;
   queue.more = page->next.has_value();
   queue.next_url = next_url;
@@ -324,7 +360,8 @@ awaitable<Reply> HandleReviewPaste(const Request& req, Context& ctx) {
     }
     page.shown = shown;
     page.text = text;
-    page.withheld = m.moderation == store::Moderation::kWithheld;
+    page.withheld = m.moderation == store::Moderation::kWithheld ||
+                    m.moderation == store::Moderation::kWithheldNotice;
     const std::string form_token = ctx.review->FormToken(op->who);
     page.form_token = form_token;
     std::string html;

@@ -172,6 +172,7 @@ std::vector<Route> AdminRoutes() {
        HandleAdminUnblockContent,
        "admin_unblock_content"},
       {"/admin/audit", read, HandleAdminAudit, "admin_audit"},
+      {"/admin/notices", {kGet, kHead, kPost}, HandleAdminNotices, "admin_notices"},
       {"/admin/tokens", {kGet, kHead, kPost}, HandleAdminTokens, "admin_tokens"},
       {"/admin/tokens/{id}", {kDelete}, HandleAdminRevokeToken, "admin_revoke_token"},
       {"/admin/read-only", {kGet, kHead, kPut}, HandleAdminReadOnly, "admin_read_only"},

@@ -289,6 +289,28 @@ class GuardedMetaStore final : public store::MetaStore {
     return dep_.Call<int64_t>({"creator_tokens", t().meta_moderation, true}, d,
                               [this](Deadline cd) { return inner_.CreatorTokensVersion(cd); });
   }
+  // A notice is unique by sender and reference, so a second try of one whose answer was lost
+  // finds it stored: retried like a report's reads; closing a paste's notices twice closes
+  // nothing the second time.
+  awaitable<Result<store::NoticeOutcome>> AddNotice(store::Notice notice, int64_t max_notices,
+                                                    Deadline d) override {
+    return dep_.Call<store::NoticeOutcome>(
+        {"notice", t().meta_moderation, true}, d,
+        [this, notice = std::move(notice), max_notices](Deadline cd) {
+          return inner_.AddNotice(notice, max_notices, cd);
+        });
+  }
+  awaitable<Result<std::vector<store::Notice>>> OpenNotices(size_t limit, Deadline d) override {
+    return dep_.Call<std::vector<store::Notice>>(
+        {"notices", t().meta_moderation, true}, d,
+        [this, limit](Deadline cd) { return inner_.OpenNotices(limit, cd); });
+  }
+  awaitable<Result<std::vector<store::Notice>>> CloseNotices(store::PasteId id, int64_t at,
+                                                             Deadline d) override {
+    return dep_.Call<std::vector<store::Notice>>(
+        {"close_notices", t().meta_moderation, true}, d,
+        [this, id, at](Deadline cd) { return inner_.CloseNotices(id, at, cd); });
+  }
   awaitable<Result<store::BlockedContentsState>> BlockedContentsVersion(Deadline d) override {
     return dep_.Call<store::BlockedContentsState>(
         {"blocked_contents", t().meta_moderation, true}, d,

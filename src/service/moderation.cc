@@ -162,6 +162,14 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
                 if (!at) return 0.0;
                 return static_cast<double>(std::max<int64_t>(0, clock_.UnixSeconds() - *at));
               });
+  gauges_.Add("sluice_moderation_oldest_open_age_seconds",
+              "Age of the oldest open entry of the review queue by kind (notice: a notice with a "
+              "paste not yet acted on), from its stored arrival; 0 when none waits",
+              {{"kind", "notice"}}, [this] {
+                const std::optional<int64_t> at = OldestOpenNoticeAt();
+                if (!at) return 0.0;
+                return static_cast<double>(std::max<int64_t>(0, clock_.UnixSeconds() - *at));
+              });
   gauges_.Add(
       "sluice_moderation_takedown_deadline_seconds",
       "takedown_deadline: how long a report or notice may wait for the operator's action "
@@ -171,6 +179,10 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
     // Declared at start, so that the series exist (at 0) before the first action.
     metrics_.GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
                           {{"action", action}, {"kind", "report"}}, TimeToActionBuckets());
+  }
+  for (const char* action : {"takedown", "restore"}) {
+    metrics_.GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
+                          {{"action", action}, {"kind", "notice"}}, TimeToActionBuckets());
   }
 }
 
@@ -299,7 +311,7 @@ awaitable<Result<ReportReceipt>> ModerationService::Report(std::string client_ke
   if (!outcome.ok()) co_return WithRetryAfter(outcome.error());
   Count(*outcome);
   ReportReceipt receipt{outcome->counted,
-                        meta->moderation == store::Moderation::kWithheld || outcome->withheld};
+                        meta->moderation != store::Moderation::kNone || outcome->withheld};
   spdlog::info("report {}: reason {} from {} ({}; {} open, {} votes{})", id->view(), reason,
                client_key,
                !outcome->counted  ? "its network's repeat, not counted"
@@ -455,6 +467,8 @@ awaitable<Status> ModerationService::Takedown(std::string_view id_text, std::str
   Result<store::ModerationOutcome> moderated = co_await std::move(moderating);
   if (!moderated.ok()) co_return moderated.error();
   ObserveTimeToAction("takedown", *moderated, change.at);
+  auto closing = CloseNoticesOf(*meta, "takedown", change.at, deadline);
+  reason += co_await std::move(closing);
   if (change.block_content) {
     // This process refuses the bytes at once; the others at their next refresh.
     if (static_cast<int64_t>(blocked_contents_->size()) < built_.max_blocked_contents) {
@@ -491,7 +505,8 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
   const int64_t now = clock_.UnixSeconds();
   // A withheld paste served again is a restore; reports closed on a paste still served, a
   // dismissal.
-  const bool restore = meta->moderation == store::Moderation::kWithheld;
+  // (Withheld by votes or by a notice: taken down returned above.)
+  const bool restore = meta->moderation != store::Moderation::kNone;
   store::ModerationChange change{store::Moderation::kNone, note, now, keep};
   change.tally.push_back(store::TransparencyCount{
       store::TransparencyMonth(now),
@@ -500,10 +515,12 @@ awaitable<Status> ModerationService::Dismiss(std::string_view id_text, std::stri
   Result<store::ModerationOutcome> moderated = co_await std::move(moderating);
   if (!moderated.ok()) co_return moderated.error();
   ObserveTimeToAction(restore ? "restore" : "dismiss", *moderated, now);
+  auto closing = CloseNoticesOf(*meta, "restore", now, deadline);
+  const std::string notices = co_await std::move(closing);
   auto recording =
       Record("dismiss", meta->id.str(),
-             fmt::format("{} (was {}{})", note, store::ModerationName(meta->moderation),
-                         keep ? "; reviewed: keep, later reports only queue it" : ""),
+             fmt::format("{} (was {}{}){}", note, store::ModerationName(meta->moderation),
+                         keep ? "; reviewed: keep, later reports only queue it" : "", notices),
              deadline);
   co_await std::move(recording);
   auto counting = RefreshPending();
@@ -655,6 +672,21 @@ awaitable<void> ModerationService::RefreshPending() {
   pending_.store(counts->pending, std::memory_order_relaxed);
   open_reports_.store(counts->open_reports, std::memory_order_relaxed);
   oldest_report_at_.store(counts->oldest_at.value_or(kNoneQueued), std::memory_order_relaxed);
+  // The oldest open notice: one probe of its index (store::MetaStore::OpenNotices).
+  auto reading_notices = meta_.OpenNotices(1, Deadline::After(clock_, built_.budget));
+  Result<std::vector<store::Notice>> oldest = co_await std::move(reading_notices);
+  if (!oldest.ok()) {
+    spdlog::warn("moderation: oldest open notice not read: {}", oldest.error().message);
+    co_return;
+  }
+  oldest_notice_at_.store(oldest->empty() ? kNoneQueued : oldest->front().received_at,
+                          std::memory_order_relaxed);
+}
+
+std::optional<int64_t> ModerationService::OldestOpenNoticeAt() const {
+  const int64_t at = oldest_notice_at_.load(std::memory_order_relaxed);
+  if (at == kNoneQueued) return std::nullopt;
+  return at;
 }
 
 std::optional<int64_t> ModerationService::OldestOpenReportAt() const {
@@ -675,6 +707,168 @@ awaitable<void> ModerationService::RefreshForScrape() {
   if (!counted_at_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) co_return;
   auto counting = RefreshPending();
   co_await std::move(counting);
+}
+
+// Notices (docs/moderation.md, "Notices").
+
+awaitable<Result<NoticeReceipt>> ModerationService::AddNotice(NoticeRequest request) {
+  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
+  if (Status valid = CheckNoticeRequest(request); !valid.ok()) co_return valid.error();
+  const Deadline deadline = Deadline::After(clock_, built_.budget);
+  const int64_t now = clock_.UnixSeconds();
+  store::Notice notice{
+      0, request.sender, request.reference, request.category, request.deadline_at, now, {}, 0};
+  for (std::string& id : request.pastes) notice.pastes.push_back(store::NoticePaste{id, "", false});
+  auto adding = meta_.AddNotice(std::move(notice), options_.Load()->max_notices, deadline);
+  Result<store::NoticeOutcome> added = co_await std::move(adding);
+  if (!added.ok()) co_return WithRetryAfter(added.error());
+  NoticeReceipt receipt{added->created, added->stored, std::move(added->notice)};
+  if (!receipt.created) co_return receipt;  // stored before, or nothing to store
+  const store::Notice& n = receipt.notice;
+  std::vector<std::string> withheld;
+  for (const store::NoticePaste& p : n.pastes) {
+    if (p.outcome != store::kNoticeWithheld) continue;
+    withheld.push_back(p.paste);
+    // Every cache lets go of the paste, as for a withholding by reports: the store's row says 451
+    // from the notice's commit on, and this is what keeps a cached copy from being served.
+    const auto id = store::PasteId::Parse(p.paste);
+    if (!id) continue;  // unreachable: CheckNoticeRequest kept ids only
+    auto reading = meta_.Get(*id, deadline);
+    Result<store::PasteMeta> meta = co_await std::move(reading);
+    if (meta.ok()) {
+      auto forgetting = ForgetCached(*meta, store::Moderation::kWithheldNotice, deadline);
+      co_await std::move(forgetting);
+    } else {
+      cache_.MarkDeleted(*id);
+    }
+    auto recording =
+        Record("withhold_notice", p.paste,
+               fmt::format("notice {} from {} ({})", n.reference, n.sender, n.category), deadline);
+    co_await std::move(recording);
+  }
+  // The transparency report's notices (docs/moderation.md, "Transparency"), in one call after
+  // the notice's own transaction: a crash between the two loses these counts, not the notice.
+  // Senders are not classified yet, so each counts as "unclassified".
+  std::vector<store::TransparencyCount> tally = {
+      {store::TransparencyMonth(now), std::string(store::kTallyNoticeCategory), n.category, 1},
+      {store::TransparencyMonth(now), std::string(store::kTallyNoticeSender), "unclassified", 1},
+      {store::TransparencyMonth(now), std::string(store::kTallyWithhold), "notice",
+       static_cast<int64_t>(withheld.size())}};
+  auto tallying = meta_.AddTransparency(std::move(tally), deadline);
+  if (Status tallied = co_await std::move(tallying); !tallied.ok()) {
+    spdlog::warn("notice {}: transparency counts not stored: {}", n.reference,
+                 tallied.error().message);
+  }
+  spdlog::info("notice {} from {} ({}): {} of {} pastes withheld{}", n.reference, n.sender,
+               n.category, withheld.size(), n.pastes.size(),
+               n.deadline_at ? fmt::format(", deadline {}", *n.deadline_at) : std::string());
+  if (operator_events_ != nullptr) {
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"sender", n.sender},
+        {"reference", n.reference},
+        {"category", n.category},
+        {"pastes", fmt::format("{}", fmt::join(withheld, " "))}};
+    if (n.deadline_at) fields.emplace_back("deadline_at", std::to_string(*n.deadline_at));
+    operator_events_->Publish(
+        OperatorEvent{"notice", withheld.empty() ? std::string() : withheld.front(), now,
+                      fmt::format("notice {} from {} ({}): {} pastes withheld (451)", n.reference,
+                                  n.sender, n.category, withheld.size()),
+                      std::move(fields)});
+  }
+  auto counting = RefreshPending();
+  co_await std::move(counting);
+  co_return receipt;
+}
+
+awaitable<Result<std::vector<store::Notice>>> ModerationService::OpenNotices(size_t limit) {
+  auto listing = meta_.OpenNotices(limit, Deadline::After(clock_, built_.budget));
+  Result<std::vector<store::Notice>> out = co_await std::move(listing);
+  if (!out.ok()) co_return WithRetryAfter(out.error());
+  co_return out;
+}
+
+awaitable<std::string> ModerationService::CloseNoticesOf(const store::PasteMeta& meta,
+                                                         std::string_view action, int64_t at,
+                                                         Deadline deadline) {
+  auto closing = meta_.CloseNotices(meta.id, at, deadline);
+  Result<std::vector<store::Notice>> closed = co_await std::move(closing);
+  if (!closed.ok()) {
+    // The action stands; the notice stays open in the queue until the operator acts again.
+    spdlog::warn("moderation {}: notices naming it not closed: {}", meta.id.view(),
+                 closed.error().message);
+    co_return std::string();
+  }
+  std::string audit;
+  for (const store::Notice& n : *closed) {
+    metrics_
+        .GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
+                      {{"action", std::string(action)}, {"kind", "notice"}}, TimeToActionBuckets())
+        .Observe(static_cast<double>(std::max<int64_t>(0, at - n.received_at)));
+    audit += fmt::format("; notice {} from {}", n.reference, n.sender);
+  }
+  co_return audit;
+}
+
+awaitable<void> ModerationService::WarnOfDeadlines() {
+  if (operator_events_ == nullptr) co_return;
+  const std::shared_ptr<const ModerationOptions> options = options_.Load();
+  const int64_t now = clock_.UnixSeconds();
+  const int64_t deadline_s = options->takedown_deadline.count();
+  const auto warn_at = [&](int64_t arrived, int64_t due) {
+    return arrived + static_cast<int64_t>(std::ceil(static_cast<double>(due - arrived) *
+                                                    options->deadline_warning_share));
+  };
+  // The oldest open notices, a bounded page of them: a notice's own deadline may be shorter than
+  // an older one's, so each is looked at, not only the oldest.
+  auto listing = meta_.OpenNotices(kNoticeWarningScan, Deadline::After(clock_, built_.budget));
+  Result<std::vector<store::Notice>> open = co_await std::move(listing);
+  if (open.ok()) {
+    std::vector<int64_t> still_open;
+    for (const store::Notice& n : *open) {
+      const bool warned =
+          std::find(warned_notices_.begin(), warned_notices_.end(), n.id) != warned_notices_.end();
+      const int64_t due = n.deadline_at.value_or(n.received_at + deadline_s);
+      if (!warned && now >= warn_at(n.received_at, due)) {
+        std::string pastes;
+        for (const store::NoticePaste& p : n.pastes) {
+          if (p.open) pastes += (pastes.empty() ? "" : " ") + p.paste;
+        }
+        operator_events_->Publish(OperatorEvent{
+            "deadline_warning",
+            pastes.substr(0, pastes.find(' ')),
+            now,
+            fmt::format("notice {} from {}: {} s of its {} s left", n.reference, n.sender,
+                        std::max<int64_t>(0, due - now), due - n.received_at),
+            {{"kind", "notice"},
+             {"reference", n.reference},
+             {"sender", n.sender},
+             {"arrived_at", std::to_string(n.received_at)},
+             {"deadline_at", std::to_string(due)},
+             {"pastes", pastes}}});
+        still_open.push_back(n.id);
+      } else if (warned) {
+        still_open.push_back(n.id);
+      }
+    }
+    // Forgets the notices no longer open (bounded by the page).
+    warned_notices_ = std::move(still_open);
+  }
+  // Reports: the oldest open entry, the one the store's counts name (one row, no walk of the
+  // queue); each entry that becomes the oldest past the share is told once.
+  const std::optional<int64_t> oldest = OldestOpenReportAt();
+  if (oldest && *oldest != warned_report_at_ && now >= warn_at(*oldest, *oldest + deadline_s)) {
+    warned_report_at_ = *oldest;
+    operator_events_->Publish(OperatorEvent{
+        "deadline_warning",
+        "",
+        now,
+        fmt::format("the oldest open report has waited {} s of takedown_deadline's {} s",
+                    now - *oldest, deadline_s),
+        {{"kind", "report"},
+         {"arrived_at", std::to_string(*oldest)},
+         {"deadline_at", std::to_string(*oldest + deadline_s)},
+         {"pending", std::to_string(PendingReports())}}});
+  }
 }
 
 void ModerationService::Start(boost::asio::any_io_executor executor) {
@@ -701,6 +895,8 @@ awaitable<void> ModerationService::RefreshLoop() {
       // The refusals wait in memory for the next flush.
       spdlog::warn("moderation: transparency counts not stored: {}", flushed.error().message);
     }
+    auto warning = WarnOfDeadlines();
+    co_await std::move(warning);
     const auto step = std::chrono::milliseconds(100);
     for (auto slept = std::chrono::milliseconds(0); slept < built_.blocks_refresh && !stopping_;
          slept += step) {

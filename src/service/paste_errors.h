@@ -18,6 +18,13 @@ inline Error PasteWithheld(store::Moderation m) {
     return MakeError(ErrorCode::kWithheld, "this paste was taken down after a report",
                      "taken_down");
   }
+  if (m == store::Moderation::kWithheldNotice) {
+    // Its own reason, apart from the community's vote: a notice is the operator's obligation,
+    // not visitors' reports (docs/moderation.md, "Notices").
+    return MakeError(ErrorCode::kWithheld,
+                     "this paste is withheld while the operator reviews a notice about it",
+                     "withheld_notice");
+  }
   return MakeError(ErrorCode::kWithheld,
                    "this paste is withheld while the operator reviews reports about it",
                    "under_review");

@@ -569,6 +569,27 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await inner_.BlockedContents(after, limit, d);
   }
 
+  awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
+                                             admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.AddNotice(std::move(notice), max_notices, d);
+    co_return co_await std::move(op);
+  }
+
+  awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit, admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.OpenNotices(limit, d);
+  }
+
+  awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t at,
+                                                      admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.CloseNotices(id, at, d);
+  }
+
   awaitable<Result<BlockedContentsState>> BlockedContentsVersion(admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);

@@ -1637,6 +1637,101 @@ TYPED_TEST_P(StoreContract, ConcurrentReservationsNeverPassTheQuota) {
   EXPECT_EQ(got.failed, 0);
 }
 
+// A notice (docs/moderation.md, "Notices"): withholds the live pastes it names in its own
+// transaction (an edge purge owed each), answers each paste, is stored once per sender and
+// reference, stores nothing when it names none that could be withheld, respects its cap, and is
+// closed paste by paste by the operator's action.
+TYPED_TEST_P(StoreContract, NoticesWithholdAnswerEachPasteAndAreIdempotent) {
+  const PasteMeta live = Row("ntc000000001", 5000);
+  const PasteMeta also = Row("ntc000000002", 5000);
+  const PasteMeta down = Row("ntc000000003", 5000);
+  const PasteMeta expired = Row("ntc000000004", 200);
+  for (const PasteMeta& r : {live, also, down, expired}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  ASSERT_TRUE(
+      RunSync(this->meta().SetModeration(
+                  down.id, ModerationChange{Moderation::kTakenDown, "down", 250}, this->deadline()))
+          .ok());
+  const auto notice = [](std::string reference, std::vector<std::string> ids) {
+    Notice n;
+    n.sender = "abuse@hoster.example";
+    n.reference = std::move(reference);
+    n.category = "phishing";
+    n.received_at = 300;
+    for (std::string& id : ids) n.pastes.push_back(NoticePaste{std::move(id), "", false});
+    return n;
+  };
+  // None could be withheld: each answered, nothing stored.
+  auto none = RunSync(this->meta().AddNotice(
+      notice("NONE", {down.id.str(), expired.id.str(), "ntc000000009"}), 10, this->deadline()));
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_FALSE(none->stored);
+  EXPECT_FALSE(none->created);
+  ASSERT_EQ(none->notice.pastes.size(), 3u);
+  EXPECT_EQ(none->notice.pastes[0].outcome, kNoticeTakenDown);
+  EXPECT_EQ(none->notice.pastes[1].outcome, kNoticeNotFound);
+  EXPECT_EQ(none->notice.pastes[2].outcome, kNoticeNotFound);
+  EXPECT_TRUE(RunSync(this->meta().OpenNotices(10, this->deadline()))->empty());
+
+  auto added = RunSync(this->meta().AddNotice(
+      notice("CASE-1", {live.id.str(), down.id.str(), also.id.str()}), 10, this->deadline()));
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  EXPECT_TRUE(added->created);
+  EXPECT_TRUE(added->stored);
+  EXPECT_EQ(added->notice.open_pastes, 2);
+  EXPECT_GT(added->notice.id, 0);
+  EXPECT_EQ(RunSync(this->meta().Get(live.id, this->deadline()))->moderation,
+            Moderation::kWithheldNotice);
+  EXPECT_EQ(RunSync(this->meta().Get(down.id, this->deadline()))->moderation,
+            Moderation::kTakenDown);
+  auto due = RunSync(this->meta().DueOutbox(300, 10, this->deadline()));
+  ASSERT_TRUE(due.ok());
+  EXPECT_EQ(
+      std::count_if(due->begin(), due->end(),
+                    [](const OutboxEntry& e) { return e.kind == OutboxEntry::Kind::kPurgeEdge; }),
+      2);
+
+  this->backend_.Reopen();
+  // The same sender and reference: the stored notice, nothing changed.
+  auto again =
+      RunSync(this->meta().AddNotice(notice("CASE-1", {expired.id.str()}), 10, this->deadline()));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->created);
+  EXPECT_TRUE(again->stored);
+  EXPECT_EQ(again->notice.id, added->notice.id);
+  ASSERT_EQ(again->notice.pastes.size(), 3u);
+  EXPECT_EQ(again->notice.pastes[0].paste, live.id.str());
+  EXPECT_EQ(again->notice.pastes[0].outcome, kNoticeWithheld);
+  EXPECT_TRUE(again->notice.pastes[0].open);
+  EXPECT_EQ(again->notice.pastes[1].outcome, kNoticeTakenDown);
+  EXPECT_FALSE(again->notice.pastes[1].open);
+
+  // The cap counts stored notices.
+  auto full =
+      RunSync(this->meta().AddNotice(notice("CASE-2", {also.id.str()}), 1, this->deadline()));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kInsufficientStorage);
+  EXPECT_EQ(full.error().reason, kNoticesFull);
+
+  auto open = RunSync(this->meta().OpenNotices(10, this->deadline()));
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].reference, "CASE-1");
+  EXPECT_EQ((*open)[0].received_at, 300);
+
+  // The operator acts on one paste, then the other: the notice closes with the second.
+  auto closed = RunSync(this->meta().CloseNotices(live.id, 400, this->deadline()));
+  ASSERT_TRUE(closed.ok());
+  ASSERT_EQ(closed->size(), 1u);
+  EXPECT_EQ((*closed)[0].reference, "CASE-1");
+  EXPECT_EQ((*closed)[0].received_at, 300);
+  EXPECT_TRUE(RunSync(this->meta().CloseNotices(live.id, 401, this->deadline()))->empty());
+  EXPECT_EQ(RunSync(this->meta().OpenNotices(10, this->deadline()))->size(), 1u);
+  ASSERT_EQ(RunSync(this->meta().CloseNotices(also.id, 402, this->deadline()))->size(), 1u);
+  EXPECT_TRUE(RunSync(this->meta().OpenNotices(10, this->deadline()))->empty());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreContract, InsertedRowReadsBackIdentically, BodySizeAndChecksumRoundTrip,
     MissingRowIsNotFound, DuplicateInsertFailsAndKeepsTheFirstRow,
@@ -1659,6 +1754,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     CreatorTokensStopAtTheCapOfLiveTokens, ContentBlocksPageInDigestOrderAndStopAtTheirMaximum,
     ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
     ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest,
-    TransparencyCountsAddUpByMonthKindAndLabel, ModerationActionsCountThemselvesWithTheirTime);
+    TransparencyCountsAddUpByMonthKindAndLabel, ModerationActionsCountThemselvesWithTheirTime,
+    NoticesWithholdAnswerEachPasteAndAreIdempotent);
 
 }  // namespace sluice::store::contract

@@ -210,6 +210,34 @@ class ReviewPageTest(SluiceTestCase):
         self.assertStatus(res, 303)
         self.assertIn("Max-Age=0", res.header("Set-Cookie"))
 
+    def test_a_notices_pastes_lead_the_first_page_and_a_restore_closes_the_notice(self):
+        noticed = self.s.create_ok("a phishing kit")["id"]
+        reported = self.reported()
+        body = {"sender": "abuse@hoster.example", "reference": "CASE-7", "category": "phishing",
+                "pastes": [noticed]}
+        res = self.s.admin_request("POST", "/admin/notices", body=json.dumps(body),
+                                   headers={"Content-Type": "application/json"})
+        self.assertStatus(res, 201)
+        page = Page(self.s)
+        page.login()
+        html = page.request("GET", "/admin/review").text
+        # The notice's row first, then the reported paste's.
+        self.assertLess(html.index(f'id="row-{noticed}"'), html.index(f'id="row-{reported}"'))
+        row = html[html.index(f'id="row-{noticed}"'):]
+        row = row[:row.index("</tr>")]
+        self.assertIn("<td>notice</td>", row)
+        self.assertIn("CASE-7 from abuse@hoster.example (phishing)", row)
+        self.assertIn("withheld by a notice (451)", row)
+        self.assertIn('value="restore"', row)
+        token = page.csrf()
+        res = page.request("POST", f"/admin/review/{noticed}",
+                           {"action": "restore", "csrf": token})
+        self.assertStatus(res, 303)
+        self.assertEqual(self.s.get(f"/raw/{noticed}").status, 200)
+        notices = self.s.admin_request("GET", "/admin/notices").json()["notices"]
+        self.assertEqual(notices, [])
+        self.assertNotIn(f'id="row-{noticed}"', page.request("GET", "/admin/review").text)
+
     def test_a_paste_is_plain_text_cut_when_large_and_opaque_when_encrypted(self):
         page = Page(self.s)
         page.login()

@@ -265,6 +265,23 @@ class FaultyMetaStore final : public store::MetaStore {
     if (Fails()) co_return StoreDown();
     co_return co_await inner_.BlockedContents(after, limit, d);
   }
+  boost::asio::awaitable<Result<store::NoticeOutcome>> AddNotice(store::Notice notice,
+                                                                 int64_t max_notices,
+                                                                 admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.AddNotice(std::move(notice), max_notices, d);
+    co_return co_await std::move(op);
+  }
+  boost::asio::awaitable<Result<std::vector<store::Notice>>> OpenNotices(
+      size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.OpenNotices(limit, d);
+  }
+  boost::asio::awaitable<Result<std::vector<store::Notice>>> CloseNotices(
+      store::PasteId id, int64_t at, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.CloseNotices(id, at, d);
+  }
   boost::asio::awaitable<Result<store::BlockedContentsState>> BlockedContentsVersion(
       admission::Deadline d) override {
     if (Fails()) co_return StoreDown();

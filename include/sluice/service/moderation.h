@@ -25,6 +25,7 @@
 #include "sluice/common/swappable.h"
 #include "sluice/service/admission_control.h"
 #include "sluice/service/content_blocklist.h"
+#include "sluice/service/notice.h"
 #include "sluice/service/operator_events.h"
 #include "sluice/service/paste_cache.h"
 #include "sluice/service/transparency.h"
@@ -96,6 +97,25 @@ struct ModerationOptions {
   /// sluice_moderation_takedown_deadline_seconds, which the alert rule in deploy/prometheus
   /// compares the oldest open entry's age with. Default: 1 h.
   std::chrono::seconds takedown_deadline = std::chrono::hours(1);
+  /// Notices stored at most, over all processes sharing the store; past it a notice is refused
+  /// (507 notices_full) and the operator is told to clear old ones (docs/moderation.md,
+  /// "Notices"). Default: 100,000.
+  int64_t max_notices = 100'000;
+  /// The share of its deadline (a notice's own, else takedown_deadline) after which an open notice
+  /// or the oldest open report is published as a "deadline_warning", once per item; the same
+  /// share as the SluiceTakedownDeadline alert's (deploy/prometheus/sluice.rules.yml).
+  /// Default: 0.75.
+  double deadline_warning_share = 0.75;
+};
+
+/// What ModerationService::AddNotice did.
+struct NoticeReceipt {
+  /// False when the sender's reference was stored already (`notice` is that one, unchanged).
+  bool created = false;
+  /// False when no paste it named could be withheld: nothing was stored, and `notice.pastes`
+  /// says why for each.
+  bool stored = false;
+  store::Notice notice;
 };
 
 /// What an operator's content block did (ModerationService::BlockContent).
@@ -173,6 +193,25 @@ class ModerationService {
   /// Reads the list again from the store if its version changed since this process last read it.
   boost::asio::awaitable<Status> LoadBlockedContents();
 
+  // Notices (docs/moderation.md, "Notices").
+  /// Stores the notice and withholds its pastes at once (451 withheld_notice on every read),
+  /// idempotent by sender and reference. InvalidArgument for a request CheckNoticeRequest
+  /// refuses; InsufficientStorage (notices_full) past max_notices. A paste that does not exist or
+  /// is down already is answered for itself; a notice naming no paste that could be withheld
+  /// stores nothing (NoticeReceipt::stored).
+  boost::asio::awaitable<Result<NoticeReceipt>> AddNotice(NoticeRequest request);
+  /// Up to `limit` open notices, the oldest first, each with its pastes.
+  boost::asio::awaitable<Result<std::vector<store::Notice>>> OpenNotices(size_t limit);
+  /// Publishes a "deadline_warning" for each open notice, and the oldest open report, past
+  /// deadline_warning_share of its deadline, once per item and process. RefreshLoop runs it every
+  /// blocks_refresh; nothing else needs to.
+  boost::asio::awaitable<void> WarnOfDeadlines();
+  /// takedown_deadline: a notice's deadline when its sender gave none, and what the review page
+  /// marks entries late against.
+  std::chrono::seconds TakedownDeadline() const { return built_.takedown_deadline; }
+  /// The arrival of the oldest open notice, as last read with PendingReports; none when none.
+  std::optional<int64_t> OldestOpenNoticeAt() const;
+
   /// Reads the blocks in force from the store into the block list.
   boost::asio::awaitable<Status> LoadBlocks();
 
@@ -182,8 +221,6 @@ class ModerationService {
   int64_t PendingReports() const { return pending_.load(std::memory_order_relaxed); }
   /// Open reports stored, as last read with PendingReports.
   int64_t OpenReportRows() const { return open_reports_.load(std::memory_order_relaxed); }
-  /// takedown_deadline, as built: the review page marks entries late against it.
-  std::chrono::seconds TakedownDeadline() const { return built_.takedown_deadline; }
   /// Reads the counts again; a failure keeps the last ones.
   boost::asio::awaitable<void> RefreshPending();
   /// The arrival (Unix seconds) of the review queue's oldest open entry, as last read with
@@ -242,6 +279,13 @@ class ModerationService {
   /// out of the queue, observed when the store said when it had arrived.
   void ObserveTimeToAction(std::string_view action, const store::ModerationOutcome& outcome,
                            int64_t at);
+  /// The operator acted on `meta` (`action`: takedown, restore): closes the notices naming it,
+  /// observes their time to action (kind="notice") and returns what the audit row adds: the
+  /// notices' references, or nothing.
+  boost::asio::awaitable<std::string> CloseNoticesOf(const store::PasteMeta& meta,
+                                                     std::string_view action, int64_t at,
+                                                     admission::Deadline deadline);
+
   /// Every cache lets go of `meta`, now in `state`.
   boost::asio::awaitable<void> ForgetCached(store::PasteMeta meta, store::Moderation state,
                                             admission::Deadline deadline);
@@ -286,6 +330,12 @@ class ModerationService {
   std::atomic<int64_t> open_reports_{0};
   static constexpr int64_t kNoneQueued = -1;
   std::atomic<int64_t> oldest_report_at_{kNoneQueued};
+  std::atomic<int64_t> oldest_notice_at_{kNoneQueued};
+  // What WarnOfDeadlines has warned of: notice ids still open, and the arrival of the oldest
+  // report entry last warned of. Only RefreshLoop touches them.
+  std::vector<int64_t> warned_notices_;
+  static constexpr size_t kNoticeWarningScan = 1000;
+  int64_t warned_report_at_ = kNoneQueued;
   // Clock::Now() in nanoseconds of the last counts read begun: RefreshForScrape's cache.
   std::atomic<int64_t> counted_at_ns_{std::numeric_limits<int64_t>::min()};
   // The last transparency report read and when (Clock::Now() in nanoseconds), and whether a read

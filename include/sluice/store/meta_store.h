@@ -282,6 +282,29 @@ class MetaStore {
   /// rows: a range of the counters' primary key.
   virtual boost::asio::awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
       std::string first_month, size_t limit, admission::Deadline deadline) = 0;
+  // Notices (docs/moderation.md, "Notices"): each withholds the pastes it names in its own
+  // transaction and is unique by sender and reference.
+
+  /// Stores `notice` (its pastes named, outcomes empty) unless one with its sender and reference
+  /// is stored: then returns that one (created false, stored true). Each named paste is withheld
+  /// (Moderation::kWithheldNotice, an edge purge enqueued) unless it has no live row
+  /// (kNoticeNotFound) or is taken down (kNoticeTakenDown). When none could be withheld nothing
+  /// is stored (stored false, the outcomes filled). InsufficientStorage (kNoticesFull) when
+  /// `max_notices` are stored.
+  virtual boost::asio::awaitable<Result<NoticeOutcome>> AddNotice(Notice notice,
+                                                                  int64_t max_notices,
+                                                                  admission::Deadline deadline) = 0;
+
+  /// Up to `limit` open notices (a paste still open), the oldest first (the takedown clock's
+  /// order), each with its pastes; `limit` 1 is the oldest open notice, one index probe.
+  virtual boost::asio::awaitable<Result<std::vector<Notice>>> OpenNotices(
+      size_t limit, admission::Deadline deadline) = 0;
+
+  /// The operator acted on paste `id` (a takedown, a restore) at `at`: closes its open rows in
+  /// every notice naming it and returns those notices as they were before (for the audit trail
+  /// and the time to action), without their pastes.
+  virtual boost::asio::awaitable<Result<std::vector<Notice>>> CloseNotices(
+      PasteId id, int64_t at, admission::Deadline deadline) = 0;
 
   /// Appends one operator action to the audit trail.
   virtual boost::asio::awaitable<Status> AddAudit(AuditEntry entry,

@@ -24,6 +24,8 @@ constexpr std::string_view ModerationName(Moderation m) {
       return "withheld";
     case Moderation::kTakenDown:
       return "taken_down";
+    case Moderation::kWithheldNotice:
+      return "withheld_notice";
   }
   return "none";
 }
@@ -221,6 +223,50 @@ struct ModerationOutcome {
   /// open) or the change leaves it queued (a withholding).
   std::optional<int64_t> queued_since{};
 };
+
+/// What a notice did to one paste it named (NoticePaste::outcome).
+inline constexpr std::string_view kNoticeWithheld = "withheld";
+inline constexpr std::string_view kNoticeNotFound = "not_found";
+inline constexpr std::string_view kNoticeTakenDown = "taken_down";
+
+/// One paste a notice names and what the notice did to it. `open` while the operator has not
+/// acted on it (taken it down or restored it): the notice's clock runs while any is open.
+struct NoticePaste {
+  std::string paste;
+  /// kNoticeWithheld, kNoticeNotFound (no live paste) or kNoticeTakenDown (down already).
+  std::string outcome;
+  bool open = false;
+};
+
+/// A notice from a hosting abuse desk, a registrar or an authority (docs/moderation.md,
+/// "Notices"): it withholds the pastes it names at once (451 withheld_notice) and waits in the
+/// queue, on the takedown clock, until the operator acts on each. Unique by sender and reference.
+struct Notice {
+  /// Given by the store.
+  int64_t id = 0;
+  std::string sender;
+  std::string reference;
+  std::string category;
+  /// The sender's deadline (Unix seconds), when they gave one.
+  std::optional<int64_t> deadline_at{};
+  int64_t received_at = 0;
+  std::vector<NoticePaste> pastes{};
+  /// Pastes still open (NoticePaste::open).
+  int64_t open_pastes = 0;
+};
+
+/// What MetaStore::AddNotice did.
+struct NoticeOutcome {
+  /// False when the sender's reference was stored already (`notice` is the stored one) or when
+  /// no paste it names could be withheld (nothing stored).
+  bool created = false;
+  /// The notice is in the store (created now or before).
+  bool stored = false;
+  Notice notice;
+};
+
+/// The reason of the InsufficientStorage error of a store that holds max_notices notices.
+inline constexpr std::string_view kNoticesFull = "notices_full";
 
 /// Creates from `prefix` (a client key, an address or a CIDR block) are refused until `until`.
 struct ClientBlock {

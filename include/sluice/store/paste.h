@@ -37,9 +37,12 @@ using TokenHash = std::array<unsigned char, 32>;
 using BodyDigest = std::array<unsigned char, 32>;
 
 /// What moderation did to a paste (docs/moderation.md): nothing, withheld pending review
-/// (enough distinct clients reported it), or taken down by an operator. Either of the last two is
-/// answered 451, never the text.
-enum class Moderation { kNone = 0, kWithheld = 1, kTakenDown = 2 };
+/// (enough distinct clients reported it), taken down by an operator, or withheld by a notice (a
+/// hosting abuse desk's, a registrar's, an authority's) until the operator acts. All but the
+/// first are answered 451, never the text. Stored as the number: append only.
+enum class Moderation { kNone = 0, kWithheld = 1, kTakenDown = 2, kWithheldNotice = 3 };
+/// The largest stored value a row's moderation may hold (older values read as kNone).
+inline constexpr int64_t kMaxModeration = 3;
 
 /// One metadata row. Times are Unix seconds.
 struct PasteMeta {

@@ -361,6 +361,81 @@ class MemoryMetaStore final : public MetaStore {
     co_return out;
   }
 
+  awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
+                                             admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    for (const auto& [nid, n] : notices_) {
+      if (n.sender == notice.sender && n.reference == notice.reference) {
+        co_return NoticeOutcome{false, true, n};
+      }
+    }
+    std::vector<PasteId> withheld;
+    for (NoticePaste& p : notice.pastes) {
+      const auto id = PasteId::Parse(p.paste);
+      auto it = id ? rows_.find(*id) : rows_.end();
+      if (it == rows_.end() ||
+          (it->second.moderation != Moderation::kTakenDown &&
+           (it->second.deleted || it->second.expires_at <= notice.received_at))) {
+        p.outcome = std::string(kNoticeNotFound);
+      } else if (it->second.moderation == Moderation::kTakenDown) {
+        p.outcome = std::string(kNoticeTakenDown);
+      } else {
+        p.outcome = std::string(kNoticeWithheld);
+        p.open = true;
+        withheld.push_back(*id);
+      }
+    }
+    notice.open_pastes = static_cast<int64_t>(withheld.size());
+    if (withheld.empty()) co_return NoticeOutcome{false, false, std::move(notice)};
+    if (static_cast<int64_t>(notices_.size()) >= max_notices) {
+      co_return MakeError(ErrorCode::kInsufficientStorage, "the store holds max_notices notices",
+                          std::string(kNoticesFull));
+    }
+    for (const PasteId& id : withheld) {
+      rows_.at(id).moderation = Moderation::kWithheldNotice;
+      outbox_.push_back(
+          {OutboxEntry{++seq_, id, OutboxEntry::Kind::kPurgeEdge, 0, notice.received_at},
+           notice.received_at});
+    }
+    notice.id = ++notice_seq_;
+    notices_.emplace(notice.id, notice);
+    co_return NoticeOutcome{true, true, std::move(notice)};
+  }
+
+  awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit, admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<Notice> out;
+    for (const auto& [nid, n] : notices_) {
+      if (n.open_pastes > 0) out.push_back(n);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Notice& a, const Notice& b) {
+      return a.received_at < b.received_at;
+    });
+    if (out.size() > limit) out.resize(limit);
+    co_return out;
+  }
+
+  awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t,
+                                                      admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<Notice> out;
+    for (auto& [nid, n] : notices_) {
+      bool closed = false;
+      for (NoticePaste& p : n.pastes) {
+        if (p.open && p.paste == id.view()) {
+          p.open = false;
+          closed = true;
+        }
+      }
+      if (!closed) continue;
+      Notice before = n;
+      before.pastes.clear();
+      out.push_back(std::move(before));
+      --n.open_pastes;
+    }
+    co_return out;
+  }
+
   awaitable<Result<bool>> BlockContent(BlockedContent entry, int64_t max_entries,
                                        admission::Deadline) override {
     std::lock_guard lock(mu_);
@@ -574,6 +649,8 @@ class MemoryMetaStore final : public MetaStore {
   std::vector<AuditEntry> audit_;
   // By (month, kind, label), as the SQL stores' primary key.
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> tally_;
+  std::map<int64_t, Notice> notices_;  // by id
+  int64_t notice_seq_ = 0;
   LocalStorageLedger ledger_;
 };
 

@@ -38,7 +38,7 @@ inline TokenHash Hash(std::string_view hex) {
 }
 
 inline Moderation ModerationOf(int64_t v) {
-  return v >= 0 && v <= 2 ? static_cast<Moderation>(v) : Moderation::kNone;
+  return v >= 0 && v <= kMaxModeration ? static_cast<Moderation>(v) : Moderation::kNone;
 }
 
 inline Param P(int64_t v) { return Param{std::to_string(v), false}; }

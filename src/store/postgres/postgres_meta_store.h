@@ -111,6 +111,12 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
                                     admission::Deadline deadline) override;
   awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
       std::string first_month, size_t limit, admission::Deadline deadline) override;
+  awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
+                                             admission::Deadline deadline) override;
+  awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit,
+                                                     admission::Deadline deadline) override;
+  awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t at,
+                                                      admission::Deadline deadline) override;
   awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
                                     admission::Deadline deadline) override;
   awaitable<Result<bool>> RevokeCreatorToken(std::string id, int64_t now,

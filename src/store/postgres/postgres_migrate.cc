@@ -544,6 +544,94 @@ constexpr const char* kMigrations[] = {
                                     WHERE b >= p_seconds), 'inf'), 1);
     $$;
     )sql",
+    // 17: notices, as the SQLite store's migration 19 says. sluice_add_notice takes a
+    // transaction-scoped advisory lock first, so concurrent notices from several processes are
+    // ordered (notices are rare) and max_notices holds across them; it classifies each named
+    // paste, then stores the notice and withholds its pastes in the one transaction, and answers
+    // o_status 0 (stored now), 1 (the sender's reference was stored: o_id is it), 2 (no paste
+    // could be withheld: nothing stored) or 3 (the store holds max_notices), with the outcomes.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS notices (
+      id bigserial PRIMARY KEY,
+      sender text NOT NULL,
+      reference text NOT NULL,
+      category text NOT NULL,
+      deadline_at bigint NOT NULL,
+      received_at bigint NOT NULL,
+      open_pastes bigint NOT NULL,
+      UNIQUE (sender, reference)
+    );
+    CREATE INDEX IF NOT EXISTS notices_open_by_arrival ON notices (received_at, id)
+      WHERE open_pastes > 0;
+    CREATE TABLE IF NOT EXISTS notice_pastes (
+      notice_id bigint NOT NULL,
+      paste_id text NOT NULL,
+      ord int NOT NULL,
+      outcome text NOT NULL,
+      open boolean NOT NULL,
+      PRIMARY KEY (notice_id, paste_id)
+    );
+    CREATE INDEX IF NOT EXISTS notice_pastes_open_by_paste ON notice_pastes (paste_id)
+      WHERE open;
+    CREATE OR REPLACE FUNCTION sluice_add_notice(
+        p_sender text, p_reference text, p_category text, p_deadline_at bigint, p_at bigint,
+        p_pastes text[], p_max bigint)
+    RETURNS TABLE (o_status smallint, o_id bigint, o_outcomes text) LANGUAGE plpgsql AS $$
+    DECLARE
+      v_outcomes text[] := '{}';
+      v_withheld bigint := 0;
+      v_mod smallint;
+      v_deleted boolean;
+      v_expires bigint;
+      v_id bigint;
+      i int;
+    BEGIN
+      PERFORM pg_advisory_xact_lock(126879289336678);
+      SELECT n.id INTO v_id FROM notices n WHERE n.sender = p_sender AND n.reference = p_reference;
+      IF FOUND THEN
+        RETURN QUERY SELECT 1::smallint, v_id, ''::text;
+        RETURN;
+      END IF;
+      FOR i IN 1 .. coalesce(array_length(p_pastes, 1), 0) LOOP
+        v_mod := NULL;
+        SELECT p.moderation, p.deleted, p.expires_at INTO v_mod, v_deleted, v_expires
+          FROM pastes p WHERE p.id = p_pastes[i] FOR UPDATE;
+        IF v_mod IS NOT NULL AND v_mod = 2 THEN
+          v_outcomes := v_outcomes || 'taken_down'::text;
+        ELSIF v_mod IS NULL OR v_deleted OR v_expires <= p_at THEN
+          v_outcomes := v_outcomes || 'not_found'::text;
+        ELSE
+          v_outcomes := v_outcomes || 'withheld'::text;
+          v_withheld := v_withheld + 1;
+        END IF;
+      END LOOP;
+      IF v_withheld = 0 THEN
+        RETURN QUERY SELECT 2::smallint, 0::bigint, array_to_string(v_outcomes, ',');
+        RETURN;
+      END IF;
+      IF (SELECT count(*) FROM notices) >= p_max THEN
+        RETURN QUERY SELECT 3::smallint, 0::bigint, array_to_string(v_outcomes, ',');
+        RETURN;
+      END IF;
+      INSERT INTO notices (sender, reference, category, deadline_at, received_at, open_pastes)
+        VALUES (p_sender, p_reference, p_category, p_deadline_at, p_at, v_withheld)
+        RETURNING id INTO v_id;
+      FOR i IN 1 .. array_length(p_pastes, 1) LOOP
+        INSERT INTO notice_pastes (notice_id, paste_id, ord, outcome, open)
+          VALUES (v_id, p_pastes[i], i, v_outcomes[i], v_outcomes[i] = 'withheld')
+          ON CONFLICT DO NOTHING;
+        IF v_outcomes[i] = 'withheld' THEN
+          UPDATE pastes SET moderation = 3,
+              moderation_reason = 'notice ' || p_reference || ' from ' || p_sender,
+              moderated_at = p_at
+            WHERE id = p_pastes[i];
+          INSERT INTO outbox (paste_id, kind, attempts, enqueued_at, next_attempt_at)
+            VALUES (p_pastes[i], 'purge_edge', 0, p_at, p_at);
+        END IF;
+      END LOOP;
+      RETURN QUERY SELECT 0::smallint, v_id, array_to_string(v_outcomes, ',');
+    END $$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

@@ -107,7 +107,7 @@ std::optional<PasteMeta> DecodeMeta(const PasteId& id, const std::string& text) 
   m.expires_at = expires;
   m.size_bytes = size;
   m.deleted = deleted != 0;
-  if (fields >= 9 && moderation >= 0 && moderation <= 2) {
+  if (fields >= 9 && moderation >= 0 && moderation <= store::kMaxModeration) {
     m.moderation = static_cast<store::Moderation>(moderation);
   }
   m.burn = fields >= 10 && burn != 0;

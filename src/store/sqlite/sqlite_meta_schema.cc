@@ -238,7 +238,8 @@ constexpr const char* kMigrations[] = {
         WHERE r.paste_id = report_queue.paste_id AND r.open = 1), latest_at);
     CREATE INDEX report_queue_by_arrival ON report_queue (first_at);
     )sql",
-    // 17: creator tokens (docs/admission.md, "Creator tokens"): the SHA-256 of each secret, never the
+    // 17: creator tokens (docs/admission.md, "Creator tokens"): the SHA-256 of each secret, never
+    // the
     // secret, the token's own budget, and one row whose version every add and revoke bumps, so
     // that each process reads the tokens again only when they changed.
     R"sql(
@@ -271,6 +272,31 @@ constexpr const char* kMigrations[] = {
       n INTEGER NOT NULL,
       PRIMARY KEY (month, kind, label)
     ) WITHOUT ROWID;
+    )sql",
+    // 19: notices (docs/moderation.md, "Notices"): unique by sender and reference; each named
+    // paste a row with what the notice did to it, open until the operator acts on the paste. The
+    // partial index on the arrival of open notices is the takedown clock's kind="notice": the
+    // oldest open notice is one probe of it.
+    R"sql(
+    CREATE TABLE notices (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      sender TEXT NOT NULL,
+      reference TEXT NOT NULL,
+      category TEXT NOT NULL,
+      deadline_at INTEGER NOT NULL,  -- 0: the sender gave none
+      received_at INTEGER NOT NULL,
+      open_pastes INTEGER NOT NULL,
+      UNIQUE (sender, reference)
+    );
+    CREATE INDEX notices_open_by_arrival ON notices (received_at, id) WHERE open_pastes > 0;
+    CREATE TABLE notice_pastes (
+      notice_id INTEGER NOT NULL,
+      paste_id TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      open INTEGER NOT NULL,
+      PRIMARY KEY (notice_id, paste_id)
+    );
+    CREATE INDEX notice_pastes_open_by_paste ON notice_pastes (paste_id) WHERE open = 1;
     )sql",
 };
 

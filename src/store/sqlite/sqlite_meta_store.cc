@@ -28,7 +28,8 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
     std::copy_n(digest.begin(), digest.size(), m.body_sha256->begin());
   }
   const int64_t moderation = s.Int(7);
-  if (moderation >= 0 && moderation <= 2) m.moderation = static_cast<Moderation>(moderation);
+  if (moderation >= 0 && moderation <= kMaxModeration)
+    m.moderation = static_cast<Moderation>(moderation);
   if (auto network = s.OptionalInt(8)) m.creator_network = static_cast<uint64_t>(*network);
   m.encrypted = s.Int(9) != 0;
   m.views_left = static_cast<uint32_t>(std::clamp<int64_t>(s.Int(10), 0, UINT32_MAX));
@@ -38,7 +39,7 @@ PasteMeta RowToMeta(const PasteId& id, Statement& s) {
 }
 
 Moderation ModerationOf(int64_t v) {
-  return v >= 0 && v <= 2 ? static_cast<Moderation>(v) : Moderation::kNone;
+  return v >= 0 && v <= kMaxModeration ? static_cast<Moderation>(v) : Moderation::kNone;
 }
 
 Error NoSuchPaste() { return MakeError(ErrorCode::kNotFound, "no such paste", "not_found"); }

@@ -143,10 +143,23 @@ struct RevokeCreatorTokenOp {
   // Written on the committer thread before the op's completion, read by the caller after it.
   std::shared_ptr<bool> revoked;
 };
+struct AddNoticeOp {
+  Notice notice;
+  int64_t max_notices;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<NoticeOutcome> outcome;
+};
+struct CloseNoticesOp {
+  PasteId id;
+  int64_t at;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<std::vector<Notice>> closed;
+};
 using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
                              ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
                              AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp,
-                             AddCreatorTokenOp, RevokeCreatorTokenOp, AddTransparencyOp>;
+                             AddCreatorTokenOp, RevokeCreatorTokenOp, AddTransparencyOp,
+                             AddNoticeOp, CloseNoticesOp>;
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -264,6 +277,12 @@ class SqliteMetaStore final : public MetaStore {
   }
   awaitable<Result<std::vector<TransparencyCount>>> TransparencyCounts(
       std::string first_month, size_t limit, admission::Deadline deadline) override;
+  awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
+                                             admission::Deadline) override;
+  awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit,
+                                                     admission::Deadline deadline) override;
+  awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t at,
+                                                      admission::Deadline) override;
   awaitable<Status> AddCreatorToken(CreatorToken token, int64_t max_live, int64_t now,
                                     admission::Deadline) override {
     return committer_->Submit(AddCreatorTokenOp{std::move(token), max_live, now});
@@ -328,6 +347,10 @@ class SqliteMetaStore final : public MetaStore {
   // Adds `count` to its transparency counter (one upsert), inside the calling op's savepoint.
   static Status Tally(Db& db, const TransparencyCount& count);
   static Status Tally(Db& db, int64_t at, std::string_view kind, std::string_view label);
+  Status Apply(Db& db, const AddNoticeOp& op);
+  Status Apply(Db& db, const CloseNoticesOp& op);
+  // The notice `id` (sender, reference, ...; `with_pastes`: its pastes too), or NotFound.
+  static Result<Notice> ReadNotice(Db& db, int64_t id, bool with_pastes);
   // Inserts `entry` unless its digest is there or the list holds `max_entries` (`full` says
   // which); bumps the version when it did.
   static Status InsertBlockedContent(Db& db, const BlockedContent& entry, int64_t max_entries,

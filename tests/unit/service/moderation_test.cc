@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../../support/faulty_stores.h"
 #include "../../support/run_sync.h"
 #include "sluice/service/paste_service.h"
@@ -110,6 +112,51 @@ TEST_F(ModerationTest, TheThirdDistinctNetworkWithholdsEvenACachedPaste) {
   ASSERT_EQ(audit->size(), 2u);
   EXPECT_EQ((*audit)[0].action, "dismiss");
   EXPECT_EQ((*audit)[1].action, "withhold");
+}
+
+// A notice (docs/moderation.md, "Notices") withholds even a cached paste with its own reason, is
+// published once, warns once past 75% of its deadline, and the takedown is audited with it.
+TEST_F(ModerationTest, ANoticeWithholdsWarnsOnceAndIsAuditedWithTheTakedown) {
+  struct Recorder final : OperatorEventSink {
+    void Publish(OperatorEvent e) noexcept override { events.push_back(std::move(e)); }
+    size_t Count(std::string_view kind) const {
+      return std::count_if(events.begin(), events.end(),
+                           [&](const OperatorEvent& e) { return e.kind == kind; });
+    }
+    std::vector<OperatorEvent> events;
+  } told;
+  moderation_.TellOperator(&told);
+  const store::PasteId id = Create("a phishing page");
+  ASSERT_TRUE(Read(id).ok());  // now in the process cache
+  NoticeRequest request{"abuse@hoster.example", "CASE-9", "phishing", {id.str()}, std::nullopt};
+  auto receipt = RunSync(moderation_.AddNotice(request));
+  ASSERT_TRUE(receipt.ok()) << receipt.error().message;
+  EXPECT_TRUE(receipt->created);
+  auto read = Read(id);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().reason, "withheld_notice");
+  EXPECT_EQ(told.Count("notice"), 1u);
+  EXPECT_TRUE(RunSync(moderation_.AddNotice(request)).ok());
+  EXPECT_EQ(told.Count("notice"), 1u) << "the same reference again is no new notice";
+
+  // takedown_deadline is an hour: the warning comes past 45 minutes, once.
+  clock_.Advance(std::chrono::minutes(44));
+  RunSync(moderation_.WarnOfDeadlines());
+  EXPECT_EQ(told.Count("deadline_warning"), 0u);
+  clock_.Advance(std::chrono::minutes(2));
+  RunSync(moderation_.WarnOfDeadlines());
+  RunSync(moderation_.WarnOfDeadlines());
+  ASSERT_EQ(told.Count("deadline_warning"), 1u);
+  EXPECT_EQ(told.events.back().paste_id, id.str());
+
+  ASSERT_TRUE(RunSync(moderation_.Takedown(id.view(), "phishing")).ok());
+  auto audit = RunSync(moderation_.Audit(10));
+  ASSERT_FALSE(audit->empty());
+  EXPECT_EQ((*audit)[0].action, "takedown");
+  EXPECT_NE((*audit)[0].detail.find("notice CASE-9 from abuse@hoster.example"), std::string::npos)
+      << (*audit)[0].detail;
+  EXPECT_TRUE(RunSync(moderation_.OpenNotices(10))->empty());
+  moderation_.TellOperator(nullptr);
 }
 
 // Reporters are counted by network (IPv4 /24, IPv6 /48), so the keys of one subscriber are one
@@ -371,7 +418,8 @@ TEST_F(ModerationTest, TheTakedownClockAgesFromTheStoredArrivalAndTimesEachActio
   text = scrape();
   EXPECT_EQ(SeriesValue(text, age), 3000) << "the oldest entry arrived 50 minutes ago";
 
-  // A scrape storm reads the store once per kScrapeFreshness; the age still grows at each scrape.
+  // A scrape storm reads the store once per kScrapeFreshness (two calls: the queue's counts and
+  // the oldest open notice); the age still grows at each scrape.
   const int calls = meta_.calls.load();
   clock_.Advance(ModerationService::kScrapeFreshness / 2);
   RunSync(moderation.RefreshForScrape());
@@ -379,7 +427,7 @@ TEST_F(ModerationTest, TheTakedownClockAgesFromTheStoredArrivalAndTimesEachActio
   EXPECT_EQ(meta_.calls.load(), calls);
   clock_.Advance(std::chrono::seconds(60));
   text = scrape();
-  EXPECT_EQ(meta_.calls.load(), calls + 1);
+  EXPECT_EQ(meta_.calls.load(), calls + 2);
   EXPECT_EQ(SeriesValue(text, age), 3060);
 
   // Each action is timed from its entry's arrival; the oldest is then the next one.
