@@ -1641,6 +1641,41 @@ TYPED_TEST_P(StoreContract, ConcurrentReservationsNeverPassTheQuota) {
 // transaction (an edge purge owed each), answers each paste, is stored once per sender and
 // reference, stores nothing when it names none that could be withheld, respects its cap, and is
 // closed paste by paste by the operator's action.
+// A noticed paste that expires (or is deleted) before the operator acts is purged by the sweep;
+// the purge closes it in every notice naming it, so the takedown clock of kind="notice" does not
+// go on counting (and the deadline alert firing) for a paste that is gone.
+TYPED_TEST_P(StoreContract, APurgedPasteClosesItsNotices) {
+  const PasteMeta gone = Row("ntp000000001", 5000);
+  const PasteMeta kept = Row("ntp000000002", 5000);
+  for (const PasteMeta& r : {gone, kept}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  Notice n;
+  n.sender = "abuse@hoster.example";
+  n.reference = "CASE-9";
+  n.category = "phishing";
+  n.received_at = 300;
+  n.pastes = {NoticePaste{gone.id.str(), "", false}, NoticePaste{kept.id.str(), "", false}};
+  Notice only_gone = n;
+  only_gone.reference = "CASE-10";
+  only_gone.pastes = {NoticePaste{gone.id.str(), "", false}};
+  for (const Notice& notice : {n, only_gone}) {
+    auto added = RunSync(this->meta().AddNotice(notice, 10, this->deadline()));
+    ASSERT_TRUE(added.ok()) << added.error().message;
+    ASSERT_TRUE(added->created);
+  }
+  ASSERT_EQ(RunSync(this->meta().OpenNotices(10, this->deadline()))->size(), 2u);
+
+  ASSERT_TRUE(RunSync(this->meta().Purge({gone.id}, this->deadline())).ok());
+  auto open = RunSync(this->meta().OpenNotices(10, this->deadline()));
+  ASSERT_TRUE(open.ok()) << open.error().message;
+  // CASE-10 named only the purged paste: closed. CASE-9 waits on the paste still there.
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].reference, "CASE-9");
+  EXPECT_EQ((*open)[0].open_pastes, 1);
+  for (const NoticePaste& p : (*open)[0].pastes) EXPECT_EQ(p.open, p.paste == kept.id.str());
+}
+
 TYPED_TEST_P(StoreContract, NoticesWithholdAnswerEachPasteAndAreIdempotent) {
   const PasteMeta live = Row("ntc000000001", 5000);
   const PasteMeta also = Row("ntc000000002", 5000);
@@ -1755,6 +1790,6 @@ REGISTER_TYPED_TEST_SUITE_P(
     ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
     ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest,
     TransparencyCountsAddUpByMonthKindAndLabel, ModerationActionsCountThemselvesWithTheirTime,
-    NoticesWithholdAnswerEachPasteAndAreIdempotent);
+    NoticesWithholdAnswerEachPasteAndAreIdempotent, APurgedPasteClosesItsNotices);
 
 }  // namespace sluice::store::contract

@@ -116,6 +116,7 @@ class MemoryMetaStore final : public MetaStore {
       keep_.erase(id);
       std::erase_if(outbox_, [&](const auto& e) { return e.first.id == id; });
       CloseReports(id, std::nullopt);
+      CloseNoticesLocked(id);
     }
     co_return Ok();
   }
@@ -418,6 +419,12 @@ class MemoryMetaStore final : public MetaStore {
   awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t,
                                                       admission::Deadline) override {
     std::lock_guard lock(mu_);
+    co_return CloseNoticesLocked(id);
+  }
+
+  // Closes paste `id` in every notice naming it (an action on it, or its purge); the notices as
+  // they were, without their pastes. mu_ held.
+  std::vector<Notice> CloseNoticesLocked(const PasteId& id) {
     std::vector<Notice> out;
     for (auto& [nid, n] : notices_) {
       bool closed = false;
@@ -433,7 +440,7 @@ class MemoryMetaStore final : public MetaStore {
       out.push_back(std::move(before));
       --n.open_pastes;
     }
-    co_return out;
+    return out;
   }
 
   awaitable<Result<bool>> BlockContent(BlockedContent entry, int64_t max_entries,

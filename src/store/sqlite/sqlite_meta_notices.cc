@@ -167,22 +167,28 @@ Status SqliteMetaStore::Apply(Db& db, const AddNoticeOp& op) {
 }
 
 Status SqliteMetaStore::Apply(Db& db, const CloseNoticesOp& op) {
+  return CloseNoticeRows(db, op.id, op.closed.get());
+}
+
+Status SqliteMetaStore::CloseNoticeRows(Db& db, const PasteId& paste, std::vector<Notice>* closed) {
   // The partial index of open rows by paste: the notices still waiting on this paste.
   Statement& find =
       db.Prepare("SELECT notice_id FROM notice_pastes WHERE paste_id = ? AND open = 1");
-  find.Bind(1, op.id.view());
+  find.Bind(1, paste.view());
   std::vector<int64_t> ids;
   int rc;
   while ((rc = find.Step()) == SQLITE_ROW) ids.push_back(find.Int(0));
   find.Reset();
   if (rc != SQLITE_DONE) return StorageError(db, "notices of a paste");
   for (int64_t id : ids) {
-    Result<Notice> n = ReadNotice(db, id, false);
-    if (!n.ok()) return n.error();
-    op.closed->push_back(std::move(*n));
+    if (closed != nullptr) {
+      Result<Notice> n = ReadNotice(db, id, false);
+      if (!n.ok()) return n.error();
+      closed->push_back(std::move(*n));
+    }
     Statement& close = db.Prepare(
         "UPDATE notice_pastes SET open = 0 WHERE notice_id = ? AND paste_id = ? AND open = 1");
-    close.Bind(1, id).Bind(2, op.id.view());
+    close.Bind(1, id).Bind(2, paste.view());
     if (Status s = Done(db, close, "close notice paste"); !s.ok()) return s;
     Statement& count = db.Prepare("UPDATE notices SET open_pastes = open_pastes - 1 WHERE id = ?");
     count.Bind(1, id);

@@ -155,11 +155,11 @@ struct CloseNoticesOp {
   // Written on the committer thread before the op's completion, read by the caller after it.
   std::shared_ptr<std::vector<Notice>> closed;
 };
-using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
-                             ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
-                             AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp,
-                             AddCreatorTokenOp, RevokeCreatorTokenOp, AddTransparencyOp,
-                             AddNoticeOp, CloseNoticesOp>;
+using WriteOp =
+    std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp, ClaimOp,
+                 AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp, AddAuditOp, BodyPutOp,
+                 BodyDeleteOp, BlockContentOp, UnblockContentOp, AddCreatorTokenOp,
+                 RevokeCreatorTokenOp, AddTransparencyOp, AddNoticeOp, CloseNoticesOp>;
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -351,6 +351,9 @@ class SqliteMetaStore final : public MetaStore {
   Status Apply(Db& db, const CloseNoticesOp& op);
   // The notice `id` (sender, reference, ...; `with_pastes`: its pastes too), or NotFound.
   static Result<Notice> ReadNotice(Db& db, int64_t id, bool with_pastes);
+  // Closes `paste` in every notice naming it (an action on it, or its purge), inside the calling
+  // op's savepoint; `closed` (when given) gets those notices as they were, without their pastes.
+  static Status CloseNoticeRows(Db& db, const PasteId& paste, std::vector<Notice>* closed);
   // Inserts `entry` unless its digest is there or the list holds `max_entries` (`full` says
   // which); bumps the version when it did.
   static Status InsertBlockedContent(Db& db, const BlockedContent& entry, int64_t max_entries,

@@ -197,6 +197,9 @@ Status SqliteMetaStore::Apply(Db& db, const PurgeOp& op) {
     // Its open reports need no review any more: closed as made, so that report_retention
     // dates them from then (PurgeReports), and out of the queue.
     if (Status s = CloseReports(db, id, std::nullopt); !s.ok()) return s;
+    // And it is out of the notices naming it: gone before the operator acted, it waits for
+    // nothing (the takedown clock's kind="notice" stops counting it).
+    if (Status s = CloseNoticeRows(db, id, nullptr); !s.ok()) return s;
     row.Reset();
     row.Bind(1, id.view());
     const int rc = row.Step();
