@@ -117,6 +117,10 @@ Error PasteService::WithChallenge(Error refusal) const {
 std::optional<std::string> PasteService::ChallengeBeforeCreate(const admission::Creator& creator,
                                                                const ClientBudgets& budgets) const {
   if (pow_ == nullptr || creator.HoldsCredential()) return std::nullopt;
+  // A "challenge" feed's network solves for every create (AdmitCreate), whatever the budget.
+  if (feeds_ != nullptr && feeds_->AsksProofOfWork(creator.address_key)) {
+    return WithChallenge(MakeError(ErrorCode::kResourceExhausted, {})).challenge;
+  }
   for (const auto& bucket : budgets.buckets) {
     if (bucket.name == "global_count" && bucket.available < 1) {
       return WithChallenge(MakeError(ErrorCode::kResourceExhausted, {})).challenge;
@@ -190,9 +194,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
     ask.retry_after_seconds = 1;
     co_return WithChallenge(std::move(ask));
   }
-  auto admitting =
-      AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance, own,
-                         may_solve);
+  auto admitting = AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance,
+                                      own, may_solve);
   Result<CreateTicket> ticket = co_await std::move(admitting);
   if (may_solve && !ticket.ok() &&
       (ticket.error().reason == "global_count" || ticket.error().reason == "solver_count")) {
@@ -242,8 +245,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
     if (std::optional<Error> refused = RedeemProof(headers.proof)) co_return std::move(*refused);
     solver = true;
   }
-  auto admitting = admission_.AdmitCreate(client_key, *headers.declared_length, promise,
-                                          std::move(own), solver);
+  auto admitting =
+      admission_.AdmitCreate(client_key, *headers.declared_length, promise, std::move(own), solver);
   Result<CreateAdmission> slot = co_await std::move(admitting);
   if (!slot.ok()) co_return slot.error();
   // The reservation last, once the caps have admitted the create: only creates that hold a slot

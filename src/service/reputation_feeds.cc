@@ -147,6 +147,13 @@ FeedVerdict ReputationFeeds::Judge(std::string_view address_key) {
   return verdict;
 }
 
+bool ReputationFeeds::AsksProofOfWork(std::string_view address_key) const {
+  const std::shared_ptr<const State> state = state_.Load();
+  const int index = state->feeds->Match(address_key);
+  return index >= 0 && state->feeds->feeds()[static_cast<size_t>(index)].spec.action.kind ==
+                           admission::FeedActionKind::kChallenge;
+}
+
 void ReputationFeeds::Refund(const FeedVerdict& verdict, std::string_view address_key) {
   if (verdict.charged_class.empty()) return;
   per_key_.Refund(PerKeyKey(verdict.charged_class, address_key), 1);

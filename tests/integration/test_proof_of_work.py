@@ -155,7 +155,13 @@ class ChallengeFeedTest(FloodTestCase):
         self.s = self.server(["--trusted-proxy", "127.0.0.1", "--proof-of-work", "true",
                               "--proof-of-work-difficulty", "2000",
                               "--feeds", f"cloud=challenge:{f.name}"])
-        # The budget is full: only the listed network is asked.
+        # The budget is full: only the listed network is asked, and a page from it learns that
+        # before it sends (the browser's form solves first, web/static/app.js).
+        limits = lambda client: self.s.get(  # noqa: E731
+            "/api/v1/limits", headers={"X-Forwarded-For": client}).json()["proof_of_work"]
+        self.assertFalse(limits(HONEST)["asked"])
+        self.assertTrue(limits("192.0.2.9")["asked"])
+        self.assertIn("challenge", limits("192.0.2.9"))
         self.assertStatus(self.create(HONEST), 201)
         res = self.create("192.0.2.9")
         self.assertStatus(res, 429)

@@ -63,6 +63,9 @@ class ReputationFeeds {
   /// per-key bucket and of its class-wide bucket, both or neither. Counts each hit
   /// (sluice_feed_hits_total{feed,action}).
   FeedVerdict Judge(std::string_view address_key);
+  /// True if the feed that lists `address_key` asks its creates for a proof of work: what a page
+  /// learns before it sends (GET /api/v1/limits). Takes, counts and spends nothing.
+  bool AsksProofOfWork(std::string_view address_key) const;
   /// Gives back what Judge took for a create that a later check refused, so that a refused
   /// create spends nothing (PasteService::AdmitCreate).
   void Refund(const FeedVerdict& verdict, std::string_view address_key);
