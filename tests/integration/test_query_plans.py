@@ -22,6 +22,7 @@ BOUNDED = {
     "schema_version",  # one row a migration
     "audit",           # read newest first with a LIMIT: SQLite walks the rowid from its end
     "creator_tokens",  # written by the operator only (POST /admin/tokens), read whole by design
+    "notices",         # written by the operator only (POST /admin/notices), max_notices at most
 }
 
 
