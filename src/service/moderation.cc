@@ -378,10 +378,16 @@ awaitable<Result<store::ModerationOutcome>> ModerationService::Moderate(
 void ModerationService::ObserveTimeToAction(std::string_view action,
                                             const store::ModerationOutcome& outcome, int64_t at) {
   if (!outcome.queued_since) return;  // nothing was open: no clock ran
+  ObserveWait(action, "report", at - *outcome.queued_since);
+}
+
+void ModerationService::ObserveWait(std::string_view action, std::string_view kind,
+                                    int64_t seconds) {
   metrics_
       .GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
-                    {{"action", std::string(action)}, {"kind", "report"}}, TimeToActionBuckets())
-      .Observe(static_cast<double>(std::max<int64_t>(0, at - *outcome.queued_since)));
+                    {{"action", std::string(action)}, {"kind", std::string(kind)}},
+                    TimeToActionBuckets())
+      .Observe(static_cast<double>(std::max<int64_t>(0, seconds)));
 }
 
 awaitable<void> ModerationService::ForgetCached(store::PasteMeta meta, store::Moderation state,
@@ -709,168 +715,6 @@ awaitable<void> ModerationService::RefreshForScrape() {
   co_await std::move(counting);
 }
 
-// Notices (docs/moderation.md, "Notices").
-
-awaitable<Result<NoticeReceipt>> ModerationService::AddNotice(NoticeRequest request) {
-  if (std::optional<Error> closed = ReadOnly()) co_return std::move(*closed);
-  if (Status valid = CheckNoticeRequest(request); !valid.ok()) co_return valid.error();
-  const Deadline deadline = Deadline::After(clock_, built_.budget);
-  const int64_t now = clock_.UnixSeconds();
-  store::Notice notice{
-      0, request.sender, request.reference, request.category, request.deadline_at, now, {}, 0};
-  for (std::string& id : request.pastes) notice.pastes.push_back(store::NoticePaste{id, "", false});
-  auto adding = meta_.AddNotice(std::move(notice), options_.Load()->max_notices, deadline);
-  Result<store::NoticeOutcome> added = co_await std::move(adding);
-  if (!added.ok()) co_return WithRetryAfter(added.error());
-  NoticeReceipt receipt{added->created, added->stored, std::move(added->notice)};
-  if (!receipt.created) co_return receipt;  // stored before, or nothing to store
-  const store::Notice& n = receipt.notice;
-  std::vector<std::string> withheld;
-  for (const store::NoticePaste& p : n.pastes) {
-    if (p.outcome != store::kNoticeWithheld) continue;
-    withheld.push_back(p.paste);
-    // Every cache lets go of the paste, as for a withholding by reports: the store's row says 451
-    // from the notice's commit on, and this is what keeps a cached copy from being served.
-    const auto id = store::PasteId::Parse(p.paste);
-    if (!id) continue;  // unreachable: CheckNoticeRequest kept ids only
-    auto reading = meta_.Get(*id, deadline);
-    Result<store::PasteMeta> meta = co_await std::move(reading);
-    if (meta.ok()) {
-      auto forgetting = ForgetCached(*meta, store::Moderation::kWithheldNotice, deadline);
-      co_await std::move(forgetting);
-    } else {
-      cache_.MarkDeleted(*id);
-    }
-    auto recording =
-        Record("withhold_notice", p.paste,
-               fmt::format("notice {} from {} ({})", n.reference, n.sender, n.category), deadline);
-    co_await std::move(recording);
-  }
-  // The transparency report's notices (docs/moderation.md, "Transparency"), in one call after
-  // the notice's own transaction: a crash between the two loses these counts, not the notice.
-  // Senders are not classified yet, so each counts as "unclassified".
-  std::vector<store::TransparencyCount> tally = {
-      {store::TransparencyMonth(now), std::string(store::kTallyNoticeCategory), n.category, 1},
-      {store::TransparencyMonth(now), std::string(store::kTallyNoticeSender), "unclassified", 1},
-      {store::TransparencyMonth(now), std::string(store::kTallyWithhold), "notice",
-       static_cast<int64_t>(withheld.size())}};
-  auto tallying = meta_.AddTransparency(std::move(tally), deadline);
-  if (Status tallied = co_await std::move(tallying); !tallied.ok()) {
-    spdlog::warn("notice {}: transparency counts not stored: {}", n.reference,
-                 tallied.error().message);
-  }
-  spdlog::info("notice {} from {} ({}): {} of {} pastes withheld{}", n.reference, n.sender,
-               n.category, withheld.size(), n.pastes.size(),
-               n.deadline_at ? fmt::format(", deadline {}", *n.deadline_at) : std::string());
-  if (operator_events_ != nullptr) {
-    std::vector<std::pair<std::string, std::string>> fields = {
-        {"sender", n.sender},
-        {"reference", n.reference},
-        {"category", n.category},
-        {"pastes", fmt::format("{}", fmt::join(withheld, " "))}};
-    if (n.deadline_at) fields.emplace_back("deadline_at", std::to_string(*n.deadline_at));
-    operator_events_->Publish(
-        OperatorEvent{"notice", withheld.empty() ? std::string() : withheld.front(), now,
-                      fmt::format("notice {} from {} ({}): {} pastes withheld (451)", n.reference,
-                                  n.sender, n.category, withheld.size()),
-                      std::move(fields)});
-  }
-  auto counting = RefreshPending();
-  co_await std::move(counting);
-  co_return receipt;
-}
-
-awaitable<Result<std::vector<store::Notice>>> ModerationService::OpenNotices(size_t limit) {
-  auto listing = meta_.OpenNotices(limit, Deadline::After(clock_, built_.budget));
-  Result<std::vector<store::Notice>> out = co_await std::move(listing);
-  if (!out.ok()) co_return WithRetryAfter(out.error());
-  co_return out;
-}
-
-awaitable<std::string> ModerationService::CloseNoticesOf(const store::PasteMeta& meta,
-                                                         std::string_view action, int64_t at,
-                                                         Deadline deadline) {
-  auto closing = meta_.CloseNotices(meta.id, at, deadline);
-  Result<std::vector<store::Notice>> closed = co_await std::move(closing);
-  if (!closed.ok()) {
-    // The action stands; the notice stays open in the queue until the operator acts again.
-    spdlog::warn("moderation {}: notices naming it not closed: {}", meta.id.view(),
-                 closed.error().message);
-    co_return std::string();
-  }
-  std::string audit;
-  for (const store::Notice& n : *closed) {
-    metrics_
-        .GetHistogram("sluice_moderation_time_to_action_seconds", kTimeToActionHelp,
-                      {{"action", std::string(action)}, {"kind", "notice"}}, TimeToActionBuckets())
-        .Observe(static_cast<double>(std::max<int64_t>(0, at - n.received_at)));
-    audit += fmt::format("; notice {} from {}", n.reference, n.sender);
-  }
-  co_return audit;
-}
-
-awaitable<void> ModerationService::WarnOfDeadlines() {
-  if (operator_events_ == nullptr) co_return;
-  const std::shared_ptr<const ModerationOptions> options = options_.Load();
-  const int64_t now = clock_.UnixSeconds();
-  const int64_t deadline_s = options->takedown_deadline.count();
-  const auto warn_at = [&](int64_t arrived, int64_t due) {
-    return arrived + static_cast<int64_t>(std::ceil(static_cast<double>(due - arrived) *
-                                                    options->deadline_warning_share));
-  };
-  // The oldest open notices, a bounded page of them: a notice's own deadline may be shorter than
-  // an older one's, so each is looked at, not only the oldest.
-  auto listing = meta_.OpenNotices(kNoticeWarningScan, Deadline::After(clock_, built_.budget));
-  Result<std::vector<store::Notice>> open = co_await std::move(listing);
-  if (open.ok()) {
-    std::vector<int64_t> still_open;
-    for (const store::Notice& n : *open) {
-      const bool warned =
-          std::find(warned_notices_.begin(), warned_notices_.end(), n.id) != warned_notices_.end();
-      const int64_t due = n.deadline_at.value_or(n.received_at + deadline_s);
-      if (!warned && now >= warn_at(n.received_at, due)) {
-        std::string pastes;
-        for (const store::NoticePaste& p : n.pastes) {
-          if (p.open) pastes += (pastes.empty() ? "" : " ") + p.paste;
-        }
-        operator_events_->Publish(OperatorEvent{
-            "deadline_warning",
-            pastes.substr(0, pastes.find(' ')),
-            now,
-            fmt::format("notice {} from {}: {} s of its {} s left", n.reference, n.sender,
-                        std::max<int64_t>(0, due - now), due - n.received_at),
-            {{"kind", "notice"},
-             {"reference", n.reference},
-             {"sender", n.sender},
-             {"arrived_at", std::to_string(n.received_at)},
-             {"deadline_at", std::to_string(due)},
-             {"pastes", pastes}}});
-        still_open.push_back(n.id);
-      } else if (warned) {
-        still_open.push_back(n.id);
-      }
-    }
-    // Forgets the notices no longer open (bounded by the page).
-    warned_notices_ = std::move(still_open);
-  }
-  // Reports: the oldest open entry, the one the store's counts name (one row, no walk of the
-  // queue); each entry that becomes the oldest past the share is told once.
-  const std::optional<int64_t> oldest = OldestOpenReportAt();
-  if (oldest && *oldest != warned_report_at_ && now >= warn_at(*oldest, *oldest + deadline_s)) {
-    warned_report_at_ = *oldest;
-    operator_events_->Publish(OperatorEvent{
-        "deadline_warning",
-        "",
-        now,
-        fmt::format("the oldest open report has waited {} s of takedown_deadline's {} s",
-                    now - *oldest, deadline_s),
-        {{"kind", "report"},
-         {"arrived_at", std::to_string(*oldest)},
-         {"deadline_at", std::to_string(*oldest + deadline_s)},
-         {"pending", std::to_string(PendingReports())}}});
-  }
-}
-
 void ModerationService::Start(boost::asio::any_io_executor executor) {
   boost::asio::co_spawn(executor, RefreshLoop(), asio_glue::LogIfThrown("moderation: blocks"));
 }
@@ -904,64 +748,6 @@ awaitable<void> ModerationService::RefreshLoop() {
       (void)co_await std::move(waiting);
     }
   }
-}
-
-awaitable<Status> ModerationService::RecordTransparency(std::string_view kind, std::string label,
-                                                        int64_t count) {
-  std::vector<store::TransparencyCount> counts{store::TransparencyCount{
-      store::TransparencyMonth(clock_.UnixSeconds()), std::string(kind), std::move(label), count}};
-  auto adding = meta_.AddTransparency(std::move(counts), Deadline::After(clock_, built_.budget));
-  if (Status added = co_await std::move(adding); !added.ok()) {
-    co_return WithRetryAfter(added.error());
-  }
-  co_return Ok();
-}
-
-awaitable<Status> ModerationService::FlushTransparency(Duration budget) {
-  if (blocked_contents_ == nullptr) co_return Ok();
-  const int64_t refused = blocked_contents_->TakeRefused();
-  if (refused == 0) co_return Ok();
-  // Dated by the flush: a refusal in the last blocks_refresh of a month may count in the next.
-  std::vector<store::TransparencyCount> counts{
-      store::TransparencyCount{store::TransparencyMonth(clock_.UnixSeconds()),
-                               std::string(store::kTallyReuploadBlocked), "", refused}};
-  auto adding = meta_.AddTransparency(std::move(counts), Deadline::After(clock_, budget));
-  Status added = co_await std::move(adding);
-  // Counted at most once: a failed flush is given back for the next one only when it cannot have
-  // been stored (as a create, a flush whose outcome is unknown is never repeated).
-  if (!added.ok() && !store::InsertOutcomeUnknown(added.error())) {
-    blocked_contents_->ReturnRefused(refused);
-  }
-  co_return added;
-}
-
-awaitable<Result<std::shared_ptr<const TransparencyReport>>> ModerationService::Transparency() {
-  const int64_t now_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.Now().time_since_epoch()).count();
-  {
-    std::lock_guard lock(transparency_mu_);
-    if (transparency_ &&
-        (transparency_reading_ || now_ns - transparency_read_ns_ <
-                                      std::chrono::nanoseconds(kTransparencyFreshness).count())) {
-      co_return transparency_;
-    }
-    transparency_reading_ = true;
-  }
-  const int64_t now = clock_.UnixSeconds();
-  std::vector<std::string> months = LastMonths(now, kTransparencyMonths);
-  auto reading = meta_.TransparencyCounts(months.back(), store::kMaxTransparencyRows,
-                                          Deadline::After(clock_, built_.budget));
-  Result<std::vector<store::TransparencyCount>> rows = co_await std::move(reading);
-  std::lock_guard lock(transparency_mu_);
-  transparency_reading_ = false;
-  if (!rows.ok()) {
-    if (transparency_) co_return transparency_;  // stale beats nothing; the next call tries again
-    co_return WithRetryAfter(rows.error());
-  }
-  transparency_ =
-      std::make_shared<const TransparencyReport>(SummarizeTransparency(*rows, months, now));
-  transparency_read_ns_ = now_ns;
-  co_return transparency_;
 }
 
 }  // namespace sluice::service

@@ -275,6 +275,9 @@ class ModerationService {
   boost::asio::awaitable<Result<store::ModerationOutcome>> Moderate(store::PasteMeta meta,
                                                                     store::ModerationChange change,
                                                                     admission::Deadline deadline);
+  /// Observes `seconds` from an entry's arrival to `action` in the time-to-action histogram of
+  /// `kind` ("report" or "notice").
+  void ObserveWait(std::string_view action, std::string_view kind, int64_t seconds);
   /// The time to action of an entry the operator's `action` (takedown, dismiss, restore) took
   /// out of the queue, observed when the store said when it had arrived.
   void ObserveTimeToAction(std::string_view action, const store::ModerationOutcome& outcome,
