@@ -25,6 +25,8 @@
 
 #include "backends.h"
 #include "data_dir_lock.h"
+#include "migrate_store_cursor.h"
+#include "migrate_store_differences.h"
 #include "settings.h"
 #include "sluice/admission/token_bucket.h"
 #include "sluice/asio/completion.h"
@@ -38,6 +40,12 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::awaitable;
+using migrate::AllDifferences;
+using migrate::CreatedDifferences;
+using migrate::Cursor;
+using migrate::LoadCursor;
+using migrate::SameReport;
+using migrate::SaveCursor;
 using store::PasteId;
 using store::PasteMeta;
 
@@ -46,12 +54,6 @@ using store::PasteMeta;
 constexpr auto kCallTimeout = std::chrono::seconds(30);
 
 Deadline CallDeadline() { return Deadline::After(SystemClock::Instance(), kCallTimeout); }
-
-std::string Hex(const std::array<unsigned char, 32>& bytes) {
-  std::string out;
-  for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
-  return out;
-}
 
 // One side of the copy: its settings and the stores they name, opened as `sluice serve` opens
 // them (backends.cc).
@@ -78,110 +80,6 @@ Settings ReadSettingsFile(const std::string& path) {
 }
 
 bool Embedded(const Settings& s) { return s.String("meta").empty(); }
-
-// The fields a row is created with: a difference in one of them is a different paste, which the
-// copy names and never overwrites.
-std::vector<std::string> CreatedDifferences(const PasteMeta& want, const PasteMeta& got) {
-  std::vector<std::string> out;
-  auto check = [&](bool same, const char* field, std::string want_text, std::string got_text) {
-    if (!same)
-      out.push_back(
-          fmt::format("{}: {} on the source, {} on the target", field, want_text, got_text));
-  };
-  check(want.created_at == got.created_at, "created_at", std::to_string(want.created_at),
-        std::to_string(got.created_at));
-  check(want.expires_at == got.expires_at, "expires_at", std::to_string(want.expires_at),
-        std::to_string(got.expires_at));
-  check(want.size_bytes == got.size_bytes, "size_bytes", std::to_string(want.size_bytes),
-        std::to_string(got.size_bytes));
-  check(want.token_hash == got.token_hash, "token_hash", Hex(want.token_hash), Hex(got.token_hash));
-  check(want.body_sha256 == got.body_sha256, "body_sha256",
-        want.body_sha256 ? Hex(*want.body_sha256) : "none",
-        got.body_sha256 ? Hex(*got.body_sha256) : "none");
-  check(want.burn == got.burn, "burn", want.burn ? "true" : "false", got.burn ? "true" : "false");
-  check(want.parent == got.parent, "parent", want.parent ? want.parent->str() : "none",
-        got.parent ? got.parent->str() : "none");
-  check(want.creator_network == got.creator_network, "creator_network",
-        want.creator_network ? std::to_string(*want.creator_network) : "none",
-        got.creator_network ? std::to_string(*got.creator_network) : "none");
-  check(want.encrypted == got.encrypted, "encrypted", want.encrypted ? "true" : "false",
-        got.encrypted ? "true" : "false");
-  return out;
-}
-
-// Every field, the ones a paste's life changes too (views, moderation, deletion).
-std::vector<std::string> AllDifferences(const PasteMeta& want, const PasteMeta& got) {
-  std::vector<std::string> out = CreatedDifferences(want, got);
-  if (want.burn && want.views_left != got.views_left) {
-    out.push_back(fmt::format("views_left: {} on the source, {} on the target", want.views_left,
-                              got.views_left));
-  }
-  if (want.moderation != got.moderation) {
-    out.push_back(fmt::format("moderation: {} on the source, {} on the target",
-                              store::ModerationName(want.moderation),
-                              store::ModerationName(got.moderation)));
-  }
-  if (want.deleted != got.deleted) {
-    out.push_back(fmt::format("deleted: {} on the source, {} on the target",
-                              want.deleted ? "true" : "false", got.deleted ? "true" : "false"));
-  }
-  return out;
-}
-
-bool SameReport(const store::AbuseReport& a, const store::AbuseReport& b) {
-  return a.network == b.network && a.reason == b.reason && a.note == b.note && a.at == b.at &&
-         a.from_creator == b.from_creator;
-}
-
-// The cursor of a copy, saved after each page: the last source id whose paste is wholly on the
-// target. Written to a temporary file, flushed and renamed, so a kill -9 leaves the old cursor or
-// the new one, never half of one.
-struct Cursor {
-  std::optional<PasteId> after;
-  uint64_t moved = 0;
-  uint64_t bytes = 0;
-  bool done = false;
-};
-
-std::optional<Cursor> LoadCursor(const std::string& path, const std::string& from) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw std::runtime_error(path + ": not a migrate-store state file; remove it to start over");
-  if (j.value("from", "") != from) {
-    throw std::runtime_error(
-        fmt::format("{}: the state of a copy from {}, not {}; remove it to "
-                    "start over",
-                    path, j.value("from", "?"), from));
-  }
-  Cursor c;
-  if (auto after = j.value("after", ""); !after.empty()) {
-    c.after = PasteId::Parse(after);
-    if (!c.after) throw std::runtime_error(path + ": its cursor is not a paste id");
-  }
-  c.moved = j.value("moved", uint64_t{0});
-  c.bytes = j.value("bytes", uint64_t{0});
-  c.done = j.value("done", false);
-  return c;
-}
-
-void SaveCursor(const std::string& path, const std::string& from, const Cursor& c) {
-  const nlohmann::json j = {{"from", from},
-                            {"after", c.after ? c.after->str() : ""},
-                            {"moved", c.moved},
-                            {"bytes", c.bytes},
-                            {"done", c.done}};
-  const std::string text = j.dump() + "\n";
-  const std::string temp = path + ".tmp";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(temp + ": cannot write the state file");
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(temp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(path + ": cannot write the state file");
-}
 
 class Migration {
  public:
