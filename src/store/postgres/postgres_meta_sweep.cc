@@ -78,8 +78,10 @@ awaitable<Result<std::vector<PasteId>>> PgMetaStore::Expired(int64_t now, size_t
 
 awaitable<Status> PgMetaStore::Purge(std::vector<PasteId> ids, admission::Deadline deadline) {
   // The rows, their outbox entries, live bytes, open reports and queue rows in one function
-  // (src/store/postgres/postgres_migrate.cc, migration 8).
-  return Command(PostgresPurpose::kCleanup, deadline, "SELECT sluice_purge_pastes($1::text[])",
+  // (src/store/postgres/postgres_migrate.cc, migration 8), and their open notice rows in another
+  // (migration 18), in one statement: one transaction.
+  return Command(PostgresPurpose::kCleanup, deadline,
+                 "SELECT sluice_purge_pastes($1::text[]), sluice_close_purged_notices($1::text[])",
                  {IdArray(ids)});
 }
 

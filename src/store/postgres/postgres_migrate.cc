@@ -634,26 +634,17 @@ constexpr const char* kMigrations[] = {
     )sql",
     // 18: a purged paste (expired, or deleted and swept before the operator acted) closes its
     // rows in the notices naming it, as the SQLite and memory stores do in MetaStore::Purge, so
-    // the takedown clock's kind="notice" waits on nothing that is gone. sluice_purge_pastes as
-    // migration 8 made it, then the notices.
+    // the takedown clock's kind="notice" waits on nothing that is gone. PgMetaStore::Purge calls
+    // it in the statement that calls sluice_purge_pastes (one transaction).
     R"sql(
-    CREATE OR REPLACE FUNCTION sluice_purge_pastes(p_ids text[]) RETURNS void
-      LANGUAGE plpgsql AS $fn$
-    BEGIN
-      DELETE FROM outbox o WHERE o.paste_id = ANY (p_ids);
-      WITH gone AS (DELETE FROM pastes p WHERE p.id = ANY (p_ids)
-                    RETURNING p.id, p.size_bytes, p.deleted)
-      UPDATE storage_usage u SET live_bytes = u.live_bytes - g.bytes
-        FROM (SELECT ascii(right(id, 1)) % 16 AS slot, SUM(size_bytes) AS bytes
-              FROM gone WHERE NOT deleted GROUP BY 1) g
-        WHERE u.slot = g.slot;
-      PERFORM sluice_close_reports(p_ids, NULL);
+    CREATE OR REPLACE FUNCTION sluice_close_purged_notices(p_ids text[]) RETURNS void
+      LANGUAGE sql AS $fn$
       WITH closed AS (UPDATE notice_pastes SET open = false
                       WHERE paste_id = ANY (p_ids) AND open RETURNING notice_id)
       UPDATE notices n SET open_pastes = n.open_pastes - c.k
         FROM (SELECT notice_id, count(*) AS k FROM closed GROUP BY notice_id) c
         WHERE n.id = c.notice_id;
-    END $fn$;
+    $fn$;
     )sql",
 };
 
