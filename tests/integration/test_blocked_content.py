@@ -17,7 +17,7 @@ import time
 import unittest
 
 from promtext import metric
-from sluice_harness import SluiceTestCase, run_sluice, wait_until
+from sluice_harness import SluiceTestCase, run_sluice, wait_until, with_write_pool_warm
 from test_postgres import PostgresServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -188,9 +188,7 @@ class BlockedContentAcrossProcessesTest(SluiceTestCase):
 
     def pg_server(self, data_dir):
         s = self.server(["--meta", self.pg.url, *self.RELAXED, *ROOMY], data_dir=data_dir)
-        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
-                   message="write pool warm")
-        return s
+        return with_write_pool_warm(s)
 
     def test_a_takedown_through_one_process_is_refused_by_the_other(self):
         shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")

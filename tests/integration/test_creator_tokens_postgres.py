@@ -10,7 +10,7 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import time
 
 from promtext import metric
-from sluice_harness import SluiceTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until, with_write_pool_warm
 from test_creator_tokens import bearer, mint
 from test_postgres import PostgresServer
 
@@ -28,9 +28,7 @@ class CreatorTokensFleetTest(SluiceTestCase):
     def fleet_member(self):
         s = self.server(["--meta", self.pg.url, "--insert-timeout", "2s", "--meta-get-timeout",
                          "2s", "--creator-tokens-refresh", f"{REFRESH_SECONDS}s"])
-        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
-                   message="write pool warm")
-        return s
+        return with_write_pool_warm(s)
 
     def test_a_revocation_through_one_process_is_refused_by_the_other_within_the_refresh(self):
         a = self.fleet_member()

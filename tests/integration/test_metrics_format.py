@@ -15,7 +15,8 @@ import unittest
 import test_postgres
 from loadgen import set_faults
 from promtext import metric, parse_metrics
-from sluice_harness import RedisServer, SluiceTestCase, sluice_bin, wait_until
+from sluice_harness import (RedisServer, SluiceTestCase, sluice_bin, wait_until,
+                            with_write_pool_warm)
 
 
 def promtool_check(text):
@@ -143,8 +144,7 @@ class MetricsFormatTest(SluiceTestCase):
         s = self.server(["--meta", pg.url, *test_postgres.PostgresMetaTest.RELAXED,
                          "--cache-timeout", "5s", "--fault-injection", "true",
                          "--ip-create-rate", "0.001", "--ip-create-burst", "2"], cache=redis)
-        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
-                   message="write pool warm")
+        with_write_pool_warm(s)
         set_faults("127.0.0.1", s.admin_port, "meta.get:latency=1ms", s.admin_token)
         self.addCleanup(lambda: s.running() and set_faults("127.0.0.1", s.admin_port, "",
                                                            s.admin_token))

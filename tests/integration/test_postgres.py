@@ -13,7 +13,7 @@ import time
 import unittest
 
 from promtext import metric
-from sluice_harness import SluiceTestCase, run_sluice, wait_until
+from sluice_harness import SluiceTestCase, run_sluice, wait_until, with_write_pool_warm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "testenv", "postgres.sh"))
@@ -69,9 +69,7 @@ class PostgresMetaTest(SluiceTestCase):
 
     def pg_server(self, *extra, data_dir=None):
         s = self.server(["--meta", self.pg.url, *self.RELAXED, *extra], data_dir=data_dir)
-        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
-                   message="write pool warm")
-        return s
+        return with_write_pool_warm(s)
 
     def test_migrate_twice_applies_nothing_the_second_time(self):
         first = run_sluice(["migrate", "--meta", self.pg.url])
@@ -149,8 +147,7 @@ class PostgresFleetWithoutRedisTest(SluiceTestCase):
                 "--report-hide-threshold", "1", "--local-cache-ttl", f"{self.TTL:g}s"]
         self.a, self.b = (self.server(args, data_dir=shared_blobs) for _ in range(2))
         for s in (self.a, self.b):
-            wait_until(lambda s=s: metric(s.metrics(), "sluice_meta_pool_connections",
-                                          pool="write") >= 1, message="write pool warm")
+            with_write_pool_warm(s)
 
     def cached_on_b(self, body):
         doc = self.a.create_ok(body)

@@ -32,7 +32,7 @@ import unittest
 
 import test_postgres
 from promtext import metric
-from sluice_harness import SluiceTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until, with_write_pool_warm
 
 SCRIPT = test_postgres.SCRIPT
 
@@ -172,8 +172,7 @@ class PostgresFailoverTest(SluiceTestCase):
         servers = [self.server(["--meta", cluster.url, *args], data_dir=shared_blobs)
                    for _ in range(2)]
         for s in servers:
-            wait_until(lambda s=s: metric(s.metrics(), "sluice_meta_pool_connections",
-                                          pool="write") >= 1, message="write pool warm")
+            with_write_pool_warm(s)
         return servers
 
     def fail_over(self, mode):
@@ -317,8 +316,7 @@ class LossyFailoverTest(SluiceTestCase):
         a, b = (self.server(["--meta", cluster.url, *settings, "--local-cache-ttl", ttl],
                             data_dir=shared_blobs) for ttl in (self.A_TTL, self.B_TTL))
         for s in (a, b):
-            wait_until(lambda s=s: metric(s.metrics(), "sluice_meta_pool_connections",
-                                          pool="write") >= 1, message="write pool warm")
+            with_write_pool_warm(s)
         kept = a.create_ok(b"replicated before the stall")
         wait_until(lambda: kept["id"] in cluster.ids_on_new_primary(), message="replicated")
 

@@ -17,7 +17,7 @@ import unittest
 from urllib.parse import urlsplit, urlunsplit
 
 from promtext import metric
-from sluice_harness import SluiceTestCase, wait_until
+from sluice_harness import SluiceTestCase, wait_until, with_write_pool_warm
 import test_postgres  # its server helper only: importing the class would run its tests here
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,9 +61,7 @@ class PostgresMisbehavingTest(SluiceTestCase):
         settings = dict(self.SETTINGS, **{k.replace("_", "-"): v for k, v in overrides.items()})
         args = [a for k, v in settings.items() for a in (f"--{k}", v)]
         s = self.server(["--meta", via(self.pg.url, self.proxy.port), *args])
-        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
-                   message="write pool warm")
-        return s
+        return with_write_pool_warm(s)
 
     def rows(self):
         return int(self.pg.sql("SELECT count(*) FROM pastes"))

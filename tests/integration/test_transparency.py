@@ -17,8 +17,8 @@ import tempfile
 import time
 import unittest
 
-from promtext import metric, metric_sum
-from sluice_harness import SluiceTestCase, wait_until
+from promtext import metric_sum
+from sluice_harness import SluiceTestCase, wait_until, with_write_pool_warm
 from test_postgres import PostgresServer
 
 ROOMY = ["--ip-create-rate", "1000", "--ip-create-burst", "1000", "--trusted-proxy", "127.0.0.1"]
@@ -190,9 +190,7 @@ class TransparencyOnPostgresTest(SluiceTestCase):
 
     def pg_server(self, data_dir):
         s = self.server(["--meta", self.pg.url, *self.RELAXED, *ROOMY], data_dir=data_dir)
-        wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
-                   message="write pool warm")
-        return s
+        return with_write_pool_warm(s)
 
     def test_two_processes_report_the_same_numbers_whichever_acted(self):
         shared_blobs = tempfile.mkdtemp(prefix="sluice-shared-")

@@ -26,7 +26,7 @@ import tempfile
 import time
 import unittest
 
-from promtext import parse_metrics
+from promtext import metric, parse_metrics
 from rawhttp import RawConnection, Response, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -698,3 +698,11 @@ def wait_until(predicate, timeout=10.0, interval=0.05, message="condition"):
         if time.monotonic() > deadline:
             raise AssertionError(f"{message} not reached within {timeout} s")
         time.sleep(interval)
+
+
+def with_write_pool_warm(s):
+    """`s` once its PostgreSQL write pool holds a connection, so that its first create waits for
+    no connect (the store's insert timeout is then about the insert)."""
+    wait_until(lambda: metric(s.metrics(), "sluice_meta_pool_connections", pool="write") >= 1,
+               message="write pool warm")
+    return s
