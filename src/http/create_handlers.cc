@@ -176,23 +176,13 @@ awaitable<Reply> Create(const Request& req, Context& ctx, CreateFrom from) {
   const uint64_t allowance = boundary ? kMultipartAllowance : json ? kJsonAllowance : 0;
   Result<admission::Creator> creator = CreatorOf(req, ctx);
   if (!creator.ok()) co_return RefuseCreate(creator.error());
-  const std::string budget_key = creator->BudgetKey();
-  auto admitting = ctx.service.AdmitCreate(*creator, headers, allowance);
+  // At a full cap, the slowest body in flight under the rate of a full cap may give its slot up
+  // to this create (docs/overload.md, "Pressure").
+  const service::FreeCreateSlot cut_slowest_body = [&req](bool own_network) {
+    return req.body->CutSlowestBody(own_network);
+  };
+  auto admitting = ctx.service.AdmitCreate(*creator, headers, allowance, &cut_slowest_body);
   auto ticket = co_await std::move(admitting);
-  const bool network_full = !ticket.ok() && ticket.error().reason == "create_slots_per_network";
-  if (!ticket.ok() && (network_full || ticket.error().reason == "create_slots")) {
-    // Every slot taken, or every unit of this client's network's share: the slowest body in
-    // flight (of that network, for its share), under the rate of a full cap, gives its slot up to
-    // this create (docs/overload.md, "Pressure"), kept for it rather than for whoever asks first.
-    // A refusal spent no tokens, so asking again costs nothing twice.
-    service::CreateSlotPromise promise =
-        network_full ? ctx.service.PromiseNetworkSlot(budget_key) : ctx.service.PromiseCreateSlot();
-    auto cutting = req.body->CutSlowestBody(network_full);
-    if (co_await std::move(cutting)) {
-      auto again = ctx.service.AdmitCreate(*creator, headers, allowance, &promise);
-      ticket = co_await std::move(again);
-    }
-  }
   if (!ticket.ok()) co_return RefuseCreate(ticket.error());
   auto reading = req.body->Read(*headers.declared_length);
   Result<std::string> body = co_await std::move(reading);

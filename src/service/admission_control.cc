@@ -184,11 +184,21 @@ void AdmissionControl::Reconfigure(AdmissionOptions next) {
   options_.Store(std::move(next));
 }
 
-Error AdmissionControl::Refuse(ErrorCode code, const char* reason, std::string message) {
-  metrics_.GetCounter("sluice_admission_rejections_total", kRejectionHelp, {{"reason", reason}})
-      .Inc();
+Error AdmissionControl::Refusal(ErrorCode code, const char* reason, std::string message) {
   Error e = MakeError(code, std::move(message), reason);
   if (code == ErrorCode::kUnavailable) e.retry_after_seconds = retry_after_.NextSeconds();
+  return e;
+}
+
+void AdmissionControl::CountRefusal(const Error& refusal) {
+  metrics_
+      .GetCounter("sluice_admission_rejections_total", kRejectionHelp, {{"reason", refusal.reason}})
+      .Inc();
+}
+
+Error AdmissionControl::Refuse(ErrorCode code, const char* reason, std::string message) {
+  Error e = Refusal(code, reason, std::move(message));
+  CountRefusal(e);
   return e;
 }
 

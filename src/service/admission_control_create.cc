@@ -94,11 +94,12 @@ boost::asio::awaitable<void> AdmissionControl::RefundShared(std::vector<store::B
 
 boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
     std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise,
-    std::optional<admission::TokenBudget> own, bool solver) {
+    std::optional<admission::TokenBudget> own, bool solver, bool count_full_cap) {
   solver = solver && options_.Load()->solver_share > 0;
-  if (!shared_) co_return AdmitCreateLocal(client_key, declared_bytes, promise, own, solver);
-  std::vector<store::BucketTake> takes =
-      SharedCreateTakes(client_key, declared_bytes, own, solver);
+  if (!shared_) {
+    co_return AdmitCreateLocal(client_key, declared_bytes, promise, own, solver, count_full_cap);
+  }
+  std::vector<store::BucketTake> takes = SharedCreateTakes(client_key, declared_bytes, own, solver);
   auto asking = AskShared(takes, own      ? kSharedTokenReasons
                                  : solver ? kSharedSolverReasons
                                           : kSharedReasons);
@@ -106,7 +107,7 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   if (verdict.kind == SharedVerdict::kSilent) {
     NoteCreateSilent();
     Result<CreateAdmission> local =
-        AdmitCreateOnLocalShare(client_key, declared_bytes, promise, solver);
+        AdmitCreateOnLocalShare(client_key, declared_bytes, promise, solver, count_full_cap);
     if (local.ok()) {
       ip_create_.NoteUse(client_key);
       local->tokens = CreateAdmission::Tokens::kLocalShare;
@@ -122,7 +123,8 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
   // Redis latency into a burst on top of the tier's budget (docs/overload.md, "Shared state").
   NoteCreateAnswered();
   if (verdict.kind == SharedVerdict::kRefused) co_return std::move(*verdict.refusal);
-  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
+  Result<CreateAdmission> slot =
+      TakeCreateSlot(client_key, declared_bytes, promise, count_full_cap);
   if (!slot.ok()) {
     auto refunding = RefundShared(std::move(takes));  // shed, not limited: the tokens go back
     co_await std::move(refunding);
@@ -139,9 +141,8 @@ boost::asio::awaitable<Result<CreateAdmission>> AdmissionControl::AdmitCreate(
 boost::asio::awaitable<void> AdmissionControl::RefundCreate(const CreateAdmission& admitted,
                                                             std::string_view client_key) {
   if (admitted.tokens == CreateAdmission::Tokens::kShared) {
-    auto refunding =
-        RefundShared(SharedCreateTakes(client_key, admitted.declared_bytes, admitted.own,
-                                       admitted.solver));
+    auto refunding = RefundShared(
+        SharedCreateTakes(client_key, admitted.declared_bytes, admitted.own, admitted.solver));
     co_await std::move(refunding);
   } else {
     RefundLocalTokens(admitted.tokens, client_key, admitted.declared_bytes, admitted.own,
@@ -232,7 +233,13 @@ void AdmissionControl::NoteSharedSilence(const Error& why) {
 
 Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client_key,
                                                          uint64_t declared_bytes,
-                                                         CreateSlotPromise* promise) {
+                                                         CreateSlotPromise* promise,
+                                                         bool count_full_cap) {
+  // A full cap's refusal, counted unless the caller may still free a slot (AdmitCreate).
+  const auto full = [&](const char* reason, std::string message) {
+    return count_full_cap ? Refuse(ErrorCode::kUnavailable, reason, std::move(message))
+                          : Refusal(ErrorCode::kUnavailable, reason, std::move(message));
+  };
   // The client's share first: a slow uploader holds its slots for as long as its body trickles in
   // (up to body_timeout, or until it falls under min_body_rate), and without a share a handful of
   // addresses each within its create rate could hold every slot (docs/overload.md, "Create").
@@ -257,26 +264,26 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
   }
   if (network_promised) promise->Release();  // spent, or, if the share is taken after all, void
   if (!network_share) {
-    return Refuse(ErrorCode::kUnavailable, "create_slots_per_network",
-                  "this address's network already has its share of creates in flight; nothing "
-                  "was saved, retry later");
+    return full("create_slots_per_network",
+                "this address's network already has its share of creates in flight; nothing "
+                "was saved, retry later");
   }
   // Slots promised to creates that cut a slow body to free them are not for anyone else.
   if (const int64_t kept = promised_slots_.load(std::memory_order_relaxed); kept > 0 && !promised) {
     const admission::SlotGauges g = create_slots_->Gauges();
     if (g.in_use + kept >= g.limit) {
-      return Refuse(
-          ErrorCode::kUnavailable, "create_slots",
+      return full(
+          "create_slots",
           "the server is at its limit of creates in flight; nothing was saved, retry later");
     }
   }
   admission::AcquireResult slot = create_slots_->TryAcquire(static_cast<int64_t>(declared_bytes));
   if (promised) promise->Release();  // spent, or, if the slot is taken after all, void
   if (!slot.ok()) {
-    const bool count = slot.refusal == admission::SlotRefusal::kCount;
-    return Refuse(
-        ErrorCode::kUnavailable, count ? "create_slots" : "create_bytes",
-        "the server is at its limit of creates in flight; nothing was saved, retry later");
+    constexpr char kFull[] =
+        "the server is at its limit of creates in flight; nothing was saved, retry later";
+    if (slot.refusal == admission::SlotRefusal::kCount) return full("create_slots", kFull);
+    return Refuse(ErrorCode::kUnavailable, "create_bytes", kFull);
   }
   NotePeak(create_peak_, *create_slots_);
   return CreateAdmission{std::move(*slot.permit), std::move(*share), std::move(*network_share),
@@ -286,7 +293,8 @@ Result<CreateAdmission> AdmissionControl::TakeCreateSlot(std::string_view client
 Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_view client_key,
                                                                   uint64_t declared_bytes,
                                                                   CreateSlotPromise* promise,
-                                                                  bool solver) {
+                                                                  bool solver,
+                                                                  bool count_full_cap) {
   const double bytes = static_cast<double>(declared_bytes);
   admission::TokenBucket& counts = CountBucket(solver);
   const auto global = admission::TokenBucket::TryTakeBoth(counts, 1, global_bytes_, bytes);
@@ -296,7 +304,8 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateOnLocalShare(std::string_vi
                        (count ? counts : global_bytes_).policy(), global.decision,
                        (count ? counts : global_bytes_).Available());
   }
-  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
+  Result<CreateAdmission> slot =
+      TakeCreateSlot(client_key, declared_bytes, promise, count_full_cap);
   if (!slot.ok()) {
     RefundLocalTokens(CreateAdmission::Tokens::kLocalShare, client_key, declared_bytes,
                       std::nullopt, solver);
@@ -349,7 +358,7 @@ std::shared_ptr<AdmissionControl::OwnBuckets> AdmissionControl::OwnBucketsOf(
 
 Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(
     std::string_view client_key, uint64_t declared_bytes, CreateSlotPromise* promise,
-    const std::optional<admission::TokenBudget>& own, bool solver) {
+    const std::optional<admission::TokenBudget>& own, bool solver, bool count_full_cap) {
   const double bytes = static_cast<double>(declared_bytes);
   if (own) {
     // A creator token's own buckets instead of the address's (docs/admission.md, "Creator
@@ -392,7 +401,8 @@ Result<CreateAdmission> AdmissionControl::AdmitCreateLocal(
                        count ? CountPolicy(*options, solver) : options->global_create_bytes,
                        global.decision, (count ? counts : global_bytes_).Available());
   }
-  Result<CreateAdmission> slot = TakeCreateSlot(client_key, declared_bytes, promise);
+  Result<CreateAdmission> slot =
+      TakeCreateSlot(client_key, declared_bytes, promise, count_full_cap);
   // Shed, not limited: the tokens go back, the client did nothing wrong.
   if (!slot.ok()) {
     RefundLocalTokens(CreateAdmission::Tokens::kLocal, client_key, declared_bytes, own, solver);

@@ -162,7 +162,7 @@ std::optional<Error> PasteService::RedeemProof(std::string_view proof) {
 
 awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator creator,
                                                           CreateHeaders headers, uint64_t allowance,
-                                                          CreateSlotPromise* promise) {
+                                                          const FreeCreateSlot* free_slot) {
   // The window first: a create it refuses would be one the cutover's copy misses, and a 503 for
   // the server's state says nothing about this creator, so nothing is spent or counted for it.
   if (std::optional<Error> closed = ReadOnlyRefusal()) co_return std::move(*closed);
@@ -194,8 +194,8 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
     ask.retry_after_seconds = 1;
     co_return WithChallenge(std::move(ask));
   }
-  auto admitting = AdmitCreateInOrder(promise, client_key, creator.address_key, headers, allowance,
-                                      own, may_solve);
+  auto admitting = AdmitCreateInOrder(free_slot, client_key, creator.address_key, headers,
+                                      allowance, own, may_solve);
   Result<CreateTicket> ticket = co_await std::move(admitting);
   if (may_solve && !ticket.ok() &&
       (ticket.error().reason == "global_count" || ticket.error().reason == "solver_count")) {
@@ -220,7 +220,7 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreate(admission::Creator cre
 }
 
 awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
-    CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
+    const FreeCreateSlot* free_slot, const std::string& client_key, const std::string& address_key,
     const CreateHeaders& headers, uint64_t allowance, std::optional<admission::TokenBudget> own,
     bool may_solve) {
   if (Status size = CheckCreateHeaders(headers, allowance); !size.ok()) co_return size.error();
@@ -245,9 +245,28 @@ awaitable<Result<CreateTicket>> PasteService::AdmitCreateInOrder(
     if (std::optional<Error> refused = RedeemProof(headers.proof)) co_return std::move(*refused);
     solver = true;
   }
+  const bool may_free = free_slot != nullptr && *free_slot;
   auto admitting =
-      admission_.AdmitCreate(client_key, *headers.declared_length, promise, std::move(own), solver);
+      admission_.AdmitCreate(client_key, *headers.declared_length, nullptr, own, solver, !may_free);
   Result<CreateAdmission> slot = co_await std::move(admitting);
+  if (may_free && !slot.ok() && AdmissionControl::AtFullCap(slot.error())) {
+    // Every slot taken, or every unit of this network's share: the slowest body in flight gives
+    // its slot up to this create (docs/overload.md, "Pressure"), kept for it rather than for
+    // whoever asks first. Only the tokens and the slot are asked again, as the refusal gave them
+    // back: the checks above passed, and a proof of work is spent once (asked twice, it would be
+    // refused as replayed).
+    const bool network = slot.error().reason == "create_slots_per_network";
+    CreateSlotPromise promise =
+        network ? admission_.PromiseNetworkSlot(client_key) : admission_.PromiseCreateSlot();
+    auto freeing = (*free_slot)(network);
+    if (co_await std::move(freeing)) {
+      auto again = admission_.AdmitCreate(client_key, *headers.declared_length, &promise,
+                                          std::move(own), solver);
+      slot = co_await std::move(again);
+    } else {
+      admission_.CountRefusal(slot.error());
+    }
+  }
   if (!slot.ok()) co_return slot.error();
   // The reservation last, once the caps have admitted the create: only creates that hold a slot
   // reach the store for it, so a flood the limits refuse costs the primary nothing, and one

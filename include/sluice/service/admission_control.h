@@ -192,9 +192,20 @@ class AdmissionControl {
   /// A `solver` (a create whose proof of work was redeemed) takes its count token from the
   /// solvers' share instead of the others' (refused as solver_count); with no share kept it is
   /// judged as any other create.
+  /// With `count_full_cap` false, a refusal of a full cap (create_slots or
+  /// create_slots_per_network) is returned uncounted: the caller may free a slot and ask once
+  /// more, and counts only the refusal that stands (CountRefusal), so the counter is one per
+  /// create answered 503, as the clients see it.
   boost::asio::awaitable<Result<CreateAdmission>> AdmitCreate(
       std::string client_key, uint64_t declared_bytes, CreateSlotPromise* promise = nullptr,
-      std::optional<admission::TokenBudget> own = std::nullopt, bool solver = false);
+      std::optional<admission::TokenBudget> own = std::nullopt, bool solver = false,
+      bool count_full_cap = true);
+  /// Counts `refusal` in sluice_admission_rejections_total under its reason.
+  void CountRefusal(const Error& refusal);
+  /// A refusal of AdmitCreate's that a freed slot may still turn into an admission.
+  static bool AtFullCap(const Error& refusal) {
+    return refusal.reason == "create_slots" || refusal.reason == "create_slots_per_network";
+  }
 
   /// What is left of the solvers' share, 0 (spent) to 1 (full); 1 when none is kept. What the
   /// proof of work's difficulty follows (PowDifficulty).
@@ -285,13 +296,15 @@ class AdmissionControl {
 
  private:
   Error Refuse(ErrorCode code, const char* reason, std::string message);
+  /// Refuse's error, not counted.
+  Error Refusal(ErrorCode code, const char* reason, std::string message);
   Error RateLimited(const char* reason, const admission::TokenBucketPolicy& policy,
                     const admission::TakeDecision& decision, double available);
   void NotePeak(std::atomic<int64_t>& peak, const admission::SlotLimiter& limiter);
   Result<CreateAdmission> AdmitCreateLocal(std::string_view client_key, uint64_t declared_bytes,
                                            CreateSlotPromise* promise,
                                            const std::optional<admission::TokenBudget>& own,
-                                           bool solver);
+                                           bool solver, bool count_full_cap);
   /// For an anonymous create: the refusal when taking it would leave less of the global count
   /// bucket than token_reserved_share of its burst; nothing otherwise.
   std::optional<Error> RefuseFromTokensReserve();
@@ -312,7 +325,8 @@ class AdmissionControl {
   /// The global buckets only, then the slots: the fail-open path when the shared store is silent.
   Result<CreateAdmission> AdmitCreateOnLocalShare(std::string_view client_key,
                                                   uint64_t declared_bytes,
-                                                  CreateSlotPromise* promise, bool solver);
+                                                  CreateSlotPromise* promise, bool solver,
+                                                  bool count_full_cap);
   /// The policy of the global count bucket a create draws on, across the tier.
   static admission::TokenBucketPolicy CountPolicy(const AdmissionOptions& o, bool solver);
   /// The global count bucket a create draws on: the solvers' share or the others'.
@@ -322,7 +336,7 @@ class AdmissionControl {
   /// Takes the client's share and a create slot after the rate limits passed; Unavailable (and
   /// the tokens owed back) if either is full.
   Result<CreateAdmission> TakeCreateSlot(std::string_view client_key, uint64_t declared_bytes,
-                                         CreateSlotPromise* promise);
+                                         CreateSlotPromise* promise, bool count_full_cap);
   Result<admission::Permit> TakeReadSlot();
   std::vector<store::BucketTake> SharedCreateTakes(
       std::string_view client_key, uint64_t declared_bytes,

@@ -7,6 +7,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -108,6 +109,12 @@ struct CreateHeaders {
   std::string proof{};
 };
 
+/// What a create refused at a full cap (create_slots, or its network's share of them) may do
+/// before it is answered 503: the edge cuts the slowest body in flight under the rate a full cap
+/// requires (docs/overload.md, "Pressure"). True when a slot may have freed; `own_network`: only
+/// the network's own bodies may give way, as another network's frees no unit of its share.
+using FreeCreateSlot = std::function<boost::asio::awaitable<bool>(bool own_network)>;
+
 /// The most views a counted paste may be created with (max_views): past a few thousand readers a
 /// paste is public, and a short TTL says so better.
 inline constexpr uint32_t kMaxViews = 10000;
@@ -198,25 +205,25 @@ class PasteService {
   /// its rate-limit tokens (the quota filled between the first look and the reservation).
   /// Suspends to ask a shared limiter store, for at most its budget, and, with a quota, the
   /// metadata store, for at most the insert's timeout.
-  /// With a `promise` (PromiseCreateSlot), the create slot is the one promised.
+  /// With `free_slot`, a create refused at a full cap asks it to free a slot and, if it did, asks
+  /// for the slot once more, kept for it meanwhile (CreateSlotPromise); the checks before the
+  /// slot are not asked twice, and only the refusal that stands is counted.
   /// Before all of these, who may create (ServiceOptions::create_access): a creator the policy
   /// does not take is refused with reason "create_access_credential" (Unauthenticated in spirit:
   /// PermissionDenied, which the edge answers 401) or "create_access_network" (PermissionDenied,
   /// 403), with the operator's text as the message, before anything is spent or counted.
   /// `creator`'s budget key (admission::Creator::BudgetKey) keys every per-key budget.
   /// First of all, the read-only window (ReadOnlyRefusal): the server's state, not the client's.
-  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(admission::Creator creator,
-                                                           CreateHeaders headers,
-                                                           uint64_t allowance = 0,
-                                                           CreateSlotPromise* promise = nullptr);
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(
+      admission::Creator creator, CreateHeaders headers, uint64_t allowance = 0,
+      const FreeCreateSlot* free_slot = nullptr);
   /// The same for a creator known by its address alone.
-  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(std::string client_key,
-                                                           CreateHeaders headers,
-                                                           uint64_t allowance = 0,
-                                                           CreateSlotPromise* promise = nullptr) {
+  boost::asio::awaitable<Result<CreateTicket>> AdmitCreate(
+      std::string client_key, CreateHeaders headers, uint64_t allowance = 0,
+      const FreeCreateSlot* free_slot = nullptr) {
     admission::Creator creator;
     creator.address_key = std::move(client_key);
-    return AdmitCreate(std::move(creator), headers, allowance, promise);
+    return AdmitCreate(std::move(creator), headers, allowance, free_slot);
   }
   /// Turns on the proof-of-work rung (docs/overload.md, "Proof of work"): a create refused by the
   /// others' share of the global count (global_count) or by the solvers' share (solver_count)
@@ -239,14 +246,6 @@ class PasteService {
   /// from the class's budgets) before anything else is spent. Null (the default): none. Set
   /// before the first request; `feeds` must outlive the service.
   void UseReputationFeeds(ReputationFeeds* feeds) { feeds_ = feeds; }
-  /// A create slot kept from now on for one create: the one that cut a slow body to free it
-  /// (AdmissionControl::PromiseCreateSlot).
-  CreateSlotPromise PromiseCreateSlot() { return admission_.PromiseCreateSlot(); }
-  /// A unit of `client_key`'s network's share kept for one create
-  /// (AdmissionControl::PromiseNetworkSlot).
-  CreateSlotPromise PromiseNetworkSlot(std::string_view client_key) {
-    return admission_.PromiseNetworkSlot(client_key);
-  }
 
   /// Validates the body and TTL (InvalidArgument), stores the body, then the row. Nothing durable
   /// happens for a rejected create; a failed or timed-out PUT is Unavailable and leaves no row.
@@ -348,9 +347,9 @@ class PasteService {
   /// AdmitCreate's checks in their order, without the counting of refusals. `may_solve`: a
   /// proof of work is asked of this creator, so a solution it carries is redeemed.
   boost::asio::awaitable<Result<CreateTicket>> AdmitCreateInOrder(
-      CreateSlotPromise* promise, const std::string& client_key, const std::string& address_key,
-      const CreateHeaders& headers, uint64_t allowance, std::optional<admission::TokenBudget> own,
-      bool may_solve);
+      const FreeCreateSlot* free_slot, const std::string& client_key,
+      const std::string& address_key, const CreateHeaders& headers, uint64_t allowance,
+      std::optional<admission::TokenBudget> own, bool may_solve);
   /// Gives a store failure the Retry-After band of the caps, so a failing store is not met by a
   /// wave of clients either.
   Error WithRetryAfter(Error e);

@@ -1062,5 +1062,77 @@ TEST_F(ReadOnlyWindowServiceTest, WritesAreRefusedFirstAndSpendNothingWhileReads
   EXPECT_TRUE(RunSync(service.Delete(made->id.str(), made->delete_token)).ok());
 }
 
+// A create refused at a full cap may free a slot (the edge cuts the slowest body) and is asked for
+// the slot once more: the counter holds one refusal per create answered 503, none for one the
+// freed slot admitted, and a proof of work spent on the first ask is not asked for again (it would
+// be refused as replayed). A CI run saw 221 rejections counted for 220 creates answered 503.
+class FullCapServiceTest : public ::testing::Test {
+ protected:
+  static AdmissionOptions OneSlot() {
+    AdmissionOptions o = GenerousLimits();
+    o.create_slots = 1;
+    o.solver_share = 0.5;
+    return o;
+  }
+  uint64_t CreateSlotsRefused() {
+    return metrics_
+        .GetCounter("sluice_admission_rejections_total", "", {{"reason", "create_slots"}})
+        .value();
+  }
+  std::unique_ptr<store::MetaStore> meta_ = store::MakeMemoryMetaStore();
+  std::unique_ptr<store::BlobStore> blobs_ = store::MakeMemoryBlobStore(&clock_);
+  PasteCache cache_{1 << 20};
+  ManualClock clock_;
+  MetricsRegistry metrics_;
+  AdmissionControl admission_{OneSlot(), clock_, metrics_};
+  PasteService service_{*meta_, *blobs_, cache_, admission_, clock_, metrics_, ServiceOptions{}};
+  ProofOfWork pow_{"full-cap-test-key-0123456789", ProofOfWorkOptions{}, clock_};
+};
+
+TEST_F(FullCapServiceTest, OneRefusalIsCountedPerCreateAndAFreedSlotAdmitsASolverOnce) {
+  service_.UseProofOfWork(&pow_, metrics_);
+  Result<CreateTicket> held = RunSync(service_.AdmitCreate("10.0.0.9", {5, false}));
+  ASSERT_TRUE(held.ok());
+  std::optional<CreateTicket> holder(std::move(*held));
+  const uint64_t before = CreateSlotsRefused();
+
+  // Nothing to free: one refusal, counted once.
+  int asked = 0;
+  const FreeCreateSlot nothing = [&asked](bool own_network) -> boost::asio::awaitable<bool> {
+    EXPECT_FALSE(own_network);
+    ++asked;
+    co_return false;
+  };
+  auto refused = RunSync(service_.AdmitCreate("10.0.0.1", {5, false}, 0, &nothing));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason, "create_slots");
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(CreateSlotsRefused(), before + 1);
+
+  // Freed, as it said, but taken again before the second ask: still one refusal.
+  const FreeCreateSlot claims_in_vain = [](bool) -> boost::asio::awaitable<bool> {
+    co_return true;
+  };
+  refused = RunSync(service_.AdmitCreate("10.0.0.1", {5, false}, 0, &claims_in_vain));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason, "create_slots");
+  EXPECT_EQ(CreateSlotsRefused(), before + 2);
+
+  // Freed for real: a solver's create is admitted on its one proof, and nothing is counted.
+  const PowChallenge challenge = pow_.Issue(500);
+  const std::string proof = PowPayload(challenge, SolvePow(challenge).value_or(0));
+  const FreeCreateSlot frees = [&holder](bool) -> boost::asio::awaitable<bool> {
+    holder.reset();
+    co_return true;
+  };
+  auto admitted = RunSync(service_.AdmitCreate("10.0.0.1", {5, false, proof}, 0, &frees));
+  ASSERT_TRUE(admitted.ok()) << admitted.error().reason;
+  EXPECT_FALSE(holder.has_value());
+  EXPECT_EQ(CreateSlotsRefused(), before + 2);
+  EXPECT_EQ(
+      metrics_.GetCounter("sluice_pow_challenges_total", "", {{"outcome", "replayed"}}).value(),
+      0u);
+}
+
 }  // namespace
 }  // namespace sluice::service
