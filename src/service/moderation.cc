@@ -151,6 +151,9 @@ ModerationService::ModerationService(store::MetaStore& meta, store::BlobStore& b
       withholds_deferred_(metrics_.GetCounter("sluice_report_withholds_total", kWithholdsHelp,
                                               {{"result", "deferred"}})),
       blocked_contents_(blocked_contents),
+      warnings_lease_held_(metrics_.GetGauge("sluice_background_lease_held",
+                                             store::MetaStore::kLeaseHeldHelp,
+                                             {{"job", std::string(kWarningsLease)}})),
       gauges_(metrics_) {
   // The age is computed when scraped, from the stored arrival: it grows between store reads
   // (RefreshForScrape keeps the arrival itself at most kScrapeFreshness old).

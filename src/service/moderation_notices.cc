@@ -122,6 +122,16 @@ awaitable<void> ModerationService::WarnOfDeadlines() {
   if (operator_events_ == nullptr) co_return;
   const std::shared_ptr<const ModerationOptions> options = options_.Load();
   const int64_t now = clock_.UnixSeconds();
+  // Three refreshes long, so a holder that misses one keeps it, and at least the janitor's 30 s
+  // (src/worker/janitor.cc): the leases are dated by the store's clock, which may be apart from
+  // ours.
+  const int64_t lease_seconds = std::max<int64_t>(
+      30, 3 * std::chrono::duration_cast<std::chrono::seconds>(built_.blocks_refresh).count());
+  auto holding = meta_.HoldLease(std::string(kWarningsLease), lease_holder_, now, lease_seconds,
+                                 Deadline::After(clock_, built_.budget));
+  const Result<bool> held = co_await std::move(holding);
+  warnings_lease_held_.Set(held.ok() && *held ? 1.0 : 0.0);
+  if (!held.ok() || !*held) co_return;  // another process warns (or the store cannot say)
   const int64_t deadline_s = options->takedown_deadline.count();
   const auto warn_at = [&](int64_t arrived, int64_t due) {
     return arrived + static_cast<int64_t>(std::ceil(static_cast<double>(due - arrived) *

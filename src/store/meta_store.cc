@@ -1,7 +1,9 @@
 #include "sluice/store/meta_store.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <random>
 #include <utility>
 
 namespace sluice::store {
@@ -21,6 +23,21 @@ Error StorageQuotaReached(uint64_t in_use, uint64_t quota) {
                                "held by creates in flight); nothing was saved, try again later",
                                in_use, quota),
                    std::string(kStorageQuota));
+}
+
+Error NoticesFull(int64_t max_notices) {
+  return MakeError(ErrorCode::kInsufficientStorage,
+                   fmt::format("the store holds max_notices ({}) notices and every one still "
+                               "waits on the operator: take down or restore their pastes, or "
+                               "raise max_notices",
+                               max_notices),
+                   std::string(kNoticesFull));
+}
+
+std::string NewLeaseHolder() {
+  std::random_device random;
+  const uint64_t bits = (uint64_t{random()} << 32) | random();
+  return fmt::format("{}-{:016x}", ::getpid(), bits);
 }
 
 StorageReservation& StorageReservation::operator=(StorageReservation&& other) noexcept {

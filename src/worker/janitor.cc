@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -28,12 +27,6 @@ constexpr int64_t kWarningIntervalSeconds = 600;
 // The leased jobs, by their index in Janitor::leased_jobs_.
 enum LeasedJobIndex : size_t { kReportsLease, kReaperLease };
 constexpr const char* kLeaseNames[] = {"report_retention", "orphan_reaper"};
-
-std::string NewLeaseHolder() {
-  std::random_device random;
-  const uint64_t bits = (uint64_t{random()} << 32) | random();
-  return fmt::format("{}-{:016x}", ::getpid(), bits);
-}
 }  // namespace
 
 Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::PasteCache& cache,
@@ -45,7 +38,7 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
       edge_(edge),
       clock_(clock),
       options_(options),
-      lease_holder_(NewLeaseHolder()),
+      lease_holder_(store::NewLeaseHolder()),
       bodies_deleted_(
           metrics.GetCounter("sluice_outbox_done_total",
                              "Outbox entries completed (bodies of deleted pastes removed)")),
@@ -76,9 +69,7 @@ Janitor::Janitor(store::MetaStore& meta, store::BlobStore& blobs, service::Paste
           metrics.GetGauge("sluice_outbox_age_seconds", "Age of the oldest pending outbox entry")) {
   for (const char* name : kLeaseNames) {
     leased_jobs_.push_back(
-        {name, &metrics.GetGauge("sluice_background_lease_held",
-                                 "1 while this process holds the job's lease and runs it (one "
-                                 "process of a fleet at a time), else 0",
+        {name, &metrics.GetGauge("sluice_background_lease_held", store::MetaStore::kLeaseHeldHelp,
                                  {{"job", name}})});
   }
 }

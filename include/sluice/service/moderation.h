@@ -203,8 +203,11 @@ class ModerationService {
   /// Up to `limit` open notices, the oldest first, each with its pastes.
   boost::asio::awaitable<Result<std::vector<store::Notice>>> OpenNotices(size_t limit);
   /// Publishes a "deadline_warning" for each open notice, and the oldest open report, past
-  /// deadline_warning_share of its deadline, once per item and process. RefreshLoop runs it every
-  /// blocks_refresh; nothing else needs to.
+  /// deadline_warning_share of its deadline, once per item. One process of a fleet warns at a
+  /// time, under the store's lease "deadline_warnings" (MetaStore::HoldLease), so the operator is
+  /// told once, not once per process; a process that takes the lease over (its holder stopped)
+  /// warns again of what is still open past its share. RefreshLoop runs it every blocks_refresh;
+  /// nothing else needs to.
   boost::asio::awaitable<void> WarnOfDeadlines();
   /// takedown_deadline: a notice's deadline when its sender gave none, and what the review page
   /// marks entries late against.
@@ -337,7 +340,10 @@ class ModerationService {
   // What WarnOfDeadlines has warned of: notice ids still open, and the arrival of the oldest
   // report entry last warned of. Only RefreshLoop touches them.
   std::vector<int64_t> warned_notices_;
+  const std::string lease_holder_ = store::NewLeaseHolder();
+  Gauge& warnings_lease_held_;
   static constexpr size_t kNoticeWarningScan = 1000;
+  static constexpr std::string_view kWarningsLease = "deadline_warnings";
   int64_t warned_report_at_ = kNoneQueued;
   // Clock::Now() in nanoseconds of the last counts read begun: RefreshForScrape's cache.
   std::atomic<int64_t> counted_at_ns_{std::numeric_limits<int64_t>::min()};

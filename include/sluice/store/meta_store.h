@@ -41,6 +41,10 @@ inline constexpr std::string_view kStorageQuota = "storage_quota";
 /// `quota`. Retrying helps once pastes expire or are deleted, or the creates in flight end.
 Error StorageQuotaReached(uint64_t in_use, uint64_t quota);
 
+/// A holder for MetaStore::HoldLease that no other process of a fleet has: this process's id
+/// and 64 random bits (a pid alone repeats across hosts and containers).
+std::string NewLeaseHolder();
+
 /// What a create asks the quota for, from its headers (MetaStore::ReserveStorage).
 struct StorageRequest {
   /// The paste the bytes are for: its row's insert takes them as live.
@@ -166,6 +170,10 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<bool>> HoldLease(std::string name, std::string holder,
                                                          int64_t now, int64_t seconds,
                                                          admission::Deadline deadline) = 0;
+  /// The help of sluice_background_lease_held{job}, which every leased job exports.
+  static constexpr const char* kLeaseHeldHelp =
+      "1 while this process holds the job's lease and runs it (one process of a fleet at a "
+      "time), else 0";
 
   /// Returns up to `limit` ids whose expiry is at or before `now`, tombstones included.
   virtual boost::asio::awaitable<Result<std::vector<PasteId>>> Expired(
@@ -289,8 +297,9 @@ class MetaStore {
   /// is stored: then returns that one (created false, stored true). Each named paste is withheld
   /// (Moderation::kWithheldNotice, an edge purge enqueued) unless it has no live row
   /// (kNoticeNotFound) or is taken down (kNoticeTakenDown). When none could be withheld nothing
-  /// is stored (stored false, the outcomes filled). InsufficientStorage (kNoticesFull) when
-  /// `max_notices` are stored.
+  /// is stored (stored false, the outcomes filled). A store that holds `max_notices` makes room
+  /// by deleting its oldest closed notices (no pastes open), in the new notice's transaction;
+  /// InsufficientStorage (NoticesFull) when too few are closed.
   virtual boost::asio::awaitable<Result<NoticeOutcome>> AddNotice(Notice notice,
                                                                   int64_t max_notices,
                                                                   admission::Deadline deadline) = 0;

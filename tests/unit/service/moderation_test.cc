@@ -159,6 +159,46 @@ TEST_F(ModerationTest, ANoticeWithholdsWarnsOnceAndIsAuditedWithTheTakedown) {
   moderation_.TellOperator(nullptr);
 }
 
+// Two processes on one store (a fleet): the deadline warning reaches the operator once, from the
+// process that holds the lease, and the other takes over when the holder stops renewing it.
+TEST_F(ModerationTest, OneProcessOfAFleetWarnsOfADeadlineAndAnotherTakesOver) {
+  struct Recorder final : OperatorEventSink {
+    void Publish(OperatorEvent e) noexcept override {
+      if (e.kind == "deadline_warning") warnings.push_back(std::move(e));
+    }
+    std::vector<OperatorEvent> warnings;
+  } first_told, second_told;
+  MetricsRegistry first_metrics, second_metrics;
+  ModerationService first(meta_, *blobs_, cache_, admission_, blocks_, clock_, ModerationOptions{},
+                          nullptr, nullptr, &first_metrics);
+  ModerationService second(meta_, *blobs_, cache_, admission_, blocks_, clock_, ModerationOptions{},
+                           nullptr, nullptr, &second_metrics);
+  first.TellOperator(&first_told);
+  second.TellOperator(&second_told);
+  const auto lease_held = [](MetricsRegistry& m) {
+    return m.GetGauge("sluice_background_lease_held", "", {{"job", "deadline_warnings"}}).value();
+  };
+  const store::PasteId id = Create("a phishing page");
+  NoticeRequest request{"abuse@hoster.example", "CASE-10", "phishing", {id.str()}, std::nullopt};
+  ASSERT_TRUE(RunSync(first.AddNotice(request)).ok());
+
+  clock_.Advance(std::chrono::minutes(46));
+  RunSync(first.WarnOfDeadlines());
+  RunSync(second.WarnOfDeadlines());
+  EXPECT_EQ(first_told.warnings.size(), 1u);
+  EXPECT_EQ(second_told.warnings.size(), 0u) << "the second process warned as well";
+  EXPECT_EQ(lease_held(first_metrics), 1.0);
+  EXPECT_EQ(lease_held(second_metrics), 0.0);
+
+  // The first process stops; past its lease the second takes the warnings over.
+  clock_.Advance(std::chrono::minutes(2));
+  RunSync(second.WarnOfDeadlines());
+  EXPECT_EQ(second_told.warnings.size(), 1u);
+  EXPECT_EQ(lease_held(second_metrics), 1.0);
+  first.TellOperator(nullptr);
+  second.TellOperator(nullptr);
+}
+
 // Reporters are counted by network (IPv4 /24, IPv6 /48), so the keys of one subscriber are one
 // reporter however many there are, and reports from the creator's own network never count.
 TEST_F(ModerationTest, ManyKeysOfOneNetworkOrTheCreatorsNeverWithhold) {
