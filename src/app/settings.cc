@@ -552,8 +552,9 @@ constexpr SettingSpec kServeSettings[] = {
                    "without blocking its text again"),
     IntegerSetting("max_notices", "100000", "0", "100000000",
                    "Abuse notices (POST /admin/notices, sluice admin notice) stored at most, over "
-                   "all processes sharing the store; past it a notice is refused 507 notices_full "
-                   "(docs/moderation.md, \"Notices\")"),
+                   "all processes sharing the store; at it a new notice takes the place of the "
+                   "oldest closed one, and is refused 507 notices_full only when every stored "
+                   "notice is still open (docs/moderation.md, \"Notices\")"),
     DurationSetting("moderation_timeout", "1s", "1ms", "10m",
                     "Timeout of one store call of moderation (a report, a review, the review "
                     "queue); a report's whole budget is twice it"),

@@ -1742,7 +1742,7 @@ TYPED_TEST_P(StoreContract, NoticesWithholdAnswerEachPasteAndAreIdempotent) {
   EXPECT_EQ(again->notice.pastes[1].outcome, kNoticeTakenDown);
   EXPECT_FALSE(again->notice.pastes[1].open);
 
-  // The cap counts stored notices.
+  // The cap counts stored notices; an open one is not given up to make room.
   auto full =
       RunSync(this->meta().AddNotice(notice("CASE-2", {also.id.str()}), 1, this->deadline()));
   ASSERT_FALSE(full.ok());
@@ -1765,6 +1765,38 @@ TYPED_TEST_P(StoreContract, NoticesWithholdAnswerEachPasteAndAreIdempotent) {
   EXPECT_EQ(RunSync(this->meta().OpenNotices(10, this->deadline()))->size(), 1u);
   ASSERT_EQ(RunSync(this->meta().CloseNotices(also.id, 402, this->deadline()))->size(), 1u);
   EXPECT_TRUE(RunSync(this->meta().OpenNotices(10, this->deadline()))->empty());
+
+  // Closed, CASE-1 makes room at the cap: CASE-2 is stored in its place, and CASE-1's reference
+  // is new again (kept, it would be answered as stored, created false).
+  auto room =
+      RunSync(this->meta().AddNotice(notice("CASE-2", {also.id.str()}), 1, this->deadline()));
+  ASSERT_TRUE(room.ok()) << room.error().message;
+  EXPECT_TRUE(room->created);
+  open = RunSync(this->meta().OpenNotices(10, this->deadline()));
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].reference, "CASE-2");
+  auto anew =
+      RunSync(this->meta().AddNotice(notice("CASE-1", {live.id.str()}), 2, this->deadline()));
+  ASSERT_TRUE(anew.ok()) << anew.error().message;
+  EXPECT_TRUE(anew->created);
+  // Both open now: nothing to give up at the cap of two.
+  auto still_full =
+      RunSync(this->meta().AddNotice(notice("CASE-3", {live.id.str()}), 2, this->deadline()));
+  ASSERT_FALSE(still_full.ok());
+  EXPECT_EQ(still_full.error().reason, kNoticesFull);
+  // A cap lowered under what is stored: as many closed notices as it takes make room at once.
+  ASSERT_EQ(RunSync(this->meta().CloseNotices(live.id, 403, this->deadline()))->size(), 1u);
+  ASSERT_EQ(RunSync(this->meta().CloseNotices(also.id, 403, this->deadline()))->size(), 1u);
+  auto lowered =
+      RunSync(this->meta().AddNotice(notice("CASE-4", {live.id.str()}), 1, this->deadline()));
+  ASSERT_TRUE(lowered.ok()) << lowered.error().message;
+  open = RunSync(this->meta().OpenNotices(10, this->deadline()));
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].reference, "CASE-4");
+  auto kept_one =
+      RunSync(this->meta().AddNotice(notice("CASE-2", {also.id.str()}), 2, this->deadline()));
+  ASSERT_TRUE(kept_one.ok());
+  EXPECT_TRUE(kept_one->created) << "CASE-2 was kept past a cap of one";
 }
 
 REGISTER_TYPED_TEST_SUITE_P(

@@ -83,8 +83,8 @@ class DataDirUpgradeTest(SluiceTestCase):
         for column in ("creator_network", "review_keep", "encrypted", "views_left", "parent"):
             s.execute(f"ALTER TABLE pastes DROP COLUMN {column}")
         # And schema 14's index of the outbox by paste, schema 15's content blocklist, 17's
-        # creator tokens, 18's transparency counters and 19's notices (16's arrival column went
-        # with report_queue above).
+        # creator tokens, 18's transparency counters and 19's notices, with 20's index of the closed
+        # ones (16's arrival column went with report_queue above).
         s.execute("DROP INDEX outbox_by_paste")
         for table in ("blocked_contents", "blocked_contents_state", "creator_tokens",
                       "creator_tokens_state", "transparency_counts", "notices", "notice_pastes"):

@@ -209,6 +209,16 @@ class NoticeScenarios:
         self.assertJsonError(self.notice(s, [b], reference="SECOND"), 507, "notices_full")
         self.assertStatus(s.get(f"/raw/{b}"), 200)
         self.assertStatus(self.notice(s, [a], reference="FIRST"), 200)  # still idempotent
+        # Once the operator has acted on it, the closed notice makes room for the next one; the
+        # action stays in the audit trail.
+        self.assertStatus(s.admin_request("POST", f"/admin/pastes/{a}/dismiss",
+                                          body=json.dumps({"note": "fine"}), headers=JSON), 200)
+        self.assertStatus(self.notice(s, [b], reference="SECOND"), 201)
+        self.assertJsonError(s.get(f"/raw/{b}"), 451, "withheld_notice")
+        self.assertEqual([n["reference"] for n in
+                          s.admin_request("GET", "/admin/notices").json()["notices"]], ["SECOND"])
+        audit = s.admin_request("GET", "/admin/audit").json()["audit"]
+        self.assertTrue(any("notice FIRST" in e.get("detail", "") for e in audit), audit)
 
     def test_the_cli_flags_and_the_abuse_email(self):
         s = self.start()

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/common/result.h"
 #include "sluice/store/paste.h"
 #include "sluice/store/transparency.h"
 
@@ -267,6 +268,9 @@ struct NoticeOutcome {
 
 /// The reason of the InsufficientStorage error of a store that holds max_notices notices.
 inline constexpr std::string_view kNoticesFull = "notices_full";
+/// That error: MetaStore::AddNotice makes room from the oldest closed notices, so the store holds
+/// `max_notices` notices that still wait on the operator.
+Error NoticesFull(int64_t max_notices);
 
 /// Creates from `prefix` (a client key, an address or a CIDR block) are refused until `until`.
 struct ClientBlock {

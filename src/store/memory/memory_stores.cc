@@ -388,10 +388,15 @@ class MemoryMetaStore final : public MetaStore {
     }
     notice.open_pastes = static_cast<int64_t>(withheld.size());
     if (withheld.empty()) co_return NoticeOutcome{false, false, std::move(notice)};
-    if (static_cast<int64_t>(notices_.size()) >= max_notices) {
-      co_return MakeError(ErrorCode::kInsufficientStorage, "the store holds max_notices notices",
-                          std::string(kNoticesFull));
+    // Room from the oldest closed notices, as the other stores make it.
+    const size_t needed = notices_.size() + 1 -
+                          std::min<size_t>(notices_.size() + 1, static_cast<size_t>(max_notices));
+    std::vector<int64_t> closed;
+    for (auto it = notices_.begin(); it != notices_.end() && closed.size() < needed; ++it) {
+      if (it->second.open_pastes == 0) closed.push_back(it->first);
     }
+    if (closed.size() < needed) co_return NoticesFull(max_notices);
+    for (int64_t nid : closed) notices_.erase(nid);
     for (const PasteId& id : withheld) {
       rows_.at(id).moderation = Moderation::kWithheldNotice;
       outbox_.push_back(

@@ -67,24 +67,38 @@ awaitable<Result<NoticeOutcome>> PgMetaStore::AddNotice(Notice notice, int64_t m
     int64_t id = 0;
     std::string outcomes;
   };
-  auto adding = Query<Added>(
-      PostgresPurpose::kModeration, deadline,
-      "SELECT o_status, o_id, o_outcomes FROM sluice_add_notice($1, $2, $3, $4, $5, $6::text[], "
-      "$7)",
-      {P(notice.sender), P(notice.reference), P(notice.category), P(notice.deadline_at.value_or(0)),
-       P(notice.received_at), P(pastes), P(max_notices)},
-      [](const PGresult* r) -> Result<Added> {
-        if (PQntuples(r) == 0) {
-          return MakeError(ErrorCode::kInternal, "sluice_add_notice returned no row", "internal");
-        }
-        return Added{Int(r, 0, 0), Int(r, 0, 1), std::string(Text(r, 0, 2))};
-      });
-  Result<Added> added = co_await std::move(adding);
-  if (!added.ok()) co_return added.error();
-  if (added->status == 3) {
-    co_return MakeError(ErrorCode::kInsufficientStorage,
-                        fmt::format("the store holds max_notices ({}) notices", max_notices),
-                        std::string(kNoticesFull));
+  Result<Added> added = Added{};
+  // A full store makes room from its oldest closed notices (migration 19) and is asked once more.
+  for (bool room_made = false;;) {
+    auto adding = Query<Added>(
+        PostgresPurpose::kModeration, deadline,
+        "SELECT o_status, o_id, o_outcomes FROM sluice_add_notice($1, $2, $3, $4, $5, $6::text[], "
+        "$7)",
+        {P(notice.sender), P(notice.reference), P(notice.category),
+         P(notice.deadline_at.value_or(0)), P(notice.received_at), P(pastes), P(max_notices)},
+        [](const PGresult* r) -> Result<Added> {
+          if (PQntuples(r) == 0) {
+            return MakeError(ErrorCode::kInternal, "sluice_add_notice returned no row", "internal");
+          }
+          return Added{Int(r, 0, 0), Int(r, 0, 1), std::string(Text(r, 0, 2))};
+        });
+    added = co_await std::move(adding);
+    if (!added.ok()) co_return added.error();
+    if (added->status != 3) break;
+    if (room_made) co_return NoticesFull(max_notices);
+    auto making_room = Query<bool>(
+        PostgresPurpose::kModeration, deadline, "SELECT sluice_make_room_for_notices($1)",
+        {P(max_notices)}, [](const PGresult* r) -> Result<bool> {
+          if (PQntuples(r) == 0) {
+            return MakeError(ErrorCode::kInternal, "sluice_make_room_for_notices returned no row",
+                             "internal");
+          }
+          return std::string_view(Text(r, 0, 0)) == "t";
+        });
+    Result<bool> made = co_await std::move(making_room);
+    if (!made.ok()) co_return made.error();
+    if (!*made) co_return NoticesFull(max_notices);
+    room_made = true;
   }
   if (added->status == 2) {
     const std::vector<std::string_view> outcomes = Split(added->outcomes, ',');

@@ -646,6 +646,33 @@ constexpr const char* kMigrations[] = {
         WHERE n.id = c.notice_id;
     $fn$;
     )sql",
+    // 19: the closed notices in arrival order, and sluice_make_room_for_notices, which deletes the
+    // oldest closed notices a store holding p_max needs to take one more, under
+    // sluice_add_notice's lock, and answers whether it could (as the SQLite store's migration 20
+    // and MetaStore::AddNotice say). PgMetaStore::AddNotice calls it when sluice_add_notice
+    // answers 3, then asks again: sluice_add_notice is not restated here.
+    R"sql(
+    CREATE INDEX IF NOT EXISTS notices_closed ON notices (id) WHERE open_pastes = 0;
+    CREATE OR REPLACE FUNCTION sluice_make_room_for_notices(p_max bigint) RETURNS boolean
+      LANGUAGE plpgsql AS $fn$
+    DECLARE
+      v_needed bigint;
+      v_ids bigint[];
+    BEGIN
+      PERFORM pg_advisory_xact_lock(126879289336678);
+      v_needed := (SELECT count(*) FROM notices) - p_max + 1;
+      IF v_needed <= 0 THEN
+        RETURN true;
+      END IF;
+      v_ids := ARRAY(SELECT id FROM notices WHERE open_pastes = 0 ORDER BY id LIMIT v_needed);
+      IF coalesce(array_length(v_ids, 1), 0) < v_needed THEN
+        RETURN false;
+      END IF;
+      DELETE FROM notice_pastes WHERE notice_id = ANY (v_ids);
+      DELETE FROM notices WHERE id = ANY (v_ids);
+      RETURN true;
+    END $fn$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

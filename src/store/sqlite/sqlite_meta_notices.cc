@@ -129,9 +129,26 @@ Status SqliteMetaStore::Apply(Db& db, const AddNoticeOp& op) {
   const int64_t stored = count.Int(0);
   count.Reset();
   if (stored >= op.max_notices) {
-    return MakeError(ErrorCode::kInsufficientStorage,
-                     fmt::format("the store holds max_notices ({}) notices", op.max_notices),
-                     std::string(kNoticesFull));
+    // Room from the oldest closed notices (migration 20's partial index), in this notice's
+    // transaction: one, or as many as a lowered max_notices needs. Refused only when too few
+    // stored notices are closed, that is, when they still wait on the operator.
+    const int64_t needed = stored - op.max_notices + 1;
+    Statement& oldest =
+        db.Prepare("SELECT id FROM notices WHERE open_pastes = 0 ORDER BY id LIMIT ?");
+    oldest.Bind(1, needed);
+    std::vector<int64_t> closed;
+    while ((rc = oldest.Step()) == SQLITE_ROW) closed.push_back(oldest.Int(0));
+    oldest.Reset();
+    if (rc != SQLITE_DONE) return StorageError(db, "closed notices");
+    if (static_cast<int64_t>(closed.size()) < needed) return NoticesFull(op.max_notices);
+    for (int64_t id : closed) {
+      for (const char* sql :
+           {"DELETE FROM notice_pastes WHERE notice_id = ?", "DELETE FROM notices WHERE id = ?"}) {
+        Statement& drop = db.Prepare(sql);
+        drop.Bind(1, id);
+        if (Status s = Done(db, drop, "make room for a notice"); !s.ok()) return s;
+      }
+    }
   }
   Statement& insert = db.Prepare(
       "INSERT INTO notices (sender, reference, category, deadline_at, received_at, open_pastes) "

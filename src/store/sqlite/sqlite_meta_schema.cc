@@ -298,6 +298,12 @@ constexpr const char* kMigrations[] = {
     );
     CREATE INDEX notice_pastes_open_by_paste ON notice_pastes (paste_id) WHERE open = 1;
     )sql",
+    // 20: the closed notices in arrival order, so a store that holds max_notices makes room for a
+    // new one by deleting the oldest closed notice (one probe), and refuses only when every
+    // stored notice is still open (MetaStore::AddNotice).
+    R"sql(
+    CREATE INDEX notices_closed ON notices (id) WHERE open_pastes = 0;
+    )sql",
 };
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the
