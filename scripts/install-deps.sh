@@ -36,13 +36,15 @@ deb_tools=(dpkg-dev debhelper lintian)
 # and test_compose.py): mmdebstrap builds the base from Debian's packages (eatmydata speeds it up),
 # since no image registry is reachable; podman builds and runs it, on runc (crun refuses these
 # machines' hybrid cgroups) with netavark and aardvark-dns (the compose services find each other
-# by name); podman-compose runs the compose file. The Kubernetes test uses kubectl's Kustomize (v4
+# by name) and iptables, which netavark 1.4 sets its bridge's NAT up with (without it every RUN
+# step and container fails: "netavark: No such file or directory"; a machine that had it by
+# chance hid that); podman-compose runs the compose file. The Kubernetes test uses kubectl's Kustomize (v4
 # or later: Debian 12's kubernetes-client has v2, so it is not installed here) and npm's
 # kubernetes-models.
 # make test runs both, so the test profile has these too.
 # gettext: the translations' checks (tests/web/test_catalogs.py: msgfmt --check, msgcmp) and
 # tools/extract_messages.py's msgmerge; the build reads the catalogs itself (tools/po.py).
-image_tools=(podman runc netavark aardvark-dns mmdebstrap eatmydata podman-compose)
+image_tools=(podman runc netavark aardvark-dns iptables mmdebstrap eatmydata podman-compose)
 test_tools=(libgtest-dev libgmock-dev libbenchmark-dev python3 curl sqlite3
   postgresql pgbouncer redis-server redis-sentinel varnish nginx-light chromium python3-botocore prometheus slowhttptest
   pastebinit wget jq "${deb_tools[@]}" strace patroni etcd-server gettext "${image_tools[@]}"
