@@ -95,6 +95,9 @@ CLI::App* AddAdminCommand(CLI::App& app, AdminCommandOptions& o) {
   notice->add_option("--paste", o.notice.pastes, "A paste id or link (repeat for each)");
   notice->add_option("--sender", o.notice.sender,
                      "Who sent it (an abuse desk's address); with --email: the From address");
+  notice->add_option("--sender-kind", o.notice.sender_kind,
+                     "hosting, registrar, authority, rights_holder or other: what the "
+                     "transparency report counts the notice under (default: unclassified)");
   notice->add_option("--reference", o.notice.reference,
                      "The sender's reference (case number); with --email: the Message-ID. The "
                      "same sender and reference again is the same notice");
@@ -273,6 +276,7 @@ int NoticeBody(AdminCommandOptions& o, std::string_view command) {
   }
   nlohmann::json j = {{"sender", n.sender}, {"reference", n.reference}, {"pastes", n.pastes}};
   if (!n.category.empty()) j["category"] = n.category;
+  if (!n.sender_kind.empty()) j["sender_kind"] = n.sender_kind;
   if (!n.deadline.empty()) j["deadline"] = n.deadline;
   o.body = j.dump();
   return 0;

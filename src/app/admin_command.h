@@ -37,6 +37,7 @@ struct AdminCommandOptions {
   struct Notice {
     std::vector<std::string> pastes;
     std::string sender;
+    std::string sender_kind;
     std::string reference;
     std::string category;
     std::string deadline;

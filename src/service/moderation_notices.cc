@@ -60,10 +60,12 @@ awaitable<Result<NoticeReceipt>> ModerationService::AddNotice(NoticeRequest requ
   }
   // The transparency report's notices (docs/moderation.md, "Transparency"), in one call after
   // the notice's own transaction: a crash between the two loses these counts, not the notice.
-  // Senders are not classified yet, so each counts as "unclassified".
+  // The kind of sender is the one the request gave, counted as unclassified when it gave none.
+  const std::string sender_kind =
+      request.sender_kind.empty() ? std::string(kNoticeSenderUnclassified) : request.sender_kind;
   std::vector<store::TransparencyCount> tally = {
       {store::TransparencyMonth(now), std::string(store::kTallyNoticeCategory), n.category, 1},
-      {store::TransparencyMonth(now), std::string(store::kTallyNoticeSender), "unclassified", 1},
+      {store::TransparencyMonth(now), std::string(store::kTallyNoticeSender), sender_kind, 1},
       {store::TransparencyMonth(now), std::string(store::kTallyWithhold), "notice",
        static_cast<int64_t>(withheld.size())}};
   auto tallying = meta_.AddTransparency(std::move(tally), deadline);
@@ -77,6 +79,7 @@ awaitable<Result<NoticeReceipt>> ModerationService::AddNotice(NoticeRequest requ
   if (operator_events_ != nullptr) {
     std::vector<std::pair<std::string, std::string>> fields = {
         {"sender", n.sender},
+        {"sender_kind", sender_kind},
         {"reference", n.reference},
         {"category", n.category},
         {"pastes", fmt::format("{}", fmt::join(withheld, " "))}};

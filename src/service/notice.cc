@@ -191,6 +191,12 @@ Status CheckNoticeRequest(NoticeRequest& r) {
     return Bad(fmt::format("category must be one of {}", fmt::join(kNoticeCategories, ", ")),
                "bad_category");
   }
+  if (!r.sender_kind.empty() && std::find(kNoticeSenderKinds.begin(), kNoticeSenderKinds.end(),
+                                          r.sender_kind) == kNoticeSenderKinds.end()) {
+    return Bad(fmt::format("sender_kind must be one of {}, or absent",
+                           fmt::join(kNoticeSenderKinds, ", ")),
+               "bad_sender_kind");
+  }
   std::vector<std::string> unique;
   for (std::string& p : r.pastes) {
     if (!IsId(p)) {
@@ -237,7 +243,8 @@ Result<NoticeRequest> ParseNoticeJson(std::string_view body, int64_t now) {
       }
       continue;
     }
-    if (key != "sender" && key != "reference" && key != "category" && key != "deadline") {
+    if (key != "sender" && key != "sender_kind" && key != "reference" && key != "category" &&
+        key != "deadline") {
       return Bad(fmt::format("unknown field '{}'", QuotedClientText(key)), "bad_json");
     }
     if (!value.is_string()) {
@@ -245,6 +252,7 @@ Result<NoticeRequest> ParseNoticeJson(std::string_view body, int64_t now) {
     }
     const std::string& text = value.get_ref<const std::string&>();
     if (key == "sender") r.sender = text;
+    if (key == "sender_kind") r.sender_kind = text;
     if (key == "reference") r.reference = text;
     if (key == "category") r.category = text;
     if (key == "deadline") {

@@ -18,7 +18,7 @@ import re
 import subprocess
 
 from promtext import metric
-from sluice_harness import SluiceTestCase, clean_env, sluice_bin
+from sluice_harness import SluiceTestCase, clean_env, sluice_bin, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "abuse-notice.eml")
@@ -224,8 +224,8 @@ class NoticeScenarios:
         s = self.start()
         x = s.create_ok("flagged by id")["id"]
         res = self.admin_cli(s, "notice", "--paste", x, "--sender", "legal@registrar.example",
-                             "--reference", "REG-77", "--category", "illegal", "--deadline",
-                             "2026-12-31T23:00:00Z")
+                             "--sender-kind", "registrar", "--reference", "REG-77", "--category",
+                             "illegal", "--deadline", "2026-12-31T23:00:00Z")
         self.assertEqual(res.returncode, 0, res.stderr)
         out = json.loads(res.stdout)
         self.assertEqual(out["notice"]["deadline_at"], 1798758000)
@@ -247,6 +247,20 @@ class NoticeScenarios:
         self.assertFalse(json.loads(res.stdout)["created"])
         listed = self.admin_cli(s, "notices")
         self.assertEqual(len(json.loads(listed.stdout)["notices"]), 2)
+        # The transparency report counts them by the kind of sender each gave: the registrar's
+        # flag, and the e-mail's none. Each process reads the counters again within seconds.
+        def by_sender():
+            counts = {}
+            for month in s.get("/transparency?format=json").json()["months"]:
+                for kind, n in month["notices"]["by_sender"].items():
+                    counts[kind] = counts.get(kind, 0) + n
+            return counts
+        wait_until(lambda: by_sender() == {"registrar": 1, "unclassified": 1}, timeout=30,
+                   message="the notices counted by kind of sender")
+        res = self.admin_cli(s, "notice", "--paste", x, "--sender", "a@b.example",
+                             "--sender-kind", "neighbour", "--reference", "N-1")
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn(b"sender_kind must be one of", res.stdout + res.stderr)
 
     def test_a_malformed_or_oversized_email_is_refused_and_nothing_is_sent(self):
         s = self.start()

@@ -19,6 +19,13 @@ namespace sluice::service {
 inline constexpr std::array<std::string_view, 8> kNoticeCategories = {
     "copyright", "malware", "phishing", "personal_data", "illegal", "spam", "terrorism", "other"};
 
+/// The kinds of sender a notice may give, for the transparency report's "notices by kind of
+/// sender" (docs/moderation.md, "Transparency"). Append only: they are counted by name. A notice
+/// that gives none is counted as kNoticeSenderUnclassified.
+inline constexpr std::array<std::string_view, 5> kNoticeSenderKinds = {
+    "hosting", "registrar", "authority", "rights_holder", "other"};
+inline constexpr std::string_view kNoticeSenderUnclassified = "unclassified";
+
 /// Pastes one notice may name: a notice is one sender's list, not a bulk interface.
 inline constexpr size_t kMaxNoticePastes = 100;
 /// Longest sender and reference, in bytes (a mail address, a Message-ID, a case number).
@@ -32,6 +39,8 @@ struct NoticeRequest {
   std::vector<std::string> pastes;
   /// Unix seconds; none when the sender gave no deadline.
   std::optional<int64_t> deadline_at{};
+  /// One of kNoticeSenderKinds; empty: the sender did not say (counted as unclassified).
+  std::string sender_kind{};
 };
 
 /// The paste id a link or a bare id names: "ID", "https://host/ID", ".../raw/ID",
@@ -48,9 +57,10 @@ std::vector<std::string> PasteLinksIn(std::string_view text);
 /// second ignored) or a duration from `now` ("1h", "90m", "2d"). InvalidArgument (bad_deadline).
 Result<int64_t> ParseNoticeDeadline(std::string_view text, int64_t now);
 
-/// `{"sender": "...", "reference": "...", "category": "...", "pastes": ["ID or link", ...],
-/// "deadline": "RFC 3339 or duration"}`, strictly: InvalidArgument with a reason naming the field
-/// (bad_json, bad_sender, bad_reference, bad_category, bad_pastes, too_many_pastes, bad_deadline)
+/// `{"sender": "...", "sender_kind": "...", "reference": "...", "category": "...", "pastes":
+/// ["ID or link", ...], "deadline": "RFC 3339 or duration"}`, strictly: InvalidArgument with a
+/// reason naming the field (bad_json, bad_sender, bad_sender_kind, bad_reference, bad_category,
+/// bad_pastes, too_many_pastes, bad_deadline)
 /// for anything else. A paste that is neither an id nor a paste link is bad_pastes: the sender
 /// gets told which, rather than the notice being half taken.
 Result<NoticeRequest> ParseNoticeJson(std::string_view body, int64_t now);

@@ -61,12 +61,14 @@ TEST(ParseNoticeDeadline, TakesRfc3339AndDurations) {
 
 TEST(ParseNoticeJson, TakesAWholeNoticeAndDropsRepeatedPastes) {
   auto n = ParseNoticeJson(
-      R"({"sender": "abuse@h.example", "reference": "C-1", "category": "malware",
+      R"({"sender": "abuse@h.example", "sender_kind": "hosting", "reference": "C-1",
+          "category": "malware",
           "pastes": ["https://p.example/AbCdEfGh1234", "AbCdEfGh1234", "AbCdEfGh1235"],
           "deadline": "2h"})",
       kNow);
   ASSERT_TRUE(n.ok()) << n.error().message;
   EXPECT_EQ(n->sender, "abuse@h.example");
+  EXPECT_EQ(n->sender_kind, "hosting");
   EXPECT_EQ(n->category, "malware");
   EXPECT_EQ(n->pastes, (std::vector<std::string>{"AbCdEfGh1234", "AbCdEfGh1235"}));
   EXPECT_EQ(n->deadline_at, kNow + 7200);
@@ -74,6 +76,7 @@ TEST(ParseNoticeJson, TakesAWholeNoticeAndDropsRepeatedPastes) {
       ParseNoticeJson(R"({"sender": "s", "reference": "r", "pastes": ["AbCdEfGh1234"]})", kNow);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->category, "other");
+  EXPECT_EQ(plain->sender_kind, "");
   EXPECT_FALSE(plain->deadline_at);
 }
 
@@ -95,6 +98,10 @@ TEST(ParseNoticeJson, RefusesEachBadFieldByName) {
       {R"({"sender": "s", "reference": "r", "pastes": ["https://x.example/a/b"]})", "bad_pastes"},
       {R"({"sender": "s", "reference": "r", "category": "nope", "pastes": ["AbCdEfGh1234"]})",
        "bad_category"},
+      {R"({"sender": "s", "sender_kind": "neighbour", "reference": "r", "pastes": ["AbCdEfGh1234"]})",
+       "bad_sender_kind"},
+      {R"({"sender": "s", "sender_kind": 3, "reference": "r", "pastes": ["AbCdEfGh1234"]})",
+       "bad_json"},
   };
   for (const auto& c : cases) {
     auto n = ParseNoticeJson(c.body, kNow);
