@@ -27,6 +27,7 @@
 #include "data_dir_lock.h"
 #include "migrate_store_cursor.h"
 #include "migrate_store_differences.h"
+#include "migrate_store_notices.h"
 #include "settings.h"
 #include "sluice/admission/token_bucket.h"
 #include "sluice/asio/completion.h"
@@ -105,6 +106,8 @@ class Migration {
       if (!co_await CopyBlocks()) co_return 1;
       if (!co_await CopyBlockedContents()) co_return 1;
       if (!co_await CopyTransparency()) co_return 1;
+      // After the pastes: the rows they name are there, in the state the notices put them in.
+      if (!co_await CopyNotices()) co_return 1;
     }
     // After a pass over what changed, what it copied is verified already (CheckOne): the
     // whole walk is left out, so that the window's pass costs a read of each row, not of each
@@ -114,6 +117,7 @@ class Migration {
     if (!o_.changed || o_.verify_only) verified = co_await Verify();
     if (verified) verified = co_await VerifyBlocks();
     if (verified) verified = co_await VerifyBlockedContents();
+    if (verified) verified = co_await VerifyNotices();
     std::printf("%s\n", nlohmann::json{{"moved", moved_},
                                        {"already_there", already_},
                                        {"unchanged", unchanged_},
@@ -123,6 +127,8 @@ class Migration {
                                        {"bytes", bytes_},
                                        {"verified", verified_},
                                        {"blocked_contents_added", blocked_contents_},
+                                       {"notices_added", notices_.added},
+                                       {"notice_pastes_closed", notices_.closed},
                                        {"differences", differences_}}
                             .dump()
                             .c_str());
@@ -227,16 +233,19 @@ class Migration {
     if (!co_await Count(std::nullopt, &live, &bytes, &there)) co_return 1;
     auto listing = source_.meta->ActiveBlocks(now_, CallDeadline());
     auto blocks = co_await std::move(listing);
+    auto counting = migrate::CountNotices(*source_.meta, &CallDeadline);
+    const std::optional<uint64_t> notices = co_await std::move(counting);
     std::printf("%s\n", nlohmann::json{{"dry_run", true},
                                        {"would_move", live - there},
                                        {"already_there", there},
                                        {"bytes", bytes},
                                        {"not_moved_expired", expired_},
                                        {"not_moved_deleted", deleted_},
-                                       {"blocks", blocks.ok() ? blocks->size() : 0}}
+                                       {"blocks", blocks.ok() ? blocks->size() : 0},
+                                       {"notices", notices.value_or(0)}}
                             .dump()
                             .c_str());
-    co_return blocks.ok() ? 0 : 1;
+    co_return blocks.ok() && notices ? 0 : 1;
   }
 
   awaitable<bool> Copy() {
@@ -682,6 +691,22 @@ class Migration {
     }
   }
 
+  // The abuse notices (docs/moderation.md, "Notices"), with the target's max_notices, as the
+  // content blocklist is copied with its max_blocked_contents (migrate_store_notices.cc).
+  awaitable<bool> CopyNotices() {
+    const int64_t max_notices = target_.settings.Integer("max_notices");
+    co_return co_await migrate::CopyNotices(*source_.meta, *target_.meta, max_notices, now_,
+                                            &CallDeadline, notices_);
+  }
+
+  awaitable<bool> VerifyNotices() {
+    auto verifying = migrate::VerifyNotices(*source_.meta, *target_.meta, &CallDeadline);
+    const std::optional<uint64_t> differences = co_await std::move(verifying);
+    if (!differences) co_return false;
+    differences_ += *differences;
+    co_return true;
+  }
+
   // Reads every live source paste back from the target: its row field by field, its reports,
   // and its body against the source row's SHA-256. Every difference is named.
   awaitable<bool> Verify() { co_return co_await ForEachPage(std::nullopt, &Migration::VerifyStep); }
@@ -774,6 +799,7 @@ class Migration {
   uint64_t total_ = 0, done_before_ = 0;
   uint64_t moved_ = 0, already_ = 0, expired_ = 0, deleted_ = 0, bytes_ = 0;
   uint64_t verified_ = 0, differences_ = 0, blocked_contents_ = 0;
+  migrate::NoticeCopy notices_;
   // The window's pass: live rows alike on both sides, dead ones (expired, deleted) with nothing
   // to do, and rows copied again.
   uint64_t unchanged_ = 0, dead_unchanged_ = 0, changed_ = 0;

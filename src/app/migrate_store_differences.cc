@@ -5,17 +5,35 @@
 #include "sluice/service/content_blocklist.h"
 
 namespace sluice::app::migrate {
+namespace {
+
+// Adds to `out` how `field` differs, unless it is the same.
+void Check(std::vector<std::string>& out, bool same, const char* field,
+           const std::string& want_text, const std::string& got_text) {
+  if (!same)
+    out.push_back(
+        fmt::format("{}: {} on the source, {} on the target", field, want_text, got_text));
+}
+
+// A notice's pastes as "ID OUTCOME open|closed, ...", in the order the notice named them.
+std::string NoticePastesText(const store::Notice& n) {
+  std::string text;
+  for (const store::NoticePaste& p : n.pastes) {
+    text += fmt::format("{}{} {} {}", text.empty() ? "" : ", ", p.paste, p.outcome,
+                        p.open ? "open" : "closed");
+  }
+  return text;
+}
+
+}  // namespace
 
 // The fields a row is created with: a difference in one of them is a different paste, which the
 // copy names and never overwrites.
 std::vector<std::string> CreatedDifferences(const store::PasteMeta& want,
                                             const store::PasteMeta& got) {
   std::vector<std::string> out;
-  auto check = [&](bool same, const char* field, std::string want_text, std::string got_text) {
-    if (!same)
-      out.push_back(
-          fmt::format("{}: {} on the source, {} on the target", field, want_text, got_text));
-  };
+  auto check = [&](bool same, const char* field, const std::string& want_text,
+                   const std::string& got_text) { Check(out, same, field, want_text, got_text); };
   check(want.created_at == got.created_at, "created_at", std::to_string(want.created_at),
         std::to_string(got.created_at));
   check(want.expires_at == got.expires_at, "expires_at", std::to_string(want.expires_at),
@@ -55,6 +73,21 @@ std::vector<std::string> AllDifferences(const store::PasteMeta& want, const stor
     out.push_back(fmt::format("deleted: {} on the source, {} on the target",
                               want.deleted ? "true" : "false", got.deleted ? "true" : "false"));
   }
+  return out;
+}
+
+std::vector<std::string> NoticeDifferences(const store::Notice& want, const store::Notice& got) {
+  std::vector<std::string> out;
+  Check(out, want.category == got.category, "category", want.category, got.category);
+  Check(out, want.deadline_at == got.deadline_at, "deadline_at",
+        want.deadline_at ? std::to_string(*want.deadline_at) : "none",
+        got.deadline_at ? std::to_string(*got.deadline_at) : "none");
+  Check(out, want.received_at == got.received_at, "received_at", std::to_string(want.received_at),
+        std::to_string(got.received_at));
+  Check(out, want.open_pastes == got.open_pastes, "open_pastes", std::to_string(want.open_pastes),
+        std::to_string(got.open_pastes));
+  const std::string want_pastes = NoticePastesText(want), got_pastes = NoticePastesText(got);
+  Check(out, want_pastes == got_pastes, "pastes", want_pastes, got_pastes);
   return out;
 }
 

@@ -300,6 +300,20 @@ class GuardedMetaStore final : public store::MetaStore {
           return inner_.AddNotice(notice, max_notices, cd);
         });
   }
+  awaitable<Result<std::vector<store::Notice>>> Notices(int64_t after_id, size_t limit,
+                                                        Deadline d) override {
+    return dep_.Call<std::vector<store::Notice>>(
+        {"notices", t().meta_moderation, true}, d,
+        [this, after_id, limit](Deadline cd) { return inner_.Notices(after_id, limit, cd); });
+  }
+  // Unique by sender and reference too: a retry of one whose answer was lost answers false.
+  awaitable<Result<bool>> ImportNotice(store::Notice notice, int64_t max_notices,
+                                       Deadline d) override {
+    return dep_.Call<bool>({"import_notice", t().meta_moderation, true}, d,
+                           [this, notice = std::move(notice), max_notices](Deadline cd) {
+                             return inner_.ImportNotice(notice, max_notices, cd);
+                           });
+  }
   awaitable<Result<std::vector<store::Notice>>> OpenNotices(size_t limit, Deadline d) override {
     return dep_.Call<std::vector<store::Notice>>(
         {"notices", t().meta_moderation, true}, d,

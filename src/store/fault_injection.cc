@@ -577,6 +577,21 @@ class FaultInjectingMetaStore final : public MetaStore {
     co_return co_await std::move(op);
   }
 
+  awaitable<Result<std::vector<Notice>>> Notices(int64_t after_id, size_t limit,
+                                                 admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    co_return co_await inner_.Notices(after_id, limit, d);
+  }
+
+  awaitable<Result<bool>> ImportNotice(Notice notice, int64_t max_notices,
+                                       admission::Deadline d) override {
+    std::optional<Error> injected = co_await injector_.Before("meta.moderation");
+    if (injected) co_return std::move(*injected);
+    auto op = inner_.ImportNotice(std::move(notice), max_notices, d);
+    co_return co_await std::move(op);
+  }
+
   awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit, admission::Deadline d) override {
     std::optional<Error> injected = co_await injector_.Before("meta.moderation");
     if (injected) co_return std::move(*injected);

@@ -1799,6 +1799,153 @@ TYPED_TEST_P(StoreContract, NoticesWithholdAnswerEachPasteAndAreIdempotent) {
   EXPECT_TRUE(kept_one->created) << "CASE-2 was kept past a cap of one";
 }
 
+// A copy's notices (MetaStore::Notices, ImportNotice; `sluice admin migrate-store`): every
+// stored notice, open and closed, walked once in id order a page at a time, and another store's
+// notice stored exactly as it was there, once, without touching the pastes it names.
+inline Notice NoticeOf(std::string reference, int64_t received_at,
+                       std::vector<NoticePaste> pastes) {
+  Notice n;
+  n.sender = "abuse@hoster.example";
+  n.reference = std::move(reference);
+  n.category = "phishing";
+  n.received_at = received_at;
+  n.pastes = std::move(pastes);
+  for (const NoticePaste& p : n.pastes) n.open_pastes += p.open ? 1 : 0;
+  return n;
+}
+
+// Every field but the id, which each store gives, and the pastes in order with their state.
+inline void ExpectSameNotice(const Notice& want, const Notice& got) {
+  EXPECT_EQ(got.sender, want.sender);
+  EXPECT_EQ(got.reference, want.reference);
+  EXPECT_EQ(got.category, want.category);
+  EXPECT_EQ(got.deadline_at, want.deadline_at);
+  EXPECT_EQ(got.received_at, want.received_at);
+  EXPECT_EQ(got.open_pastes, want.open_pastes);
+  ASSERT_EQ(got.pastes.size(), want.pastes.size()) << want.reference;
+  for (size_t i = 0; i < want.pastes.size(); ++i) {
+    EXPECT_EQ(got.pastes[i].paste, want.pastes[i].paste) << want.reference << " paste " << i;
+    EXPECT_EQ(got.pastes[i].outcome, want.pastes[i].outcome) << want.reference << " paste " << i;
+    EXPECT_EQ(got.pastes[i].open, want.pastes[i].open) << want.reference << " paste " << i;
+  }
+}
+
+TYPED_TEST_P(StoreContract, NoticesPageEveryNoticeOnceInIdOrder) {
+  std::vector<std::string> references;
+  for (int i = 0; i < 5; ++i) {
+    const PasteMeta row = Row("ntw00000000" + std::to_string(i), 5000);
+    ASSERT_TRUE(RunSync(this->meta().Insert(row, this->deadline())).ok());
+    references.push_back("WALK-" + std::to_string(i));
+    // Arrivals out of id order: the walk follows the ids, not the takedown clock.
+    auto added = RunSync(this->meta().AddNotice(
+        NoticeOf(references.back(), 500 - i, {NoticePaste{row.id.str(), "", false}}), 10,
+        this->deadline()));
+    ASSERT_TRUE(added.ok()) << added.error().message;
+    // Every other one closed: the walk lists closed notices too.
+    if (i % 2 == 0) {
+      ASSERT_EQ(RunSync(this->meta().CloseNotices(row.id, 600, this->deadline()))->size(), 1u);
+    }
+  }
+  std::vector<Notice> walked;
+  int64_t after_id = 0;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto page = RunSync(this->meta().Notices(after_id, 2, this->deadline()));
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    ASSERT_LE(page->size(), 2u);
+    if (page->empty()) break;
+    for (const Notice& n : *page) {
+      EXPECT_GT(n.id, after_id);
+      after_id = n.id;
+      walked.push_back(n);
+    }
+  }
+  ASSERT_EQ(walked.size(), 5u);
+  for (size_t i = 0; i < walked.size(); ++i) {
+    EXPECT_EQ(walked[i].reference, references[i]);
+    EXPECT_EQ(walked[i].open_pastes, i % 2 == 0 ? 0 : 1);
+    ASSERT_EQ(walked[i].pastes.size(), 1u);
+    EXPECT_EQ(walked[i].pastes[0].outcome, kNoticeWithheld);
+    EXPECT_EQ(walked[i].pastes[0].open, i % 2 != 0);
+  }
+  EXPECT_TRUE(RunSync(this->meta().Notices(after_id, 2, this->deadline()))->empty());
+}
+
+TYPED_TEST_P(StoreContract, AnImportedNoticeReadsBackAsGivenOnceAndWithholdsNothing) {
+  const PasteMeta open = Row("nti000000001", 5000);
+  const PasteMeta restored = Row("nti000000002", 5000);
+  for (const PasteMeta& r : {open, restored}) {
+    ASSERT_TRUE(RunSync(this->meta().Insert(r, this->deadline())).ok());
+  }
+  Notice waiting = NoticeOf("CASE-7", 300,
+                            {NoticePaste{open.id.str(), std::string(kNoticeWithheld), true},
+                             NoticePaste{restored.id.str(), std::string(kNoticeWithheld), false},
+                             NoticePaste{"nti000000009", std::string(kNoticeNotFound), false}});
+  waiting.deadline_at = 900;
+  const Notice done =
+      NoticeOf("CASE-8", 200, {NoticePaste{open.id.str(), std::string(kNoticeTakenDown), false}});
+  for (const Notice& n : {done, waiting}) {
+    auto imported = RunSync(this->meta().ImportNotice(n, 10, this->deadline()));
+    ASSERT_TRUE(imported.ok()) << imported.error().message;
+    EXPECT_TRUE(*imported) << n.reference;
+  }
+  this->backend_.Reopen();
+
+  auto all = RunSync(this->meta().Notices(0, 10, this->deadline()));
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  ExpectSameNotice(done, (*all)[0]);
+  ExpectSameNotice(waiting, (*all)[1]);
+  auto open_notices = RunSync(this->meta().OpenNotices(10, this->deadline()));
+  ASSERT_TRUE(open_notices.ok());
+  ASSERT_EQ(open_notices->size(), 1u);
+  ExpectSameNotice(waiting, (*open_notices)[0]);
+
+  // Again, even with other contents: the sender's reference is there, nothing changes.
+  Notice again = waiting;
+  again.category = "malware";
+  again.pastes.pop_back();
+  auto repeated = RunSync(this->meta().ImportNotice(again, 10, this->deadline()));
+  ASSERT_TRUE(repeated.ok()) << repeated.error().message;
+  EXPECT_FALSE(*repeated);
+  all = RunSync(this->meta().Notices(0, 10, this->deadline()));
+  ASSERT_EQ(all->size(), 2u);
+  ExpectSameNotice(waiting, (*all)[1]);
+
+  // The pastes' state is the copy of their rows': an import neither withholds nor owes a purge.
+  for (const PasteMeta& r : {open, restored}) {
+    EXPECT_EQ(RunSync(this->meta().Get(r.id, this->deadline()))->moderation, Moderation::kNone);
+  }
+  EXPECT_TRUE(RunSync(this->meta().DueOutbox(100'000, 10, this->deadline()))->empty());
+  // And the operator's action closes it on this store as on the one it came from.
+  ASSERT_EQ(RunSync(this->meta().CloseNotices(open.id, 400, this->deadline()))->size(), 1u);
+  EXPECT_TRUE(RunSync(this->meta().OpenNotices(10, this->deadline()))->empty());
+}
+
+TYPED_TEST_P(StoreContract, ImportedNoticesKeepMaxNotices) {
+  const auto one = [](std::string reference, bool open) {
+    return NoticeOf(std::move(reference), 300,
+                    {NoticePaste{"ntm000000001", std::string(kNoticeWithheld), open}});
+  };
+  for (const Notice& n : {one("CLOSED-1", false), one("OPEN-1", true)}) {
+    auto imported = RunSync(this->meta().ImportNotice(n, 2, this->deadline()));
+    ASSERT_TRUE(imported.ok()) << imported.error().message;
+  }
+  // At the cap, the oldest closed notice makes room, as for AddNotice.
+  auto room = RunSync(this->meta().ImportNotice(one("OPEN-2", true), 2, this->deadline()));
+  ASSERT_TRUE(room.ok()) << room.error().message;
+  EXPECT_TRUE(*room);
+  // Every stored notice open: refused, nothing given up.
+  auto full = RunSync(this->meta().ImportNotice(one("OPEN-3", true), 2, this->deadline()));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kInsufficientStorage);
+  EXPECT_EQ(full.error().reason, kNoticesFull);
+  auto all = RunSync(this->meta().Notices(0, 10, this->deadline()));
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].reference, "OPEN-1");
+  EXPECT_EQ((*all)[1].reference, "OPEN-2");
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreContract, InsertedRowReadsBackIdentically, BodySizeAndChecksumRoundTrip,
     MissingRowIsNotFound, DuplicateInsertFailsAndKeepsTheFirstRow,
@@ -1822,6 +1969,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     ATakedownBlocksItsDigestInItsOwnTransaction, ListPastesWalksEveryRowOnceInKeysetPages,
     ReportsOfListsAPastesOpenReportsAndTheirVotes, TheQueueKeepsEachEntrysArrivalAndItsOldest,
     TransparencyCountsAddUpByMonthKindAndLabel, ModerationActionsCountThemselvesWithTheirTime,
-    NoticesWithholdAnswerEachPasteAndAreIdempotent, APurgedPasteClosesItsNotices);
+    NoticesWithholdAnswerEachPasteAndAreIdempotent, APurgedPasteClosesItsNotices,
+    NoticesPageEveryNoticeOnceInIdOrder, AnImportedNoticeReadsBackAsGivenOnceAndWithholdsNothing,
+    ImportedNoticesKeepMaxNotices);
 
 }  // namespace sluice::store::contract

@@ -1,8 +1,9 @@
 """`sluice admin migrate-store` (docs/scale-out.md, "Outgrowing one box"): pastes of every kind made
 through a server on a data dir move to PostgreSQL and S3 (s3rver) or PostgreSQL and shared files,
 and read back byte-identical with the same metadata through a server started on the new backends;
-expired and deleted pastes stay behind; a copy killed with SIGKILL resumes with nothing lost and
-nothing twice; a body damaged on disk is named, not copied; a dry run writes nothing.
+expired and deleted pastes stay behind; abuse notices move open and closed, and go on closing on
+the new store; a copy killed with SIGKILL resumes with nothing lost and nothing twice; a body
+damaged on disk is named, not copied; a dry run writes nothing.
 
 PostgreSQL and s3rver are started by this suite (scripts/testenv), in temporary folders on free
 ports; a missing one is a failure.
@@ -27,6 +28,7 @@ S3RVER = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "testenv", "
 BUCKET = "sluice-migrate"
 S3_ENV = {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
           "AWS_REGION": "us-east-1"}
+JSON = {"Content-Type": "application/json"}
 RELAXED = ["--insert-timeout", "2s", "--meta-get-timeout", "2s", "--read-budget", "5s"]
 PLAIN = 200
 # Over inline_body_bytes (64 KiB): these bodies are files under the data dir, not rows of meta.db.
@@ -299,6 +301,82 @@ class MigrateStoreTest(SluiceTestCase):
                          "2")
         reports = target.admin_request("GET", "/admin/reports").json()["pastes"]
         self.assertIn(self.kinds["first"], [p["id"] for p in reports])
+
+    def notice(self, s, reference, pastes):
+        body = {"sender": "abuse@hoster.example", "reference": reference, "category": "phishing",
+                "pastes": pastes, "deadline": "2d"}
+        res = s.admin_request("POST", "/admin/notices", body=json.dumps(body), headers=JSON)
+        self.assertStatus(res, 201)
+        return res.json()["notice"]
+
+    def dismiss(self, s, paste_id):
+        self.assertStatus(s.admin_request("POST", f"/admin/pastes/{paste_id}/dismiss",
+                                          body=json.dumps({"note": "not phishing"}),
+                                          headers=JSON), 200)
+
+    def open_notices(self, s):
+        """The review page's notice rows, without what depends on the time they are read."""
+        notices = s.admin_request("GET", "/admin/notices").json()["notices"]
+        for n in notices:
+            for key in ("id", "waiting_seconds", "seconds_left"):
+                n.pop(key)
+        return notices
+
+    def test_abuse_notices_move_open_and_closed_and_close_on_the_new_store(self):
+        src = self.server()
+        a, b, c, d = (src.create_ok(f"named by a notice {i}")["id"] for i in range(4))
+        self.notice(src, "CASE-1", [a, b])
+        self.dismiss(src, b)  # CASE-1 waits on a alone
+        self.notice(src, "CASE-2", [c])
+        self.dismiss(src, c)  # CASE-2 closed
+        self.notice(src, "CASE-3", [d])
+        url = self.database()
+        shared = os.path.join(self.root, "shared")
+        from_file = self.settings("from", data_dir=src.data_dir)
+        to_file = self.settings("to", data_dir=shared, meta=url)
+        res, summary = self.migrate(from_file, to_file, "--dry-run")
+        self.assertEqual(summary["notices"], 3, summary)
+        res, summary = self.migrate(from_file, to_file, "--rate", "0")
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual((summary["notices_added"], summary["differences"]), (3, 0), summary)
+        # Acted on at the source after the first pass: the next pass closes it on the target
+        # too; nothing is stored twice.
+        self.dismiss(src, d)
+        res, summary = self.migrate(from_file, to_file, "--rate", "0")
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual((summary["notices_added"], summary["notice_pastes_closed"],
+                          summary["differences"]), (0, 1, 0), summary)
+        # The verification names a notice missing on the target, and one different there.
+        self.sql(url, "DELETE FROM notice_pastes WHERE notice_id = "
+                      "(SELECT id FROM notices WHERE reference = 'CASE-2')")
+        self.sql(url, "DELETE FROM notices WHERE reference = 'CASE-2'")
+        self.sql(url, "UPDATE notices SET category = 'spam' WHERE reference = 'CASE-1'")
+        res, summary = self.migrate(from_file, to_file, "--verify-only", "--rate", "0")
+        self.assertEqual(res.returncode, 1, res.stdout + res.stderr)
+        named = sorted(ln for ln in res.stdout.splitlines() if ln.startswith("difference:"))
+        self.assertEqual(named, [
+            "difference: notice CASE-1 from abuse@hoster.example: category: phishing on the "
+            "source, spam on the target",
+            "difference: notice CASE-2 from abuse@hoster.example: missing on the target"])
+        self.sql(url, "UPDATE notices SET category = 'phishing' WHERE reference = 'CASE-1'")
+        res, summary = self.migrate(from_file, to_file, "--rate", "0")
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertEqual((summary["notices_added"], summary["differences"]), (1, 0), summary)
+        waiting = self.open_notices(src)
+        self.assertEqual([n["reference"] for n in waiting], ["CASE-1"])
+        src.stop()
+
+        target = self.server(["--meta", url, "--data-dir", shared, *RELAXED])
+        # The same row on the review page: its arrival (the takedown clock), deadline and pastes.
+        self.assertEqual(self.open_notices(target), waiting)
+        self.assertEqual([(p["id"], p["open"]) for p in waiting[0]["pastes"]],
+                         [(a, True), (b, False)])
+        self.assertJsonError(target.get(f"/raw/{a}"), 451, "withheld_notice")
+        for restored in (b, c, d):
+            self.assertStatus(target.get(f"/raw/{restored}"), 200)
+        self.dismiss(target, a)
+        self.assertEqual(self.open_notices(target), [])
+        self.assertStatus(target.get(f"/raw/{a}"), 200)
 
     def admin_read_only(self, s, what):
         return run_sluice(["admin", "--admin", f"http://127.0.0.1:{s.admin_port}", "--token-file",

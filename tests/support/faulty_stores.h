@@ -272,6 +272,17 @@ class FaultyMetaStore final : public store::MetaStore {
     auto op = inner_.AddNotice(std::move(notice), max_notices, d);
     co_return co_await std::move(op);
   }
+  boost::asio::awaitable<Result<std::vector<store::Notice>>> Notices(
+      int64_t after_id, size_t limit, admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    co_return co_await inner_.Notices(after_id, limit, d);
+  }
+  boost::asio::awaitable<Result<bool>> ImportNotice(store::Notice notice, int64_t max_notices,
+                                                    admission::Deadline d) override {
+    if (Fails()) co_return StoreDown();
+    auto op = inner_.ImportNotice(std::move(notice), max_notices, d);
+    co_return co_await std::move(op);
+  }
   boost::asio::awaitable<Result<std::vector<store::Notice>>> OpenNotices(
       size_t limit, admission::Deadline d) override {
     if (Fails()) co_return StoreDown();

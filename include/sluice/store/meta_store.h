@@ -309,6 +309,22 @@ class MetaStore {
   virtual boost::asio::awaitable<Result<std::vector<Notice>>> OpenNotices(
       size_t limit, admission::Deadline deadline) = 0;
 
+  /// Up to `limit` notices, open and closed, each with its pastes, in id order after `after_id`
+  /// (0: from the first): keyset paging on the primary key, so a page costs its length however
+  /// many are stored (`sluice admin migrate-store` walks them, src/app/migrate_store_notices.cc).
+  virtual boost::asio::awaitable<Result<std::vector<Notice>>> Notices(
+      int64_t after_id, size_t limit, admission::Deadline deadline) = 0;
+
+  /// Stores `notice` exactly as given (sender, reference, category, times, each paste with its
+  /// outcome and open flag, open_pastes; the id is the store's), for a copy from another store:
+  /// true when stored now, false when one with its sender and reference is stored (nothing
+  /// changed). Unlike AddNotice it classifies and withholds nothing and enqueues nothing: the
+  /// pastes' moderation state is copied with their rows. It keeps `max_notices` as AddNotice does
+  /// (room made from the oldest closed notices in its transaction; NoticesFull when too few are
+  /// closed).
+  virtual boost::asio::awaitable<Result<bool>> ImportNotice(Notice notice, int64_t max_notices,
+                                                            admission::Deadline deadline) = 0;
+
   /// The operator acted on paste `id` (a takedown, a restore) at `at`: closes its open rows in
   /// every notice naming it and returns those notices as they were before (for the audit trail
   /// and the time to action), without their pastes.

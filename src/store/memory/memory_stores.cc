@@ -365,10 +365,8 @@ class MemoryMetaStore final : public MetaStore {
   awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
                                              admission::Deadline) override {
     std::lock_guard lock(mu_);
-    for (const auto& [nid, n] : notices_) {
-      if (n.sender == notice.sender && n.reference == notice.reference) {
-        co_return NoticeOutcome{false, true, n};
-      }
+    if (const Notice* stored = StoredNoticeLocked(notice.sender, notice.reference)) {
+      co_return NoticeOutcome{false, true, *stored};
     }
     std::vector<PasteId> withheld;
     for (NoticePaste& p : notice.pastes) {
@@ -388,15 +386,7 @@ class MemoryMetaStore final : public MetaStore {
     }
     notice.open_pastes = static_cast<int64_t>(withheld.size());
     if (withheld.empty()) co_return NoticeOutcome{false, false, std::move(notice)};
-    // Room from the oldest closed notices, as the other stores make it.
-    const size_t needed = notices_.size() + 1 -
-                          std::min<size_t>(notices_.size() + 1, static_cast<size_t>(max_notices));
-    std::vector<int64_t> closed;
-    for (auto it = notices_.begin(); it != notices_.end() && closed.size() < needed; ++it) {
-      if (it->second.open_pastes == 0) closed.push_back(it->first);
-    }
-    if (closed.size() < needed) co_return NoticesFull(max_notices);
-    for (int64_t nid : closed) notices_.erase(nid);
+    if (!MakeRoomForNoticeLocked(max_notices)) co_return NoticesFull(max_notices);
     for (const PasteId& id : withheld) {
       rows_.at(id).moderation = Moderation::kWithheldNotice;
       outbox_.push_back(
@@ -406,6 +396,27 @@ class MemoryMetaStore final : public MetaStore {
     notice.id = ++notice_seq_;
     notices_.emplace(notice.id, notice);
     co_return NoticeOutcome{true, true, std::move(notice)};
+  }
+
+  awaitable<Result<std::vector<Notice>>> Notices(int64_t after_id, size_t limit,
+                                                 admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    std::vector<Notice> out;
+    for (auto it = notices_.upper_bound(after_id); it != notices_.end() && out.size() < limit;
+         ++it) {
+      out.push_back(it->second);
+    }
+    co_return out;
+  }
+
+  awaitable<Result<bool>> ImportNotice(Notice notice, int64_t max_notices,
+                                       admission::Deadline) override {
+    std::lock_guard lock(mu_);
+    if (StoredNoticeLocked(notice.sender, notice.reference) != nullptr) co_return false;
+    if (!MakeRoomForNoticeLocked(max_notices)) co_return NoticesFull(max_notices);
+    notice.id = ++notice_seq_;
+    notices_.emplace(notice.id, std::move(notice));
+    co_return true;
   }
 
   awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit, admission::Deadline) override {
@@ -425,6 +436,28 @@ class MemoryMetaStore final : public MetaStore {
                                                       admission::Deadline) override {
     std::lock_guard lock(mu_);
     co_return CloseNoticesLocked(id);
+  }
+
+  // The notice of `sender` and `reference`, or null. mu_ held.
+  const Notice* StoredNoticeLocked(const std::string& sender, const std::string& reference) const {
+    for (const auto& [nid, n] : notices_) {
+      if (n.sender == sender && n.reference == reference) return &n;
+    }
+    return nullptr;
+  }
+
+  // Room for one more notice under `max_notices` from the oldest closed ones, as the other stores
+  // make it; false (nothing deleted) when too few are closed. mu_ held.
+  bool MakeRoomForNoticeLocked(int64_t max_notices) {
+    const size_t needed = notices_.size() + 1 -
+                          std::min<size_t>(notices_.size() + 1, static_cast<size_t>(max_notices));
+    std::vector<int64_t> closed;
+    for (auto it = notices_.begin(); it != notices_.end() && closed.size() < needed; ++it) {
+      if (it->second.open_pastes == 0) closed.push_back(it->first);
+    }
+    if (closed.size() < needed) return false;
+    for (int64_t nid : closed) notices_.erase(nid);
+    return true;
   }
 
   // Closes paste `id` in every notice naming it (an action on it, or its purge); the notices as

@@ -52,6 +52,22 @@ Result<std::vector<Notice>> NoticeRows(const PGresult* r) {
   return out;
 }
 
+// An array literal of `items`, each quoted, so any text goes through as it is.
+Param TextArray(const std::vector<std::string_view>& items) {
+  std::string literal = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) literal += ',';
+    literal += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') literal += '\\';
+      literal += c;
+    }
+    literal += '"';
+  }
+  literal += '}';
+  return Param{std::move(literal), false};
+}
+
 }  // namespace
 
 awaitable<Result<NoticeOutcome>> PgMetaStore::AddNotice(Notice notice, int64_t max_notices,
@@ -119,6 +135,44 @@ awaitable<Result<NoticeOutcome>> PgMetaStore::AddNotice(Notice notice, int64_t m
                         "store_unavailable");
   }
   co_return NoticeOutcome{added->status == 0, true, std::move(stored->front())};
+}
+
+awaitable<Result<std::vector<Notice>>> PgMetaStore::Notices(int64_t after_id, size_t limit,
+                                                            admission::Deadline deadline) {
+  // A range of the primary key: a page costs its length.
+  static const std::string sql = fmt::format(
+      "SELECT {} FROM notices n WHERE n.id > $1 ORDER BY n.id LIMIT $2", kNoticeColumns);
+  return Query<std::vector<Notice>>(PostgresPurpose::kModeration, deadline, sql.c_str(),
+                                    {P(after_id), P(static_cast<int64_t>(limit))}, NoticeRows);
+}
+
+awaitable<Result<bool>> PgMetaStore::ImportNotice(Notice notice, int64_t max_notices,
+                                                  admission::Deadline deadline) {
+  std::vector<std::string_view> pastes, outcomes, open_flags;
+  for (const NoticePaste& p : notice.pastes) {
+    pastes.push_back(p.paste);
+    outcomes.push_back(p.outcome);
+    open_flags.push_back(p.open ? "t" : "f");
+  }
+  // One call, one transaction (migration 20): the lock, the room and the rows.
+  auto importing = Query<int64_t>(
+      PostgresPurpose::kModeration, deadline,
+      "SELECT sluice_import_notice($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], "
+      "$9::boolean[], $10)",
+      {P(notice.sender), P(notice.reference), P(notice.category), P(notice.deadline_at.value_or(0)),
+       P(notice.received_at), P(notice.open_pastes), TextArray(pastes), TextArray(outcomes),
+       TextArray(open_flags), P(max_notices)},
+      [](const PGresult* r) -> Result<int64_t> {
+        if (PQntuples(r) == 0) {
+          return MakeError(ErrorCode::kInternal, "sluice_import_notice returned no row",
+                           "internal");
+        }
+        return Int(r, 0, 0);
+      });
+  Result<int64_t> status = co_await std::move(importing);
+  if (!status.ok()) co_return status.error();
+  if (*status == 3) co_return NoticesFull(max_notices);
+  co_return *status == 0;
 }
 
 awaitable<Result<std::vector<Notice>>> PgMetaStore::OpenNotices(size_t limit,

@@ -113,6 +113,10 @@ class PgMetaStore final : public PostgresMetaStore, private StorageReservation::
       std::string first_month, size_t limit, admission::Deadline deadline) override;
   awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
                                              admission::Deadline deadline) override;
+  awaitable<Result<std::vector<Notice>>> Notices(int64_t after_id, size_t limit,
+                                                 admission::Deadline deadline) override;
+  awaitable<Result<bool>> ImportNotice(Notice notice, int64_t max_notices,
+                                       admission::Deadline deadline) override;
   awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit,
                                                      admission::Deadline deadline) override;
   awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t at,

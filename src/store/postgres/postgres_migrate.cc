@@ -673,6 +673,38 @@ constexpr const char* kMigrations[] = {
       RETURN true;
     END $fn$;
     )sql",
+    // 20: sluice_import_notice stores another store's notice as it is (MetaStore::ImportNotice,
+    // for `sluice admin migrate-store`): under sluice_add_notice's lock, so concurrent notices
+    // keep p_max, in one transaction with the room it makes. It withholds and enqueues nothing
+    // (the pastes' state came with their rows) and answers 0 (stored now), 1 (the sender's
+    // reference was stored: nothing changed) or 3 (the store holds p_max, too few closed).
+    R"sql(
+    CREATE OR REPLACE FUNCTION sluice_import_notice(
+        p_sender text, p_reference text, p_category text, p_deadline_at bigint, p_at bigint,
+        p_open_pastes bigint, p_pastes text[], p_outcomes text[], p_open boolean[], p_max bigint)
+    RETURNS smallint LANGUAGE plpgsql AS $fn$
+    DECLARE
+      v_id bigint;
+    BEGIN
+      PERFORM pg_advisory_xact_lock(126879289336678);
+      IF EXISTS (SELECT 1 FROM notices n WHERE n.sender = p_sender
+                 AND n.reference = p_reference) THEN
+        RETURN 1;
+      END IF;
+      IF NOT sluice_make_room_for_notices(p_max) THEN
+        RETURN 3;
+      END IF;
+      INSERT INTO notices (sender, reference, category, deadline_at, received_at, open_pastes)
+        VALUES (p_sender, p_reference, p_category, p_deadline_at, p_at, p_open_pastes)
+        RETURNING id INTO v_id;
+      INSERT INTO notice_pastes (notice_id, paste_id, ord, outcome, open)
+        SELECT v_id, named.paste_id, named.ord, named.outcome, named.is_open
+          FROM unnest(p_pastes, p_outcomes, p_open) WITH ORDINALITY
+            AS named (paste_id, outcome, is_open, ord)
+        ON CONFLICT DO NOTHING;
+      RETURN 0;
+    END $fn$;
+    )sql",
 };
 
 // One key for every sluice process migrating this database: "sluice" in ASCII.

@@ -69,34 +69,57 @@ awaitable<Result<std::vector<Notice>>> SqliteMetaStore::OpenNotices(size_t limit
           Statement& s = db.Prepare(
               "SELECT id FROM notices WHERE open_pastes > 0 ORDER BY received_at, id LIMIT ?");
           s.Bind(1, static_cast<int64_t>(limit));
-          std::vector<int64_t> ids;
-          int rc;
-          while ((rc = s.Step()) == SQLITE_ROW) ids.push_back(s.Int(0));
-          s.Reset();
-          if (rc != SQLITE_DONE) return StorageError(db, "open notices");
-          std::vector<Notice> out;
-          for (int64_t id : ids) {
-            Result<Notice> n = ReadNotice(db, id, true);
-            if (!n.ok()) return n.error();
-            out.push_back(std::move(*n));
-          }
-          return out;
+          return ReadNotices(db, s, "open notices");
         });
       });
+}
+
+awaitable<Result<std::vector<Notice>>> SqliteMetaStore::Notices(int64_t after_id, size_t limit,
+                                                                admission::Deadline deadline) {
+  return asio_glue::RunBlocking(
+      moderation_pool(), [this, after_id, limit, deadline]() -> Result<std::vector<Notice>> {
+        return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<Notice>> {
+          // A range of the primary key: a page costs its length.
+          Statement& s = db.Prepare("SELECT id FROM notices WHERE id > ? ORDER BY id LIMIT ?");
+          s.Bind(1, after_id).Bind(2, static_cast<int64_t>(limit));
+          return ReadNotices(db, s, "notices");
+        });
+      });
+}
+
+Result<std::vector<Notice>> SqliteMetaStore::ReadNotices(Db& db, Statement& ids,
+                                                         std::string_view what) {
+  std::vector<int64_t> listed;
+  int rc;
+  while ((rc = ids.Step()) == SQLITE_ROW) listed.push_back(ids.Int(0));
+  ids.Reset();
+  if (rc != SQLITE_DONE) return StorageError(db, what);
+  std::vector<Notice> out;
+  for (int64_t id : listed) {
+    Result<Notice> n = ReadNotice(db, id, true);
+    if (!n.ok()) return n.error();
+    out.push_back(std::move(*n));
+  }
+  return out;
+}
+
+awaitable<Result<bool>> SqliteMetaStore::ImportNotice(Notice notice, int64_t max_notices,
+                                                      admission::Deadline) {
+  auto stored = std::make_shared<bool>(false);
+  auto submitting = committer_->Submit(ImportNoticeOp{std::move(notice), max_notices, stored});
+  const Status s = co_await std::move(submitting);
+  if (!s.ok()) co_return s.error();
+  co_return *stored;
 }
 
 Status SqliteMetaStore::Apply(Db& db, const AddNoticeOp& op) {
   NoticeOutcome& out = *op.outcome;
   out.notice = op.notice;
   Notice& n = out.notice;
-  Statement& find = db.Prepare("SELECT id FROM notices WHERE sender = ? AND reference = ?");
-  find.Bind(1, n.sender).Bind(2, n.reference);
-  int rc = find.Step();
-  const int64_t existing = rc == SQLITE_ROW ? find.Int(0) : 0;
-  find.Reset();
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "notice");
-  if (existing != 0) {
-    Result<Notice> stored = ReadNotice(db, existing, true);
+  Result<int64_t> existing = FindNotice(db, n.sender, n.reference);
+  if (!existing.ok()) return existing.error();
+  if (*existing != 0) {
+    Result<Notice> stored = ReadNotice(db, *existing, true);
     if (!stored.ok()) return stored.error();
     out = NoticeOutcome{false, true, std::move(*stored)};
     return Ok();
@@ -105,7 +128,7 @@ Status SqliteMetaStore::Apply(Db& db, const AddNoticeOp& op) {
   for (NoticePaste& p : n.pastes) {
     Statement& row = db.Prepare("SELECT moderation, deleted, expires_at FROM pastes WHERE id = ?");
     row.Bind(1, p.paste);
-    rc = row.Step();
+    const int rc = row.Step();
     const bool found = rc == SQLITE_ROW;
     const int64_t moderation = found ? row.Int(0) : 0;
     const bool deleted = found && row.Int(1) != 0;
@@ -124,45 +147,9 @@ Status SqliteMetaStore::Apply(Db& db, const AddNoticeOp& op) {
   }
   n.open_pastes = withheld;
   if (withheld == 0) return Ok();  // nothing stored: out.stored stays false
-  Statement& count = db.Prepare("SELECT count(*) FROM notices");
-  if (count.Step() != SQLITE_ROW) return StorageError(db, "notices");
-  const int64_t stored = count.Int(0);
-  count.Reset();
-  if (stored >= op.max_notices) {
-    // Room from the oldest closed notices (migration 20's partial index), in this notice's
-    // transaction: one, or as many as a lowered max_notices needs. Refused only when too few
-    // stored notices are closed, that is, when they still wait on the operator.
-    const int64_t needed = stored - op.max_notices + 1;
-    Statement& oldest =
-        db.Prepare("SELECT id FROM notices WHERE open_pastes = 0 ORDER BY id LIMIT ?");
-    oldest.Bind(1, needed);
-    std::vector<int64_t> closed;
-    while ((rc = oldest.Step()) == SQLITE_ROW) closed.push_back(oldest.Int(0));
-    oldest.Reset();
-    if (rc != SQLITE_DONE) return StorageError(db, "closed notices");
-    if (static_cast<int64_t>(closed.size()) < needed) return NoticesFull(op.max_notices);
-    for (int64_t id : closed) {
-      for (const char* sql :
-           {"DELETE FROM notice_pastes WHERE notice_id = ?", "DELETE FROM notices WHERE id = ?"}) {
-        Statement& drop = db.Prepare(sql);
-        drop.Bind(1, id);
-        if (Status s = Done(db, drop, "make room for a notice"); !s.ok()) return s;
-      }
-    }
-  }
-  Statement& insert = db.Prepare(
-      "INSERT INTO notices (sender, reference, category, deadline_at, received_at, open_pastes) "
-      "VALUES (?, ?, ?, ?, ?, ?)");
-  insert.Bind(1, n.sender).Bind(2, n.reference).Bind(3, n.category);
-  insert.Bind(4, n.deadline_at.value_or(0)).Bind(5, n.received_at).Bind(6, withheld);
-  if (Status s = Done(db, insert, "add notice"); !s.ok()) return s;
-  n.id = sqlite3_last_insert_rowid(db.raw());
+  if (Status s = MakeRoomForNotice(db, op.max_notices); !s.ok()) return s;
+  if (Status s = InsertNoticeRows(db, n); !s.ok()) return s;
   for (const NoticePaste& p : n.pastes) {
-    Statement& named = db.Prepare(
-        "INSERT OR IGNORE INTO notice_pastes (notice_id, paste_id, outcome, open) "
-        "VALUES (?, ?, ?, ?)");
-    named.Bind(1, n.id).Bind(2, p.paste).Bind(3, p.outcome).Bind(4, int64_t{p.open ? 1 : 0});
-    if (Status s = Done(db, named, "notice paste"); !s.ok()) return s;
     if (!p.open) continue;
     // The paste's state and its edge purge in the notice's own transaction, as a withholding's.
     Statement& mark = db.Prepare(
@@ -180,6 +167,78 @@ Status SqliteMetaStore::Apply(Db& db, const AddNoticeOp& op) {
   }
   out.created = true;
   out.stored = true;
+  return Ok();
+}
+
+// A copy of another store's notice: its pastes' state came with their rows, so nothing is
+// withheld or enqueued here.
+Status SqliteMetaStore::Apply(Db& db, const ImportNoticeOp& op) {
+  Result<int64_t> existing = FindNotice(db, op.notice.sender, op.notice.reference);
+  if (!existing.ok()) return existing.error();
+  if (*existing != 0) return Ok();  // *op.stored stays false
+  if (Status s = MakeRoomForNotice(db, op.max_notices); !s.ok()) return s;
+  Notice n = op.notice;
+  if (Status s = InsertNoticeRows(db, n); !s.ok()) return s;
+  *op.stored = true;
+  return Ok();
+}
+
+Result<int64_t> SqliteMetaStore::FindNotice(Db& db, const std::string& sender,
+                                            const std::string& reference) {
+  Statement& find = db.Prepare("SELECT id FROM notices WHERE sender = ? AND reference = ?");
+  find.Bind(1, sender).Bind(2, reference);
+  const int rc = find.Step();
+  const int64_t id = rc == SQLITE_ROW ? find.Int(0) : 0;
+  find.Reset();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return StorageError(db, "notice");
+  return id;
+}
+
+Status SqliteMetaStore::MakeRoomForNotice(Db& db, int64_t max_notices) {
+  Statement& count = db.Prepare("SELECT count(*) FROM notices");
+  if (count.Step() != SQLITE_ROW) return StorageError(db, "notices");
+  const int64_t stored = count.Int(0);
+  count.Reset();
+  if (stored < max_notices) return Ok();
+  // Room from the oldest closed notices (migration 20's partial index), in the new notice's
+  // transaction: one, or as many as a lowered max_notices needs. Refused only when too few
+  // stored notices are closed, that is, when they still wait on the operator.
+  const int64_t needed = stored - max_notices + 1;
+  Statement& oldest =
+      db.Prepare("SELECT id FROM notices WHERE open_pastes = 0 ORDER BY id LIMIT ?");
+  oldest.Bind(1, needed);
+  std::vector<int64_t> closed;
+  int rc;
+  while ((rc = oldest.Step()) == SQLITE_ROW) closed.push_back(oldest.Int(0));
+  oldest.Reset();
+  if (rc != SQLITE_DONE) return StorageError(db, "closed notices");
+  if (static_cast<int64_t>(closed.size()) < needed) return NoticesFull(max_notices);
+  for (int64_t id : closed) {
+    for (const char* sql :
+         {"DELETE FROM notice_pastes WHERE notice_id = ?", "DELETE FROM notices WHERE id = ?"}) {
+      Statement& drop = db.Prepare(sql);
+      drop.Bind(1, id);
+      if (Status s = Done(db, drop, "make room for a notice"); !s.ok()) return s;
+    }
+  }
+  return Ok();
+}
+
+Status SqliteMetaStore::InsertNoticeRows(Db& db, Notice& n) {
+  Statement& insert = db.Prepare(
+      "INSERT INTO notices (sender, reference, category, deadline_at, received_at, open_pastes) "
+      "VALUES (?, ?, ?, ?, ?, ?)");
+  insert.Bind(1, n.sender).Bind(2, n.reference).Bind(3, n.category);
+  insert.Bind(4, n.deadline_at.value_or(0)).Bind(5, n.received_at).Bind(6, n.open_pastes);
+  if (Status s = Done(db, insert, "add notice"); !s.ok()) return s;
+  n.id = sqlite3_last_insert_rowid(db.raw());
+  for (const NoticePaste& p : n.pastes) {
+    Statement& named = db.Prepare(
+        "INSERT OR IGNORE INTO notice_pastes (notice_id, paste_id, outcome, open) "
+        "VALUES (?, ?, ?, ?)");
+    named.Bind(1, n.id).Bind(2, p.paste).Bind(3, p.outcome).Bind(4, int64_t{p.open ? 1 : 0});
+    if (Status s = Done(db, named, "notice paste"); !s.ok()) return s;
+  }
   return Ok();
 }
 

@@ -149,17 +149,23 @@ struct AddNoticeOp {
   // Written on the committer thread before the op's completion, read by the caller after it.
   std::shared_ptr<NoticeOutcome> outcome;
 };
+struct ImportNoticeOp {
+  Notice notice;
+  int64_t max_notices;
+  // Written on the committer thread before the op's completion, read by the caller after it.
+  std::shared_ptr<bool> stored;
+};
 struct CloseNoticesOp {
   PasteId id;
   int64_t at;
   // Written on the committer thread before the op's completion, read by the caller after it.
   std::shared_ptr<std::vector<Notice>> closed;
 };
-using WriteOp =
-    std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp, ClaimOp,
-                 AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp, AddAuditOp, BodyPutOp,
-                 BodyDeleteOp, BlockContentOp, UnblockContentOp, AddCreatorTokenOp,
-                 RevokeCreatorTokenOp, AddTransparencyOp, AddNoticeOp, CloseNoticesOp>;
+using WriteOp = std::variant<InsertOp, MarkDeletedOp, FinishOutboxOp, RetryOutboxOp, PurgeOp,
+                             ClaimOp, AddReportOp, SetModerationOp, PurgeReportsOp, AddBlockOp,
+                             AddAuditOp, BodyPutOp, BodyDeleteOp, BlockContentOp, UnblockContentOp,
+                             AddCreatorTokenOp, RevokeCreatorTokenOp, AddTransparencyOp,
+                             AddNoticeOp, ImportNoticeOp, CloseNoticesOp>;
 
 class SqliteMetaStore final : public MetaStore {
  public:
@@ -279,6 +285,10 @@ class SqliteMetaStore final : public MetaStore {
       std::string first_month, size_t limit, admission::Deadline deadline) override;
   awaitable<Result<NoticeOutcome>> AddNotice(Notice notice, int64_t max_notices,
                                              admission::Deadline) override;
+  awaitable<Result<std::vector<Notice>>> Notices(int64_t after_id, size_t limit,
+                                                 admission::Deadline deadline) override;
+  awaitable<Result<bool>> ImportNotice(Notice notice, int64_t max_notices,
+                                       admission::Deadline) override;
   awaitable<Result<std::vector<Notice>>> OpenNotices(size_t limit,
                                                      admission::Deadline deadline) override;
   awaitable<Result<std::vector<Notice>>> CloseNotices(PasteId id, int64_t at,
@@ -348,9 +358,20 @@ class SqliteMetaStore final : public MetaStore {
   static Status Tally(Db& db, const TransparencyCount& count);
   static Status Tally(Db& db, int64_t at, std::string_view kind, std::string_view label);
   Status Apply(Db& db, const AddNoticeOp& op);
+  Status Apply(Db& db, const ImportNoticeOp& op);
   Status Apply(Db& db, const CloseNoticesOp& op);
   // The notice `id` (sender, reference, ...; `with_pastes`: its pastes too), or NotFound.
   static Result<Notice> ReadNotice(Db& db, int64_t id, bool with_pastes);
+  // The notices whose ids `ids` (its parameters bound) lists, each with its pastes.
+  static Result<std::vector<Notice>> ReadNotices(Db& db, Statement& ids, std::string_view what);
+  // The id of the notice of `sender` and `reference`, 0 when there is none.
+  static Result<int64_t> FindNotice(Db& db, const std::string& sender,
+                                    const std::string& reference);
+  // Deletes the oldest closed notices a store holding `max_notices` needs to take one more,
+  // inside the calling op's savepoint; NoticesFull (nothing deleted) when too few are closed.
+  static Status MakeRoomForNotice(Db& db, int64_t max_notices);
+  // Inserts `n` and its pastes as they are (outcomes and open flags), setting n.id.
+  static Status InsertNoticeRows(Db& db, Notice& n);
   // Closes `paste` in every notice naming it (an action on it, or its purge), inside the calling
   // op's savepoint; `closed` (when given) gets those notices as they were, without their pastes.
   static Status CloseNoticeRows(Db& db, const PasteId& paste, std::vector<Notice>* closed);
