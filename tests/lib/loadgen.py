@@ -28,6 +28,7 @@ import os
 import select
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -361,7 +362,6 @@ class Run:
     def _report_progress(self):
         """One line every `progress` seconds: how far the schedule is, what is in flight, and the
         statuses answered since the last line."""
-        import sys
         out = self.progress_out or sys.stderr
         seen = 0
         end = self.plan[-1][0] if self.plan else 0.0
@@ -528,6 +528,15 @@ def run_streams(host, port, streams, actions=(), threads=None, progress=None):
     # for the collection after it.
     collecting = gc.isenabled()
     gc.disable()
+    # The interpreter lock changes hands when its holder blocks, or when a thread that has waited
+    # the switch interval (5 ms by default) asks for it; then it goes to whichever waiting thread
+    # the kernel wakes, not necessarily the one that asked. Beside two CPU hogs (the flake hunt's
+    # load), test_neighbour_crawl's dispatcher (153 arrivals a second, a /metrics scrape parsed
+    # every 100 ms beside it) once waited 692 ms for the lock at the end of one sleep: 139 wake-ups
+    # of 5 ms, with 4 ms on a CPU and 7 ms in the run queue (/proc/thread-self/schedstat), so the
+    # arrivals due meanwhile started that late. At 0.5 ms each such wait is a tenth as long.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
     try:
         run = Run(host, port, streams, threads=threads, progress=progress).start()
         for offset, fn in sorted(actions, key=lambda a: a[0]):
@@ -536,6 +545,7 @@ def run_streams(host, port, streams, actions=(), threads=None, progress=None):
             run.action_log.append((run.now(), getattr(fn, "__name__", "action")))
         run.wait()
     finally:
+        sys.setswitchinterval(switch_interval)
         if collecting:
             gc.enable()
     return run

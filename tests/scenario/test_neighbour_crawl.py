@@ -58,7 +58,12 @@ class NeighbourCrawlTest(lg.ScenarioTestCase):
             Stream("create", CREATE_RATE, DURATION, lambda i: Request(
                 "POST", "/api/v1/pastes", xff(client_ip(i, 52)), f"crawl-time create {i}\n")),
         ]
-        run, sampler = self.load(s, streams, sample_every=0.1)
+        # What this asserts holds for any arrival pattern: no pattern takes more than FILL_CAP
+        # fills at once, or more than cap / latency misses a second through them, and the check
+        # that the cap was reached guards against a run that offered too little. So a generator
+        # late on its schedule (on a loaded machine one was, 0.8 s at p99) still tests the same
+        # thing, and the run is judged on what was sent, not failed as the harness's.
+        run, sampler = self.load(s, streams, sample_every=0.1, on_time=False)
         self.faults(s, "")
         after = self.scrape(s)
         crawl, greedy = run.records("crawl"), run.records("greedy")
@@ -77,6 +82,7 @@ class NeighbourCrawlTest(lg.ScenarioTestCase):
             "misses_answered_per_s": round(crawl_through, 1),
             "greedy_misses_answered_per_s": round(greedy_rate, 1),
             "hot_p99_ms": round(1000 * lg.percentile(lg.latencies(hot_reads), 99), 1),
+            "harness": run.schedule_summary(),
         }, predicted={"fill_peak": f"<= {FILL_CAP}",
                       "misses_answered_per_s": f"<= {FILL_CAP / FILL_LATENCY:.0f} (cap / latency)",
                       "greedy_misses_answered_per_s": f"<= {PER_CLIENT / FILL_LATENCY:.0f}",
