@@ -70,8 +70,10 @@ awaitable<Reply> Claim(const Request& req, Context& ctx, ClaimAs as) {
 }  // namespace
 
 awaitable<Reply> HandleClaimApi(const Request& req, Context& ctx) {
-  const bool raw = req.Query("format").value_or("") == "raw";
-  return Claim(req, ctx, raw ? ClaimAs::kRaw : ClaimAs::kJson);
+  // Refused before the claim: a mistyped format must not spend the paste's one reading.
+  Result<std::string> format = FormatAsked(req, {"raw"});
+  if (!format.ok()) co_return Reply::Refuse(format.error());
+  co_return co_await Claim(req, ctx, *format == "raw" ? ClaimAs::kRaw : ClaimAs::kJson);
 }
 
 awaitable<Reply> HandleClaimForm(const Request& req, Context& ctx) {

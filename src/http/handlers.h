@@ -61,6 +61,10 @@ using boost::asio::awaitable;
 /// The name of the default TTL on the allow-list, for the create page's choice.
 std::string_view DefaultTtlName(const Context& ctx);
 
+/// The form ?format= asks for: empty when absent; InvalidArgument (reason bad_format) for a value
+/// outside `known`, so that a typo is told rather than answered in the default form.
+Result<std::string> FormatAsked(const Request& req, std::initializer_list<std::string_view> known);
+
 /// Who a request creates as (admission::Creator): its address key, the creator token its
 /// "Authorization: Bearer" names and, from a trusted forward-auth proxy, the name it gave. A name
 /// that is not one (admission::IsValidForwardedUser) is a broken or hostile proxy's:

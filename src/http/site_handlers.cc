@@ -17,6 +17,17 @@
 
 namespace sluice::http {
 
+Result<std::string> FormatAsked(const Request& req, std::initializer_list<std::string_view> known) {
+  std::optional<std::string> format = req.Query("format");
+  if (!format) return std::string();
+  if (std::find(known.begin(), known.end(), *format) != known.end()) return std::move(*format);
+  std::string forms;
+  for (std::string_view form : known)
+    forms += fmt::format("{}'{}'", forms.empty() ? "" : ", ", form);
+  return MakeError(ErrorCode::kInvalidArgument, fmt::format("format must be {} or absent", forms),
+                   "bad_format");
+}
+
 std::string_view DefaultTtlName(const Context& ctx) {
   for (const auto& [name, seconds] : service::TtlAllowList()) {
     if (seconds == ctx.service.options()->default_ttl) return name;
@@ -331,7 +342,9 @@ awaitable<Reply> HandleTransparency(const Request& req, Context& ctx) {
   Result<std::shared_ptr<const service::TransparencyReport>> report = co_await std::move(reading);
   if (!report.ok()) co_return Reply::Refuse(report.error());
   const std::shared_ptr<const service::TransparencyReport>& made = *report;
-  const bool html = req.WantsHtml() && req.Query("format").value_or("") != "json";
+  Result<std::string> format = FormatAsked(req, {"json"});
+  if (!format.ok()) co_return Reply::Refuse(format.error());
+  const bool html = req.WantsHtml() && format->empty();
   // The report changes at most once per ModerationService::kTransparencyFreshness: its page and
   // its JSON are made once per report (and language) and thread, so a flood of requests formats
   // nothing and costs the store one read per few seconds.

@@ -94,6 +94,9 @@ class BurnEmbeddedTest(SluiceTestCase):
         for paste_id, text in zip(made, ["json", "haste", "curl", "form"]):
             self.assertJsonError(s.get(f"/raw/{paste_id}"), 409, "burn_after_reading")
             self.assertJsonError(s.get(f"/documents/{paste_id}"), 409, "burn_after_reading")
+            # A mistyped format is refused before the claim: the one reading is still there.
+            self.assertJsonError(s.request("POST", f"/api/v1/pastes/{paste_id}/claim?format=txt",
+                                           body=b""), 400, "bad_format")
             res = s.request("POST", f"/api/v1/pastes/{paste_id}/claim?format=raw", body=b"")
             self.assertStatus(res, 200)
             self.assertEqual(res.body.decode(), text)

@@ -164,6 +164,8 @@ class TransparencyTest(SluiceTestCase):
         self.assertIn("application/json",
                       s.get("/transparency", headers={"Accept": "application/json"})
                       .header("Content-Type"))
+        # A format it does not make is told, not answered as JSON.
+        self.assertJsonError(s.get("/transparency?format=csv"), 400, "bad_format")
 
     def test_a_flood_of_requests_reads_the_store_once_per_few_seconds(self):
         s = self.server(ROOMY)
