@@ -73,9 +73,14 @@ std::string RandomBase64Url() {
 
 }  // namespace
 
+bool IsTakenByAPage(std::string_view id) { return id == "transparency"; }
+
 store::PasteId MintPasteId() {
-  const auto chars = RandomBase62<store::PasteId::kLength>();
-  return *store::PasteId::Parse(std::string_view(chars.data(), chars.size()));
+  for (;;) {
+    const auto chars = RandomBase62<store::PasteId::kLength>();
+    const std::string_view id(chars.data(), chars.size());
+    if (!IsTakenByAPage(id)) return *store::PasteId::Parse(id);
+  }
 }
 
 std::string MintDeleteToken() { return RandomBase64Url<16>(); }

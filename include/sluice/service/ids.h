@@ -15,8 +15,14 @@ namespace sluice::service {
 void FillRandom(unsigned char* out, size_t n);
 
 /// A fresh random paste id. Aborts the process if the kernel CSPRNG fails (it does not, after
-/// boot).
+/// boot). Never one that IsTakenByAPage.
 store::PasteId MintPasteId();
+
+/// Whether `id` names one of the site's own one-segment pages (src/http/routes.cc): "/transparency"
+/// is 12 base62 characters, so a paste minted with that id would be shadowed at /{id}. One in
+/// 62^12 mints, but a link that shows another page is wrong however rare. The routes' unit test
+/// (tests/unit/http/handlers_test.cc) fails if a new page of that shape is missing here.
+bool IsTakenByAPage(std::string_view id);
 
 /// A fresh 128-bit delete token, as 22 base64url characters.
 std::string MintDeleteToken();

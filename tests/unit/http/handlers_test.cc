@@ -11,6 +11,7 @@
 #include "../../../src/http/routes.h"
 #include "../../support/fake_request.h"
 #include "../../support/run_sync.h"
+#include "sluice/service/ids.h"
 #include "sluice/store/backends.h"
 
 namespace sluice::http {
@@ -76,6 +77,25 @@ TEST(RouteTableTest, LabelsAreDistinctAndEveryMatchIndexesItsOwn) {
     const RouteMatch m = table.Match(Method::kGet, path);
     EXPECT_EQ(labels[m.label_index], m.label) << path;
   }
+}
+
+TEST(RouteTableTest, NoPasteIdIsMintedThatAOneSegmentPageShadows) {
+  // A page at "/name" comes before "/{id}" in the table, so a paste whose id were "name" could
+  // not be viewed at its link: every such name must be one MintPasteId skips.
+  size_t shadowing = 0;
+  for (const Route& route : DefaultRoutes()) {
+    const std::string_view name = route.pattern.substr(1);
+    if (name.find('/') != std::string_view::npos || name.find('{') != std::string_view::npos ||
+        !store::PasteId::Parse(name)) {
+      continue;
+    }
+    ++shadowing;
+    EXPECT_TRUE(service::IsTakenByAPage(name)) << route.pattern;
+    const RouteTable table(DefaultRoutes());
+    EXPECT_EQ(table.Match(Method::kGet, route.pattern).label, route.label) << route.pattern;
+  }
+  EXPECT_GE(shadowing, 1u) << "/transparency is such a page: the check above checked nothing";
+  EXPECT_FALSE(service::IsTakenByAPage("AAAAAAAAAAAA"));
 }
 
 // ---- the presenter --------------------------------------------------------------------------
