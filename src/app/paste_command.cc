@@ -199,8 +199,8 @@ void AddPasteFlags(CLI::App& command, PasteCommandOptions& options) {
                      "Expiry: 10m, 1h, 1d, 1w or 30d (default: the server's default)");
   command
       .add_option("--max-wait", options.max_wait,
-                  "Longest total wait for a busy server's Retry-After (e.g. 60s, 500ms; 0 never "
-                  "waits)")
+                  "Longest total wait for a busy server's Retry-After, or for solving the proof "
+                  "of work it asks for (e.g. 60s, 500ms; 0 never waits and never solves)")
       ->capture_default_str();
   command.add_flag("--json", options.json,
                    "Print the server's whole JSON answer instead of the URL");
