@@ -306,16 +306,16 @@ constexpr const char* kMigrations[] = {
     R"sql(
     CREATE INDEX notices_closed ON notices (id) WHERE open_pastes = 0;
     )sql",
-    // 21: the pastes in creation order (docs/architecture.md, "Rows in creation order"). Keyed by
-    // the random id (WITHOUT ROWID), each create wrote its row into a random leaf of the table of
-    // every row, and a cold read walked a tree whose leaves are the whole table: past the page
+    // 21: the pastes in creation order (docs/architecture.md, "Rows in creation order"). Keyed
+    // by the random id (WITHOUT ROWID), each create wrote its row into a random leaf of the table
+    // of every row, and a cold read walked a tree whose leaves are the whole table: past the page
     // cache both cost the disk (bench/results/growth.md). A rowid table appends each row to its
-    // last leaf, and the unique index on the id (about 25 bytes an entry against about 130 for a
+    // last leaf, and the unique index on the id (about 20 bytes an entry against about 130 for a
     // row) is the only tree that takes a random leaf per create, small enough to stay cached. The
     // id itself is unchanged. The rows move in one statement, sorted by creation time; the indexes
     // are built after the copy (one sort each, not a random insert per row). The whole step is one
     // transaction (MigrateMetaSchema): a kill leaves the old table, and the next start does it
-    // again (tests/integration/test_data_dir_upgrade.py).
+    // again (tests/integration/test_data_dir_upgrade.py, bench/results/ordered-layout.md).
     R"sql(
     CREATE TABLE pastes_ordered (
       id TEXT NOT NULL,
