@@ -10,7 +10,6 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 import hashlib
 import os
 import random
-import re
 import sqlite3
 import subprocess
 import time
