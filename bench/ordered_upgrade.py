@@ -3,14 +3,15 @@
 src/store/sqlite/sqlite_meta_schema.cc), timed, and the pages a lookup by id walks in each layout.
 
     bench/ordered_upgrade.py fill OLD_BINARY DATA_DIR [--pastes 1000000] [--body-bytes 512]
-    bench/ordered_upgrade.py upgrade NEW_BINARY DATA_DIR [--keep]
+    bench/ordered_upgrade.py upgrade NEW_BINARY DATA_DIR [--keep] [--cold]
     bench/ordered_upgrade.py lookups DATA_DIR [--samples 2000]
 
 fill: a fresh data dir filled through the API by a binary from before migration 21, with wrk
 (bench/wrk/create.lua at 64 connections, as bench/wal_pages.py measures), then a clean stop. The
 bodies' size does not matter to the migration (it moves rows, never bodies), so they are small.
 upgrade: a copy of DATA_DIR started by NEW_BINARY; the migration's own log lines give the rows and
-its time (and the start's, to the listening line). The copy is removed unless --keep.
+its time (and the start's, to the listening line). The copy is removed unless --keep. With --cold
+the copy's pages are dropped from the page cache first (posix_fadvise DONTNEED on its files only).
 lookups: for each b-tree a lookup by id walks, its depth and size by page type (dbstat), and the
 pages a lookup of a random stored id (and of an absent one, a 404's) reads on a connection whose
 page cache starts empty (the sqlite3 command's `.stats` "Page cache misses", less the schema's),
@@ -78,6 +79,15 @@ def upgrade(args):
     copy = os.path.join(work, "data")
     shutil.copytree(args.data_dir, copy)
     subprocess.run(["sync"], check=True)
+    if args.cold:
+        # The copy's pages out of the page cache, and no other file's (dropping the whole cache
+        # would slow whatever else runs on the machine): the migration reads meta.db from disk.
+        for name in os.listdir(copy):
+            path = os.path.join(copy, name)
+            if os.path.isfile(path):
+                fd = os.open(path, os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.close(fd)
     log = os.path.join(work, "upgrade.log")
     try:
         proc, _, started = start(os.path.realpath(args.binary), copy, log)
@@ -148,6 +158,7 @@ def main():
     u.add_argument("binary")
     u.add_argument("data_dir")
     u.add_argument("--keep", action="store_true")
+    u.add_argument("--cold", action="store_true", help="the copy's pages out of the page cache first")
     lk = sub.add_parser("lookups")
     lk.add_argument("data_dir")
     lk.add_argument("--samples", type=int, default=2000)

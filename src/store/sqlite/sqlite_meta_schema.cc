@@ -438,7 +438,7 @@ void MigrateMetaSchema(Db& db) {
         if (rows > 0) {
           spdlog::info(
               "metadata schema: migration {} puts {} pastes in creation order, in one transaction "
-              "(about 7 s per million on a 2-core VM: bench/results/ordered-layout.md); stopped "
+              "(7-11 s per million on a 2-core VM: bench/results/ordered-layout.md); stopped "
               "before its end, it leaves the store as it was and runs again at the next start",
               v + 1, rows);
         }
