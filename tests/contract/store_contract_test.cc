@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "../support/run_sync.h"
 #include "sluice/store/backends.h"
@@ -488,7 +490,56 @@ TEST(SqliteMetaStore, MigratesADatabaseFromBeforeChecksumsKeepingItsRows) {
   EXPECT_GT(sqlite3_column_int(stmt, 0), 2);
   EXPECT_EQ(sqlite3_column_int(stmt, 1), sqlite3_column_int(stmt, 0));
   sqlite3_finalize(stmt);
+  // Migration 21: a rowid table in creation order, the old row first though its id sorts after
+  // the new one's (a table keyed by the id has no rowid, and this statement does not prepare).
+  ASSERT_EQ(sqlite3_prepare_v2(
+                db, "SELECT group_concat(id, ' ') FROM (SELECT id FROM pastes ORDER BY rowid)", -1,
+                &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))),
+            "old000000001 new000000001");
+  sqlite3_finalize(stmt);
   sqlite3_close(db);
+}
+
+// The pastes in creation order (migration 21, src/store/sqlite/sqlite_meta_schema.cc): rows
+// inserted under random ids are stored in the order they came, each found again by its id.
+TEST(SqliteMetaStore, StoresRowsInTheOrderTheyCameUnderRandomIds) {
+  TempDir dir;
+  const fs::path path = dir.path() / "meta.db";
+  boost::asio::thread_pool pool(1);
+  std::vector<std::string> ids;
+  {
+    auto meta = MakeSqliteMetaStore(path, BlockingPools{&pool, &pool});
+    std::mt19937 random(48);
+    const std::string_view base62 =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    for (int i = 0; i < 200; ++i) {
+      std::string id(12, '0');
+      for (char& c : id) c = base62[random() % base62.size()];
+      ASSERT_TRUE(RunSync(meta->Insert(Row(id, 5000 + i), Deadline::Never())).ok());
+      ids.push_back(id);
+    }
+    for (const std::string& id : ids) {
+      auto row = RunSync(meta->Get(Id(id), Deadline::Never()));
+      ASSERT_TRUE(row.ok()) << id;
+      EXPECT_EQ(row->id.view(), id);
+    }
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT id FROM pastes ORDER BY rowid", -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  std::vector<std::string> stored;
+  while (sqlite3_step(stmt) == SQLITE_ROW)
+    stored.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  EXPECT_EQ(stored, ids);
 }
 
 }  // namespace

@@ -1,15 +1,21 @@
 """An embedded data dir from before small bodies moved into meta.db (docs/architecture.md,
 "Durability"): its bodies.db is still read and deleted from, and never written again; new pastes'
-bodies go beside their rows in meta.db, in the row's transaction.
+bodies go beside their rows in meta.db, in the row's transaction. And a meta.db from before the
+pastes were in creation order (schema 20, keyed by the random id): migration 21 moves every row,
+unchanged, and a kill -9 in the middle of the move loses nothing.
 
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_data_dir_upgrade
 """
 
+import hashlib
 import os
+import random
 import sqlite3
+import subprocess
+import time
 import unittest
 
-from sluice_harness import SluiceTestCase, decode_stored_body, wait_until
+from sluice_harness import SluiceTestCase, clean_env, decode_stored_body, wait_until
 
 OLD = "written when small bodies had a file of their own ✓\n".encode() * 20
 NEW = b"written beside its row\n" * 20
@@ -25,6 +31,89 @@ def bodies_in(path):
                 "SELECT p.id, b.body, b.codec FROM pastes p JOIN inline_bodies b "
                 "ON b.n = p.body_n")})
         return found
+    finally:
+        conn.close()
+
+
+# The pastes table as schema 20 left it, as sqlite_master holds it in a store made by main at
+# fee57b7: keyed by the random id (WITHOUT ROWID), with the columns of migrations 2-13 appended
+# by ALTER TABLE.
+SCHEMA_20_PASTES = """CREATE TABLE pastes (
+      id TEXT PRIMARY KEY,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      size_bytes INTEGER NOT NULL,
+      token_hash BLOB NOT NULL,
+      deleted INTEGER NOT NULL DEFAULT 0
+    , body_sha256 BLOB, moderation INTEGER NOT NULL DEFAULT 0, moderation_reason TEXT, \
+moderated_at INTEGER, burn INTEGER NOT NULL DEFAULT 0, body_n INTEGER, creator_network INTEGER, \
+review_keep INTEGER NOT NULL DEFAULT 0, encrypted INTEGER NOT NULL DEFAULT 0, views_left INTEGER \
+NOT NULL DEFAULT 1, parent TEXT) WITHOUT ROWID"""
+COLUMNS = ("id, created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, moderation, "
+           "moderation_reason, moderated_at, burn, body_n, creator_network, review_keep, "
+           "encrypted, views_left, parent")
+BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def to_schema_20(s, extra_rows=0):
+    """Puts a stopped server's meta.db back in schema 20's layout, its rows unchanged, with
+    `extra_rows` more rows of random ids (a big store, without its bodies: only the migration
+    reads them)."""
+    conn = sqlite3.connect(s.db_path)
+    try:
+        conn.executescript(f"""
+            BEGIN;
+            ALTER TABLE pastes RENAME TO pastes_ordered;
+            {SCHEMA_20_PASTES};
+            INSERT INTO pastes ({COLUMNS}) SELECT {COLUMNS} FROM pastes_ordered;
+            DROP TABLE pastes_ordered;
+            CREATE INDEX pastes_by_expiry ON pastes (expires_at, body_n);
+            DELETE FROM schema_version WHERE version > 20;
+            COMMIT;""")
+        rng = random.Random(48)
+        now = int(time.time())
+        batch = []
+        for i in range(extra_rows):
+            batch.append(("".join(rng.choices(BASE62, k=12)), now - extra_rows + i,
+                          now + 86400 * 30, 100 + i % 5000, rng.randbytes(32),
+                          rng.randbytes(32), i % 7 == 0, 1 + i % 3))
+            if len(batch) == 50_000 or i == extra_rows - 1:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO pastes (id, created_at, expires_at, size_bytes, "
+                    "token_hash, body_sha256, burn, views_left) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    batch)
+                conn.commit()
+                batch = []
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'pastes'").fetchone()[0]
+        assert sql == SCHEMA_20_PASTES, sql
+    finally:
+        conn.close()
+
+
+def rows_of(s):
+    """Every row of pastes, every column, ordered by id."""
+    conn = sqlite3.connect(s.db_path)
+    try:
+        return conn.execute(f"SELECT {COLUMNS} FROM pastes ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def digest_of(rows):
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(repr(row).encode())
+    return h.hexdigest(), len(rows)
+
+
+def layout_of(s):
+    """"rowid" or "without rowid", the unique indexes of pastes (the id's), and the version."""
+    conn = sqlite3.connect(s.db_path)
+    try:
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'pastes'").fetchone()[0]
+        unique = [r[1] for r in conn.execute("PRAGMA index_list(pastes)") if r[2] == 1]
+        version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+        return ("without rowid" if "WITHOUT ROWID" in sql.upper() else "rowid", unique, version)
     finally:
         conn.close()
 
@@ -117,6 +206,98 @@ class DataDirUpgradeTest(SluiceTestCase):
         self.assertStatus(s.admin_request("POST", f"/admin/pastes/{new['id']}/takedown",
                                           body="{}"), 200)
         self.assertJsonError(s.create(NEW), 451, "blocked_content")
+
+
+    def test_a_store_keyed_by_the_random_id_moves_to_creation_order_unchanged(self):
+        """Migration 21 (src/store/sqlite/sqlite_meta_schema.cc): every row of a schema-20 store,
+        every column, is the same after it; each old link answers with its body, a delete token
+        from before still deletes, a count of views goes on where it was; the rows are in the
+        order they were created, found by a unique index on the id, and a new one comes last."""
+        s = self.server(["--cache-bytes", "0"])
+        made = []
+        for i in range(12):
+            body = f"paste {i} from before the move\n".encode() * (i + 1)
+            made.append((s.create_ok(body), body))
+        counted = s.request("POST", "/api/v1/pastes?max_views=3", body=b"three views").json()
+        claim = f"/api/v1/pastes/{counted['id']}/claim"
+        self.assertStatus(s.request("POST", claim, body=b""), 200)  # two views left
+        gone, _ = made[3]
+        self.assertStatus(s.delete(gone["id"], gone["delete_token"]), 204)
+        # Its body's removal (the outbox, then the janitor) done before the snapshot, not after.
+        wait_until(lambda: s.query("SELECT body_n FROM pastes WHERE id = ?", (gone["id"],))
+                   == [(None,)], timeout=30, message="the deleted paste's body gone")
+        s.stop()
+        before = rows_of(s)
+        to_schema_20(s)
+        self.assertEqual(layout_of(s), ("without rowid", ["sqlite_autoindex_pastes_1"], 20))
+        self.assertEqual(rows_of(s), before)
+
+        s.start()
+        self.assertIn(f"migration 21 puts {len(before)} pastes in creation order", s.log())
+        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 21))
+        self.assertEqual(rows_of(s), before)
+        order = [r[0] for r in s.query("SELECT id FROM pastes WHERE deleted = 0 ORDER BY rowid")]
+        self.assertEqual(order, [d["id"] for d, _ in made if d is not gone] + [counted["id"]])
+        for doc, body in made:
+            res = s.get(f"/raw/{doc['id']}")
+            if doc is gone:
+                self.assertIn(res.status, (404, 410), doc["id"])
+                continue
+            self.assertStatus(res, 200)
+            self.assertEqual(res.body, body)
+            self.assertEqual(s.get(f"/api/v1/pastes/{doc['id']}").json()["size"], len(body))
+        self.assertStatus(s.request("POST", claim, body=b""), 200)
+        self.assertEqual(s.query("SELECT views_left FROM pastes WHERE id = ?", (counted["id"],)),
+                         [(1,)])
+        old, _ = made[0]
+        self.assertStatus(s.delete(old["id"], old["delete_token"]), 204)
+        new = s.create_ok(b"after the move")
+        self.assertEqual(s.query("SELECT id FROM pastes ORDER BY rowid DESC LIMIT 1"),
+                         [(new["id"],)])
+
+    def test_a_kill_during_the_move_leaves_the_store_whole_and_the_next_start_finishes(self):
+        """Migration 21 is one transaction: kill -9 while it copies a store big enough to take
+        a moment, and the file is schema 20 with every row as it was; the next start moves it."""
+        s = self.server(["--cache-bytes", "0"])
+        made = [(s.create_ok(f"survives the kill {i}\n".encode()), i) for i in range(5)]
+        s.stop()
+        to_schema_20(s, extra_rows=MOVE_ROWS)
+        before = digest_of(rows_of(s))
+        self.assertEqual(before[1], MOVE_ROWS + 5)
+
+        with open(s.log_path, "ab") as log:
+            log.write(b"===== start to be killed during migration 21\n")
+            offset = log.tell()
+            proc = subprocess.Popen(s.command(), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=clean_env(s.env))
+        wal = s.db_path + "-wal"
+        try:
+            wait_until(lambda: "migration 21 puts" in s._log_from(offset), timeout=60,
+                       message="migration 21 started")
+            # In the middle of the copy: the new table's pages are going into the WAL.
+            wait_until(lambda: os.path.exists(wal) and os.path.getsize(wal) > KILL_AT_WAL_BYTES,
+                       timeout=60, interval=0.01, message="migration 21 writing")
+        finally:
+            proc.kill()
+            proc.wait()
+        killed_log = s._log_from(offset)
+        self.assertNotIn("migrated to version 21", killed_log, "killed too late: it had finished")
+        self.assertNotIn("listening on", killed_log)
+        self.assertEqual(layout_of(s), ("without rowid", ["sqlite_autoindex_pastes_1"], 20))
+        self.assertEqual(digest_of(rows_of(s)), before)
+
+        s.start()
+        self.assertRegex(s.log(), r"migrated to version 21 in [\d.]+ s")
+        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 21))
+        self.assertEqual(digest_of(rows_of(s)), before)
+        for doc, i in made:
+            self.assertEqual(s.get(f"/raw/{doc['id']}").body, f"survives the kill {i}\n".encode())
+
+
+# A store whose migration 21 takes a moment (2.4 s here, at 7 s per million:
+# bench/results/ordered-layout.md) and writes about 80 MB of WAL, killed when it has written 8 MiB.
+MOVE_ROWS = 400_000
+KILL_AT_WAL_BYTES = 8 << 20
 
 
 if __name__ == "__main__":

@@ -2,13 +2,17 @@
 grows with the data (pastes, bodies, reports, the outbox). SQLite's own planner is asked, on a
 data dir that the server has just created and migrated, about each statement as it appears in
 src/store/sqlite/sqlite_meta_*.cc, so a new statement is held to this without being listed.
-A purge's outbox delete scanned the whole outbox per row until migration 14.
+A purge's outbox delete scanned the whole outbox per row until migration 14. Since migration 21
+the pastes are a rowid table in creation order, and every statement that names a paste by its
+random id finds it through the unique index pastes_by_id.
 """
 
 import glob
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 import unittest
 
 from sluice_harness import SluiceTestCase
@@ -40,6 +44,21 @@ def parameters(sql):
     return [None] * (max(numbered) if numbered else sql.count("?"))
 
 
+def plan_steps(db, sql):
+    return [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, parameters(sql)).fetchall()]
+
+
+def scans(db, statements):
+    """(statement, step) for each step of a plan that reads a whole table that grows."""
+    found = []
+    for sql in statements:
+        for step in plan_steps(db, sql):
+            match = re.match(r"SCAN (\w+)", step)
+            if match and match.group(1) not in BOUNDED:
+                found.append((sql, step))
+    return found
+
+
 class QueryPlanTest(SluiceTestCase):
     def test_no_statement_scans_a_table_that_grows(self):
         s = self.server()
@@ -47,14 +66,34 @@ class QueryPlanTest(SluiceTestCase):
         statements = list(prepared_statements())
         self.assertGreater(len(statements), 40, "the statements were not found in the source")
         db = sqlite3.connect(f"file:{s.db_path}?mode=ro", uri=True)
-        scans = []
-        for sql in statements:
-            plan = db.execute("EXPLAIN QUERY PLAN " + sql, parameters(sql)).fetchall()
-            for step in (row[3] for row in plan):
-                match = re.match(r"SCAN (\w+)", step)
-                if match and match.group(1) not in BOUNDED:
-                    scans.append((sql, step))
-        self.assertEqual(scans, [], "statements that read a whole table")
+        self.assertEqual(scans(db, statements), [], "statements that read a whole table")
+
+    def test_a_paste_named_by_its_id_is_found_through_the_id_index(self):
+        """Migration 21: the rows in creation order, the random id a unique index. Every
+        statement that looks a paste up by its id (a read, a claim, a delete, a purge, a report)
+        probes pastes_by_id, not the table's own key."""
+        s = self.server()
+        s.stop()
+        db = sqlite3.connect(f"file:{s.db_path}?mode=ro", uri=True)
+        by_id = [(sql, step) for sql in prepared_statements() for step in plan_steps(db, sql)
+                 if re.match(r"SEARCH (pastes|p)\b.*\(id=\?\)", step)]
+        self.assertGreater(len(by_id), 8, "the lookups by id were not found")
+        elsewhere = [(sql, step) for sql, step in by_id if "INDEX pastes_by_id (id=?)" not in step]
+        self.assertEqual(elsewhere, [], "lookups by id that do not use pastes_by_id")
+
+    def test_the_checker_sees_a_lookup_that_lost_the_id_index(self):
+        """The scan check above fails if the id index goes: a paste's read becomes a scan of
+        every row."""
+        s = self.server()
+        s.stop()
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "meta.db")
+            shutil.copy(s.db_path, copy)
+            db = sqlite3.connect(copy)
+            db.execute("DROP INDEX pastes_by_id")
+            found = scans(db, list(prepared_statements()))
+            db.close()
+        self.assertIn("SELECT * FROM pastes WHERE id = ?", [" ".join(sql.split()) for sql, _ in found])
 
     def test_the_oldest_open_arrival_is_one_index_probe(self):
         """The takedown clock's read (docs/moderation.md): MIN over the queue's arrival. SQLite
