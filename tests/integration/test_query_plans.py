@@ -9,6 +9,7 @@ random id finds it through the unique index pastes_by_id.
 
 import glob
 import os
+import pathlib
 import re
 import shutil
 import sqlite3
@@ -33,7 +34,7 @@ BOUNDED = {
 def prepared_statements():
     """The SQL of every db.Prepare(...) call: adjacent string literals joined, and the row
     columns macro standing in for its list."""
-    source = "".join(open(path).read() for path in SOURCES)
+    source = "".join(pathlib.Path(path).read_text() for path in SOURCES)
     source = source.replace('" SLUICE_ROW_COLUMNS "', " * ")
     for call in re.finditer(r'Prepare\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', source):
         yield "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', call.group(1)))
