@@ -58,12 +58,10 @@ class NeighbourCrawlTest(lg.ScenarioTestCase):
             Stream("create", CREATE_RATE, DURATION, lambda i: Request(
                 "POST", "/api/v1/pastes", xff(client_ip(i, 52)), f"crawl-time create {i}\n")),
         ]
-        # What this asserts holds for any arrival pattern: no pattern takes more than FILL_CAP
-        # fills at once, or more than cap / latency misses a second through them, and the check
-        # that the cap was reached guards against a run that offered too little. So a generator
-        # late on its schedule (on a loaded machine one was, 0.8 s at p99) still tests the same
-        # thing, and the run is judged on what was sent, not failed as the harness's.
-        run, sampler = self.load(s, streams, sample_every=0.1, on_time=False)
+        # Judged only on time: arrivals that bunch behind a late generator trip the per-client
+        # origin budget (429 origin_get_ip), which the planned rate never reaches, so a late run
+        # is the harness's failure, not the server's (bench/results/flake-hunt.md, run 30).
+        run, sampler = self.load(s, streams, sample_every=0.1)
         self.faults(s, "")
         after = self.scrape(s)
         crawl, greedy = run.records("crawl"), run.records("greedy")
