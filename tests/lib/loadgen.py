@@ -24,8 +24,10 @@ import errno
 import gc
 import json
 import math
+import heapq
 import os
 import select
+import selectors
 import socket
 import subprocess
 import sys
@@ -140,19 +142,7 @@ class Record:
 def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
     """Sends `req` on a new connection and fills `record`. Never raises for network trouble: the
     record says what happened (status 0 and `error` when no HTTP answer arrived)."""
-    head = [f"{req.method} {req.path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
-    names = {k.lower() for k in req.headers}
-    for k, v in req.headers.items():
-        head.append(f"{k}: {v}")
-    body = req.body or b""
-    if req.body is not None and "content-length" not in names:
-        head.append(f"Content-Length: {len(body)}")
-    head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
-    header_len = len(head_bytes)
-    # Small requests go out in one write; a large body is not copied behind its headers.
-    parts = [memoryview(head_bytes + body)] if len(body) <= 65536 else [memoryview(head_bytes),
-                                                                        memoryview(body)]
-    total = sum(len(p) for p in parts)
+    parts, total, header_len = _encode(host, port, req)
     record.start = time.monotonic()
     deadline = record.start + timeout
     sock = None
@@ -241,6 +231,29 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                 sock.close()
             except OSError:
                 pass
+    _complete(record, status, headers, buf, sent, header_len, keep_body)
+    return record
+
+
+def _encode(host, port, req):
+    """(parts, total, header_len): the bytes of `req` as one or two memoryviews, their length and
+    the head's."""
+    head = [f"{req.method} {req.path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
+    names = {k.lower() for k in req.headers}
+    for k, v in req.headers.items():
+        head.append(f"{k}: {v}")
+    body = req.body or b""
+    if req.body is not None and "content-length" not in names:
+        head.append(f"Content-Length: {len(body)}")
+    head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+    # Small requests go out in one write; a large body is not copied behind its headers.
+    parts = [memoryview(head_bytes + body)] if len(body) <= 65536 else [memoryview(head_bytes),
+                                                                        memoryview(body)]
+    return parts, sum(len(p) for p in parts), len(head_bytes)
+
+
+def _complete(record, status, headers, buf, sent, header_len, keep_body):
+    """Fills the answer's fields of `record` once its exchange ended (both engines)."""
     record.bytes_sent = max(0, sent - header_len)
     if status is not None:
         record.status = status
@@ -256,7 +269,6 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                 record.reason = json.loads(record.body.decode("utf-8")).get("reason")
             except (ValueError, UnicodeDecodeError, AttributeError):
                 record.reason = None
-    return record
 
 
 def request(host, port, method, path, headers=None, body=None, timeout=15.0, keep_body=1 << 24):
@@ -264,6 +276,135 @@ def request(host, port, method, path, headers=None, body=None, timeout=15.0, kee
     req = Request(method, path, headers, body)
     rec = Record("adhoc", 0, None, time.monotonic())
     return exchange(host, port, req, rec, timeout=timeout, keep_body=keep_body)
+
+
+class _Exchange:
+    """exchange() as a state machine for the selector engine (Run's single loop thread): the same
+    bytes, the same order of send and receive on each readiness event, the same record. The loop
+    calls `ready` with the selector's events and `expire` at the deadline; `done` ends it."""
+
+    __slots__ = ("record", "req", "stream", "sock", "parts", "total", "header_len", "keep_body",
+                 "deadline", "buf", "status", "headers", "body_start", "sent", "writing",
+                 "connecting", "done", "fd")
+
+    def __init__(self, record, req, stream, host, port, addr):
+        self.record = record
+        self.req = req
+        self.stream = stream
+        self.parts, self.total, self.header_len = _encode(host, port, req)
+        self.keep_body = stream.keep_body
+        self.buf = bytearray()
+        self.status = self.headers = self.body_start = None
+        self.sent = 0
+        self.writing = True
+        self.connecting = True
+        self.done = False
+        self.sock = None
+        self.fd = -1  # the selector's key: still valid for unregistering once the socket closed
+        record.start = time.monotonic()
+        self.deadline = record.start + stream.timeout
+        family, sockaddr = addr
+        try:
+            self.sock = socket.socket(family, socket.SOCK_STREAM)
+            self.sock.setblocking(False)
+            self.fd = self.sock.fileno()
+            err = self.sock.connect_ex(sockaddr)
+            if err not in (0, errno.EINPROGRESS):
+                raise OSError(err, os.strerror(err))
+        except OSError as e:
+            self._fail_connect(e)
+
+    def _fail_connect(self, e):
+        self.record.error = f"connect: {errno.errorcode.get(e.errno, e) if e.errno else e}"
+        self.finish()
+
+    def interest(self):
+        if self.connecting:
+            return selectors.EVENT_WRITE
+        return selectors.EVENT_READ | selectors.EVENT_WRITE if self.writing else selectors.EVENT_READ
+
+    def ready(self, events):
+        """One readiness event: what one pass of exchange()'s poll loop does."""
+        if self.connecting:
+            err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                self._fail_connect(OSError(err, os.strerror(err)))
+                return
+            # Connected: exchange()'s first poll would find it writable, so send now.
+            self.connecting = False
+            events = selectors.EVENT_WRITE
+        if events & selectors.EVENT_WRITE and self.writing:
+            parts, sent = self.parts, self.sent
+            try:
+                part, pos = (parts[0], sent) if sent < len(parts[0]) or len(parts) == 1 \
+                    else (parts[1], sent - len(parts[0]))
+                self.sent += self.sock.send(part[pos:pos + 262144])
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # EPIPE, ECONNRESET: the server stopped reading; look for its answer
+                self.writing = False
+            if self.writing and self.sent >= self.total:
+                self.writing = False
+        if events & selectors.EVENT_READ:
+            self._read()
+
+    def _read(self):
+        record = self.record
+        try:
+            chunk = self.sock.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            if self.status is None:
+                record.error = f"recv: {errno.errorcode.get(e.errno, e)}"
+            else:
+                record.error = None if self.headers is not None else str(e)
+            self.finish()
+            return
+        if not chunk:
+            if self.status is None:
+                record.error = "closed without an answer"
+            self.finish()
+            return
+        if record.first_byte is None:
+            record.first_byte = time.monotonic()
+        buf = self.buf
+        buf += chunk
+        while self.status is None or self.status < 200:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                break
+            s, h = parse_head(bytes(buf[:end]))
+            del buf[:end + 4]
+            if s < 200:
+                continue  # 100 Continue: keep sending
+            self.status, self.headers = s, h
+            self.body_start = 0
+            self.writing = False  # the answer came before the whole body: stop sending it
+        if self.status is not None:
+            length = self.headers.get("content-length")
+            if self.req.method == "HEAD" or self.status in (204, 304):
+                self.finish()
+            elif length is not None and len(buf) - self.body_start >= int(length):
+                self.finish()
+
+    def expire(self):
+        """The deadline passed: exchange() says "timeout", or its connect says it timed out."""
+        self.record.error = "connect: timed out" if self.connecting else "timeout"
+        self.finish()
+
+    def finish(self):
+        if self.done:
+            return
+        self.done = True
+        self.record.end = time.monotonic()
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        _complete(self.record, self.status, self.headers, self.buf, self.sent, self.header_len,
+                  self.keep_body)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -308,7 +449,14 @@ class Run:
     LATE = 0.050  # an arrival started more than this late counts as the harness falling behind
 
     def __init__(self, host, port, streams, threads=None, lead_in=0.3, progress=None,
-                 progress_out=None):
+                 progress_out=None, engine=None):
+        # "selectors" (default): one thread sends every arrival at its time and does all the I/O
+        # on non-blocking sockets. "threads": the dispatcher and its pool of blocking workers,
+        # kept to compare against ($SLUICE_LOADGEN_ENGINE picks it for a whole test run).
+        engine = engine or os.environ.get("SLUICE_LOADGEN_ENGINE", "").strip() or "selectors"
+        if engine not in ("selectors", "threads"):
+            raise ValueError(f"Run engine must be selectors or threads, not {engine!r}")
+        self.engine = engine
         self.progress = progress  # seconds between progress lines (None: quiet)
         self.progress_out = progress_out
         self.host = host
@@ -343,6 +491,16 @@ class Run:
         w.start()
 
     def start(self):
+        if self.engine == "selectors":
+            self.threads = 1
+            self.t0 = time.monotonic() + self.lead_in
+            self._dispatcher = threading.Thread(target=self._loop, name="loadgen-loop",
+                                                daemon=True)
+            self._dispatcher.start()
+            if self.progress:
+                threading.Thread(target=self._report_progress, name="loadgen-progress",
+                                 daemon=True).start()
+            return self
         old = threading.stack_size()
         threading.stack_size(512 * 1024)
         try:
@@ -413,6 +571,112 @@ class Run:
             with self._cv:
                 self._done_dispatching = True
                 self._cv.notify_all()
+
+    def _loop(self):
+        """The selector engine: arrivals in due order and a heap of in-flight deadlines on one
+        thread. Between events it sleeps in epoll_wait, which does not hold the interpreter lock;
+        awake it needs the lock only for itself, not in a queue of hundreds of worker threads that
+        each wake for their own socket, which is what made the thread pool's dispatcher late."""
+        sel = selectors.DefaultSelector()
+        addrs = {}  # (host, port) -> (family, sockaddr): resolved once, not on each arrival
+        deadlines = []  # (deadline, seq, _Exchange)
+        live = {}  # fd -> (_Exchange, registered events)
+        seq = 0
+        nxt = 0
+        plan = self.plan
+        try:
+            while nxt < len(plan) or live:
+                now = time.monotonic()
+                # Every arrival that is due goes out before any I/O is served.
+                while nxt < len(plan) and self.t0 + plan[nxt][0] <= now:
+                    offset, stream, i = plan[nxt]
+                    nxt += 1
+                    x = self._begin(self.t0 + offset, stream, i, addrs)
+                    if x is None:
+                        continue
+                    if x.done:
+                        self._end(x)
+                        continue
+                    ev = x.interest()
+                    sel.register(x.fd, ev)
+                    live[x.fd] = (x, ev)
+                    seq += 1
+                    heapq.heappush(deadlines, (x.deadline, seq, x))
+                    now = time.monotonic()
+                while deadlines and (deadlines[0][2].done or deadlines[0][0] <= now):
+                    _, _, x = heapq.heappop(deadlines)
+                    if not x.done:
+                        self._close(sel, live, x)
+                        x.expire()
+                        self._end(x)
+                wake = min(self.t0 + plan[nxt][0] if nxt < len(plan) else math.inf,
+                           deadlines[0][0] if deadlines else math.inf)
+                if wake == math.inf:
+                    break
+                # epoll_wait counts whole milliseconds (Python rounds up), so a wake-up can be up
+                # to 1 ms after the arrival it was for.
+                for key, events in sel.select(max(0.0, wake - time.monotonic())):
+                    entry = live.get(key.fd)
+                    if entry is None:
+                        continue
+                    x, registered = entry
+                    try:
+                        x.ready(events)
+                    except Exception as e:  # a bug here, not the server: record it, keep going
+                        x.record.error = f"harness: {e!r}"
+                        x.finish()
+                    if x.done:
+                        self._close(sel, live, x)
+                        self._end(x)
+                        continue
+                    ev = x.interest()
+                    if ev != registered:
+                        sel.modify(x.fd, ev)
+                        live[key.fd] = (x, ev)
+        finally:
+            sel.close()
+            with self._cv:
+                self._done_dispatching = True
+                self._cv.notify_all()
+
+    def _begin(self, due, stream, i, addrs):
+        """Builds arrival i of `stream` and starts connecting; None when the request factory
+        failed (recorded, as the thread engine does)."""
+        rec = Record(stream.name, i, None, due)
+        try:
+            req = stream.make(i)
+            rec.tag = req.tag
+            host, port = stream.target or (self.host, self.port)
+            addr = addrs.get((host, port))
+            if addr is None:
+                family, _, _, _, sockaddr = socket.getaddrinfo(host, port, 0,
+                                                               socket.SOCK_STREAM)[0]
+                addr = addrs[(host, port)] = (family, sockaddr)
+            return _Exchange(rec, req, stream, host, port, addr)
+        except Exception as e:
+            rec.start = rec.start or time.monotonic()
+            rec.end = time.monotonic()
+            rec.error = f"harness: {e!r}"
+            with self._lock:
+                self._records.append(rec)
+            return None
+
+    @staticmethod
+    def _close(sel, live, x):
+        if x.fd in live:
+            del live[x.fd]
+            sel.unregister(x.fd)
+
+    def _end(self, x):
+        """An exchange is over: its on_done, then its record (as the thread engine's worker)."""
+        rec = x.record
+        if x.stream.on_done is not None:
+            try:
+                x.stream.on_done(rec)
+            except Exception as e:
+                rec.error = f"harness: {e!r}"
+        with self._lock:
+            self._records.append(rec)
 
     def _work(self):
         while True:
