@@ -2,9 +2,10 @@
 
 Standard library only. "Open loop" means arrivals are scheduled at fixed times (rate R for a
 duration D) whatever the server does: a slow answer never delays the next arrival, as real users do
-not wait for each other. A pool of worker threads, sized so that a slow server cannot exhaust it,
-takes the next scheduled arrival, sleeps until its time, and sends it on a new connection
-(`Connection: close`). Every arrival records when it was due, when it really started (the difference
+not wait for each other. One thread keeps a timer of the due arrivals and, at each one's time,
+opens a new non-blocking connection (`Connection: close`) and drives every exchange in flight from
+one epoll loop (the "selectors" engine; the older pool of blocking worker threads is still there as
+the "threads" engine, see Run). Every arrival records when it was due, when it really started (the difference
 is the harness's own lag: if the pool fell behind its schedule, the run measured the harness, not the
 server, and `Run.schedule_problem()` says so), its status, latency, the `Retry-After` header and the
 JSON `reason` of an error.
@@ -442,9 +443,14 @@ class Run:
     """Runs streams together against host:port: run = Run(...).start(); ...; run.wait(); then
     run.records(stream).
 
-    A dispatcher thread wakes at each arrival's due time and hands it to an idle worker; when no
-    worker is idle it starts a new one, so however slowly the server answers, arrivals keep their
-    schedule (short of the machine itself starving this process, which schedule_problem reports)."""
+    Two engines. "selectors" (the default): one thread sleeps in epoll until the next arrival is
+    due or a socket is ready, sends each arrival at its time on a new non-blocking connection and
+    drives every exchange in flight (_Exchange), so however slowly the server answers, arrivals
+    keep their schedule and no answer needs a thread. "threads": a dispatcher thread wakes at each
+    arrival's due time and hands it to an idle worker, starting one when none is idle. Beside CPU
+    hogs the dispatcher of the second waited for the interpreter lock among hundreds of workers
+    (issue 44, bench/results/loadgen.md). Either way, a machine starving this process shows in
+    schedule_problem."""
 
     LATE = 0.050  # an arrival started more than this late counts as the harness falling behind
 
@@ -484,6 +490,7 @@ class Run:
         self._records = []
         self._dispatcher = None
         self.action_log = []  # (offset, name) of actions as they ran
+        self.sender_sched = None  # (CPU, run-queue) seconds of the sending thread (_schedstat)
 
     def _spawn(self):
         w = threading.Thread(target=self._work, name=f"loadgen-{len(self._workers)}", daemon=True)
@@ -550,7 +557,13 @@ class Run:
         if left > 0:
             time.sleep(left)
 
+    def _note_sched(self, before):
+        after = _schedstat()
+        if before and after:
+            self.sender_sched = (after[0] - before[0], after[1] - before[1])
+
     def _dispatch(self):
+        sched = _schedstat()
         old = threading.stack_size()
         threading.stack_size(512 * 1024)
         try:
@@ -568,6 +581,7 @@ class Run:
                     self.threads += 1
         finally:
             threading.stack_size(old)
+            self._note_sched(sched)
             with self._cv:
                 self._done_dispatching = True
                 self._cv.notify_all()
@@ -577,6 +591,7 @@ class Run:
         thread. Between events it sleeps in epoll_wait, which does not hold the interpreter lock;
         awake it needs the lock only for itself, not in a queue of hundreds of worker threads that
         each wake for their own socket, which is what made the thread pool's dispatcher late."""
+        sched = _schedstat()
         sel = selectors.DefaultSelector()
         addrs = {}  # (host, port) -> (family, sockaddr): resolved once, not on each arrival
         deadlines = []  # (deadline, seq, _Exchange)
@@ -613,9 +628,17 @@ class Run:
                            deadlines[0][0] if deadlines else math.inf)
                 if wake == math.inf:
                     break
-                # epoll_wait counts whole milliseconds (Python rounds up), so a wake-up can be up
-                # to 1 ms after the arrival it was for.
-                for key, events in sel.select(max(0.0, wake - time.monotonic())):
+                # epoll_wait counts whole milliseconds and Python rounds a timeout up, which put
+                # the median arrival 1.1 ms late (0.4 ms with the thread engine's sleep): wait
+                # whole milliseconds short of the time, then sleep the rest (nanosleep) when no
+                # socket is ready. That sleep delays an answer by under 1 ms at most.
+                left = wake - time.monotonic()
+                ready = sel.select(math.floor(max(0.0, left) * 1000) / 1000)
+                if not ready:
+                    left = wake - time.monotonic()
+                    if 0 < left < 0.001:
+                        time.sleep(left)
+                for key, events in ready:
                     entry = live.get(key.fd)
                     if entry is None:
                         continue
@@ -635,6 +658,7 @@ class Run:
                         live[key.fd] = (x, ev)
         finally:
             sel.close()
+            self._note_sched(sched)
             with self._cv:
                 self._done_dispatching = True
                 self._cv.notify_all()
@@ -781,6 +805,37 @@ class Run:
                 f"max {fmt_ms(max(lags) if lags else None)}")
 
 
+def _schedstat():
+    """(on CPU, waiting in the run queue) seconds of the calling thread so far, or None."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            cpu, runq, _ = f.read().split()
+        return int(cpu) / 1e9, int(runq) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def _log_schedule(run):
+    """Appends the run's engine and start lags (JSON line) to $SLUICE_LOADGEN_LOG when set, so a
+    comparison of the engines (bench/loadgen_pairs.sh) has them for failed runs too: a test that
+    fails its schedule check prints no figures."""
+    path = os.environ.get("SLUICE_LOADGEN_LOG")
+    if not path:
+        return
+    lags = run.lags()
+    line = {"engine": run.engine, "arrivals": len(run.plan), "threads": run.threads,
+            "p50_ms": None if not lags else round(1000 * percentile(lags, 50), 1),
+            "p99_ms": None if not lags else round(1000 * percentile(lags, 99), 1),
+            "max_ms": None if not lags else round(1000 * max(lags), 1),
+            "late": sum(1 for x in lags if x > run.LATE), "time": time.time(),
+            # The sending thread's own CPU and run-queue time over the run: lateness beyond its
+            # run-queue wait was spent off the CPU without waiting for it (the interpreter lock).
+            "sender_cpu_s": run.sender_sched and round(run.sender_sched[0], 3),
+            "sender_runq_s": run.sender_sched and round(run.sender_sched[1], 3)}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def run_streams(host, port, streams, actions=(), threads=None, progress=None):
     """Starts the streams, runs `actions` [(offset seconds, callable)] at their times on this
     thread, waits for the arrivals, and returns the Run."""
@@ -798,7 +853,9 @@ def run_streams(host, port, streams, actions=(), threads=None, progress=None):
     # load), test_neighbour_crawl's dispatcher (153 arrivals a second, a /metrics scrape parsed
     # every 100 ms beside it) once waited 692 ms for the lock at the end of one sleep: 139 wake-ups
     # of 5 ms, with 4 ms on a CPU and 7 ms in the run queue (/proc/thread-self/schedstat), so the
-    # arrivals due meanwhile started that late. At 0.5 ms each such wait is a tenth as long.
+    # arrivals due meanwhile started that late. At 0.5 ms each such wait is a tenth as long. The
+    # selectors engine has no workers, but its loop still shares the lock with the sampler's
+    # parsing and the test's actions, so the shorter interval stays for both engines.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     try:
@@ -808,6 +865,7 @@ def run_streams(host, port, streams, actions=(), threads=None, progress=None):
             fn()
             run.action_log.append((run.now(), getattr(fn, "__name__", "action")))
         run.wait()
+        _log_schedule(run)
     finally:
         sys.setswitchinterval(switch_interval)
         if collecting:
