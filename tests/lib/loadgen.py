@@ -599,25 +599,30 @@ class Run:
         seq = 0
         nxt = 0
         plan = self.plan
+
+        def send_due():
+            """Sends every arrival that is due."""
+            nonlocal nxt, seq
+            while nxt < len(plan) and self.t0 + plan[nxt][0] <= time.monotonic():
+                offset, stream, i = plan[nxt]
+                nxt += 1
+                x = self._begin(self.t0 + offset, stream, i, addrs)
+                if x is None:
+                    continue
+                if x.done:
+                    self._end(x)
+                    continue
+                ev = x.interest()
+                sel.register(x.fd, ev)
+                live[x.fd] = (x, ev)
+                seq += 1
+                heapq.heappush(deadlines, (x.deadline, seq, x))
+
         try:
             while nxt < len(plan) or live:
+                # Arrivals that are due go out before any I/O is served.
+                send_due()
                 now = time.monotonic()
-                # Every arrival that is due goes out before any I/O is served.
-                while nxt < len(plan) and self.t0 + plan[nxt][0] <= now:
-                    offset, stream, i = plan[nxt]
-                    nxt += 1
-                    x = self._begin(self.t0 + offset, stream, i, addrs)
-                    if x is None:
-                        continue
-                    if x.done:
-                        self._end(x)
-                        continue
-                    ev = x.interest()
-                    sel.register(x.fd, ev)
-                    live[x.fd] = (x, ev)
-                    seq += 1
-                    heapq.heappush(deadlines, (x.deadline, seq, x))
-                    now = time.monotonic()
                 while deadlines and (deadlines[0][2].done or deadlines[0][0] <= now):
                     _, _, x = heapq.heappop(deadlines)
                     if not x.done:
@@ -639,6 +644,11 @@ class Run:
                     if 0 < left < 0.001:
                         time.sleep(left)
                 for key, events in ready:
+                    # And between two events: after the process waited for a CPU, hundreds of
+                    # sockets can be ready at once, and serving them all first made the
+                    # arrivals due meanwhile later still.
+                    if nxt < len(plan) and self.t0 + plan[nxt][0] <= time.monotonic():
+                        send_due()
                     entry = live.get(key.fd)
                     if entry is None:
                         continue
