@@ -613,7 +613,7 @@ class Run:
                     self._end(x)
                     continue
                 ev = x.interest()
-                sel.register(x.fd, ev)
+                sel.register(x.fd, ev, x)
                 live[x.fd] = (x, ev)
                 seq += 1
                 heapq.heappush(deadlines, (x.deadline, seq, x))
@@ -650,7 +650,9 @@ class Run:
                     if nxt < len(plan) and self.t0 + plan[nxt][0] <= time.monotonic():
                         send_due()
                     entry = live.get(key.fd)
-                    if entry is None:
+                    # An exchange that ended in this batch can have its descriptor number reused
+                    # by one sent between two events; its events are not the new one's.
+                    if entry is None or entry[0] is not key.data:
                         continue
                     x, registered = entry
                     try:
@@ -664,7 +666,7 @@ class Run:
                         continue
                     ev = x.interest()
                     if ev != registered:
-                        sel.modify(x.fd, ev)
+                        sel.modify(x.fd, ev, x)
                         live[key.fd] = (x, ev)
         finally:
             sel.close()
