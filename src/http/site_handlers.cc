@@ -338,12 +338,14 @@ nlohmann::json TransparencyJson(const service::TransparencyReport& report) {
 
 awaitable<Reply> HandleTransparency(const Request& req, Context& ctx) {
   if (!ctx.moderation) co_return Reply::Refuse(ErrorCode::kNotFound, "no such route", "no_route");
+  // Before the store: a request the route cannot answer costs nothing and says so even when the
+  // store is down.
+  Result<std::string> format = FormatAsked(req, {"json"});
+  if (!format.ok()) co_return Reply::Refuse(format.error());
   auto reading = ctx.moderation->Transparency();
   Result<std::shared_ptr<const service::TransparencyReport>> report = co_await std::move(reading);
   if (!report.ok()) co_return Reply::Refuse(report.error());
   const std::shared_ptr<const service::TransparencyReport>& made = *report;
-  Result<std::string> format = FormatAsked(req, {"json"});
-  if (!format.ok()) co_return Reply::Refuse(format.error());
   const bool html = req.WantsHtml() && format->empty();
   // The report changes at most once per ModerationService::kTransparencyFreshness: its page and
   // its JSON are made once per report (and language) and thread, so a flood of requests formats
