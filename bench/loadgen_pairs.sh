@@ -6,34 +6,42 @@
 # result after it).
 #
 # usage: bench/loadgen_pairs.sh TEST PAIRS [loaded]     e.g. bench/loadgen_pairs.sh test_neighbour_crawl 3 loaded
-# "loaded" runs stress-ng --cpu 2 --hdd 1 --hdd-opts sync (the flake hunt's load) beside each
-# run, started in the same session as the test, under SCHED_IDLE: the test cannot raise its own
-# priority here (below), so the hogs are lowered instead, as the scenarios' nice -10 put them
-# behind the test in the flake hunt.
+# "loaded" runs the flake hunt's load beside each run (tests/flake_hunt.py: stress-ng with a
+# matrix hog on every core and a writer syncing 64 MiB files), in the test's own session and at
+# its priority, so the scenario's run_ahead_of_background_work puts the test ahead of it as it
+# does in a loaded hunt.
 #
-# The machine is shared with a timed run: everything here runs in a session group of nice 19 and
-# without CAP_SYS_NICE, so the scenario's run_ahead_of_background_work cannot raise it (it
-# returns None and the suite runs at nice 19 like its hogs); its scenario lock is private
-# (TMPDIR), so it never waits for, or holds up, a suite of the other run.
+# SHARED=1 is for a machine that another timed run is using: everything runs in a session group
+# of nice 19 and without CAP_SYS_NICE (the scenario cannot raise itself, so the hogs go under
+# SCHED_IDLE instead), with a private scenario lock (TMPDIR) so it never holds up the other run.
 set -u
 TEST=$1 PAIRS=$2 LOAD=${3:-}
+SHARED=${SHARED:-0}
 WT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/loadgen-pairs.jsonl}
-export TMPDIR=${LG_TMPDIR:-/tmp/lg-tmp} PYTHONPATH=$WT/tests/lib
+export PYTHONPATH=$WT/tests/lib
 export SLUICE_BIN=${SLUICE_BIN:-/work/main/build/dev/sluice} SLUICE_LOADGEN_LOG=$OUT
-mkdir -p "$TMPDIR"
-echo 19 > /proc/self/autogroup
+HOG_TMP=$(mktemp -d)
+trap 'rm -rf "$HOG_TMP"' EXIT
+declare -a run_prefix=() hog_prefix=()
+if [ "$SHARED" = 1 ]; then
+    export TMPDIR=${LG_TMPDIR:-/tmp/lg-tmp}
+    mkdir -p "$TMPDIR"
+    echo 19 > /proc/self/autogroup
+    run_prefix=(nice -n 19 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice)
+    hog_prefix=(ionice -c 3 chrt -i 0)
+fi
 cd "$WT/tests/scenario"
 one() {  # engine
     local hog=
     if [ "$LOAD" = loaded ]; then
-        ionice -c 3 chrt -i 0 stress-ng --cpu 2 --hdd 1 --hdd-opts sync --hdd-bytes 64m --temp-path "$TMPDIR" -q &
+        "${hog_prefix[@]}" stress-ng --cpu "$(nproc)" --cpu-method matrixprod --hdd 1 \
+            --hdd-bytes 64m --hdd-opts sync --temp-path "$HOG_TMP" --timeout 0 --quiet &
         hog=$!
         sleep 1
     fi
     echo "{\"test\": \"$TEST\", \"engine\": \"$1\", \"load\": \"${LOAD:-quiet}\", \"begin\": $(date +%s)}" >> "$OUT"
-    SLUICE_LOADGEN_ENGINE=$1 nice -n 19 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
-        python3 -m unittest "$TEST" > "/tmp/lg-$TEST-$1.log" 2>&1
+    SLUICE_LOADGEN_ENGINE=$1 "${run_prefix[@]}" python3 -m unittest "$TEST" > "/tmp/lg-$TEST-$1.log" 2>&1
     local rc=$?
     echo "{\"test\": \"$TEST\", \"engine\": \"$1\", \"load\": \"${LOAD:-quiet}\", \"rc\": $rc}" >> "$OUT"
     [ -n "$hog" ] && kill "$hog" && wait "$hog" 2>/dev/null

@@ -1016,16 +1016,30 @@ def describe(records):
 
 class MetricsSampler:
     """Polls /metrics every `interval` seconds on its own thread; keeps (monotonic time, parsed
-    metrics) pairs. Failures to scrape are kept too (a dict with key "error")."""
+    metrics) pairs. Failures to scrape are kept too (a dict with key "error").
+
+    A scrape is parsed when `samples` is first read after it, not on the sampler's thread: parsing
+    120 KB every 100 ms held the interpreter lock that the selector loop needs to send on time (a
+    stall of 150 ms to 2 s in about 1 loaded run of test_neighbour_crawl in 11, the loop asleep
+    waiting for the lock and neither on a CPU nor in the run queue: bench/results/loadgen.md)."""
 
     def __init__(self, host, port, interval=0.2):
         self.host = host
         self.port = port
         self.interval = interval
-        self.samples = []
         self.failures = []
+        self._parsed = []
+        self._scraped = []  # (time, body) not parsed yet
+        self._parse_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
+
+    @property
+    def samples(self):
+        with self._parse_lock:
+            scraped, self._scraped = self._scraped, []
+            self._parsed.extend((t, parse_metrics(body.decode("utf-8"))) for t, body in scraped)
+            return self._parsed
 
     def _loop(self):
         while not self._stop.is_set():
@@ -1035,7 +1049,8 @@ class MetricsSampler:
                 if rec.status == 200:
                     # Stamped at the middle of the scrape: the values were read somewhere in it.
                     mid = (t + rec.end) / 2 if rec.end else t
-                    self.samples.append((mid, parse_metrics(rec.body.decode("utf-8"))))
+                    with self._parse_lock:
+                        self._scraped.append((mid, rec.body))
                 else:
                     self.failures.append((t, repr(rec)))
             except Exception as e:  # keep sampling; the test decides what a gap means
