@@ -2,9 +2,10 @@
 
 Standard library only. "Open loop" means arrivals are scheduled at fixed times (rate R for a
 duration D) whatever the server does: a slow answer never delays the next arrival, as real users do
-not wait for each other. A pool of worker threads, sized so that a slow server cannot exhaust it,
-takes the next scheduled arrival, sleeps until its time, and sends it on a new connection
-(`Connection: close`). Every arrival records when it was due, when it really started (the difference
+not wait for each other. One thread keeps a timer of the due arrivals and, at each one's time,
+opens a new non-blocking connection (`Connection: close`) and drives every exchange in flight from
+one epoll loop (the "selectors" engine; the older pool of blocking worker threads is still there as
+the "threads" engine, see Run). Every arrival records when it was due, when it really started (the difference
 is the harness's own lag: if the pool fell behind its schedule, the run measured the harness, not the
 server, and `Run.schedule_problem()` says so), its status, latency, the `Retry-After` header and the
 JSON `reason` of an error.
@@ -24,8 +25,10 @@ import errno
 import gc
 import json
 import math
+import heapq
 import os
 import select
+import selectors
 import socket
 import subprocess
 import sys
@@ -140,19 +143,7 @@ class Record:
 def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
     """Sends `req` on a new connection and fills `record`. Never raises for network trouble: the
     record says what happened (status 0 and `error` when no HTTP answer arrived)."""
-    head = [f"{req.method} {req.path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
-    names = {k.lower() for k in req.headers}
-    for k, v in req.headers.items():
-        head.append(f"{k}: {v}")
-    body = req.body or b""
-    if req.body is not None and "content-length" not in names:
-        head.append(f"Content-Length: {len(body)}")
-    head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
-    header_len = len(head_bytes)
-    # Small requests go out in one write; a large body is not copied behind its headers.
-    parts = [memoryview(head_bytes + body)] if len(body) <= 65536 else [memoryview(head_bytes),
-                                                                        memoryview(body)]
-    total = sum(len(p) for p in parts)
+    parts, total, header_len = _encode(host, port, req)
     record.start = time.monotonic()
     deadline = record.start + timeout
     sock = None
@@ -241,6 +232,29 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                 sock.close()
             except OSError:
                 pass
+    _complete(record, status, headers, buf, sent, header_len, keep_body)
+    return record
+
+
+def _encode(host, port, req):
+    """(parts, total, header_len): the bytes of `req` as one or two memoryviews, their length and
+    the head's."""
+    head = [f"{req.method} {req.path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
+    names = {k.lower() for k in req.headers}
+    for k, v in req.headers.items():
+        head.append(f"{k}: {v}")
+    body = req.body or b""
+    if req.body is not None and "content-length" not in names:
+        head.append(f"Content-Length: {len(body)}")
+    head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+    # Small requests go out in one write; a large body is not copied behind its headers.
+    parts = [memoryview(head_bytes + body)] if len(body) <= 65536 else [memoryview(head_bytes),
+                                                                        memoryview(body)]
+    return parts, sum(len(p) for p in parts), len(head_bytes)
+
+
+def _complete(record, status, headers, buf, sent, header_len, keep_body):
+    """Fills the answer's fields of `record` once its exchange ended (both engines)."""
     record.bytes_sent = max(0, sent - header_len)
     if status is not None:
         record.status = status
@@ -256,7 +270,6 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                 record.reason = json.loads(record.body.decode("utf-8")).get("reason")
             except (ValueError, UnicodeDecodeError, AttributeError):
                 record.reason = None
-    return record
 
 
 def request(host, port, method, path, headers=None, body=None, timeout=15.0, keep_body=1 << 24):
@@ -264,6 +277,135 @@ def request(host, port, method, path, headers=None, body=None, timeout=15.0, kee
     req = Request(method, path, headers, body)
     rec = Record("adhoc", 0, None, time.monotonic())
     return exchange(host, port, req, rec, timeout=timeout, keep_body=keep_body)
+
+
+class _Exchange:
+    """exchange() as a state machine for the selector engine (Run's single loop thread): the same
+    bytes, the same order of send and receive on each readiness event, the same record. The loop
+    calls `ready` with the selector's events and `expire` at the deadline; `done` ends it."""
+
+    __slots__ = ("record", "req", "stream", "sock", "parts", "total", "header_len", "keep_body",
+                 "deadline", "buf", "status", "headers", "body_start", "sent", "writing",
+                 "connecting", "done", "fd")
+
+    def __init__(self, record, req, stream, host, port, addr):
+        self.record = record
+        self.req = req
+        self.stream = stream
+        self.parts, self.total, self.header_len = _encode(host, port, req)
+        self.keep_body = stream.keep_body
+        self.buf = bytearray()
+        self.status = self.headers = self.body_start = None
+        self.sent = 0
+        self.writing = True
+        self.connecting = True
+        self.done = False
+        self.sock = None
+        self.fd = -1  # the selector's key: still valid for unregistering once the socket closed
+        record.start = time.monotonic()
+        self.deadline = record.start + stream.timeout
+        family, sockaddr = addr
+        try:
+            self.sock = socket.socket(family, socket.SOCK_STREAM)
+            self.sock.setblocking(False)
+            self.fd = self.sock.fileno()
+            err = self.sock.connect_ex(sockaddr)
+            if err not in (0, errno.EINPROGRESS):
+                raise OSError(err, os.strerror(err))
+        except OSError as e:
+            self._fail_connect(e)
+
+    def _fail_connect(self, e):
+        self.record.error = f"connect: {errno.errorcode.get(e.errno, e) if e.errno else e}"
+        self.finish()
+
+    def interest(self):
+        if self.connecting:
+            return selectors.EVENT_WRITE
+        return selectors.EVENT_READ | selectors.EVENT_WRITE if self.writing else selectors.EVENT_READ
+
+    def ready(self, events):
+        """One readiness event: what one pass of exchange()'s poll loop does."""
+        if self.connecting:
+            err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                self._fail_connect(OSError(err, os.strerror(err)))
+                return
+            # Connected: exchange()'s first poll would find it writable, so send now.
+            self.connecting = False
+            events = selectors.EVENT_WRITE
+        if events & selectors.EVENT_WRITE and self.writing:
+            parts, sent = self.parts, self.sent
+            try:
+                part, pos = (parts[0], sent) if sent < len(parts[0]) or len(parts) == 1 \
+                    else (parts[1], sent - len(parts[0]))
+                self.sent += self.sock.send(part[pos:pos + 262144])
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # EPIPE, ECONNRESET: the server stopped reading; look for its answer
+                self.writing = False
+            if self.writing and self.sent >= self.total:
+                self.writing = False
+        if events & selectors.EVENT_READ:
+            self._read()
+
+    def _read(self):
+        record = self.record
+        try:
+            chunk = self.sock.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            if self.status is None:
+                record.error = f"recv: {errno.errorcode.get(e.errno, e)}"
+            else:
+                record.error = None if self.headers is not None else str(e)
+            self.finish()
+            return
+        if not chunk:
+            if self.status is None:
+                record.error = "closed without an answer"
+            self.finish()
+            return
+        if record.first_byte is None:
+            record.first_byte = time.monotonic()
+        buf = self.buf
+        buf += chunk
+        while self.status is None or self.status < 200:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                break
+            s, h = parse_head(bytes(buf[:end]))
+            del buf[:end + 4]
+            if s < 200:
+                continue  # 100 Continue: keep sending
+            self.status, self.headers = s, h
+            self.body_start = 0
+            self.writing = False  # the answer came before the whole body: stop sending it
+        if self.status is not None:
+            length = self.headers.get("content-length")
+            if self.req.method == "HEAD" or self.status in (204, 304):
+                self.finish()
+            elif length is not None and len(buf) - self.body_start >= int(length):
+                self.finish()
+
+    def expire(self):
+        """The deadline passed: exchange() says "timeout", or its connect says it timed out."""
+        self.record.error = "connect: timed out" if self.connecting else "timeout"
+        self.finish()
+
+    def finish(self):
+        if self.done:
+            return
+        self.done = True
+        self.record.end = time.monotonic()
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        _complete(self.record, self.status, self.headers, self.buf, self.sent, self.header_len,
+                  self.keep_body)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -301,14 +443,26 @@ class Run:
     """Runs streams together against host:port: run = Run(...).start(); ...; run.wait(); then
     run.records(stream).
 
-    A dispatcher thread wakes at each arrival's due time and hands it to an idle worker; when no
-    worker is idle it starts a new one, so however slowly the server answers, arrivals keep their
-    schedule (short of the machine itself starving this process, which schedule_problem reports)."""
+    Two engines. "selectors" (the default): one thread sleeps in epoll until the next arrival is
+    due or a socket is ready, sends each arrival at its time on a new non-blocking connection and
+    drives every exchange in flight (_Exchange), so however slowly the server answers, arrivals
+    keep their schedule and no answer needs a thread. "threads": a dispatcher thread wakes at each
+    arrival's due time and hands it to an idle worker, starting one when none is idle. Beside CPU
+    hogs the dispatcher of the second waited for the interpreter lock among hundreds of workers
+    (issue 44, bench/results/loadgen.md). Either way, a machine starving this process shows in
+    schedule_problem."""
 
     LATE = 0.050  # an arrival started more than this late counts as the harness falling behind
 
     def __init__(self, host, port, streams, threads=None, lead_in=0.3, progress=None,
-                 progress_out=None):
+                 progress_out=None, engine=None):
+        # "selectors" (default): one thread sends every arrival at its time and does all the I/O
+        # on non-blocking sockets. "threads": the dispatcher and its pool of blocking workers,
+        # kept to compare against ($SLUICE_LOADGEN_ENGINE picks it for a whole test run).
+        engine = engine or os.environ.get("SLUICE_LOADGEN_ENGINE", "").strip() or "selectors"
+        if engine not in ("selectors", "threads"):
+            raise ValueError(f"Run engine must be selectors or threads, not {engine!r}")
+        self.engine = engine
         self.progress = progress  # seconds between progress lines (None: quiet)
         self.progress_out = progress_out
         self.host = host
@@ -336,6 +490,7 @@ class Run:
         self._records = []
         self._dispatcher = None
         self.action_log = []  # (offset, name) of actions as they ran
+        self.sender_sched = None  # (CPU, run-queue) seconds of the sending thread (_schedstat)
 
     def _spawn(self):
         w = threading.Thread(target=self._work, name=f"loadgen-{len(self._workers)}", daemon=True)
@@ -343,6 +498,16 @@ class Run:
         w.start()
 
     def start(self):
+        if self.engine == "selectors":
+            self.threads = 1
+            self.t0 = time.monotonic() + self.lead_in
+            self._dispatcher = threading.Thread(target=self._loop, name="loadgen-loop",
+                                                daemon=True)
+            self._dispatcher.start()
+            if self.progress:
+                threading.Thread(target=self._report_progress, name="loadgen-progress",
+                                 daemon=True).start()
+            return self
         old = threading.stack_size()
         threading.stack_size(512 * 1024)
         try:
@@ -392,7 +557,13 @@ class Run:
         if left > 0:
             time.sleep(left)
 
+    def _note_sched(self, before):
+        after = _schedstat()
+        if before and after:
+            self.sender_sched = (after[0] - before[0], after[1] - before[1])
+
     def _dispatch(self):
+        sched = _schedstat()
         old = threading.stack_size()
         threading.stack_size(512 * 1024)
         try:
@@ -410,9 +581,138 @@ class Run:
                     self.threads += 1
         finally:
             threading.stack_size(old)
+            self._note_sched(sched)
             with self._cv:
                 self._done_dispatching = True
                 self._cv.notify_all()
+
+    def _loop(self):
+        """The selector engine: arrivals in due order and a heap of in-flight deadlines on one
+        thread. Between events it sleeps in epoll_wait, which does not hold the interpreter lock;
+        awake it needs the lock only for itself, not in a queue of hundreds of worker threads that
+        each wake for their own socket, which is what made the thread pool's dispatcher late."""
+        sched = _schedstat()
+        sel = selectors.DefaultSelector()
+        addrs = {}  # (host, port) -> (family, sockaddr): resolved once, not on each arrival
+        deadlines = []  # (deadline, seq, _Exchange)
+        live = {}  # fd -> (_Exchange, registered events)
+        seq = 0
+        nxt = 0
+        plan = self.plan
+
+        def send_due():
+            """Sends every arrival that is due."""
+            nonlocal nxt, seq
+            while nxt < len(plan) and self.t0 + plan[nxt][0] <= time.monotonic():
+                offset, stream, i = plan[nxt]
+                nxt += 1
+                x = self._begin(self.t0 + offset, stream, i, addrs)
+                if x is None:
+                    continue
+                if x.done:
+                    self._end(x)
+                    continue
+                ev = x.interest()
+                sel.register(x.fd, ev, x)
+                live[x.fd] = (x, ev)
+                seq += 1
+                heapq.heappush(deadlines, (x.deadline, seq, x))
+
+        try:
+            while nxt < len(plan) or live:
+                # Arrivals that are due go out before any I/O is served.
+                send_due()
+                now = time.monotonic()
+                while deadlines and (deadlines[0][2].done or deadlines[0][0] <= now):
+                    _, _, x = heapq.heappop(deadlines)
+                    if not x.done:
+                        self._close(sel, live, x)
+                        x.expire()
+                        self._end(x)
+                wake = min(self.t0 + plan[nxt][0] if nxt < len(plan) else math.inf,
+                           deadlines[0][0] if deadlines else math.inf)
+                if wake == math.inf:
+                    break
+                # epoll_wait counts whole milliseconds and Python rounds a timeout up, which put
+                # the median arrival 1.1 ms late (0.4 ms with the thread engine's sleep): wait
+                # whole milliseconds short of the time, then sleep the rest (nanosleep) when no
+                # socket is ready. That sleep delays an answer by under 1 ms at most.
+                left = wake - time.monotonic()
+                ready = sel.select(math.floor(max(0.0, left) * 1000) / 1000)
+                if not ready:
+                    left = wake - time.monotonic()
+                    if 0 < left < 0.001:
+                        time.sleep(left)
+                for key, events in ready:
+                    # And between two events: after the process waited for a CPU, hundreds of
+                    # sockets can be ready at once, and serving them all first made the
+                    # arrivals due meanwhile later still.
+                    if nxt < len(plan) and self.t0 + plan[nxt][0] <= time.monotonic():
+                        send_due()
+                    entry = live.get(key.fd)
+                    # An exchange that ended in this batch can have its descriptor number reused
+                    # by one sent between two events; its events are not the new one's.
+                    if entry is None or entry[0] is not key.data:
+                        continue
+                    x, registered = entry
+                    try:
+                        x.ready(events)
+                    except Exception as e:  # a bug here, not the server: record it, keep going
+                        x.record.error = f"harness: {e!r}"
+                        x.finish()
+                    if x.done:
+                        self._close(sel, live, x)
+                        self._end(x)
+                        continue
+                    ev = x.interest()
+                    if ev != registered:
+                        sel.modify(x.fd, ev, x)
+                        live[key.fd] = (x, ev)
+        finally:
+            sel.close()
+            self._note_sched(sched)
+            with self._cv:
+                self._done_dispatching = True
+                self._cv.notify_all()
+
+    def _begin(self, due, stream, i, addrs):
+        """Builds arrival i of `stream` and starts connecting; None when the request factory
+        failed (recorded, as the thread engine does)."""
+        rec = Record(stream.name, i, None, due)
+        try:
+            req = stream.make(i)
+            rec.tag = req.tag
+            host, port = stream.target or (self.host, self.port)
+            addr = addrs.get((host, port))
+            if addr is None:
+                family, _, _, _, sockaddr = socket.getaddrinfo(host, port, 0,
+                                                               socket.SOCK_STREAM)[0]
+                addr = addrs[(host, port)] = (family, sockaddr)
+            return _Exchange(rec, req, stream, host, port, addr)
+        except Exception as e:
+            rec.start = rec.start or time.monotonic()
+            rec.end = time.monotonic()
+            rec.error = f"harness: {e!r}"
+            with self._lock:
+                self._records.append(rec)
+            return None
+
+    @staticmethod
+    def _close(sel, live, x):
+        if x.fd in live:
+            del live[x.fd]
+            sel.unregister(x.fd)
+
+    def _end(self, x):
+        """An exchange is over: its on_done, then its record (as the thread engine's worker)."""
+        rec = x.record
+        if x.stream.on_done is not None:
+            try:
+                x.stream.on_done(rec)
+            except Exception as e:
+                rec.error = f"harness: {e!r}"
+        with self._lock:
+            self._records.append(rec)
 
     def _work(self):
         while True:
@@ -517,6 +817,37 @@ class Run:
                 f"max {fmt_ms(max(lags) if lags else None)}")
 
 
+def _schedstat():
+    """(on CPU, waiting in the run queue) seconds of the calling thread so far, or None."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            cpu, runq, _ = f.read().split()
+        return int(cpu) / 1e9, int(runq) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def _log_schedule(run):
+    """Appends the run's engine and start lags (JSON line) to $SLUICE_LOADGEN_LOG when set, so a
+    comparison of the engines (bench/loadgen_pairs.sh) has them for failed runs too: a test that
+    fails its schedule check prints no figures."""
+    path = os.environ.get("SLUICE_LOADGEN_LOG")
+    if not path:
+        return
+    lags = run.lags()
+    line = {"engine": run.engine, "arrivals": len(run.plan), "threads": run.threads,
+            "p50_ms": None if not lags else round(1000 * percentile(lags, 50), 1),
+            "p99_ms": None if not lags else round(1000 * percentile(lags, 99), 1),
+            "max_ms": None if not lags else round(1000 * max(lags), 1),
+            "late": sum(1 for x in lags if x > run.LATE), "time": time.time(),
+            # The sending thread's own CPU and run-queue time over the run: lateness beyond its
+            # run-queue wait was spent off the CPU without waiting for it (the interpreter lock).
+            "sender_cpu_s": run.sender_sched and round(run.sender_sched[0], 3),
+            "sender_runq_s": run.sender_sched and round(run.sender_sched[1], 3)}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def run_streams(host, port, streams, actions=(), threads=None, progress=None):
     """Starts the streams, runs `actions` [(offset seconds, callable)] at their times on this
     thread, waits for the arrivals, and returns the Run."""
@@ -534,7 +865,9 @@ def run_streams(host, port, streams, actions=(), threads=None, progress=None):
     # load), test_neighbour_crawl's dispatcher (153 arrivals a second, a /metrics scrape parsed
     # every 100 ms beside it) once waited 692 ms for the lock at the end of one sleep: 139 wake-ups
     # of 5 ms, with 4 ms on a CPU and 7 ms in the run queue (/proc/thread-self/schedstat), so the
-    # arrivals due meanwhile started that late. At 0.5 ms each such wait is a tenth as long.
+    # arrivals due meanwhile started that late. At 0.5 ms each such wait is a tenth as long. The
+    # selectors engine has no workers, but its loop still shares the lock with the sampler's
+    # parsing and the test's actions, so the shorter interval stays for both engines.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     try:
@@ -544,6 +877,7 @@ def run_streams(host, port, streams, actions=(), threads=None, progress=None):
             fn()
             run.action_log.append((run.now(), getattr(fn, "__name__", "action")))
         run.wait()
+        _log_schedule(run)
     finally:
         sys.setswitchinterval(switch_interval)
         if collecting:
@@ -682,16 +1016,30 @@ def describe(records):
 
 class MetricsSampler:
     """Polls /metrics every `interval` seconds on its own thread; keeps (monotonic time, parsed
-    metrics) pairs. Failures to scrape are kept too (a dict with key "error")."""
+    metrics) pairs. Failures to scrape are kept too (a dict with key "error").
+
+    A scrape is parsed when `samples` is first read after it, not on the sampler's thread: parsing
+    120 KB every 100 ms held the interpreter lock that the selector loop needs to send on time (a
+    stall of 150 ms to 2 s in about 1 loaded run of test_neighbour_crawl in 11, the loop asleep
+    waiting for the lock and neither on a CPU nor in the run queue: bench/results/loadgen.md)."""
 
     def __init__(self, host, port, interval=0.2):
         self.host = host
         self.port = port
         self.interval = interval
-        self.samples = []
         self.failures = []
+        self._parsed = []
+        self._scraped = []  # (time, body) not parsed yet
+        self._parse_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
+
+    @property
+    def samples(self):
+        with self._parse_lock:
+            scraped, self._scraped = self._scraped, []
+            self._parsed.extend((t, parse_metrics(body.decode("utf-8"))) for t, body in scraped)
+            return self._parsed
 
     def _loop(self):
         while not self._stop.is_set():
@@ -701,7 +1049,8 @@ class MetricsSampler:
                 if rec.status == 200:
                     # Stamped at the middle of the scrape: the values were read somewhere in it.
                     mid = (t + rec.end) / 2 if rec.end else t
-                    self.samples.append((mid, parse_metrics(rec.body.decode("utf-8"))))
+                    with self._parse_lock:
+                        self._scraped.append((mid, rec.body))
                 else:
                     self.failures.append((t, repr(rec)))
             except Exception as e:  # keep sampling; the test decides what a gap means
