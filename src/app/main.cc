@@ -2,8 +2,9 @@
 // backends chosen in backends.cc), `sluice paste`, `sluice plan` (the Little's-law arithmetic of
 // the admission caps), `sluice migrate` (PostgreSQL's schema) and `sluice admin` (the operator's
 // client of the admin listener, admin_command.cc; `sluice admin migrate-store` copies between
-// backends, migrate_store.cc), and the reference generated from the same declarations as --help
-// (reference.cc): `sluice man` and `sluice config`.
+// backends, migrate_store.cc; `sluice admin backup` copies the embedded store, backup_command.cc),
+// and the reference generated from the same declarations as --help (reference.cc): `sluice man` and
+// `sluice config`.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 
 #include "admin_command.h"
 #include "backends.h"
+#include "backup_command.h"
 #include "build_commit.h"
 #include "crypt_command.h"
 #include "log_format.h"
@@ -134,6 +136,8 @@ int main(int argc, char** argv) {
   CLI::App* admin = sluice::app::AddAdminCommand(app, admin_options);
   sluice::app::MigrateStoreOptions migrate_store_options;
   CLI::App* migrate_store = sluice::app::AddMigrateStoreCommand(*admin, migrate_store_options);
+  sluice::app::BackupOptions backup_options;
+  CLI::App* backup = sluice::app::AddBackupCommand(*admin, backup_options);
 
   CLI::App* migrate = app.add_subcommand(
       "migrate", "Apply the PostgreSQL metadata schema migrations (safe to repeat or run at once)");
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
     if (del->parsed()) return sluice::app::RunDelete(delete_options);
     if (list->parsed()) return sluice::app::RunList();
     if (migrate_store->parsed()) return sluice::app::RunMigrateStore(migrate_store_options);
+    if (backup->parsed()) return sluice::app::RunBackup(backup_options);
     if (admin->parsed()) return sluice::app::RunAdmin(admin_options);
     if (migrate->parsed()) return sluice::app::Migrate(migrate_meta);
     if (completions->parsed()) {

@@ -1,0 +1,148 @@
+#include "sluice/store/sqlite_snapshot.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace sluice::store {
+namespace {
+
+struct CloseDb {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using DbHandle = std::unique_ptr<sqlite3, CloseDb>;
+
+Error Failed(const std::string& what, sqlite3* db) {
+  return MakeError(ErrorCode::kInternal, what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+Result<DbHandle> OpenConnection(const std::filesystem::path& path, int flags) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK) return Failed("cannot open " + path.string(), raw);
+  return db;
+}
+
+int64_t ReadInteger(sqlite3* db, const char* sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int64_t value = 0;
+  if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    value = sqlite3_column_int64(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  return value;
+}
+
+// The copy is new and private until its rename: it needs no journal and no flush per step, only
+// one flush of the whole file before it takes the final name, and of the folder after.
+Result<bool> FlushAndRename(const std::filesystem::path& partial,
+                            const std::filesystem::path& target) {
+  const auto flush = [](const std::filesystem::path& path, int flags) -> int {
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    if (fd < 0) return errno;
+    const int err = ::fsync(fd) == 0 ? 0 : errno;
+    ::close(fd);
+    return err;
+  };
+  if (const int err = flush(partial, O_RDONLY); err != 0) {
+    return MakeError(ErrorCode::kInternal,
+                     "flushing " + partial.string() + ": " + std::strerror(err));
+  }
+  if (::rename(partial.c_str(), target.c_str()) != 0) {
+    return MakeError(ErrorCode::kInternal,
+                     "renaming " + partial.string() + ": " + std::strerror(errno));
+  }
+  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
+  if (const int err = flush(folder, O_RDONLY | O_DIRECTORY); err != 0) {
+    return MakeError(ErrorCode::kInternal,
+                     "flushing " + folder.string() + ": " + std::strerror(err));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<SnapshotProgress> SnapshotSqliteDatabase(
+    const std::filesystem::path& source, const std::filesystem::path& target, int pages_per_step,
+    const std::function<bool(const SnapshotProgress&)>& after_step) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(source, ec)) {
+    return MakeError(ErrorCode::kNotFound, source.string() + " does not exist");
+  }
+  // Read-write without create: a WAL database is read through its -shm, which a reader maps
+  // writable; nothing here writes to the source.
+  auto src = OpenConnection(source, SQLITE_OPEN_READWRITE);
+  if (!src.ok()) return src.error();
+  sqlite3* s = src->get();
+  sqlite3_busy_timeout(s, 5000);
+  // The snapshot: a read transaction begun by the first read and held to the end. sqlite3_backup
+  // copies inside the source's open transaction instead of one of its own per step, so no step
+  // sees a later commit (which would make it start over).
+  if (sqlite3_exec(s, "BEGIN; SELECT count(*) FROM sqlite_schema", nullptr, nullptr, nullptr) !=
+      SQLITE_OK) {
+    return Failed("reading " + source.string(), s);
+  }
+
+  const std::filesystem::path partial = target.string() + ".partial";
+  std::filesystem::remove(partial, ec);
+  auto dst = OpenConnection(partial, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!dst.ok()) return dst.error();
+  sqlite3* d = dst->get();
+  sqlite3_exec(d, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", nullptr, nullptr, nullptr);
+
+  sqlite3_backup* backup = sqlite3_backup_init(d, "main", s, "main");
+  if (backup == nullptr) return Failed("copying " + source.string(), d);
+  SnapshotProgress progress;
+  progress.page_bytes = static_cast<uint64_t>(ReadInteger(s, "PRAGMA page_size"));
+  int rc = SQLITE_OK;
+  bool stopped = false;
+  while (rc == SQLITE_OK) {
+    rc = sqlite3_backup_step(backup, pages_per_step);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) break;
+    progress.pages_total = static_cast<uint64_t>(sqlite3_backup_pagecount(backup));
+    progress.pages_copied =
+        progress.pages_total - static_cast<uint64_t>(sqlite3_backup_remaining(backup));
+    if (rc == SQLITE_OK && !after_step(progress)) {
+      stopped = true;
+      break;
+    }
+  }
+  sqlite3_backup_finish(backup);
+  sqlite3_exec(s, "COMMIT", nullptr, nullptr, nullptr);  // the end of a read: nothing to lose
+  if (stopped || rc != SQLITE_DONE) {
+    Error error = stopped ? MakeError(ErrorCode::kInternal, "stopped")
+                          : Failed("copying " + source.string(), d);
+    dst->reset();
+    std::filesystem::remove(partial, ec);
+    return error;
+  }
+  dst->reset();
+  auto renamed = FlushAndRename(partial, target);
+  if (!renamed.ok()) return renamed.error();
+  return progress;
+}
+
+Result<bool> CheckSqliteDatabase(const std::filesystem::path& path) {
+  auto db = OpenConnection(path, SQLITE_OPEN_READONLY);
+  if (!db.ok()) return db.error();
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db->get(), "PRAGMA quick_check(1)", -1, &stmt, nullptr) != SQLITE_OK) {
+    return Failed("checking " + path.string(), db->get());
+  }
+  const int rc = sqlite3_step(stmt);
+  std::string verdict =
+      rc == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)) : "";
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW) return Failed("checking " + path.string(), db->get());
+  if (verdict != "ok") return MakeError(ErrorCode::kInternal, verdict);
+  return true;
+}
+
+}  // namespace sluice::store
