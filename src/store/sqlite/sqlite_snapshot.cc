@@ -82,6 +82,10 @@ Result<SnapshotProgress> SnapshotSqliteDatabase(
   if (!src.ok()) return src.error();
   sqlite3* s = src->get();
   sqlite3_busy_timeout(s, 5000);
+  // Pages read through a mapping rather than copied out by pread: a cold 3.5 GB meta.db copied in
+  // 6.2 s instead of 9.3 s here (bench/results/backup.md). SQLite caps the size at what it was
+  // built with (2 GB in Debian's), and reads the rest as before.
+  sqlite3_exec(s, "PRAGMA mmap_size = 68719476736", nullptr, nullptr, nullptr);
   // The snapshot: a read transaction begun by the first read and held to the end. sqlite3_backup
   // copies inside the source's open transaction instead of one of its own per step, so no step
   // sees a later commit (which would make it start over).
