@@ -25,15 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from growth import REPO, Server, drop_page_cache, file_bytes, log, machine, ok_rate, wrk, write_corpus  # noqa: E402
-
-
-def tree_bytes(path):
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            total += file_bytes(os.path.join(root, name))
-    return total
+from growth import REPO, Server, disk_bytes, drop_page_cache, log, machine, ok_rate, wrk, write_corpus  # noqa: E402
 
 
 class Bench:
@@ -94,7 +86,7 @@ class Bench:
         out, err = ended["out"]
         if proc.returncode != 0:
             sys.exit(f"{name} failed ({proc.returncode}): {out}{err}")
-        copied = tree_bytes(self.copy)
+        copied = disk_bytes(self.copy)
         during = sum(rates) / len(rates) if rates else None
         row = {"name": name, "seconds": took, "mb": copied / 1e6, "mb_per_s": copied / 1e6 / took,
                "creates_during": during, "ratio": during / quiet if during else None,
@@ -112,7 +104,7 @@ class Bench:
         self.server.start()
         try:
             self.fill()
-            stored = tree_bytes(self.data)
+            stored = disk_bytes(self.data)
             quiet = ok_rate(self.creates(10), 201)
             log(f"creates alone: {quiet:.0f}/s; data dir {stored / 1e9:.2f} GB")
             rows = [(label, self.one(name, command, quiet))

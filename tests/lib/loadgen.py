@@ -500,24 +500,18 @@ class Run:
     def start(self):
         if self.engine == "selectors":
             self.threads = 1
-            self.t0 = time.monotonic() + self.lead_in
-            self._dispatcher = threading.Thread(target=self._loop, name="loadgen-loop",
-                                                daemon=True)
-            self._dispatcher.start()
-            if self.progress:
-                threading.Thread(target=self._report_progress, name="loadgen-progress",
-                                 daemon=True).start()
-            return self
-        old = threading.stack_size()
-        threading.stack_size(512 * 1024)
-        try:
-            for _ in range(self.threads):
-                self._spawn()
-        finally:
-            threading.stack_size(old)
+            sender, name = self._loop, "loadgen-loop"
+        else:
+            old = threading.stack_size()
+            threading.stack_size(512 * 1024)
+            try:
+                for _ in range(self.threads):
+                    self._spawn()
+            finally:
+                threading.stack_size(old)
+            sender, name = self._dispatch, "loadgen-dispatch"
         self.t0 = time.monotonic() + self.lead_in
-        self._dispatcher = threading.Thread(target=self._dispatch, name="loadgen-dispatch",
-                                            daemon=True)
+        self._dispatcher = threading.Thread(target=sender, name=name, daemon=True)
         self._dispatcher.start()
         if self.progress:
             threading.Thread(target=self._report_progress, name="loadgen-progress",
