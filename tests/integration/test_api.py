@@ -5,6 +5,7 @@ Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittes
 
 import calendar
 import html
+import math
 import os
 import re
 import signal
@@ -795,18 +796,24 @@ class LifecycleTest(ApiTestCase):
         self.assertTrue(self.s.has_body(keep["id"]))
 
     def test_expired_paste_is_404_before_any_sweep(self):
-        # A long sweep interval: only the start-up sweep runs, while the paste is still live.
+        # A long sweep interval: only the start-up sweep runs, while the paste is still live. It
+        # runs as the server starts, so the paste must outlive a start: 3 s did not under ASan
+        # beside two CPU hogs (flake hunt run 35: the sweep took the row first). The margin is
+        # sized from this machine's own start just before, four times over.
         s = self.server(["--sweep-interval", "1h"], start=False)
+        began = time.monotonic()
         s.start()
+        start_seconds = time.monotonic() - began
         doc = s.create_ok("expires soon", ttl="10m")
         s.stop()
-        soon = int(time.time()) + 3
+        soon = int(time.time()) + max(3, math.ceil(4 * start_seconds) + 1)
         s.execute("UPDATE pastes SET expires_at = ? WHERE id = ?", (soon, doc["id"]))
         s.start()
         res = s.get(f"/raw/{doc['id']}")  # also puts it in the cache
         if time.time() < soon - 0.5:
             self.assertStatus(res, 200)
-        wait_until(lambda: time.time() > soon + 1, timeout=10, message="expiry time")
+        wait_until(lambda: time.time() > soon + 1, timeout=soon - time.time() + 10,
+                   message="expiry time")
         self.assertJsonError(s.get(f"/raw/{doc['id']}"), 404)
         self.assertJsonError(s.get(f"/{doc['id']}"), 404)
         self.assertEqual(len(s.query("SELECT 1 FROM pastes WHERE id = ?", (doc["id"],))), 1,
