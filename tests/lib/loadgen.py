@@ -202,26 +202,17 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                 if record.first_byte is None:
                     record.first_byte = time.monotonic()
                 buf += chunk
-                # Parse as far as we can.
-                while status is None or status < 200:
-                    end = buf.find(b"\r\n\r\n")
-                    if end < 0:
-                        break
-                    s, h = parse_head(bytes(buf[:end]))
-                    del buf[:end + 4]
-                    if s < 200:
-                        continue  # 100 Continue: keep sending
-                    status, headers = s, h
-                    body_start = 0
-                    if writing:  # the answer came before the whole body: stop sending it
-                        writing = False
-                        poller.modify(sock, select.POLLIN)
-                if status is not None:
-                    length = headers.get("content-length")
-                    if req.method == "HEAD" or status in (204, 304):
-                        break
-                    if length is not None and len(buf) - body_start >= int(length):
-                        break
+                if status is None:
+                    head = _final_head(buf)
+                    if head is not None:
+                        status, headers = head
+                        body_start = 0
+                        if writing:  # the answer came before the whole body: stop sending it
+                            writing = False
+                            poller.modify(sock, select.POLLIN)
+                if status is not None and _answered(req.method, status, headers,
+                                                    len(buf) - body_start):
+                    break
         record.end = time.monotonic()
     except OSError as e:
         record.end = time.monotonic()
@@ -234,6 +225,28 @@ def exchange(host, port, req, record, timeout=15.0, keep_body=65536):
                 pass
     _complete(record, status, headers, buf, sent, header_len, keep_body)
     return record
+
+
+def _final_head(buf):
+    """Takes the heads off the front of `buf` (a bytearray) up to the first final one, skipping
+    100 Continue and other 1xx; returns its (status, headers), or None until it has all come."""
+    while True:
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        status, headers = parse_head(bytes(buf[:end]))
+        del buf[:end + 4]
+        if status >= 200:
+            return status, headers
+
+
+def _answered(method, status, headers, body_bytes):
+    """Whether an answer with this head is complete once `body_bytes` of its body are in (one
+    without a Content-Length ends when the server closes)."""
+    if method == "HEAD" or status in (204, 304):
+        return True
+    length = headers.get("content-length")
+    return length is not None and body_bytes >= int(length)
 
 
 def _encode(host, port, req):
@@ -371,23 +384,15 @@ class _Exchange:
             record.first_byte = time.monotonic()
         buf = self.buf
         buf += chunk
-        while self.status is None or self.status < 200:
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                break
-            s, h = parse_head(bytes(buf[:end]))
-            del buf[:end + 4]
-            if s < 200:
-                continue  # 100 Continue: keep sending
-            self.status, self.headers = s, h
-            self.body_start = 0
-            self.writing = False  # the answer came before the whole body: stop sending it
-        if self.status is not None:
-            length = self.headers.get("content-length")
-            if self.req.method == "HEAD" or self.status in (204, 304):
-                self.finish()
-            elif length is not None and len(buf) - self.body_start >= int(length):
-                self.finish()
+        if self.status is None:
+            head = _final_head(buf)
+            if head is not None:
+                self.status, self.headers = head
+                self.body_start = 0
+                self.writing = False  # the answer came before the whole body: stop sending it
+        if self.status is not None and _answered(self.req.method, self.status, self.headers,
+                                                 len(buf) - self.body_start):
+            self.finish()
 
     def expire(self):
         """The deadline passed: exchange() says "timeout", or its connect says it timed out."""
