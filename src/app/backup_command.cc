@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -209,9 +210,14 @@ CLI::App* AddBackupCommand(CLI::App& admin, BackupOptions& o) {
   cmd->add_option("--data-dir", o.data_dir, "The served data dir (serve's data_dir)")
       ->envname("SLUICE_DATA_DIR")
       ->required();
-  cmd->add_option("--rate", o.rate_mb, "Megabytes per second read at most; 0: no limit")
+  cmd->add_option("--rate", o.rate_mb, "Megabytes per second read at most, from 0.01; 0: no limit")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check([](const std::string& text) -> std::string {
+        // Below 10 KB/s a copy of any real store would take days, and the pacer's sleep times
+        // would leave the clock's range: a typo, refused as one.
+        const double rate = std::strtod(text.c_str(), nullptr);
+        return rate == 0 || (rate >= 0.01 && rate <= 1e6) ? "" : "0, or 0.01 to 1000000 MB/s";
+      });
   cmd->add_flag("--check", o.check,
                 "Afterwards, SQLite's quick_check of the copied databases (reads them again)");
   return cmd;

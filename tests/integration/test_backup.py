@@ -182,6 +182,12 @@ class BackupTest(SluiceTestCase):
         with open(os.path.join(full, "keep.txt")) as f:
             self.assertEqual(f.read(), "an operator's file")
         self.assertFalse(os.path.exists(os.path.join(s.data_dir, "inside")))
+        for rate in ("-1", "0.001", "1e308", "nan", "fast"):
+            with self.subTest(rate=rate):
+                done = self.backup(s.data_dir, os.path.join(self.root, "r"), "--rate", rate)
+                self.assertNotEqual(done.returncode, 0, done.stdout)
+                self.assertIn("--rate", done.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.root, "r")))
         missing = run_sluice(["admin", "backup", "--data-dir", s.data_dir])
         self.assertNotEqual(missing.returncode, 0, missing.stderr)
         self.assertIn("DEST", missing.stderr)
