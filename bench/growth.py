@@ -125,8 +125,9 @@ def write_corpus(path):
 
 
 class Server:
-    def __init__(self, binary, data, log_path, port, admin_port):
+    def __init__(self, binary, data, log_path, port, admin_port, extra=()):
         self.binary, self.data, self.log_path = binary, data, log_path
+        self.extra = list(extra)  # flags after the benchmarks' own
         self.port, self.admin_port = port, admin_port
         self.url = f"http://127.0.0.1:{port}"
         self.admin = f"http://127.0.0.1:{admin_port}"
@@ -137,7 +138,7 @@ class Server:
         began = time.monotonic()
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--admin-listen",
-             f"127.0.0.1:{self.admin_port}", "--data-dir", self.data, *LIFTED],
+             f"127.0.0.1:{self.admin_port}", "--data-dir", self.data, *LIFTED, *self.extra],
             stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT)
         while not healthy(self.url):
             if self.proc.poll() is not None:

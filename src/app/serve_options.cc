@@ -287,6 +287,7 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.local_cache_ttl = shared_rows ? s.Duration("local_cache_ttl") : Duration::zero();
   o.edge_purge = CommaList(s.String("edge_purge"));
   o.janitor.sweep_interval = In<std::chrono::milliseconds>(s, "sweep_interval");
+  o.janitor.background_share = s.Number("background_share");
   o.janitor.reap_interval = In<std::chrono::milliseconds>(s, "reap_interval");
   o.janitor.orphan_age_floor = In<std::chrono::seconds>(s, "orphan_age_floor");
   o.janitor.report_retention = In<std::chrono::seconds>(s, "report_retention");

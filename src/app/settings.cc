@@ -596,6 +596,11 @@ constexpr SettingSpec kServeSettings[] = {
     PositiveSetting("delete_burst", "60", "1e15", "Deletes a client key may send at once"),
     DurationSetting("sweep_interval", "10s", "1ms", "24h",
                     "Pause between expiry sweeps when nothing is due"),
+    NumberSetting("background_share", "0.25", "0.01", "1",
+                  "Most of the time the expiry sweep, the outbox, the reaper and the report "
+                  "retention each work while they have a backlog: after a full batch that took T "
+                  "a loop pauses T*(1-share)/share, at least 50ms. On the embedded store this "
+                  "bounds what a backlog takes from creates"),
     // Stores date bodies to the second, so the floor is counted in whole seconds.
     IntegerSetting("inline_body_bytes", "65536", "0", "1073741824",
                    "Bodies up to this size are written with their rows into data_dir/meta.db (or "

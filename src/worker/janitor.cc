@@ -7,6 +7,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -110,20 +111,30 @@ void Janitor::Start(asio::any_io_executor executor) {
                  asio_glue::LogIfThrown("janitor: report retention"));
 }
 
+std::chrono::milliseconds PauseAfterFullPass(Duration pass, double share) {
+  share = std::clamp(share, 0.01, 1.0);
+  const double rest_ms = ToSeconds(pass) * 1000.0 * (1.0 - share) / share;
+  return std::max(kMinBacklogPause, std::chrono::milliseconds(std::llround(rest_ms)));
+}
+
 awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
                               awaitable<size_t> (Janitor::*pass)()) {
   // On the injected clock, so a test that advances a ManualClock runs the loops without waiting.
   asio_glue::Timer timer(clock_, co_await asio::this_coro::executor);
   while (!stopping_) {
+    const TimePoint began = clock_.Now();
     const size_t handled = co_await (this->*pass)();
-    // A full batch means more is waiting: go again soon, but still yield so creates and reads
-    // keep their share of the store.
-    const auto pause = handled >= options_.batch_size ? std::chrono::milliseconds(50) : interval;
+    // A full batch means more is waiting: go again, after a pause in proportion to the pass, so a
+    // backlog of any size takes a bounded share of the store from creates and reads.
+    const auto pause = handled >= options_.batch_size
+                           ? PauseAfterFullPass(clock_.Now() - began, options_.background_share)
+                           : interval;
     // Sleep in short steps so Stop() takes effect promptly.
-    for (auto slept = std::chrono::milliseconds(0); slept < pause && !stopping_;
-         slept += std::chrono::milliseconds(100)) {
-      auto step = timer.WaitUntil(clock_.Now() + std::min(std::chrono::milliseconds(100), pause));
-      (void)co_await std::move(step);
+    for (auto slept = std::chrono::milliseconds(0); slept < pause && !stopping_;) {
+      const auto step = std::min(std::chrono::milliseconds(100), pause - slept);
+      auto waiting = timer.WaitUntil(clock_.Now() + step);
+      (void)co_await std::move(waiting);
+      slept += step;
     }
   }
 }

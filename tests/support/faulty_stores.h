@@ -37,6 +37,9 @@ class FaultyBlobStore final : public store::BlobStore {
   std::string refuse_delete_of;
   /// When set, every DeleteMany runs out of time (a store too slow for the batch).
   std::atomic<bool> slow_batches{false};
+  /// When set, called as each DeleteMany begins (a test that moves a manual clock there gives the
+  /// batch a duration). Set it between calls, never while one runs.
+  std::function<void()> before_delete_many;
 
   boost::asio::awaitable<Status> Put(store::PasteId id, std::shared_ptr<const std::string> body,
                                      admission::Deadline d) override {
@@ -60,6 +63,7 @@ class FaultyBlobStore final : public store::BlobStore {
   }
   boost::asio::awaitable<Status> DeleteMany(std::vector<store::PasteId> ids,
                                             admission::Deadline d) override {
+    if (before_delete_many) before_delete_many();
     if (slow_batches) {
       ++calls;
       co_return MakeError(ErrorCode::kDeadlineExceeded, "injected: the call did not answer in time",

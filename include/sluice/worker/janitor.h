@@ -44,11 +44,15 @@ struct JanitorOptions {
   std::chrono::milliseconds reap_interval{10000};
   /// Rows or objects per batch. Default: 200.
   size_t batch_size = 200;
-  /// Expired pastes per sweep: a sweep costs two commits whatever its size, and between full
-  /// sweeps the loop yields 50 ms, so this sets how fast a backlog goes. 200 drained 1,465/s
-  /// beside creates; the aim is ten times the spec's create peak, 3,500/s
-  /// (bench/results/growth.md). Default: 1,000.
+  /// Expired pastes per sweep: a sweep costs two commits whatever its size, so larger batches
+  /// drain a backlog with fewer of them (200 drained 1,465/s beside creates; the aim is ten times
+  /// the spec's create peak, 3,500/s: bench/results/growth.md). Default: 1,000.
   size_t sweep_batch_size = 1000;
+  /// The largest share of its time a loop spends working while it has a backlog (a full batch
+  /// each pass): after a full pass that took T it pauses T * (1 - share) / share, at least
+  /// kMinBacklogPause. On the embedded store the passes hold its one writer, so this bounds what
+  /// a backlog of expiries takes from creates (bench/results/sweep-steady.md). Default: 0.25.
+  double background_share = 0.25;
   /// A body with no row is an orphan only when older than this. Default: 1 h (far above the 2 s
   /// create budget, so a create between its PUT and its insert is never reaped).
   std::chrono::seconds orphan_age_floor{3600};
@@ -82,6 +86,13 @@ struct ReapDecision {
 /// 2000-01-01: a modification time before it is not a date but a placeholder (0, Go's zero time
 /// 0001-01-01), so it counts as undated.
 inline constexpr int64_t kEarliestCredibleModification = 946'684'800;
+
+/// The shortest pause after a full batch: creates and reads get the store between any two.
+inline constexpr std::chrono::milliseconds kMinBacklogPause{50};
+
+/// How long a loop pauses after a full pass that took `pass`, so that it works at most `share`
+/// (clamped to 0.01-1) of the time while a backlog lasts.
+std::chrono::milliseconds PauseAfterFullPass(Duration pass, double share);
 
 /// Decides a reaper pass over `page`, listed after `after` with at most `batch_size` entries;
 /// bodies modified at or before `cutoff` (Unix seconds) are old enough.

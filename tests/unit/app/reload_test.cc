@@ -52,8 +52,8 @@ TEST(ReloadTest, TheLadderTheStoreTimeoutsTheBreakersAndTheBudgetAreLive) {
   }
   // Each with its reason in reload.cc.
   for (const char* key : {"highlight_cache_bytes", "cache_bytes", "sweep_interval", "reap_interval",
-                          "orphan_age_floor", "edge_purge", "fault_injection", "faults",
-                          "inline_body_bytes", "metrics_on_public", "admin_token_file"}) {
+                          "background_share", "orphan_age_floor", "edge_purge", "fault_injection",
+                          "faults", "inline_body_bytes", "metrics_on_public", "admin_token_file"}) {
     EXPECT_FALSE(IsLiveSetting(key)) << key;
   }
 }

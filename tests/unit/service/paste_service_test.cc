@@ -303,6 +303,62 @@ TEST_F(PasteServiceTest, ASweepBatchOutOfTimeIsNotRetriedBodyByBody) {
   EXPECT_EQ(StoredRows(), 0u);
 }
 
+// A loop with a backlog works at most its share of the time, whatever a pass costs; the floor
+// leaves creates a gap even after a pass that took no time.
+TEST(PauseAfterFullPass, HoldsALoopToItsShareOfTheTime) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(worker::PauseAfterFullPass(milliseconds(400), 0.25), milliseconds(1200));
+  EXPECT_EQ(worker::PauseAfterFullPass(milliseconds(400), 0.5), milliseconds(400));
+  EXPECT_EQ(worker::PauseAfterFullPass(milliseconds(10), 0.25), worker::kMinBacklogPause);
+  EXPECT_EQ(worker::PauseAfterFullPass(milliseconds(400), 1.0), worker::kMinBacklogPause);
+  // Out of range shares are clamped, never a division by zero or a negative pause.
+  EXPECT_EQ(worker::PauseAfterFullPass(milliseconds(400), 0.0), milliseconds(39600));
+  EXPECT_EQ(worker::PauseAfterFullPass(milliseconds(400), 2.0), worker::kMinBacklogPause);
+}
+
+// The running sweep paces itself by the pass it just made: with batches that each take 400 ms of
+// the store, a backlog's passes start 400 + 1,200 ms apart at a share of 0.25 (not 450 ms, as a
+// fixed 50 ms pause gave), and the backlog still drains completely.
+TEST_F(PasteServiceTest, ABacklogsSweepPausesInProportionToItsPasses) {
+  for (int i = 0; i < 6; ++i) MustCreate("doomed " + std::to_string(i), "10m");
+  clock_.Advance(std::chrono::minutes(11));
+  worker::JanitorOptions options;
+  options.batch_size = 2;
+  options.sweep_batch_size = 2;
+  options.background_share = 0.25;
+  MetricsRegistry metrics;
+  worker::Janitor janitor{meta_, blobs_, cache_, clock_, metrics, options};
+  std::vector<TimePoint> batch_starts;
+  blobs_.before_delete_many = [&] {
+    batch_starts.push_back(clock_.Now());
+    clock_.Advance(std::chrono::milliseconds(400));
+  };
+  boost::asio::io_context io;
+  const TimePoint began = clock_.Now();
+  janitor.Start(io.get_executor());
+  // Runs what is ready, then moves the clock to the next alarm; the loops wait on nothing else.
+  const auto step = [&] {
+    io.restart();
+    io.poll();
+    const std::optional<TimePoint> next = clock_.NextAlarm();
+    if (!next) return false;
+    clock_.Advance(*next - clock_.Now());
+    return true;
+  };
+  while (StoredRows() > 0 && clock_.Now() - began < std::chrono::minutes(1)) {
+    ASSERT_TRUE(step());
+  }
+  janitor.Stop();
+  while (step()) {
+  }
+  blobs_.before_delete_many = nullptr;
+  EXPECT_EQ(StoredRows(), 0u);
+  ASSERT_EQ(batch_starts.size(), 3u);
+  for (size_t i = 1; i < batch_starts.size(); ++i) {
+    EXPECT_EQ(batch_starts[i] - batch_starts[i - 1], std::chrono::milliseconds(1600)) << i;
+  }
+}
+
 TEST_F(PasteServiceTest, ReaperRemovesOnlyBodiesWithoutRows) {
   const CreatedPaste kept = MustCreate("kept");
   meta_.fail = true;
