@@ -1,6 +1,8 @@
 #include "backup_command.h"
 
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -93,6 +95,29 @@ bool UsableDestination(const fs::path& data_dir, const fs::path& destination) {
     return false;
   }
   return true;
+}
+
+// Root may read any store, but SQLite's reader of a stopped one creates meta.db-wal and -shm: as
+// root, a copy killed before it closes leaves them owned by root, and the server's own user can no
+// longer open its store. So root is refused for a store that another user owns.
+bool RunByTheStoresOwner(const fs::path& data_dir) {
+  struct stat owner {};
+  if (::geteuid() != 0 || ::stat((data_dir / "meta.db").c_str(), &owner) != 0 ||
+      owner.st_uid == 0) {
+    return true;
+  }
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  char buffer[1024];
+  const bool named =
+      ::getpwuid_r(owner.st_uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr;
+  const std::string user = named ? entry.pw_name : std::to_string(owner.st_uid);
+  std::fprintf(stderr,
+               "%s: %s belongs to %s: run the backup as that user, not as root (sudo -u %s "
+               "sluice admin backup ...); as root, a copy killed midway could leave files in it "
+               "that its server cannot open\n",
+               kCommand, data_dir.c_str(), user.c_str(), user.c_str());
+  return false;
 }
 
 bool SnapshotDatabase(const fs::path& source, const fs::path& target, Pacer& pacer,
@@ -233,7 +258,7 @@ int RunBackup(const BackupOptions& o) {
                  kCommand, data_dir.c_str());
     return 2;
   }
-  if (!UsableDestination(data_dir, destination)) return 2;
+  if (!RunByTheStoresOwner(data_dir) || !UsableDestination(data_dir, destination)) return 2;
   fs::create_directories(destination, ec);
   if (ec) {
     std::fprintf(stderr, "%s: cannot create %s: %s\n", kCommand, destination.c_str(),

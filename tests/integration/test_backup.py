@@ -192,6 +192,26 @@ class BackupTest(SluiceTestCase):
         self.assertNotEqual(missing.returncode, 0, missing.stderr)
         self.assertIn("DEST", missing.stderr)
 
+    @unittest.skipUnless(os.geteuid() == 0, "only root can be refused as root")
+    def test_root_is_refused_for_a_store_another_user_owns(self):
+        """As root on a stopped store, SQLite's reader would create meta.db-wal and -shm owned by
+        root; the command names the owner instead and touches nothing."""
+        s = self.server()
+        s.create_ok("one")
+        s.stop()
+        nobody = 65534
+        for root, dirs, files in os.walk(s.data_dir):
+            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.chown(name, nobody, nobody)
+        before = sorted(os.listdir(s.data_dir))
+        dest = os.path.join(self.root, "as-root")
+        done = self.backup(s.data_dir, dest)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("not as root", done.stderr)
+        self.assertIn("sudo -u nobody", done.stderr)
+        self.assertEqual(sorted(os.listdir(s.data_dir)), before)
+        self.assertFalse(os.path.exists(dest))
+
 
 if __name__ == "__main__":
     unittest.main()
