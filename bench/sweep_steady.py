@@ -30,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from growth import REPO, Server, log, machine, ok_rate, wrk, write_corpus  # noqa: E402
+from growth import REPO, Server, fmt, log, machine, ok_rate, wrk, write_corpus  # noqa: E402
 
 SWEEP_INTERVAL_S = 10  # the server's default, which this bench keeps
 ROUND_S = 2
@@ -66,11 +66,11 @@ def one_share(args, share, port):
     corpus = os.path.join(work, "corpus.txt")
     write_corpus(corpus)
     env = {"CORPUS": corpus}
-    url_of = "/api/v1/pastes"
+    creates = "/api/v1/pastes"
     server = Server(args.binary, os.path.join(work, "data"), os.path.join(work, "sluice.log"),
                     port, port + 1, extra=["--background-share", str(share)])
     server.start()
-    fill = wrk(server.url + url_of, args.fill_seconds, script="growth_create.lua", env=env)
+    fill = wrk(server.url + creates, args.fill_seconds, script="growth_create.lua", env=env)
     server.stop()
     log(f"share {share}: filled {fill['statuses'].get('201', 0)} pastes")
 
@@ -102,7 +102,7 @@ def one_share(args, share, port):
     deadline = backlog_at + args.backlog_seconds
     while time.time() < deadline:
         began = time.time()
-        run = wrk(server.url + url_of, ROUND_S, script="growth_create.lua", env=env)
+        run = wrk(server.url + creates, ROUND_S, script="growth_create.lua", env=env)
         rounds.append((began, time.time(), ok_rate(run, 201)))
         if began > backlog_at + 4 and samples and samples[-1][1] >= planned + doomed:
             break
@@ -147,10 +147,6 @@ def one_share(args, share, port):
     log(f"share {share}: {json.dumps(result)}")
     subprocess.run(["rm", "-rf", os.path.join(work, "data")], check=True)
     return result
-
-
-def fmt(value, digits=0):
-    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def report(out, results, args, command):
