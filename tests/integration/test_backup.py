@@ -160,6 +160,50 @@ class BackupTest(SluiceTestCase):
         s.stop()
         self.assertServes(self.server(data_dir=again), made)
 
+    def test_a_paste_deleted_before_its_body_was_copied_is_deleted_in_the_copy_too(self):
+        """The snapshot has the row; its file is gone by the time the copy reaches it. The copy
+        must not keep a live row without a body (503 body_missing after a restore): the paste is
+        marked deleted there, as in the source."""
+        s = self.server()
+        made = {}
+        for i in range(12):
+            data = body(3000 + i, LARGE)
+            doc = s.create_ok(data)
+            made[doc["id"]] = (data, doc["delete_token"])
+        dest = os.path.join(self.root, "copy")
+        # About 0.5 s a body file: the test stops the copy once its first file is written.
+        proc = subprocess.Popen([sluice_bin(), "admin", "backup", "--data-dir", s.data_dir, dest,
+                                 "--rate", "0.2"], env=clean_env(None),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        copied = lambda: {name for _, _, names in os.walk(os.path.join(dest, "blobs"))
+                          for name in names}
+        wait_until(lambda: copied(), timeout=60, message="the copy's first body file")
+        proc.send_signal(signal.SIGSTOP)
+        # Every paste whose body was not copied yet is deleted, and its file goes (the outbox).
+        deleted = [i for i in made if i not in copied()]
+        self.assertTrue(deleted, "every body was copied before the copy was stopped")
+        for paste_id in deleted:
+            self.assertEqual(s.delete(paste_id, made[paste_id][1]).status, 204)
+        wait_until(lambda: not any(os.path.exists(s.blob_path(i))
+                                   for i in deleted),
+                   timeout=30, message="the deleted pastes' files removed")
+        proc.send_signal(signal.SIGCONT)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, out + err)
+        self.assertIn(f"{len(deleted)} marked deleted", out)
+        s.stop()
+
+        restored = self.server(data_dir=dest)
+        for paste_id in deleted:
+            self.assertEqual(restored.get(f"/raw/{paste_id}").status, 404, paste_id)
+        self.assertServes(restored, {i: made[i][0] for i in made if i not in deleted})
+        # The copy's count of live bytes dropped with them: a restore does not start with space
+        # that no paste holds.
+        with sqlite3.connect(f"file:{os.path.join(dest, 'meta.db')}?mode=ro", uri=True) as db:
+            live = db.execute("SELECT live_bytes FROM storage_usage WHERE slot = 0").fetchone()[0]
+        self.assertEqual(live, sum(len(made[i][0]) for i in made if i not in deleted))
+
     def test_refuses_what_it_would_damage_or_cannot_copy(self):
         s = self.server()
         s.create_ok("one")

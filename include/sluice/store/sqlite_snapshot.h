@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "sluice/common/result.h"
 
@@ -33,6 +36,23 @@ struct SnapshotProgress {
 Result<SnapshotProgress> SnapshotSqliteDatabase(
     const std::filesystem::path& source, const std::filesystem::path& target, int pages_per_step,
     const std::function<bool(const SnapshotProgress&)>& after_step);
+
+/// Calls `visit` with the id of each row of the embedded store's meta.db at `path` (a copy made
+/// above) that is live at `now` (neither deleted nor expired) and whose body is kept outside the
+/// database: a file of the bodies' folder, or, when `bodies_db` exists, a row of it that is not
+/// there either. One walk of the rows; the caller looks for the files. Internal error with
+/// SQLite's message if the database is not an embedded store's.
+Status ForEachLiveRowBodiedOutside(const std::filesystem::path& path,
+                                   const std::filesystem::path& bodies_db, int64_t now,
+                                   const std::function<void(std::string_view id)>& visit);
+
+/// What a store's database holds for a paste.
+enum class RowState { kAbsent, kLive, kDeleted };
+
+/// The state of each of `ids` (in their order) in the embedded store's meta.db at `path`, read
+/// in one transaction beside its server's writer.
+Result<std::vector<RowState>> ReadRowStates(const std::filesystem::path& path,
+                                            const std::vector<std::string>& ids);
 
 /// SQLite's quick_check of the database at `path` (a copy made above): true, or an Internal error
 /// with its first complaint.

@@ -133,6 +133,73 @@ Result<SnapshotProgress> SnapshotSqliteDatabase(
   return progress;
 }
 
+Status ForEachLiveRowBodiedOutside(const std::filesystem::path& path,
+                                   const std::filesystem::path& bodies_db, int64_t now,
+                                   const std::function<void(std::string_view id)>& visit) {
+  auto db = OpenConnection(path, SQLITE_OPEN_READWRITE);
+  if (!db.ok()) return db.error();
+  std::error_code ec;
+  const bool with_bodies_db = std::filesystem::is_regular_file(bodies_db, ec);
+  if (with_bodies_db) {
+    sqlite3_stmt* attach = nullptr;
+    sqlite3_prepare_v2(db->get(), "ATTACH DATABASE ? AS side", -1, &attach, nullptr);
+    sqlite3_bind_text(attach, 1, bodies_db.c_str(), -1, SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(attach);
+    sqlite3_finalize(attach);
+    if (rc != SQLITE_DONE) return Failed("attaching " + bodies_db.string(), db->get());
+  }
+  // body_n names a body beside its row in meta.db (sqlite_meta_schema.cc, migration 8).
+  const std::string sql =
+      std::string("SELECT id FROM pastes WHERE deleted = 0 AND expires_at > ? AND body_n IS NULL") +
+      (with_bodies_db ? " AND NOT EXISTS (SELECT 1 FROM side.bodies b WHERE b.id = pastes.id)"
+                      : "");
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db->get(), sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    return Failed("reading " + path.string(), db->get());
+  }
+  sqlite3_bind_int64(stmt, 1, now);
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    visit(std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt, 0))));
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) return Failed("reading " + path.string(), db->get());
+  return Ok();
+}
+
+Result<std::vector<RowState>> ReadRowStates(const std::filesystem::path& path,
+                                            const std::vector<std::string>& ids) {
+  // Read-write without create, as the snapshot above opens a live database.
+  auto db = OpenConnection(path, SQLITE_OPEN_READWRITE);
+  if (!db.ok()) return db.error();
+  sqlite3_busy_timeout(db->get(), 5000);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_exec(db->get(), "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db->get(), "SELECT deleted FROM pastes WHERE id = ?", -1, &stmt,
+                         nullptr) != SQLITE_OK) {
+    return Failed("reading " + path.string(), db->get());
+  }
+  std::vector<RowState> states;
+  states.reserve(ids.size());
+  for (const std::string& id : ids) {
+    sqlite3_reset(stmt);
+    sqlite3_bind_text(stmt, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
+    const int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) {
+      states.push_back(RowState::kAbsent);
+    } else if (rc == SQLITE_ROW) {
+      states.push_back(sqlite3_column_int(stmt, 0) != 0 ? RowState::kDeleted : RowState::kLive);
+    } else {
+      sqlite3_finalize(stmt);
+      return Failed("reading " + path.string(), db->get());
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_exec(db->get(), "COMMIT", nullptr, nullptr, nullptr);  // the end of a read
+  return states;
+}
+
 Result<bool> CheckSqliteDatabase(const std::filesystem::path& path) {
   auto db = OpenConnection(path, SQLITE_OPEN_READONLY);
   if (!db.ok()) return db.error();
