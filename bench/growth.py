@@ -6,8 +6,8 @@ and lifetimes) and, each time the live pastes pass a checkpoint, measures in the
 serving a static file of the hot paste's bytes (the machine's yardstick, before and after the
 reads), durable creates at 64 connections, hot reads, cold reads of ids drawn uniformly from
 everything stored (after dropping the page cache), 404s of absent ids (page cache dropped too),
-deletes, resident memory and bytes on disk, an online backup (`VACUUM INTO` from the sqlite3
-command, while creates run), the start-up after a clean stop and after a kill -9, and the expiry
+deletes, resident memory and bytes on disk, an online backup (`sluice admin backup`, while
+creates run), the start-up after a clean stop and after a kill -9, and the expiry
 sweep of a backlog while creates run. The backlog: the pastes the fill gave ttl=30d are given an
 expiry a few seconds away while the server is down after its kill -9 (what the store holds when
 the clock reaches them, without waiting 30 days). A sample of what was stored is read back byte
@@ -30,6 +30,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -105,6 +106,19 @@ def drop_page_cache():
     subprocess.run(["sync"], check=True)
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
+
+
+def disk_reads(path):
+    """Read requests the block device under `path` has completed (/proc/diskstats' fourth field:
+    one per I/O the disk served, however many pages a request merged)."""
+    dev = os.stat(path).st_dev
+    major, minor = os.major(dev), os.minor(dev)
+    with open("/proc/diskstats") as f:
+        for line in f:
+            fields = line.split()
+            if int(fields[0]) == major and int(fields[1]) == minor:
+                return int(fields[3])
+    return 0
 
 
 def write_corpus(path):
@@ -539,15 +553,24 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         with open(ids_file, "w") as f:
             f.writelines(lines)
         drop_page_cache()
+        reads_before = disk_reads(self.work)
         cold = wrk(s.url, self.args.seconds, conns=MISS_CONNS, script="growth_reads.lua",
                    env={"IDS": ids_file})
-        # Expired ttl=10m pastes are 404s among them: both are the cost of a lookup.
+        # Expired ttl=10m pastes are 404s among them: both are the cost of a lookup. The disk's
+        # reads per answer: what the store's layout costs a read it has not cached (nothing
+        # else reads from the disk meanwhile; the first reads of the process's own file and the
+        # tree's upper pages are counted in it too).
         c["cold"] = {"rate": cold["rate"], "p50": cold["p50"], "p99": cold["p99"],
-                     "statuses": cold["statuses"]}
+                     "statuses": cold["statuses"],
+                     "disk_reads_per_answer": (disk_reads(self.work) - reads_before)
+                     / max(cold["requests"], 1)}
         drop_page_cache()
+        reads_before = disk_reads(self.work)
         absent = wrk(s.url, self.args.seconds, conns=MISS_CONNS, script="growth_reads.lua",
                      env={"MODE": "absent"})
-        c["absent"] = {"rate": ok_rate(absent, 404), "p50": absent["p50"], "p99": absent["p99"]}
+        c["absent"] = {"rate": ok_rate(absent, 404), "p50": absent["p50"], "p99": absent["p99"],
+                       "disk_reads_per_answer": (disk_reads(self.work) - reads_before)
+                       / max(absent["requests"], 1)}
         doomed = random.sample(lines, min(self.args.deletes, len(lines)))
         self.spent.update(line.split()[0] for line in doomed)
         c["delete"] = delete_all(s.url, [line.split()[:2] for line in doomed])
@@ -570,6 +593,12 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
                            else None)
         s.stop()
         c["start_after_stop_s"] = s.start()
+        if not self.args.fleet:
+            # The restart an operator fears: the page cache gone (a reboot), creates at once.
+            s.stop()
+            drop_page_cache()
+            c["cold_start_s"] = s.start()
+            c["creates_after_cold_start"] = [ok_rate(self.create_run(10), 201) for _ in range(3)]
         self.kill_expire_and_sweep(c)
 
     def kill_expire_and_sweep(self, c):
@@ -599,25 +628,34 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
         return result
 
     def backup(self, quiet_rate):
-        """VACUUM INTO a copy of meta.db while creates run; returns its time and what it cost."""
-        target = os.path.join(self.work, "backup.db")
+        """`sluice admin backup` of the data dir (meta.db in file order, then the body files) while
+        creates run; returns its time, what it copied and what it cost the creates."""
+        target = os.path.join(self.work, "backup")
+        shutil.rmtree(target, ignore_errors=True)
         began = time.monotonic()
-        copy = subprocess.Popen(["sqlite3", os.path.join(self.data, "meta.db"),
-                                 f"VACUUM INTO '{target}'"], stderr=subprocess.PIPE)
+        copy = subprocess.Popen([self.args.bin, "admin", "backup", "--data-dir", self.data, target],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         rates, wal_max = [], 0
         while copy.poll() is None:
             run = self.create_run(5)
             rates.append(ok_rate(run, 201))
             wal_max = max(wal_max, file_bytes(os.path.join(self.data, "meta.db-wal")))
         took = time.monotonic() - began
+        out, err = copy.communicate()
         if copy.returncode != 0:
-            sys.exit("backup failed: " + copy.stderr.read().decode())
-        rows = sqlite3.connect(target).execute("SELECT count(*) FROM pastes").fetchone()[0]
-        size = file_bytes(target)
-        os.remove(target)
+            sys.exit("backup failed: " + err)
+        rows = sqlite3.connect(os.path.join(target, "meta.db")).execute(
+            "SELECT count(*) FROM pastes").fetchone()[0]
+        size = sum(file_bytes(os.path.join(folder, name))
+                   for folder, _, names in os.walk(target) for name in names)
+        shutil.rmtree(target)
         during = sum(rates) / len(rates) if rates else None
-        return {"seconds": took, "bytes": size, "rows": rows, "create_rate_during": during,
-                "create_ratio": during / quiet_rate if during else None, "wal_max_bytes": wal_max}
+        # The command's own time: `took` ends with the last 5 s round of creates.
+        copied = re.search(r"backup: ([\d.]+) MB in ([\d.]+) s", out)
+        return {"seconds": float(copied.group(2)), "polled_seconds": took, "bytes": size,
+                "rows": rows, "create_rate_during": during,
+                "create_ratio": during / quiet_rate if during else None, "wal_max_bytes": wal_max,
+                "summary": out.strip().splitlines()[-2:]}
 
     def kill_and_expire(self):
         """kill -9 under creates; backlog the ttl=30d pastes; restart. (start seconds, backlog)"""
@@ -780,6 +818,20 @@ def report(out, runs, command, notes=""):
                 f" | {cotenant(c, 'idle_class')} / {cotenant(c, 'unrestrained')}"
                 f" | {fmt(c['rss_mb'])}"
                 f" | {fmt(c['disk_bytes'] / live)} ({fmt(c['live_body_bytes'] / live)}) |")
+        later = [c for c in cps if "cold_start_s" in c]
+        if later:
+            lines += ["", "| live pastes | disk reads per cold read / per 404 | start with the page"
+                      " cache dropped, s | creates/s in the 1st / 2nd / 3rd 10 s after it (× empty)"
+                      " | backup GB, MB/s, WAL at most GB |", "|---:|---:|---:|---:|---:|"]
+        for c in later:
+            backup = c.get("backup")
+            copied = (f"{backup['bytes'] / 1e9:.1f}, {backup['bytes'] / 1e6 / backup['seconds']:.0f}"
+                      f", {backup['wal_max_bytes'] / 1e9:.1f}" if backup else "–")
+            lines.append(
+                f"| {fmt(c['live'])} | {c['cold']['disk_reads_per_answer']:.2f} /"
+                f" {c['absent']['disk_reads_per_answer']:.2f} | {c['cold_start_s']:.2f} | "
+                + " / ".join(f"{fmt(x)} ({x / empty:.2f})" for x in c["creates_after_cold_start"])
+                + f" | {copied} |")
         fill = r["fill"] or [{"creates_per_s": 0, "wal_mb": 0, "rss_mb": 0, "disk_gb": 0}]
         lines += ["", f"Fill: {len(fill)} rounds; creates/s from {fmt(fill[0]['creates_per_s'])} "
                   f"to {fmt(fill[-1]['creates_per_s'])} (median of the last five "

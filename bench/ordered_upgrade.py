@@ -3,7 +3,8 @@
 src/store/sqlite/sqlite_meta_schema.cc), timed, and the pages a lookup by id walks in each layout.
 
     bench/ordered_upgrade.py fill OLD_BINARY DATA_DIR [--pastes 1000000] [--body-bytes 512]
-    bench/ordered_upgrade.py upgrade NEW_BINARY DATA_DIR [--keep] [--cold]
+    bench/ordered_upgrade.py upgrade NEW_BINARY DATA_DIR [--keep] [--cold] [--in-place]
+    bench/ordered_upgrade.py downgrade DATA_DIR
     bench/ordered_upgrade.py lookups DATA_DIR [--samples 2000]
 
 fill: a fresh data dir filled through the API by a binary from before migration 21, with wrk
@@ -12,6 +13,11 @@ bodies' size does not matter to the migration (it moves rows, never bodies), so 
 upgrade: a copy of DATA_DIR started by NEW_BINARY; the migration's own log lines give the rows and
 its time (and the start's, to the listening line). The copy is removed unless --keep. With --cold
 the copy's pages are dropped from the page cache first (posix_fadvise DONTNEED on its files only).
+With --in-place the store itself is started, not a copy (a store of 10 million, larger than the
+disk's room for a second one).
+downgrade: a stopped store of the new layout put back in schema 20's (tests/lib/schema20.py), its
+rows inserted in creation order into the random id's b-tree, as a live store grew it: the way to a
+10 million row old store without 2.5 hours of filling through an old binary.
 lookups: for each b-tree a lookup by id walks, its depth and size by page type (dbstat), and the
 pages a lookup of a random stored id (and of an absent one, a 404's) reads on a connection whose
 page cache starts empty (the sqlite3 command's `.stats` "Page cache misses", less the schema's),
@@ -30,6 +36,10 @@ import tempfile
 import time
 
 from lifted import lifted_limits
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                                "tests", "lib"))
+from schema20 import to_schema_20_script  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -74,10 +84,25 @@ def fill(args):
           f"schema version {version}, meta.db {os.path.getsize(os.path.join(args.data_dir, 'meta.db')) / 2**20:.0f} MiB")
 
 
+def downgrade(args):
+    path = os.path.join(args.data_dir, "meta.db")
+    began = time.monotonic()
+    db = sqlite3.connect(path, isolation_level=None)
+    rows = db.execute("SELECT count(*) FROM pastes").fetchone()[0]
+    db.executescript(to_schema_20_script())
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    print(f"{path}: {rows} pastes back in schema 20's layout in {time.monotonic() - began:.0f} s")
+
+
 def upgrade(args):
     work = tempfile.mkdtemp(prefix="ordered-upgrade-", dir=os.path.dirname(os.path.realpath(args.data_dir)))
     copy = os.path.join(work, "data")
-    shutil.copytree(args.data_dir, copy)
+    if args.in_place:
+        os.rmdir(work)
+        work, copy = None, os.path.realpath(args.data_dir)
+    else:
+        shutil.copytree(args.data_dir, copy)
     subprocess.run(["sync"], check=True)
     if args.cold:
         # The copy's pages out of the page cache, and no other file's (dropping the whole cache
@@ -88,7 +113,7 @@ def upgrade(args):
                 fd = os.open(path, os.O_RDONLY)
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
                 os.close(fd)
-    log = os.path.join(work, "upgrade.log")
+    log = os.path.join(work or os.path.dirname(copy), "upgrade.log")
     try:
         proc, _, started = start(os.path.realpath(args.binary), copy, log)
         stop(proc)
@@ -101,7 +126,7 @@ def upgrade(args):
         print(f"migration 21: {rows} pastes in {took:.2f} s, {took / rows * 1e6:.2f} s per million; "
               f"start to listening {started:.2f} s")
     finally:
-        if args.keep:
+        if args.keep or not work:
             print(f"kept {copy}")
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -159,11 +184,14 @@ def main():
     u.add_argument("data_dir")
     u.add_argument("--keep", action="store_true")
     u.add_argument("--cold", action="store_true", help="the copy's pages out of the page cache first")
+    u.add_argument("--in-place", action="store_true", help="start the store itself, not a copy")
+    d = sub.add_parser("downgrade")
+    d.add_argument("data_dir")
     lk = sub.add_parser("lookups")
     lk.add_argument("data_dir")
     lk.add_argument("--samples", type=int, default=2000)
     args = p.parse_args()
-    {"fill": fill, "upgrade": upgrade, "lookups": lookups}[args.what](args)
+    {"fill": fill, "upgrade": upgrade, "downgrade": downgrade, "lookups": lookups}[args.what](args)
 
 
 if __name__ == "__main__":

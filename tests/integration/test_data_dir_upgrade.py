@@ -15,6 +15,7 @@ import subprocess
 import time
 import unittest
 
+from schema20 import COLUMNS, SCHEMA_20_PASTES, to_schema_20_script
 from sluice_harness import SluiceTestCase, clean_env, decode_stored_body, wait_until
 
 OLD = "written when small bodies had a file of their own ✓\n".encode() * 20
@@ -35,23 +36,6 @@ def bodies_in(path):
         conn.close()
 
 
-# The pastes table as schema 20 left it, as sqlite_master holds it in a store made by main at
-# fee57b7: keyed by the random id (WITHOUT ROWID), with the columns of migrations 2-13 appended
-# by ALTER TABLE.
-SCHEMA_20_PASTES = """CREATE TABLE pastes (
-      id TEXT PRIMARY KEY,
-      created_at INTEGER NOT NULL,
-      expires_at INTEGER NOT NULL,
-      size_bytes INTEGER NOT NULL,
-      token_hash BLOB NOT NULL,
-      deleted INTEGER NOT NULL DEFAULT 0
-    , body_sha256 BLOB, moderation INTEGER NOT NULL DEFAULT 0, moderation_reason TEXT, \
-moderated_at INTEGER, burn INTEGER NOT NULL DEFAULT 0, body_n INTEGER, creator_network INTEGER, \
-review_keep INTEGER NOT NULL DEFAULT 0, encrypted INTEGER NOT NULL DEFAULT 0, views_left INTEGER \
-NOT NULL DEFAULT 1, parent TEXT) WITHOUT ROWID"""
-COLUMNS = ("id, created_at, expires_at, size_bytes, token_hash, deleted, body_sha256, moderation, "
-           "moderation_reason, moderated_at, burn, body_n, creator_network, review_keep, "
-           "encrypted, views_left, parent")
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -61,15 +45,7 @@ def to_schema_20(s, extra_rows=0):
     reads them)."""
     conn = sqlite3.connect(s.db_path)
     try:
-        conn.executescript(f"""
-            BEGIN;
-            ALTER TABLE pastes RENAME TO pastes_ordered;
-            {SCHEMA_20_PASTES};
-            INSERT INTO pastes ({COLUMNS}) SELECT {COLUMNS} FROM pastes_ordered;
-            DROP TABLE pastes_ordered;
-            CREATE INDEX pastes_by_expiry ON pastes (expires_at, body_n);
-            DELETE FROM schema_version WHERE version > 20;
-            COMMIT;""")
+        conn.executescript(to_schema_20_script())
         rng = random.Random(48)
         now = int(time.time())
         batch = []
