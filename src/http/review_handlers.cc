@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "assets.h"
 #include "handlers.h"
 #include "page_templates.h"
 #include "pages.h"
