@@ -587,9 +587,6 @@ int ServerProcess::Run() {
           signals.async_wait(on_signal);
         };
     signals.async_wait(on_signal);
-    // Before the first request: the embedded store's id index, which every create touches at
-    // random, is read ahead in the background (no-op on PostgreSQL).
-    store::StartWarmingSqliteMetaStore(*meta_backend_);
     server_->Start();
     if (admin_server_) {
       admin_server_->Start();

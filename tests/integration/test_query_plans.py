@@ -14,7 +14,6 @@ import re
 import shutil
 import sqlite3
 import tempfile
-import time
 import unittest
 
 from sluice_harness import SluiceTestCase
@@ -110,35 +109,6 @@ class QueryPlanTest(SluiceTestCase):
         plan = db.execute("EXPLAIN QUERY PLAN " + statements[0]).fetchall()
         self.assertEqual([row[3] for row in plan],
                          ["SEARCH report_queue USING COVERING INDEX report_queue_by_arrival"])
-
-    def test_the_sweeps_batch_is_read_with_what_its_purge_will_change(self):
-        """The sweep's read (MetaStore::Expired) walks the expiry index and, for each row, probes
-        the id index and its body's leaf, on a reader: the purge that follows, on the one
-        writer, then finds those pages cached instead of waiting for the disk
-        (src/store/sqlite/sqlite_meta_reads.cc)."""
-        s = self.server()
-        s.stop()
-        statements = [sql for sql in prepared_statements() if "p.expires_at <= ?" in sql]
-        self.assertEqual(len(statements), 1, "the sweep's read was not found")
-        db = sqlite3.connect(f"file:{s.db_path}?mode=ro", uri=True)
-        steps = plan_steps(db, statements[0])
-        self.assertEqual(steps[0], "SEARCH p USING INDEX pastes_by_expiry (expires_at<?)")
-        self.assertIn("SEARCH q USING COVERING INDEX pastes_by_id (id=?)", steps)
-        self.assertIn("SEARCH b USING INTEGER PRIMARY KEY (rowid=?)", steps)
-
-    def test_a_started_server_reads_its_id_index_ahead(self):
-        """At start the id index, which every create inserts into at a random leaf, is read
-        through once in the background (sqlite::IndexWarmer), and the log says so with its
-        entries: a restart with a cold page cache does not make each create wait for a disk
-        read in the writer."""
-        s = self.server()
-        for i in range(5):
-            s.create_ok(f"paste {i}\n".encode())
-        s.restart()
-        deadline = time.monotonic() + 30
-        while "index pastes_by_id (5 entries) read ahead" not in s.log():
-            self.assertLess(time.monotonic(), deadline, s.log()[-2000:])
-            time.sleep(0.05)
 
     def test_the_checker_sees_a_scan(self):
         """The test above can fail: a statement without an index is reported."""

@@ -32,12 +32,6 @@ std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_p
                                                BlockingPools pools, size_t colocated_body_limit = 0,
                                                MetricsRegistry* metrics = nullptr);
 
-/// For a store made by MakeSqliteMetaStore (false for any other, which is left alone): starts
-/// reading its id index, the tree every create inserts into at a random leaf, into the page cache
-/// on a thread of its own, so that after a restart with a cold cache creates do not each wait for
-/// a disk read in the writer. A serving process calls it once; its end is logged.
-bool StartWarmingSqliteMetaStore(MetaStore& meta);
-
 /// The bodies that `sqlite_meta` (made by MakeSqliteMetaStore, which must outlive the result)
 /// keeps beside its rows, as a BlobStore; its Put writes through the same writer. Throws
 /// std::invalid_argument for any other store.

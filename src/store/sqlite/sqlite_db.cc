@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <cstdio>
 #include <stdexcept>
-#include <string_view>
 
 #include "sluice/common/thread_name.h"
 #include "wal_write_gathering.h"
@@ -191,100 +188,6 @@ bool WalCheckpointer::TruncateIfOversized() {
   if (rc != SQLITE_OK) return false;
   spdlog::info("{}: WAL of {} bytes truncated (over its limit of {})", name_, size, kWalSizeLimit);
   return true;
-}
-
-IndexWarmer::IndexWarmer(const std::filesystem::path& path, std::string table, std::string index,
-                         std::string name, std::string thread_name)
-    : name_(std::move(name)) {
-  thread_ =
-      std::thread([this, path, table = std::move(table), index = std::move(index),
-                   thread_name = std::move(thread_name)] { Run(path, table, index, thread_name); });
-}
-
-void IndexWarmer::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    // Safe from another thread while the connection is open (sqlite3_interrupt's contract); the
-    // pass lets go of it only under mu_, before it closes it.
-    if (reading_ != nullptr) sqlite3_interrupt(reading_);
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-bool IndexWarmer::finished() const {
-  std::lock_guard lock(mu_);
-  return finished_;
-}
-
-std::optional<int64_t> IndexWarmer::entries() const {
-  std::lock_guard lock(mu_);
-  return entries_;
-}
-
-namespace {
-// Bytes this thread has had read from the storage device so far (the kernel's per-thread I/O
-// accounting); 0 where it is not available.
-int64_t DeviceBytesReadByThisThread() {
-  std::FILE* io = std::fopen("/proc/thread-self/io", "r");
-  if (io == nullptr) return 0;
-  char key[64];
-  long long value = 0;
-  int64_t bytes = 0;
-  while (std::fscanf(io, "%63[^:]: %lld\n", key, &value) == 2) {
-    if (std::string_view(key) == "read_bytes") bytes = value;
-  }
-  std::fclose(io);
-  return bytes;
-}
-}  // namespace
-
-void IndexWarmer::Run(const std::filesystem::path& path, const std::string& table,
-                      const std::string& index, const std::string& thread_name) {
-  NameThisThread(thread_name);
-  std::unique_ptr<Db> db;
-  try {
-    db = OpenDurable(path);
-  } catch (const std::exception& e) {
-    spdlog::warn("{}: index {} not read ahead: {}", name_, index, e.what());
-    std::lock_guard lock(mu_);
-    finished_ = true;
-    return;
-  }
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) return;
-    reading_ = db->raw();
-  }
-  const auto began = std::chrono::steady_clock::now();
-  const int64_t read_before = DeviceBytesReadByThisThread();
-  // count(*) over a named index visits every page of that index and nothing else.
-  const std::string sql = fmt::format("SELECT count(*) FROM {} INDEXED BY {}", table, index);
-  std::optional<int64_t> counted;
-  std::string failure;
-  try {
-    Statement& s = db->Prepare(sql.c_str());
-    if (s.Step() == SQLITE_ROW) counted = s.Int(0);
-    if (!counted) failure = db->LastError();
-  } catch (const std::exception& e) {  // no such index: a store this binary did not migrate
-    failure = e.what();
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  const int64_t read_bytes = DeviceBytesReadByThisThread() - read_before;
-  {
-    std::lock_guard lock(mu_);
-    reading_ = nullptr;
-    if (stopping_) return;  // interrupted, or stopped just after: no count, no log line
-    entries_ = counted;
-    finished_ = true;
-  }
-  if (counted) {
-    spdlog::info("{}: index {} ({} entries) read ahead in {:.1f} s, {} MB from the disk", name_,
-                 index, *counted, seconds, read_bytes / 1000000);
-  } else {
-    spdlog::warn("{}: index {} not read ahead: {}", name_, index, failure);
-  }
 }
 
 }  // namespace sluice::store::sqlite

@@ -234,40 +234,4 @@ class WalCheckpointer {
   std::thread thread_;
 };
 
-/// Reads one index of a database from end to end, once, on a thread and connection of its own, so
-/// that its pages are in the operating system's page cache before the requests that would each
-/// wait for one of them at random. Every create inserts into the metadata store's id index at a
-/// random leaf; after a restart with the page cache gone (a reboot) each of those leaves was a
-/// disk read inside the one writer every create queues behind, while one pass over the index
-/// reads it mostly in order: 259 MB in about 3 s for 10 million pastes here
-/// (bench/results/growth.md). Destroying it interrupts the pass and waits for its thread.
-class IndexWarmer {
- public:
-  /// `name` is for the log line, `thread_name` names the thread (sluice/common/thread_name.h).
-  IndexWarmer(const std::filesystem::path& path, std::string table, std::string index,
-              std::string name, std::string thread_name);
-  ~IndexWarmer() { Stop(); }
-  IndexWarmer(const IndexWarmer&) = delete;
-  IndexWarmer& operator=(const IndexWarmer&) = delete;
-
-  /// Interrupts the pass if it runs and waits for its thread.
-  void Stop();
-  /// True once the pass has ended by itself, counted or failed.
-  bool finished() const;
-  /// Entries the finished pass counted; nullopt while it runs, or if it failed or was stopped.
-  std::optional<int64_t> entries() const;
-
- private:
-  void Run(const std::filesystem::path& path, const std::string& table, const std::string& index,
-           const std::string& thread_name);
-
-  const std::string name_;
-  mutable std::mutex mu_;
-  sqlite3* reading_ = nullptr;  // the pass's connection while it may run, for sqlite3_interrupt
-  bool stopping_ = false;
-  bool finished_ = false;
-  std::optional<int64_t> entries_;
-  std::thread thread_;
-};
-
 }  // namespace sluice::store::sqlite

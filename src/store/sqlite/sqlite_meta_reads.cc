@@ -98,16 +98,8 @@ awaitable<Result<std::vector<PasteId>>> SqliteMetaStore::Expired(int64_t now, si
   return asio_glue::RunBlocking(
       *pools_.cleanup, [this, now, limit, deadline]() -> Result<std::vector<PasteId>> {
         return readers_.Read(deadline, [&](Db& db) -> Result<std::vector<PasteId>> {
-          // Besides the ids, the two columns nobody reads bring into the page cache, here on
-          // a reader, the pages the purge of each row will change besides its row and its
-          // expiry entry (read already): its entry in the id index and its body's leaf. The
-          // purge runs on the one writer every create queues behind; past the page cache each
-          // of those was a disk read there, and after a restart with a cold cache the sweep's
-          // batches held creates back (bench/results/growth.md, "creates after a start").
-          Statement& s = db.Prepare(
-              "SELECT p.id, (SELECT 1 FROM pastes q WHERE q.id = p.id), "
-              "(SELECT length(b.body) FROM inline_bodies b WHERE b.n = p.body_n) "
-              "FROM pastes p WHERE p.expires_at <= ? ORDER BY p.expires_at LIMIT ?");
+          Statement& s =
+              db.Prepare("SELECT id FROM pastes WHERE expires_at <= ? ORDER BY expires_at LIMIT ?");
           s.Bind(1, now).Bind(2, static_cast<int64_t>(limit));
           std::vector<PasteId> out;
           int rc;

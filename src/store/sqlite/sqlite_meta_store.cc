@@ -60,13 +60,6 @@ SqliteMetaStore::SqliteMetaStore(const std::filesystem::path& path, BlockingPool
       CommitMetrics::In(metrics, "meta"));
 }
 
-void SqliteMetaStore::StartWarmingIdIndex() {
-  if (!id_index_warmer_) {
-    id_index_warmer_ = std::make_unique<sqlite::IndexWarmer>(path_, "pastes", "pastes_by_id",
-                                                             "metadata store", "warm-meta");
-  }
-}
-
 int64_t SqliteMetaStore::ReadLiveBytes(Db& db) {
   Statement& s = db.Prepare("SELECT COALESCE(SUM(live_bytes), 0) FROM storage_usage");
   if (s.Step() != SQLITE_ROW) throw std::runtime_error("metadata store: " + db.LastError());
@@ -166,13 +159,6 @@ std::unique_ptr<MetaStore> MakeSqliteMetaStore(const std::filesystem::path& db_p
                                                BlockingPools pools, size_t colocated_body_limit,
                                                MetricsRegistry* metrics) {
   return std::make_unique<sqlite::SqliteMetaStore>(db_path, pools, colocated_body_limit, metrics);
-}
-
-bool StartWarmingSqliteMetaStore(MetaStore& meta) {
-  auto* sqlite_meta = dynamic_cast<sqlite::SqliteMetaStore*>(&meta);
-  if (sqlite_meta == nullptr) return false;
-  sqlite_meta->StartWarmingIdIndex();
-  return true;
 }
 
 std::unique_ptr<BlobStore> MakeSqliteMetaBodies(MetaStore& sqlite_meta) {

@@ -192,9 +192,6 @@ class SqliteMetaStore final : public MetaStore {
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override;
 
-  /// Reads the id index into the page cache in the background (sqlite::IndexWarmer); once.
-  void StartWarmingIdIndex();
-
   awaitable<Status> MarkDeleted(PasteId id, int64_t now, admission::Deadline) override {
     return committer_->Submit(MarkDeletedOp{id, now});
   }
@@ -402,8 +399,6 @@ class SqliteMetaStore final : public MetaStore {
   int64_t op_live_delta_ = 0;  // the committer thread's only
   // Last: its thread uses everything above, and stops first.
   std::unique_ptr<GroupCommitter<WriteOp>> committer_;
-  // Uses only path_; after the committer so that it is stopped before it.
-  std::unique_ptr<sqlite::IndexWarmer> id_index_warmer_;
 };
 
 }  // namespace sluice::store::sqlite
