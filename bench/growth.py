@@ -22,7 +22,9 @@ the start-up and the sweep; the backup and the co-tenant are the embedded store'
 report goes to bench/results/growth-postgres.md. With --bodies ceph as well, the bodies are in a
 bucket of Ceph's RADOS Gateway instead of the shared folder (scripts/testenv/ceph-rgw.sh, its OSD
 on BlueStore in a sparse file under WORK/ceph), the fleet as it runs on a real object store; the
-disk figure then counts the OSD's file, the monitor's store and PostgreSQL.
+disk figure then counts the OSD's file, the monitor's store and PostgreSQL. Such a run can be
+resumed (--resume) only while its cluster still runs: scripts/testenv/ceph-rgw.sh makes a new one
+at each start.
 """
 import argparse
 import http.client
@@ -245,8 +247,11 @@ class Fleet(Server):
                # A start beside other people's builds: ceph's commands may take minutes.
                "CEPH_RGW_PATIENCE": "600"}
         script = os.path.join(REPO, "scripts/testenv/ceph-rgw.sh")
-        subprocess.run([script, "start", self.blobs, "0", "sluice-growth"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        if ceph_running(self.blobs):  # a resumed run (--resume): its cluster, its bucket
+            log(f"ceph: the cluster in {self.blobs} still runs; its bucket is used as it is")
+        else:
+            subprocess.run([script, "start", self.blobs, "0", "sluice-growth"], env=env,
+                           check=True, stdout=subprocess.DEVNULL)
 
         def read(name):
             with open(os.path.join(self.blobs, name)) as f:
@@ -757,6 +762,16 @@ http {{ access_log off; sendfile on; tcp_nopush on; types {{ text/plain txt; }}
                 self.server.stop_dependencies()
 
 
+def ceph_running(folder):
+    """True if the gateway scripts/testenv/ceph-rgw.sh started in `folder` still runs."""
+    try:
+        with open(os.path.join(folder, "radosgw.pid")) as f:
+            os.kill(int(f.read().strip()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def machine():
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
                 if line.startswith("model name")), "unknown")
@@ -833,11 +848,13 @@ def report(out, runs, command, notes=""):
                 + " / ".join(f"{fmt(x)} ({x / empty:.2f})" for x in c["creates_after_cold_start"])
                 + f" | {copied} |")
         fill = r["fill"] or [{"creates_per_s": 0, "wal_mb": 0, "rss_mb": 0, "disk_gb": 0}]
+        # Rounds recovered from a stopped run's log (its progress lines) have no RSS.
+        rss = [x["rss_mb"] for x in fill if x.get("rss_mb") is not None] or [0]
         lines += ["", f"Fill: {len(fill)} rounds; creates/s from {fmt(fill[0]['creates_per_s'])} "
                   f"to {fmt(fill[-1]['creates_per_s'])} (median of the last five "
                   f"{fmt(sorted(x['creates_per_s'] for x in fill[-5:])[len(fill[-5:]) // 2])}); "
                   f"WAL at most {max(x['wal_mb'] for x in fill):.0f} MB; RSS "
-                  f"{min(x['rss_mb'] for x in fill)}–{max(x['rss_mb'] for x in fill)} MiB; "
+                  f"{min(rss)}–{max(rss)} MiB; "
                   f"{fill[-1]['disk_gb']} GB on disk at the end. Cold reads and 404s ran at "
                   f"{MISS_CONNS} connections after the page cache was dropped; every checkpoint "
                   "read back a sample of 200 byte for byte.", ""]
@@ -921,9 +938,12 @@ def main():
         return
     if os.geteuid() != 0:
         sys.exit("run as root: the cold reads drop the page cache")
-    if args.bodies == "ceph" and (not args.fleet or args.resume):
+    if args.bodies == "ceph" and not args.fleet:
+        sys.exit("--bodies ceph goes with --fleet")
+    if args.bodies == "ceph" and args.resume and not ceph_running(os.path.join(args.work, "ceph")):
         # ceph-rgw.sh makes a new cluster each start: a resumed run would find its bucket empty.
-        sys.exit("--bodies ceph goes with --fleet, and cannot --resume")
+        sys.exit("--resume with --bodies ceph needs the run's cluster still running "
+                 f"({args.work}/ceph)")
     Growth(args).run()
 
 
