@@ -5,6 +5,7 @@
 # drops the page cache). About 6 minutes; writes bench/results/cold-start.md.
 #
 #   BEFORE=path/to/old/sluice bench/run_cold_start_bench.sh
+#   BEFORE=... WINDOWS=9 bench/run_cold_start_bench.sh   # 90 s of creates after each start
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -15,4 +16,5 @@ bin=$(sluice_binary)
 commit=$(git rev-parse --short HEAD)
 /usr/bin/python3 bench/cold_start.py --store "${STORE:-bench/work/growth-after}" \
   --before "before=$(realpath "$BEFORE")" --after "$commit=$bin" \
-  --command "BEFORE=$BEFORE bench/run_cold_start_bench.sh"
+  --windows "${WINDOWS:-3}" \
+  --command "BEFORE=$BEFORE${WINDOWS:+ WINDOWS=$WINDOWS} bench/run_cold_start_bench.sh"

@@ -24,9 +24,9 @@ namespace {
 //   Its numbers (create_slots, create_slot_bytes, aimd_target) are live.
 // - highlight_cache_bytes, cache_bytes: the caches are sized when built; shrinking one live would
 //   mean evicting under every reader's lock.
-// - sweep_interval, background_share, reap_interval, orphan_age_floor, report_retention: the
-//   janitor's loops take them when they start (worker::Janitor::Start); they pace background work
-//   only, so waiting for a restart costs no request anything.
+// - sweep_interval, background_share, background_start_delay, reap_interval, orphan_age_floor,
+//   report_retention: the janitor's loops take them when they start (worker::Janitor::Start);
+//   they pace background work only, so waiting for a restart costs no request anything.
 // - edge_purge: the purge client is built once and held by the janitor, whose outbox passes may be
 //   using it at any moment.
 // - fault_injection, faults: the fault layer wraps the stores when they are built; the plan itself

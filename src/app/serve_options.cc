@@ -288,6 +288,7 @@ ServeOptions ReadServeOptions(const Settings& s) {
   o.edge_purge = CommaList(s.String("edge_purge"));
   o.janitor.sweep_interval = In<std::chrono::milliseconds>(s, "sweep_interval");
   o.janitor.background_share = s.Number("background_share");
+  o.janitor.background_start_delay = In<std::chrono::milliseconds>(s, "background_start_delay");
   o.janitor.reap_interval = In<std::chrono::milliseconds>(s, "reap_interval");
   o.janitor.orphan_age_floor = In<std::chrono::seconds>(s, "orphan_age_floor");
   o.janitor.report_retention = In<std::chrono::seconds>(s, "report_retention");

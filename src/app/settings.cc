@@ -601,6 +601,11 @@ constexpr SettingSpec kServeSettings[] = {
                   "retention each work while they have a backlog: after a full batch that took T "
                   "a loop pauses T*(1-share)/share, at least 50ms. On the embedded store this "
                   "bounds what a backlog takes from creates"),
+    DurationSetting("background_start_delay", "60s", "0s", "1h",
+                    "How long after the start the expiry sweep, the reaper and the report "
+                    "retention begin (the outbox does not wait). After a reboot the page cache is "
+                    "empty and what they read would be disk reads that creates wait behind; an "
+                    "expired paste is answered as gone whether or not it is swept yet"),
     // Stores date bodies to the second, so the floor is counted in whole seconds.
     IntegerSetting("inline_body_bytes", "65536", "0", "1073741824",
                    "Bodies up to this size are written with their rows into data_dir/meta.db (or "

@@ -98,16 +98,18 @@ awaitable<size_t> Janitor::MeasureOutboxAgeOnce() {
 
 void Janitor::Start(asio::any_io_executor executor) {
   // Its own loop: a drain pass stuck behind a slow bucket must not freeze the gauge that shows it.
-  asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::MeasureOutboxAgeOnce),
+  const std::chrono::milliseconds now{0};
+  const auto later = options_.background_start_delay;
+  asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::MeasureOutboxAgeOnce, now),
                  asio_glue::LogIfThrown("janitor: outbox age"));
-  asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::DrainOutboxOnce),
+  asio::co_spawn(executor, Loop(options_.outbox_interval, &Janitor::DrainOutboxOnce, now),
                  asio_glue::LogIfThrown("janitor: outbox"));
-  asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepExpiredOnce),
+  asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepExpiredOnce, later),
                  asio_glue::LogIfThrown("janitor: expiry sweep"));
-  asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce),
+  asio::co_spawn(executor, Loop(options_.reap_interval, &Janitor::ReapOrphansOnce, later),
                  asio_glue::LogIfThrown("janitor: orphan reaper"));
   // Always: with reports kept forever, the withholding charges of the last day still go.
-  asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepReportsOnce),
+  asio::co_spawn(executor, Loop(options_.sweep_interval, &Janitor::SweepReportsOnce, later),
                  asio_glue::LogIfThrown("janitor: report retention"));
 }
 
@@ -117,10 +119,21 @@ std::chrono::milliseconds PauseAfterFullPass(Duration pass, double share) {
   return std::max(kMinBacklogPause, std::chrono::milliseconds(std::llround(rest_ms)));
 }
 
+awaitable<void> Janitor::Rest(asio_glue::Timer& timer, std::chrono::milliseconds pause) {
+  for (auto slept = std::chrono::milliseconds(0); slept < pause && !stopping_;) {
+    const auto step = std::min(std::chrono::milliseconds(100), pause - slept);
+    auto waiting = timer.WaitUntil(clock_.Now() + step);
+    (void)co_await std::move(waiting);
+    slept += step;
+  }
+}
+
 awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
-                              awaitable<size_t> (Janitor::*pass)()) {
+                              awaitable<size_t> (Janitor::*pass)(),
+                              std::chrono::milliseconds first_pass_after) {
   // On the injected clock, so a test that advances a ManualClock runs the loops without waiting.
   asio_glue::Timer timer(clock_, co_await asio::this_coro::executor);
+  co_await Rest(timer, first_pass_after);
   while (!stopping_) {
     const TimePoint began = clock_.Now();
     const size_t handled = co_await (this->*pass)();
@@ -129,13 +142,7 @@ awaitable<void> Janitor::Loop(std::chrono::milliseconds interval,
     const auto pause = handled >= options_.batch_size
                            ? PauseAfterFullPass(clock_.Now() - began, options_.background_share)
                            : interval;
-    // Sleep in short steps so Stop() takes effect promptly.
-    for (auto slept = std::chrono::milliseconds(0); slept < pause && !stopping_;) {
-      const auto step = std::min(std::chrono::milliseconds(100), pause - slept);
-      auto waiting = timer.WaitUntil(clock_.Now() + step);
-      (void)co_await std::move(waiting);
-      slept += step;
-    }
+    co_await Rest(timer, pause);
   }
 }
 

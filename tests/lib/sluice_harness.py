@@ -173,6 +173,11 @@ RELAXED_LIMITS = {
     "--create-slots-per-network": "1000000", "--max-connections-per-network": "10000000",
 }
 
+# Background work from the start: a test that expires or orphans something waits for its sweep or
+# its reaper, not for the minute background_start_delay gives a cold page cache. The delay's own
+# test sets it.
+PROMPT_BACKGROUND = {"--background-start-delay": "0s"}
+
 
 class SluiceServer:
     """One sluice process (and its restarts) over one data dir."""
@@ -184,6 +189,7 @@ class SluiceServer:
         if cache is not None:  # a RedisServer, or a URL such as redis://127.0.0.1:6379
             self.args += ["--cache", cache if isinstance(cache, str) else cache.url]
         defaults = {} if production_limits else dict(RELAXED_LIMITS)
+        defaults.update(PROMPT_BACKGROUND)
         if patient:
             defaults.update(PATIENT_TIMEOUTS)
             defaults.update(SYNCHRONOUS_LOG)

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/asio/timer.h"
 #include "sluice/common/clock.h"
 #include "sluice/common/metrics.h"
 #include "sluice/service/paste_cache.h"
@@ -53,6 +54,12 @@ struct JanitorOptions {
   /// kMinBacklogPause. On the embedded store the passes hold its one writer, so this bounds what
   /// a backlog of expiries takes from creates (bench/results/sweep-steady.md). Default: 0.25.
   double background_share = 0.25;
+  /// How long after Start the expiry sweep, the reaper and the report retention begin (the outbox
+  /// does not wait: a deleted paste's edge copies go at once). After a restart with the page cache
+  /// empty (a reboot) every page those passes read is a disk read, and the creates' own reads wait
+  /// behind them (bench/results/cold-start.md); an expired paste is answered as gone whether or
+  /// not it is swept yet, so the wait costs only disk space for a minute. Default: 60 s.
+  std::chrono::milliseconds background_start_delay{60000};
   /// A body with no row is an orphan only when older than this. Default: 1 h (far above the 2 s
   /// create budget, so a create between its PUT and its insert is never reaped).
   std::chrono::seconds orphan_age_floor{3600};
@@ -121,7 +128,10 @@ class Janitor {
 
  private:
   boost::asio::awaitable<void> Loop(std::chrono::milliseconds interval,
-                                    boost::asio::awaitable<size_t> (Janitor::*pass)());
+                                    boost::asio::awaitable<size_t> (Janitor::*pass)(),
+                                    std::chrono::milliseconds first_pass_after);
+  /// Waits `pause` on the injected clock, in short steps so that Stop() takes effect promptly.
+  boost::asio::awaitable<void> Rest(asio_glue::Timer& timer, std::chrono::milliseconds pause);
   /// True at most once per kWarningInterval for `last` (Unix seconds of the last warning): a store
   /// that misbehaves on every pass fills the metrics, not the log.
   bool WarnAgain(int64_t& last) const;
