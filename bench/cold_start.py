@@ -15,11 +15,11 @@ trial also counts the disk's completed reads in its windows (/proc/diskstats).
 
 Then, per binary, cold reads after such a start: the page cache dropped, the server started, and
 once its start-up work is done (the read-ahead of the id index, logged by a build that has one, as
-3900b7d had before it was reverted, bench/results/cold-start.md; 5 s for one that has not),
-uniform reads of sampled ids at 32 connections (what the growth bench's cold reads are, there
-without a restart), with the disk's reads per answer: 10 s of one half of the ids, then 10 s of
-the other half, pastes nobody has read since the start, once the first half's reads have brought
-the trees' upper pages in as a serving process has them.
+3900b7d had before it was reverted, bench/results/cold-start-readahead.md; 5 s for one that has
+not), uniform reads of sampled ids at 32 connections (what the growth bench's cold reads are,
+there without a restart), with the disk's reads per answer: 10 s of one half of the ids, then 10 s
+of the other half, pastes nobody has read since the start, once the first half's reads have
+brought the trees' upper pages in as a serving process has them.
 Every create adds pastes to the store (about 150,000 a trial): say so when you read the figures.
 """
 import argparse
