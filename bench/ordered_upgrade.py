@@ -39,7 +39,7 @@ from lifted import lifted_limits
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
                                 "tests", "lib"))
-from schema20 import to_schema_20_script  # noqa: E402
+from schema20 import to_schema_20_script, to_schema_21_script  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -89,6 +89,8 @@ def downgrade(args):
     began = time.monotonic()
     db = sqlite3.connect(path, isolation_level=None)
     rows = db.execute("SELECT count(*) FROM pastes").fetchone()[0]
+    if any(r[1] == "body" for r in db.execute("PRAGMA table_info(pastes)")):
+        db.executescript(to_schema_21_script())  # bodies in rows (schema 22) back apart first
     db.executescript(to_schema_20_script())
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()

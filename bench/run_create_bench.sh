@@ -126,7 +126,11 @@ stored_bytes() {
   python3 - "$work/data/meta.db" >>"$raw/$1-$2-round$3.txt" <<'PY'
 import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1])
+# In their rows since schema 22, in inline_bodies before (a binary of before may be compared).
+in_rows = any(r[1] == "body" for r in conn.execute("PRAGMA table_info(pastes)"))
 n, stored, sent = conn.execute(
+    "SELECT count(*), COALESCE(sum(length(body)), 0), COALESCE(sum(size_bytes), 0) "
+    "FROM pastes WHERE body IS NOT NULL" if in_rows else
     "SELECT count(*), COALESCE(sum(length(b.body)), 0), COALESCE(sum(p.size_bytes), 0) "
     "FROM pastes p JOIN inline_bodies b ON b.n = p.body_n").fetchone()
 print(f"stored_body_ratio {stored / sent if sent else 0:.3f}")

@@ -48,8 +48,8 @@ class BodyChecksTest(SluiceTestCase):
             self.skipTest("only bodies beside their rows are stored compressed")
         s = self.start()
         doc = s.create_ok(TEXT)
-        (codec, stored), = s.query("SELECT b.codec, b.body FROM pastes p JOIN inline_bodies b "
-                                   "ON b.n = p.body_n WHERE p.id = ?", (doc["id"],))
+        (codec, stored), = s.query("SELECT body_codec, body FROM pastes WHERE id = ?",
+                                   (doc["id"],))
         self.assertEqual(codec, 1, "TEXT repeats itself: stored compressed")
         cases = (stored[:-3],  # the block cut short
                  stored[:4] + b"\xff" * (len(stored) - 4),  # not an LZ4 block
@@ -57,8 +57,8 @@ class BodyChecksTest(SluiceTestCase):
         def store(body, codec):
             conn = sqlite3.connect(s.bodies_db_path, timeout=10)
             try:
-                conn.execute("UPDATE inline_bodies SET body = ?, codec = ? WHERE n = "
-                             "(SELECT body_n FROM pastes WHERE id = ?)", (body, codec, doc["id"]))
+                conn.execute("UPDATE pastes SET body = ?, body_codec = ? WHERE id = ?",
+                             (body, codec, doc["id"]))
                 conn.commit()
             finally:
                 conn.close()

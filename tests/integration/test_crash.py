@@ -268,7 +268,8 @@ class CrashTest(SluiceTestCase):
                             f"the reaper removed the body of live paste {paste_id}")
 
         # Both forms went through the kills: the test covers the compressed one too.
-        forms = dict(s.query("SELECT codec, count(*) FROM inline_bodies GROUP BY codec"))
+        forms = dict(s.query("SELECT body_codec, count(*) FROM pastes WHERE body IS NOT NULL "
+                             "GROUP BY body_codec"))
         self.assertGreater(forms.get(0, 0), 0, "no body stored as received")
         self.assertGreater(forms.get(1, 0), 0, "no body stored compressed")
 

@@ -1,8 +1,10 @@
 """An embedded data dir from before small bodies moved into meta.db (docs/architecture.md,
 "Durability"): its bodies.db is still read and deleted from, and never written again; new pastes'
-bodies go beside their rows in meta.db, in the row's transaction. And a meta.db from before the
-pastes were in creation order (schema 20, keyed by the random id): migration 21 moves every row,
-unchanged, and a kill -9 in the middle of the move loses nothing.
+bodies go into their rows in meta.db. A meta.db from before the pastes were in creation order
+(schema 20, keyed by the random id): migration 21 moves every row, unchanged, and a kill -9 in the
+middle of the move loses nothing. And a meta.db from before bodies were in their rows (schema 21,
+bodies in inline_bodies): migration 22 moves none, they are read, deleted and purged where they
+are, and new ones go into their rows.
 
 Run: cd tests/integration && PYTHONPATH=../lib SLUICE_BIN=... python3 -m unittest -v test_data_dir_upgrade
 """
@@ -15,7 +17,7 @@ import subprocess
 import time
 import unittest
 
-from schema20 import COLUMNS, SCHEMA_20_PASTES, to_schema_20_script
+from schema20 import COLUMNS, SCHEMA_20_PASTES, to_schema_20_script, to_schema_21_script
 from sluice_harness import SluiceTestCase, clean_env, decode_stored_body, wait_until
 
 OLD = "written when small bodies had a file of their own ✓\n".encode() * 20
@@ -23,7 +25,8 @@ NEW = b"written beside its row\n" * 20
 
 
 def bodies_in(path):
-    """{id: body} of a database's bodies table and, in meta.db, of the bodies its rows point at."""
+    """{id: body} of a database's bodies table and, in meta.db, of the bodies its rows point at
+    and hold."""
     conn = sqlite3.connect(path, timeout=10)
     try:
         found = {r[0]: bytes(r[1]) for r in conn.execute("SELECT id, body FROM bodies")}
@@ -31,7 +34,29 @@ def bodies_in(path):
             found.update({r[0]: decode_stored_body(r[1], r[2]) for r in conn.execute(
                 "SELECT p.id, b.body, b.codec FROM pastes p JOIN inline_bodies b "
                 "ON b.n = p.body_n")})
+        if any(r[1] == "body" for r in conn.execute("PRAGMA table_info(pastes)")):
+            found.update({r[0]: decode_stored_body(r[1], r[2]) for r in conn.execute(
+                "SELECT id, body, body_codec FROM pastes WHERE body IS NOT NULL")})
         return found
+    finally:
+        conn.close()
+
+
+def in_rows(s):
+    """{id: where} of meta.db's pastes that hold a body: "row" (migration 22) or "apart"
+    (inline_bodies, by body_n)."""
+    if not any(r[1] == "body" for r in s.query("PRAGMA table_info(pastes)")):
+        return {r[0]: "apart" for r in s.query("SELECT id FROM pastes WHERE body_n IS NOT NULL")}
+    return {r[0]: r[1] for r in s.query(
+        "SELECT id, CASE WHEN body IS NOT NULL THEN 'row' ELSE 'apart' END FROM pastes "
+        "WHERE body IS NOT NULL OR body_n IS NOT NULL")}
+
+
+def to_schema_21(s):
+    """Puts a stopped server's meta.db back in schema 21's layout: each body apart from its row."""
+    conn = sqlite3.connect(s.db_path, isolation_level=None)
+    try:
+        conn.executescript(to_schema_21_script())
     finally:
         conn.close()
 
@@ -40,7 +65,8 @@ BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def to_schema_20(s, extra_rows=0):
-    """Puts a stopped server's meta.db back in schema 20's layout, its rows unchanged, with
+    """Puts a stopped server's meta.db of schema 21 (to_schema_21) back in schema 20's layout,
+    its rows unchanged, with
     `extra_rows` more rows of random ids (a big store, without its bodies: only the migration
     reads them)."""
     conn = sqlite3.connect(s.db_path)
@@ -107,6 +133,7 @@ class DataDirUpgradeTest(SluiceTestCase):
         conn.execute("INSERT INTO bodies VALUES (?, 100, ?)", (old["id"], OLD))
         conn.commit()
         conn.close()
+        to_schema_21(s)
         s.execute("DELETE FROM inline_bodies WHERE n = (SELECT body_n FROM pastes WHERE id = ?)",
                   (old["id"],))
         s.execute("UPDATE pastes SET body_n = NULL WHERE id = ?", (old["id"],))
@@ -135,6 +162,7 @@ class DataDirUpgradeTest(SluiceTestCase):
         s = self.server(["--cache-bytes", "0"])
         old = s.create_ok(OLD)
         s.stop()
+        to_schema_21(s)
         # The layout of schema 8: no codec column, the body as received.
         s.execute("UPDATE inline_bodies SET body = ?, codec = 0 "
                   "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (OLD, old["id"]))
@@ -176,13 +204,60 @@ class DataDirUpgradeTest(SluiceTestCase):
             "SELECT p.id, b.codec, length(b.body) FROM pastes p JOIN inline_bodies b "
             "ON b.n = p.body_n"))
         self.assertEqual(forms[old["id"]], (0, len(OLD)))
-        self.assertEqual(forms[new["id"]][0], 1)
-        self.assertLess(forms[new["id"]][1], len(NEW) // 2)
+        (codec, stored), = s.query("SELECT body_codec, length(body) FROM pastes WHERE id = ?",
+                                   (new["id"],))
+        self.assertEqual(codec, 1)
+        self.assertLess(stored, len(NEW) // 2)
         # The content blocklist of the upgraded file takes a takedown's digest.
         self.assertStatus(s.admin_request("POST", f"/admin/pastes/{new['id']}/takedown",
                                           body="{}"), 200)
         self.assertJsonError(s.create(NEW), 451, "blocked_content")
 
+
+    def test_bodies_apart_from_their_rows_stay_there_and_new_ones_go_into_rows(self):
+        """Migration 22 (src/store/sqlite/sqlite_meta_schema.cc) on a schema-21 store: every row
+        is unchanged and every body stays in inline_bodies, where it is read, deleted (the
+        outbox) and purged with its expired row; a new paste's body is in its row; and the
+        backup's index of the rows bodied outside meta.db holds exactly the live file-bodied
+        ones, those from before included."""
+        s = self.server(["--cache-bytes", "0", "--inline-body-bytes", "4096"])
+        kept, deleted, expiring = (s.create_ok(f"{name}\n".encode() * 40)
+                                   for name in ("kept", "deleted", "expiring"))
+        file_body = b"".join(f"line {i} of a file\n".encode() for i in range(600))
+        self.assertGreater(len(file_body), 4096)
+        in_file = s.create_ok(file_body)
+        s.stop()
+        to_schema_21(s)
+        self.assertEqual(in_rows(s), {d["id"]: "apart" for d in (kept, deleted, expiring)})
+        s.execute("UPDATE pastes SET expires_at = ? WHERE id = ?",
+                  (int(time.time()) - 10, expiring["id"]))
+        before = [r for r in rows_of(s) if r[0] != expiring["id"]]
+
+        s.start()
+        self.assertRegex(s.log(), r"migrated to version 22 in [\d.]+ s")
+        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 22))
+        self.assertEqual([r for r in rows_of(s) if r[0] != expiring["id"]], before)
+        for doc, name in ((kept, "kept"), (deleted, "deleted")):
+            self.assertEqual(s.get(f"/raw/{doc['id']}").body, f"{name}\n".encode() * 40)
+        self.assertEqual(s.get(f"/raw/{in_file['id']}").body, file_body)
+        new = s.create_ok(b"written into its row\n" * 10)
+        self.assertEqual(in_rows(s)[new["id"]], "row")
+        self.assertEqual(s.query("SELECT body_n FROM pastes WHERE id = ?", (new["id"],)),
+                         [(None,)])
+        self.assertEqual(s.get(f"/raw/{new['id']}").body, b"written into its row\n" * 10)
+
+        for doc in (deleted, new):
+            self.assertStatus(s.delete(doc["id"], doc["delete_token"]), 204)
+        wait_until(lambda: set(in_rows(s)) == {kept["id"]}, timeout=30,
+                   message="deleted bodies gone from their rows and inline_bodies, the expired "
+                           "paste purged with its body")
+        self.assertEqual(s.query("SELECT count(*) FROM inline_bodies"), [(1,)])
+        self.assertEqual(s.unreferenced_inline_bodies(), 0)
+        for doc in (deleted, new, expiring):
+            self.assertIn(s.get(f"/raw/{doc['id']}").status, (404, 410), doc["id"])
+        self.assertEqual(s.query(
+            "SELECT id FROM pastes INDEXED BY pastes_bodied_outside "
+            "WHERE deleted = 0 AND body IS NULL AND body_n IS NULL"), [(in_file["id"],)])
 
     def test_a_store_keyed_by_the_random_id_moves_to_creation_order_unchanged(self):
         """Migration 21 (src/store/sqlite/sqlite_meta_schema.cc): every row of a schema-20 store,
@@ -203,6 +278,7 @@ class DataDirUpgradeTest(SluiceTestCase):
         wait_until(lambda: s.query("SELECT body_n FROM pastes WHERE id = ?", (gone["id"],))
                    == [(None,)], timeout=30, message="the deleted paste's body gone")
         s.stop()
+        to_schema_21(s)
         before = rows_of(s)
         to_schema_20(s)
         self.assertEqual(layout_of(s), ("without rowid", ["sqlite_autoindex_pastes_1"], 20))
@@ -210,7 +286,7 @@ class DataDirUpgradeTest(SluiceTestCase):
 
         s.start()
         self.assertIn(f"migration 21 puts {len(before)} pastes in creation order", s.log())
-        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 21))
+        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 22))
         self.assertEqual(rows_of(s), before)
         order = [r[0] for r in s.query("SELECT id FROM pastes WHERE deleted = 0 ORDER BY rowid")]
         self.assertEqual(order, [d["id"] for d, _ in made if d is not gone] + [counted["id"]])
@@ -237,6 +313,7 @@ class DataDirUpgradeTest(SluiceTestCase):
         s = self.server(["--cache-bytes", "0"])
         made = [(s.create_ok(f"survives the kill {i}\n".encode()), i) for i in range(5)]
         s.stop()
+        to_schema_21(s)
         to_schema_20(s, extra_rows=MOVE_ROWS)
         before = digest_of(rows_of(s))
         self.assertEqual(before[1], MOVE_ROWS + 5)
@@ -264,7 +341,7 @@ class DataDirUpgradeTest(SluiceTestCase):
 
         s.start()
         self.assertRegex(s.log(), r"migrated to version 21 in [\d.]+ s")
-        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 21))
+        self.assertEqual(layout_of(s), ("rowid", ["pastes_by_id"], 22))
         self.assertEqual(digest_of(rows_of(s)), before)
         for doc, i in made:
             self.assertEqual(s.get(f"/raw/{doc['id']}").body, f"survives the kill {i}\n".encode())

@@ -89,8 +89,12 @@ def _embedded_only():
 _liblz4 = None
 
 
+def _has_column(conn, table, column):
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
 def decode_stored_body(stored, codec):
-    """The body a row of meta.db's inline_bodies holds, in its form (include/sluice/store/
+    """The body a row of meta.db (or of its inline_bodies) holds, in its form (include/sluice/store/
     body_codec.h): 0 the bytes as received; 1 four bytes of the size (little-endian), then one LZ4
     block. The block is decoded by liblz4 (the server's runtime library) through ctypes, so that
     any python3 runs the tests (a pyenv one does not see Debian's python3-lz4); the format around
@@ -458,9 +462,10 @@ class SluiceServer:
         return os.path.join(self.data_dir, "bodies.db")
 
     def inline_bodies(self):
-        """{id: (body, written_at)} of every body stored in a SQLite table: meta.db's
-        inline_bodies (found through their rows' body_n), its bodies (by id: from before, or
-        written apart from a row) and a bodies.db's from before (safe while running: WAL)."""
+        """{id: (body, written_at)} of every body stored in a SQLite table: in meta.db's rows
+        (migration 22, dated by the row's creation), its inline_bodies (found through their rows'
+        body_n), its bodies (by id: from before, or written apart from a row) and a bodies.db's
+        from before (safe while running: WAL)."""
         found = {}
         for path in (self.legacy_bodies_db_path, self.bodies_db_path):
             if not os.path.exists(path):
@@ -475,6 +480,10 @@ class SluiceServer:
                     found.update({r[0]: (decode_stored_body(r[1], r[3]), r[2]) for r in conn.execute(
                         "SELECT p.id, b.body, b.written_at, b.codec FROM pastes p "
                         "JOIN inline_bodies b ON b.n = p.body_n")})
+                if "pastes" in tables and _has_column(conn, "pastes", "body"):
+                    found.update({r[0]: (decode_stored_body(r[1], r[3]), r[2]) for r in conn.execute(
+                        "SELECT id, body, created_at, body_codec FROM pastes "
+                        "WHERE body IS NOT NULL")})
             finally:
                 conn.close()
         return found
@@ -524,9 +533,14 @@ class SluiceServer:
         try:
             when = int(written_at if written_at is not None else
                        (inline[1] if inline else time.time()))
+            # In its row (dated by the row, so `written_at` does not apply), or by its number.
             changed = conn.execute(
-                "UPDATE inline_bodies SET body = ?, written_at = ?, codec = 0 "
-                "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (data, when, paste_id))
+                "UPDATE pastes SET body = ?, body_codec = 0 WHERE id = ? AND body IS NOT NULL",
+                (data, paste_id))
+            if changed.rowcount == 0:
+                changed = conn.execute(
+                    "UPDATE inline_bodies SET body = ?, written_at = ?, codec = 0 "
+                    "WHERE n = (SELECT body_n FROM pastes WHERE id = ?)", (data, when, paste_id))
             if changed.rowcount == 0:  # in bodies, or planted there: read by id
                 conn.execute("INSERT OR REPLACE INTO bodies (id, written_at, body) "
                              "VALUES (?, ?, ?)", (paste_id, when, data))

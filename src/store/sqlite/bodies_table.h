@@ -1,7 +1,8 @@
-// The table of small paste bodies, the same in meta.db (beside their rows, sqlite_meta_store.h)
-// and in bodies.db (sqlite_blob_store.cc): one place for its statements. Each function runs on the
-// thread that owns `db` (a committer for writes, a reader for reads) and names a failure with the
-// calling store's own error.
+// The table of paste bodies kept by id, the same in meta.db (bodies from before migration 8, and
+// bodies written apart from their row: sqlite_meta_store.h) and in bodies.db
+// (sqlite_blob_store.cc): one place for its statements. Each function runs on the thread that
+// owns `db` (a committer for writes, a reader for reads) and names a failure with the calling
+// store's own error.
 #pragma once
 
 #include <span>
@@ -35,11 +36,9 @@ inline Status DeleteBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
   return s.Step() == SQLITE_DONE ? Ok() : Status(fail(db, "delete body"));
 }
 
-/// The body `sql` selects (one blob column, the id bound to its one parameter), NotFound if none:
-/// by id from this table, or (sqlite_meta_reads.cc) through a row's body number.
-inline Result<std::string> ReadBodyWith(Db& db, const char* sql, const PasteId& id,
-                                        BodyTableError fail) {
-  Statement& s = db.Prepare(sql);
+/// The body stored under `id`, NotFound if none.
+inline Result<std::string> ReadBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
+  Statement& s = db.Prepare("SELECT body FROM bodies WHERE id = ?");
   s.Bind(1, id.view());
   const int rc = s.Step();
   if (rc == SQLITE_ROW) {
@@ -50,14 +49,10 @@ inline Result<std::string> ReadBodyWith(Db& db, const char* sql, const PasteId& 
   return fail(db, "get body");
 }
 
-inline Result<std::string> ReadBodyRow(Db& db, const PasteId& id, BodyTableError fail) {
-  return ReadBodyWith(db, "SELECT body FROM bodies WHERE id = ?", id, fail);
-}
-
-/// Up to `limit` (id, written_at) pairs `sql` lists after `after` in id order (its two parameters).
-inline Result<std::vector<BlobInfo>> ListBodiesWith(Db& db, const char* sql, std::string_view after,
-                                                    size_t limit, BodyTableError fail) {
-  Statement& s = db.Prepare(sql);
+/// Up to `limit` bodies with ids after `after`, in id order, dated when they were written.
+inline Result<std::vector<BlobInfo>> ListBodyRows(Db& db, std::string_view after, size_t limit,
+                                                  BodyTableError fail) {
+  Statement& s = db.Prepare("SELECT id, written_at FROM bodies WHERE id > ? ORDER BY id LIMIT ?");
   s.Bind(1, after).Bind(2, static_cast<int64_t>(limit));
   std::vector<BlobInfo> out;
   int rc;
@@ -67,13 +62,6 @@ inline Result<std::vector<BlobInfo>> ListBodiesWith(Db& db, const char* sql, std
   }
   if (rc != SQLITE_DONE) return fail(db, "list bodies");
   return out;
-}
-
-/// Up to `limit` bodies with ids after `after`, in id order, dated when they were written.
-inline Result<std::vector<BlobInfo>> ListBodyRows(Db& db, std::string_view after, size_t limit,
-                                                  BodyTableError fail) {
-  return ListBodiesWith(db, "SELECT id, written_at FROM bodies WHERE id > ? ORDER BY id LIMIT ?",
-                        after, limit, fail);
 }
 
 }  // namespace sluice::store::sqlite

@@ -348,10 +348,29 @@ constexpr const char* kMigrations[] = {
     CREATE UNIQUE INDEX pastes_by_id ON pastes (id);
     CREATE INDEX pastes_by_expiry ON pastes (expires_at, body_n);
     )sql",
+    // 22: a small body in its own row (`body`, `body_codec`), no longer a row of `inline_bodies`.
+    // Past the page cache a read of a paste cost its row's page, its body's page in the other
+    // table and that table's interior pages: 2.6-3.0 disk reads an answer at 10 million
+    // (bench/results/growth.md). In the row, one leaf holds both (a body over about 4 KB goes on
+    // in overflow pages, as it did in `inline_bodies`); the body's columns come last, so the row's
+    // other columns stay on that leaf. Adding columns rewrites nothing: the bodies written before
+    // stay in `inline_bodies` (found by `body_n`) until their pastes are purged.
+    //
+    // `pastes_bodied_outside` lists the live rows whose bodies are neither here nor in
+    // `inline_bodies` (files, or `bodies` by id) for the backup's reconciliation
+    // (sqlite_snapshot.cc), which would otherwise read every row's page, bodies and all. A row
+    // enters it only with its body elsewhere, so a create of a small body writes none of it.
+    R"sql(
+    ALTER TABLE pastes ADD COLUMN body BLOB;
+    ALTER TABLE pastes ADD COLUMN body_codec INTEGER;
+    CREATE INDEX pastes_bodied_outside ON pastes (id)
+      WHERE deleted = 0 AND body IS NULL AND body_n IS NULL;
+    )sql",
 };
 
 // The first migration whose time grows with the pastes stored: announced with the rows it moves
-// before it starts, and timed, so that an operator watching a start that pauses knows why.
+// before it starts, and timed, so that an operator watching a start that pauses knows why. Those
+// after it that read every row (22 builds an index) report their progress too.
 constexpr int64_t kOrderedPastes = 21;
 
 // The reporter network of a client key stored before migration 10, at the default prefixes: the
@@ -442,8 +461,8 @@ void MigrateMetaSchema(Db& db) {
               "before its end, it leaves the store as it was and runs again at the next start",
               v + 1, rows);
         }
-        progress.emplace(db, v + 1, began);
       }
+      if (v + 1 >= kOrderedPastes) progress.emplace(db, v + 1, began);
       db.Exec(kMigrations[v]);
       progress.reset();
       db.Exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", v + 1).c_str());

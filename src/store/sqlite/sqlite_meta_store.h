@@ -2,11 +2,12 @@
 // and one WAL fsync per batch), a pool of reader connections that WAL lets run beside it, and
 // checkpoints on a thread of their own (sqlite::WalCheckpointer).
 //
-// The embedded store keeps small bodies here too, in the table `inline_bodies`, and a create writes
-// its body and its row in one transaction (InsertWithBody): one commit and one flush per batch of
-// creates instead of two in a row, and no orphan if the process dies between them
-// (docs/architecture.md, "Durability"). The row finds its body by number (`body_n`, migration 8);
-// bodies from before that, and bodies written apart from a row, are in `bodies`, by id.
+// The embedded store keeps small bodies here too, each in its paste's row (columns `body` and
+// `body_codec`, migration 22), and a create writes both as one row (InsertWithBody): one commit
+// and one flush per batch of creates, no orphan if the process dies, and one page for a later
+// read to fetch (docs/architecture.md, "Durability"). Bodies written before migration 22 are in
+// `inline_bodies`, found by the row's number (`body_n`, migration 8); bodies from before that,
+// and bodies written apart from a row, are in `bodies`, by id.
 // MakeSqliteMetaBodies serves both as a BlobStore.
 //
 // Private to sluice_store_sqlite. The class is one object in several files, by concern:
@@ -60,9 +61,8 @@ Moderation ModerationOf(int64_t v);
 struct InsertOp {
   PasteMeta meta;
   admission::Deadline deadline;
-  // With InsertWithBody: written in the row's savepoint, so both or neither; in the form to store.
+  // With InsertWithBody: written in the row itself, so both or neither; in the form to store.
   EncodedBody body;
-  int64_t written_at = 0;
 };
 struct BodyPutOp {
   PasteId id;
@@ -175,7 +175,7 @@ class SqliteMetaStore final : public MetaStore {
   // A paste's row (sqlite_meta_reads.cc, sqlite_meta_writes.cc)
 
   awaitable<Status> Insert(PasteMeta meta, admission::Deadline deadline) override {
-    return committer_->Submit(InsertOp{meta, deadline, {}, 0});
+    return committer_->Submit(InsertOp{meta, deadline, {}});
   }
 
   size_t colocated_body_limit() const override { return colocated_body_limit_; }
@@ -186,8 +186,7 @@ class SqliteMetaStore final : public MetaStore {
       return MetaStore::InsertWithBody(meta, std::move(body), deadline);
     // Compressed here, on the caller's thread: the committer is the one thread every create
     // queues behind, and a smaller body is less for it to write.
-    return committer_->Submit(InsertOp{meta, deadline, EncodeBody(std::move(body)),
-                                       SystemClock::Instance().UnixSeconds()});
+    return committer_->Submit(InsertOp{meta, deadline, EncodeBody(std::move(body))});
   }
 
   awaitable<Result<PasteMeta>> Get(PasteId id, admission::Deadline deadline) override;

@@ -27,33 +27,25 @@ Status SqliteMetaStore::Apply(Db& db, const InsertOp& op) {
     return e;
   }
   try {
-    // The body first, for its number; an id collision below rolls it back with the op.
-    std::optional<int64_t> body_n;
-    if (op.body.bytes) {
-      Statement& body =
-          db.Prepare("INSERT INTO inline_bodies (written_at, body, codec) VALUES (?, ?, ?)");
-      body.Bind(1, op.written_at)
-          .BindUnowned(2, *op.body.bytes)
-          .Bind(3, static_cast<int64_t>(op.body.codec));
-      if (Status written = Done(db, body, "write body"); !written.ok()) return written;
-      body_n = sqlite3_last_insert_rowid(db.raw());
-    }
+    // The body in the row (migration 22): one page holds both for a later read.
     Statement& s = db.Prepare(
         "INSERT INTO pastes (id, created_at, expires_at, size_bytes, token_hash, deleted, "
-        "body_sha256, burn, body_n, creator_network, encrypted, views_left, parent) "
-        "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)");
+        "body_sha256, burn, creator_network, encrypted, views_left, parent, body, body_codec) "
+        "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)");
     const PasteMeta& m = op.meta;
     s.Bind(1, m.id.view()).Bind(2, m.created_at).Bind(3, m.expires_at);
     s.Bind(4, static_cast<int64_t>(m.size_bytes))
         .Bind(5, std::span<const unsigned char>(m.token_hash));
-    // Left unbound, the checksum is NULL (Prepare clears the bindings).
+    // Left unbound, a column is NULL (Prepare clears the bindings).
     if (m.body_sha256) s.Bind(6, std::span<const unsigned char>(*m.body_sha256));
     s.Bind(7, int64_t{m.burn ? 1 : 0});
-    if (body_n) s.Bind(8, *body_n);
-    if (m.creator_network) s.Bind(9, static_cast<int64_t>(*m.creator_network));
-    s.Bind(10, int64_t{m.encrypted ? 1 : 0});
-    s.Bind(11, static_cast<int64_t>(m.burn ? m.views_left : 1));
-    if (m.parent) s.Bind(12, m.parent->view());
+    if (m.creator_network) s.Bind(8, static_cast<int64_t>(*m.creator_network));
+    s.Bind(9, int64_t{m.encrypted ? 1 : 0});
+    s.Bind(10, static_cast<int64_t>(m.burn ? m.views_left : 1));
+    if (m.parent) s.Bind(11, m.parent->view());
+    if (op.body.bytes) {
+      s.BindUnowned(12, *op.body.bytes).Bind(13, static_cast<int64_t>(op.body.codec));
+    }
     if (Status inserted = Done(db, s, "insert"); !inserted.ok()) return inserted;
     return CountLive(db, static_cast<int64_t>(m.size_bytes));
   } catch (const std::exception& e) {
@@ -70,9 +62,14 @@ Status SqliteMetaStore::Apply(Db& db, const BodyPutOp& op) {
   return sqlite::WriteBodyRow(db, op.id, *op.body, op.written_at, &StorageError);
 }
 
-// The row stays (a tombstone, until purged) and forgets its body's number.
+// The row stays (a tombstone, until purged) without its body: in the row since migration 22, by
+// number in `inline_bodies` before, by id in `bodies` before that or when written apart.
 Status SqliteMetaStore::Apply(Db& db, const BodyDeleteOp& op) {
   for (const PasteId& id : op.ids) {
+    Statement& in_row = db.Prepare(
+        "UPDATE pastes SET body = NULL, body_codec = NULL WHERE id = ? AND body IS NOT NULL");
+    in_row.Bind(1, id.view());
+    if (Status s = Done(db, in_row, "delete body"); !s.ok()) return s;
     Statement& number = db.Prepare("SELECT body_n FROM pastes WHERE id = ? AND body_n IS NOT NULL");
     number.Bind(1, id.view());
     const int found = number.Step();
@@ -188,7 +185,8 @@ Status SqliteMetaStore::Apply(Db& db, const RetryOutboxOp& op) {
 
 Status SqliteMetaStore::Apply(Db& db, const PurgeOp& op) {
   // A purged tombstone was counted out when it was marked; an expired live row is counted out
-  // now. Its inline body goes with it: nothing else could ever find it again.
+  // now. Its body goes with it, in the row or (written before migration 22) by its number:
+  // nothing else could ever find it again.
   Statement& row = db.Prepare(
       "DELETE FROM pastes WHERE id = ? RETURNING CASE WHEN deleted = 0 THEN size_bytes ELSE 0 "
       "END, body_n");

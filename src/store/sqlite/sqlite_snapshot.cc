@@ -148,9 +148,21 @@ Status ForEachLiveRowBodiedOutside(const std::filesystem::path& path,
     sqlite3_finalize(attach);
     if (rc != SQLITE_DONE) return Failed("attaching " + bodies_db.string(), db->get());
   }
-  // body_n names a body beside its row in meta.db (sqlite_meta_schema.cc, migration 8).
+  // A body in meta.db is in its row (migration 22) or named by the row's body_n (migration 8).
+  // The other live rows are the partial index pastes_bodied_outside's, named so that the walk
+  // cannot read every row's page instead (the planner prefers the expiry index otherwise). A
+  // copy of a store its server has not migrated yet (a newer backup command beside an older
+  // server) has neither the column nor the index, and is walked whole.
+  sqlite3_stmt* probe = nullptr;
+  sqlite3_prepare_v2(db->get(), "SELECT 1 FROM pragma_table_info('pastes') WHERE name = 'body'", -1,
+                     &probe, nullptr);
+  const bool bodies_in_rows = sqlite3_step(probe) == SQLITE_ROW;
+  sqlite3_finalize(probe);
   const std::string sql =
-      std::string("SELECT id FROM pastes WHERE deleted = 0 AND expires_at > ? AND body_n IS NULL") +
+      std::string(bodies_in_rows ? "SELECT id FROM pastes INDEXED BY pastes_bodied_outside WHERE "
+                                   "deleted = 0 AND body IS NULL AND body_n IS NULL"
+                                 : "SELECT id FROM pastes WHERE deleted = 0 AND body_n IS NULL") +
+      " AND expires_at > ?" +
       (with_bodies_db ? " AND NOT EXISTS (SELECT 1 FROM side.bodies b WHERE b.id = pastes.id)"
                       : "");
   sqlite3_stmt* stmt = nullptr;
