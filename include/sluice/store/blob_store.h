@@ -53,7 +53,9 @@ class BlobStore {
   }
 
   /// Lists up to `limit` stored bodies with ids greater than `after` (empty: from the start), in id
-  /// order, for the orphan reaper's resumable scan.
+  /// order, for the orphan reaper's resumable scan. A store may leave out the bodies that cannot
+  /// be orphans (the embedded store's bodies kept with their rows:
+  /// src/store/sqlite/sqlite_meta_reads.cc).
   virtual boost::asio::awaitable<Result<std::vector<BlobInfo>>> List(
       std::string after, size_t limit, admission::Deadline deadline) = 0;
 };
