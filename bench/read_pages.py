@@ -36,7 +36,10 @@ from growth import drop_page_cache, disk_reads, write_corpus
 from wal_pages import start
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-PREAD = re.compile(r"^\d+\s+pread64\((\d+), .*, (\d+), (\d+)\) = (\d+)")
+# strace's lines: a call whole, or (another thread's call in between) cut in two.
+WHOLE = re.compile(r"^(\d+)\s+pread64\((\d+), .*, (\d+), (\d+)\)\s+=\s+\d+")
+BEGUN = re.compile(r"^(\d+)\s+pread64\((\d+), <unfinished")
+RESUMED = re.compile(r"^(\d+)\s+<\.\.\. pread64 resumed>.*, (\d+), (\d+)\)\s+=\s+\d+")
 
 
 def fill(port, db_path, args, corpus):
@@ -57,24 +60,42 @@ def meta_fds(pid, db_path):
     fds = set()
     for link in glob.glob(f"/proc/{pid}/fd/*"):
         try:
-            if os.readlink(link) == db_path:
+            if os.readlink(link) == os.path.realpath(db_path):
                 fds.add(int(os.path.basename(link)))
         except OSError:
             pass
     return fds
 
 
+def preads(trace):
+    """(offset in the trace, fd, size, position) of each pread64 in strace's output."""
+    begun = {}
+    with open(trace) as f:
+        at = 0
+        for line in f:
+            line_at = at
+            at += len(line)
+            if m := WHOLE.match(line):
+                yield line_at, int(m.group(2)), int(m.group(3)), int(m.group(4))
+            elif m := BEGUN.match(line):
+                begun[m.group(1)] = int(m.group(2))
+            elif (m := RESUMED.match(line)) and m.group(1) in begun:
+                yield line_at, begun.pop(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
 def measure(label, binary, args, work, corpus):
     data = os.path.join(work, label)
-    os.makedirs(data)
-    log = os.path.join(work, f"{label}.log")
-    proc, port = start(binary, data, log)
-    began = time.monotonic()
     db_path = os.path.join(data, "meta.db")
-    fill(port, db_path, args, corpus)
-    filled_in = time.monotonic() - began
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=120)
+    log = os.path.join(work, f"{label}.log")
+    filled_in = None
+    if not os.path.exists(db_path):  # else a kept store (--work and --keep) is measured again
+        os.makedirs(data)
+        proc, port = start(binary, data, log)
+        began = time.monotonic()
+        fill(port, db_path, args, corpus)
+        filled_in = time.monotonic() - began
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
     db = sqlite3.connect(db_path)
     pastes = db.execute("SELECT count(*) FROM pastes").fetchone()[0]
     ids = [r[0] for r in db.execute("SELECT id FROM pastes")]
@@ -91,7 +112,6 @@ def measure(label, binary, args, work, corpus):
     tracer = subprocess.Popen(["strace", "-f", "-qq", "-s", "0", "-e", "trace=pread64",
                                "-o", trace, "-p", str(proc.pid)], stderr=subprocess.DEVNULL)
     time.sleep(2)  # strace attaches to each thread
-    fds = meta_fds(proc.pid, db_path)
     reads_before = disk_reads(data)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     marks = []  # the trace's length before each read, to split it by read
@@ -104,6 +124,7 @@ def measure(label, binary, args, work, corpus):
         statuses[resp.status] += 1
     time.sleep(1)
     disk = disk_reads(data) - reads_before
+    fds = meta_fds(proc.pid, db_path)  # every reader's connection is open by now
     tracer.send_signal(signal.SIGINT)
     tracer.wait(timeout=30)
     proc.send_signal(signal.SIGTERM)
@@ -114,28 +135,23 @@ def measure(label, binary, args, work, corpus):
     seen = set()
     phases = [collections.Counter(), collections.Counter(), collections.Counter()]
     warm_at, last_at = marks[args.reads], marks[args.reads + args.warm]
-    with open(trace) as f:
-        offset = 0
-        for line in f:
-            at = offset
-            offset += len(line)
-            m = PREAD.match(line)
-            if not m or int(m.group(1)) not in fds:
+    for at, fd, size, position in preads(trace):
+        if fd not in fds:
+            continue
+        for page in range(position // page_size + 1, (position + size - 1) // page_size + 2):
+            if page in seen:
                 continue
-            size, position = int(m.group(2)), int(m.group(3))
-            for page in range(position // page_size + 1, (position + size - 1) // page_size + 2):
-                if page in seen:
-                    continue
-                seen.add(page)
-                name, kind = owner.get(page, ("header or free", ""))
-                phase = 0 if at < warm_at else 1 if at < last_at else 2
-                phases[phase][f"{name} ({kind})" if kind else name] += 1
+            seen.add(page)
+            name, kind = owner.get(page, ("header or free", ""))
+            phase = 0 if at < warm_at else 1 if at < last_at else 2
+            phases[phase][f"{name} ({kind})" if kind else name] += 1
     first, _, last = phases
     firsts = sum(first.values()) / args.reads
     lasts = sum(last.values()) / args.reads
     print(f"\n### {label}: {binary}\n")
     print(f"{pastes} pastes of {args.body_bytes} bytes (schema {version}, meta.db "
-          f"{os.path.getsize(db_path) / 2**30:.2f} GiB, filled in {filled_in:.0f} s); "
+          f"{os.path.getsize(db_path) / 2**30:.2f} GiB"
+          f"{f', filled in {filled_in:.0f} s' if filled_in else ', kept from a run before'}); "
           f"{len(chosen)} reads one at a time after the page cache was dropped, answered "
           f"{dict(statuses)}; the disk completed {disk} reads meanwhile "
           f"({disk / len(chosen):.2f} a read).\n")
@@ -157,13 +173,15 @@ def main():
     p.add_argument("--body-bytes", type=int, default=3500)
     p.add_argument("--work", help="where the stores go (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the stores (an upgrade to time)")
+    p.add_argument("--again", metavar="DIR", help="measure the stores a --keep run left in DIR")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("read_pages.py drops the page cache: run it as root")
-    work = tempfile.mkdtemp(prefix="read-pages-", dir=args.work)
+    work = args.again or tempfile.mkdtemp(prefix="read-pages-", dir=args.work)
     try:
         corpus = os.path.join(work, "corpus.txt")
-        write_corpus(corpus)
+        if not os.path.exists(corpus):
+            write_corpus(corpus)
         results = {}
         for spec in args.binaries:
             label, _, path = spec.partition("=")
@@ -174,7 +192,7 @@ def main():
         for label, (first, second, disk) in results.items():
             print(f"| {label} | {first:.2f} | {second:.2f} | {disk:.2f} |")
     finally:
-        if args.keep:
+        if args.keep or args.again:
             print(f"\nthe stores are in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)

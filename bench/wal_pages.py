@@ -121,6 +121,8 @@ def measure(label, binary, args, work):
     # wrk, as bench/run_create_bench.sh loads the server, so batches have their size under load;
     # each of its 2 threads stops after its share of answers.
     env = dict(os.environ, BODY_BYTES=str(args.body_bytes), STOP_AFTER=str(args.measured // 2))
+    if args.corpus:
+        env["CORPUS"] = args.corpus
     subprocess.run(["wrk", "-t2", f"-c{args.concurrency}", "-d30s", "-s",
                     os.path.join(REPO, "bench/wrk/create.lua"), f"http://127.0.0.1:{port}"],
                    env=env, stdout=subprocess.DEVNULL, check=True)
@@ -134,7 +136,8 @@ def measure(label, binary, args, work):
     owner = dict(db.execute("SELECT pageno, name || ' (' || pagetype || ')' FROM dbstat"))
     by_tree = collections.Counter(owner.get(p, "free or new") for p in frames)
     print(f"\n### {label}: {binary}\n")
-    print(f"{measured} creates of {args.body_bytes} bytes after {args.prefill} (wrk, "
+    print(f"{measured} creates of {args.body_bytes} bytes{' of text' if args.corpus else ''} "
+          f"after {args.prefill} (wrk, "
           f"{args.concurrency} connections): {commits} commits (mean batch "
           f"{measured / max(commits, 1):.1f}), {len(frames)} frames of {page_size} bytes, "
           f"**{len(frames) / measured:.2f} pages and "
@@ -153,9 +156,17 @@ def main():
     p.add_argument("--measured", type=int, default=600, help="about; what landed is counted")
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--body-bytes", type=int, default=10240)
+    p.add_argument("--text", action="store_true",
+                   help="measured bodies are windows of the repository's text (bench/growth.py's "
+                        "corpus), which compress as pastes do, not one repeated byte")
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="wal-pages-")
+    args.corpus = None
     try:
+        if args.text:
+            from growth import write_corpus
+            args.corpus = os.path.join(work, "corpus.txt")
+            write_corpus(args.corpus)
         results = {}
         for spec in args.binaries:
             label, _, path = spec.partition("=")
