@@ -26,34 +26,30 @@ run: build
 # then the admission library and the worker pool under ThreadSanitizer. Coverage-guided fuzzing
 # (clang, libFuzzer) is `make fuzz`. `make test` is held to 25 minutes on 2 cores, so each stage
 # prints its wall time. The two sanitizer builds are most of a cold run's CPU (bench/results/
-# make-test.md), so they compile from the end of the dev build to the end of the dev suites, in
-# the idle scheduling class (chrt --idle) and in a session of their own (so that one kill stops
-# them; their log is build/sanitizer-builds.log). First come the tests labelled `serial` (open-loop
-# load generators, the stack), which mostly wait on their schedules and servers: beside them the
-# builds' session runs at autogroup nice 19, since Debian's kernel shares the CPU between sessions
-# before it looks at a process's class (sched_autogroup), so the compilers get what those tests
-# leave and nothing they want. Then the parallel part, beside which the builds' session goes back
-# to nice 0 and gets up to half the machine: at 19 there, a cold make test waited 6 minutes longer
-# for them, and those suites run patient servers (tests/lib/sluice_harness.py) that the flake hunt
-# found holding under two CPU hogs and a syncing disk writer at full priority. The compose test's
-# services image (Debian's PostgreSQL, Redis and nginx by mmdebstrap, minutes on a cold machine)
-# is built the same way from the start, since it needs nothing compiled (build/image-bases.log;
-# a failure there is the compose test's to report).
+# make-test.md), so they compile from the end of the dev build to the end of the dev suites, beside
+# the tests (scripts/aside.sh: a session of their own, so that one kill stops them, in the idle
+# class at autogroup nice 19; their log is build/sanitizer-builds.log). First come the tests
+# labelled `serial` (open-loop load generators, the stack), which mostly wait on their schedules
+# and servers: beside them the builds stay off the first CPU, because a VM whose every CPU is busy
+# loses whole 100 ms periods to its host whatever the guest's priorities say, and a scenario's load
+# generator 100 ms late is a failed run. Then the parallel part, beside which the builds get every
+# CPU and autogroup nice 0, up to half the machine: its suites run patient servers
+# (tests/lib/sluice_harness.py) that the flake hunt found holding under two CPU hogs and a syncing
+# disk writer at full priority. The compose test's services image (Debian's PostgreSQL, Redis and
+# nginx by mmdebstrap, minutes on a cold machine) is built aside the same way from the start, since
+# it needs nothing compiled (build/image-bases.log; a failure there is the compose test's to report).
 test:
 	@$(STAGE_CLOCK) set -e; \
 	scripts/install-deps.sh test; \
 	echo "== $@: dependencies in $$(( $$(date +%s) - start )) s"; \
 	$(MAKE) --no-print-directory build-dev-suite; \
-	if chrt --idle 0 true 2>/dev/null; then idle="chrt --idle 0"; else idle="nice -n 19"; fi; \
-	setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$@"' builds \
-	  $$idle $(MAKE) --no-print-directory build-asan build-tsan >build/sanitizer-builds.log 2>&1 & \
+	scripts/aside.sh start $(MAKE) --no-print-directory build-asan build-tsan >build/sanitizer-builds.log 2>&1 & \
 	builds=$$!; \
 	if command -v podman >/dev/null && command -v mmdebstrap >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$@"' bases \
-	    $$idle env PODMAN_RUNTIME=runc scripts/build-image.sh services >build/image-bases.log 2>&1 & \
+	  scripts/aside.sh start env PODMAN_RUNTIME=runc scripts/build-image.sh services >build/image-bases.log 2>&1 & \
 	fi; \
 	$(MAKE) --no-print-directory check-dev-serial || { kill -TERM -- -$$builds 2>/dev/null; exit 1; }; \
-	echo 0 >/proc/$$builds/autogroup 2>/dev/null || true; \
+	scripts/aside.sh widen $$builds; \
 	$(MAKE) --no-print-directory check-dev-parallel || { kill -TERM -- -$$builds 2>/dev/null; exit 1; }; \
 	echo "== $@: waiting for the sanitizer builds at $$(( $$(date +%s) - start )) s"; \
 	wait $$builds || { tail -60 build/sanitizer-builds.log; exit 1; }; \
