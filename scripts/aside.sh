@@ -11,8 +11,8 @@
 # Why off the first CPU: on the VMs this project is built and tested on, a guest whose CPUs are all
 # busy at once loses whole 100 ms periods of one of them to the host, whatever the guest's own
 # priorities say; a guest with one CPU idle now and then loses nothing (measured with two spinning
-# threads against one, and against a second thread busy 97% of every 10 ms:
-# bench/results/make-test.md, "The host's 100 ms"). The idle class and nice 19 keep the compilers
+# threads against one, and against a second thread busy 70-90% of every 10 ms; at 97% it lost
+# periods in one run of two: bench/host_stalls.py, bench/results/make-test.md, "The host's 100 ms"). The idle class and nice 19 keep the compilers
 # behind the tests inside the guest; only a CPU they cannot fill keeps the host from pausing the
 # one a load generator or a server under test is on.
 set -eu
